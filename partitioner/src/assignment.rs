@@ -1,0 +1,847 @@
+//! The assignment: the document the sampler publishes on the control topic, and the O(1) lookup
+//! producers run for every record.
+//!
+//! DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing
+//! Systems", DEBS 2015) deploys as `partition(key) = heavy[key]` if the key is a heavy hitter, else
+//! `table[bucket(key)]`. An [`Assignment`] is that mapping plus what a reader needs to trust it:
+//! topic, partition count, epoch, the bucket hash, the parameters it was learned with, its creation
+//! time and the per-partition load it predicts.
+//!
+//! # Document (format `dkg.assignment`, version 1)
+//!
+//! ```json
+//! {"format":"dkg.assignment","version":1,"topic":"orders","partitions":3,"epoch":7,
+//!  "bucket_hash":{"function":"murmur2","seed":625341585},"buckets":4,"table":[0,1,2,0],
+//!  "heavy":[{"key_b64":"aG90","partition":1,"weight":1200}],
+//!  "params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},
+//!  "created_at_ms":1700000000000,"predicted_load":[0.34,0.33,0.33]}
+//! ```
+//!
+//! Keys are base64 (standard alphabet, canonical padding), so arbitrary bytes round-trip.
+//!
+//! **Strictness.** Decoding rejects unknown fields, at every level. The document decides where records
+//! go and every producer must route identically: a v1 reader that silently skipped a field a newer
+//! writer relies on (a salt, a second table) would route differently without noticing. So any change
+//! of meaning or shape bumps `version`; an old reader then fails loudly with
+//! [`Error::UnsupportedVersion`] and keeps its last good assignment. The version is read before the
+//! rest of the document, so a newer document always gets that error, never a shape error.
+//!
+//! **Validation.** [`Assignment::new`] and [`Assignment::from_json`] check everything a lookup
+//! relies on (see [`Assignment::new`]); an `Assignment` that exists is valid, which is what lets
+//! [`Assignment::partition_for`] be branch-light and panic-free.
+//!
+//! # Lookup
+//!
+//! One 32-bit hash `h = bucket_hash.hash(key)` serves both routes. Heavy keys sit in a private
+//! open-addressing table (linear probing, power-of-two slots, load factor <= 1/2). Each slot packs
+//! `h` and the heavy key's index, so a probe compares hashes without touching key bytes; key bytes
+//! are compared only on a hash match, against one contiguous arena. A miss falls through to
+//! `table[to_positive(h) % buckets]`, the modulo done by multiplication (Lemire, Kaser, Kurz,
+//! "Faster remainder by direct computation", 2019) since buckets are fixed per assignment.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::num::NonZeroU32;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::error::{Error, Result};
+use crate::hash::{BucketHash, to_positive};
+
+/// The `format` field of every assignment document.
+pub const FORMAT_NAME: &str = "dkg.assignment";
+/// The document version this build writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// Largest encoded document accepted (checked before parsing).
+pub const MAX_ASSIGNMENT_BYTES: usize = 8 * 1024 * 1024;
+/// Largest partition count accepted.
+pub const MAX_PARTITIONS: u32 = 1_000_000;
+/// Largest bucket count accepted.
+pub const MAX_BUCKETS: u32 = 1 << 22;
+/// Largest number of heavy keys accepted.
+pub const MAX_HEAVY_KEYS: usize = 1_000_000;
+/// Longest heavy key accepted, in bytes. Longer keys cannot be heavy; they route by bucket.
+pub const MAX_KEY_BYTES: usize = 64 * 1024;
+/// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
+pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
+/// Longest legal Kafka topic name.
+pub const MAX_TOPIC_LEN: usize = 249;
+
+/// How [`Assignment::route`] placed a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// The key is a heavy hitter with its own placement.
+    Heavy,
+    /// The key went through the bucket table.
+    Bucket,
+}
+
+/// A heavy hitter and the partition it is pinned to.
+///
+/// Serializes as `{"key_b64":"..","partition":N,"weight":N}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeavyKey {
+    /// The key bytes.
+    #[serde(rename = "key_b64", with = "key_b64")]
+    pub key: Vec<u8>,
+    /// Its partition.
+    pub partition: u32,
+    /// Its estimated weight (guaranteed count) in the learning window.
+    pub weight: u64,
+}
+
+/// The parameters an assignment was learned with (informational; the lookup does not use them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Heavy-hitter threshold, as a share of the window.
+    pub theta: f64,
+    /// SpaceSaving error bound, as a share of the window.
+    pub epsilon: f64,
+    /// Buckets per partition.
+    pub mu: f64,
+    /// Records in the learning window.
+    pub window_records: u64,
+}
+
+/// Everything needed to construct an [`Assignment`] (validated by [`Assignment::new`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AssignmentParts {
+    /// Kafka topic the assignment is for.
+    pub topic: String,
+    /// Partition count of the topic.
+    pub partitions: u32,
+    /// Monotonic assignment number (the sampler increments it per publication).
+    pub epoch: u64,
+    /// The hash mapping keys to buckets.
+    pub bucket_hash: BucketHash,
+    /// Bucket -> partition; its length is the bucket count.
+    pub table: Vec<u32>,
+    /// Heavy keys and their partitions.
+    pub heavy: Vec<HeavyKey>,
+    /// Learning parameters.
+    pub params: Params,
+    /// Creation time, unix milliseconds (supplied by the caller: the core reads no clock).
+    pub created_at_ms: u64,
+    /// Predicted share of records per partition; length = `partitions`.
+    pub predicted_load: Vec<f64>,
+}
+
+/// A validated, immutable assignment with its lookup index.
+///
+/// Equality compares the document fields (the index is derived from them).
+#[derive(Clone, Debug)]
+pub struct Assignment {
+    parts: AssignmentParts,
+    index: Lookup,
+}
+
+impl PartialEq for Assignment {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts
+    }
+}
+
+impl Assignment {
+    /// Validate `parts` and build the lookup index.
+    ///
+    /// Checks: the topic is a legal Kafka topic name; `1 <= partitions <= MAX_PARTITIONS`;
+    /// `1 <= table.len() <= MAX_BUCKETS`; every table entry and heavy partition `< partitions`;
+    /// at most [`MAX_HEAVY_KEYS`] heavy keys, each at most [`MAX_KEY_BYTES`] long, no key twice;
+    /// `predicted_load.len() == partitions`, every share finite and `>= 0`; params finite and `>= 0`.
+    pub fn new(parts: AssignmentParts) -> Result<Self> {
+        validate_topic(&parts.topic)?;
+        if parts.partitions == 0 {
+            return Err(invalid("partitions must be at least 1"));
+        }
+        if parts.partitions > MAX_PARTITIONS {
+            return Err(too_large(
+                "partitions",
+                parts.partitions.into(),
+                MAX_PARTITIONS.into(),
+            ));
+        }
+        if parts.table.is_empty() {
+            return Err(invalid("the bucket table must have at least 1 bucket"));
+        }
+        if parts.table.len() > MAX_BUCKETS as usize {
+            return Err(too_large(
+                "buckets",
+                parts.table.len() as u64,
+                MAX_BUCKETS.into(),
+            ));
+        }
+        let out_of_range = |partition: u32| Error::PartitionOutOfRange {
+            topic: parts.topic.clone(),
+            partition,
+            partitions: parts.partitions,
+        };
+        if let Some(&p) = parts.table.iter().find(|&&p| p >= parts.partitions) {
+            return Err(out_of_range(p));
+        }
+        if parts.heavy.len() > MAX_HEAVY_KEYS {
+            return Err(too_large(
+                "heavy keys",
+                parts.heavy.len() as u64,
+                MAX_HEAVY_KEYS as u64,
+            ));
+        }
+        let mut key_bytes = 0_usize;
+        for hk in &parts.heavy {
+            if hk.key.len() > MAX_KEY_BYTES {
+                return Err(too_large(
+                    "heavy key bytes",
+                    hk.key.len() as u64,
+                    MAX_KEY_BYTES as u64,
+                ));
+            }
+            if hk.partition >= parts.partitions {
+                return Err(out_of_range(hk.partition));
+            }
+            key_bytes += hk.key.len();
+        }
+        if key_bytes > MAX_HEAVY_KEY_BYTES_TOTAL {
+            return Err(too_large(
+                "total heavy key bytes",
+                key_bytes as u64,
+                MAX_HEAVY_KEY_BYTES_TOTAL as u64,
+            ));
+        }
+        if parts.predicted_load.len() != parts.partitions as usize {
+            return Err(invalid(format!(
+                "predicted_load has {} entries, expected one per partition ({})",
+                parts.predicted_load.len(),
+                parts.partitions
+            )));
+        }
+        if let Some((i, x)) = parts
+            .predicted_load
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+        {
+            return Err(invalid(format!(
+                "predicted_load[{i}] = {x} is not a finite non-negative share"
+            )));
+        }
+        let p = &parts.params;
+        for (name, x) in [("theta", p.theta), ("epsilon", p.epsilon), ("mu", p.mu)] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(invalid(format!(
+                    "params.{name} = {x} is not a finite non-negative number"
+                )));
+            }
+        }
+        let index = Lookup::build(&parts)?;
+        Ok(Self { parts, index })
+    }
+
+    /// Decode and validate a JSON document.
+    ///
+    /// Errors, in the order checked: [`Error::TooLarge`] (over [`MAX_ASSIGNMENT_BYTES`], before any
+    /// parsing); [`Error::MalformedAssignment`] (not JSON, wrong types, missing or unknown fields);
+    /// [`Error::UnknownFormat`]; [`Error::UnsupportedVersion`]; [`Error::TableLength`] (`buckets`
+    /// disagrees with `table`); [`Error::InvalidKeyEncoding`]; then everything [`Assignment::new`]
+    /// checks.
+    pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() > MAX_ASSIGNMENT_BYTES {
+            return Err(too_large(
+                "assignment bytes",
+                bytes.len() as u64,
+                MAX_ASSIGNMENT_BYTES as u64,
+            ));
+        }
+        // Format and version first, ignoring the rest, so a newer document reports its version
+        // rather than whatever shape change came with it.
+        let header: Header<'_> = serde_json::from_slice(bytes)?;
+        if header.format != FORMAT_NAME {
+            return Err(Error::UnknownFormat {
+                found: truncate_for_display(&header.format),
+                expected: FORMAT_NAME,
+            });
+        }
+        if header.version != FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                version: header.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
+        if doc.table.len() != doc.buckets as usize {
+            return Err(Error::TableLength {
+                expected: doc.buckets.into(),
+                actual: doc.table.len() as u64,
+            });
+        }
+        let mut heavy = Vec::with_capacity(doc.heavy.len());
+        for (index, Obj(h)) in doc.heavy.into_iter().enumerate() {
+            let key = B64
+                .decode(h.key_b64.as_bytes())
+                .map_err(|e| Error::InvalidKeyEncoding {
+                    index,
+                    reason: e.to_string(),
+                })?;
+            heavy.push(HeavyKey {
+                key,
+                partition: h.partition,
+                weight: h.weight,
+            });
+        }
+        Self::new(AssignmentParts {
+            topic: doc.topic.into_owned(),
+            partitions: doc.partitions,
+            epoch: doc.epoch,
+            bucket_hash: doc.bucket_hash.0,
+            table: doc.table,
+            heavy,
+            params: doc.params.0,
+            created_at_ms: doc.created_at_ms,
+            predicted_load: doc.predicted_load,
+        })
+    }
+
+    /// Encode as compact JSON (the control-topic payload).
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        // Only strings, integers and finite floats (checked in `new`): serde_json cannot fail here.
+        serde_json::to_vec(&self.doc_out()).expect("an assignment always serializes")
+    }
+
+    /// Encode as indented JSON (for people: `dkg-sampler inspect`, docs).
+    #[must_use]
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(&self.doc_out()).expect("an assignment always serializes")
+    }
+
+    fn doc_out(&self) -> DocOut<'_> {
+        let p = &self.parts;
+        DocOut {
+            format: FORMAT_NAME,
+            version: FORMAT_VERSION,
+            topic: &p.topic,
+            partitions: p.partitions,
+            epoch: p.epoch,
+            bucket_hash: p.bucket_hash,
+            buckets: self.buckets(),
+            table: &p.table,
+            heavy: &p.heavy,
+            params: &p.params,
+            created_at_ms: p.created_at_ms,
+            predicted_load: &p.predicted_load,
+        }
+    }
+
+    /// The topic.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        &self.parts.topic
+    }
+
+    /// The partition count.
+    #[must_use]
+    pub fn partitions(&self) -> u32 {
+        self.parts.partitions
+    }
+
+    /// The epoch.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.parts.epoch
+    }
+
+    /// The bucket count (`table().len()`).
+    #[must_use]
+    pub fn buckets(&self) -> u32 {
+        self.index.buckets.d
+    }
+
+    /// The bucket hash.
+    #[must_use]
+    pub fn bucket_hash(&self) -> BucketHash {
+        self.parts.bucket_hash
+    }
+
+    /// Bucket -> partition.
+    #[must_use]
+    pub fn table(&self) -> &[u32] {
+        &self.parts.table
+    }
+
+    /// The heavy keys, in document order.
+    #[must_use]
+    pub fn heavy(&self) -> &[HeavyKey] {
+        &self.parts.heavy
+    }
+
+    /// The learning parameters.
+    #[must_use]
+    pub fn params(&self) -> &Params {
+        &self.parts.params
+    }
+
+    /// Creation time, unix milliseconds.
+    #[must_use]
+    pub fn created_at_ms(&self) -> u64 {
+        self.parts.created_at_ms
+    }
+
+    /// Predicted share of records per partition.
+    #[must_use]
+    pub fn predicted_load(&self) -> &[f64] {
+        &self.parts.predicted_load
+    }
+
+    /// The partition for `key`. O(1), allocation-free, never panics, always `< partitions()`.
+    #[inline]
+    #[must_use]
+    pub fn partition_for(&self, key: &[u8]) -> u32 {
+        self.route(key).0
+    }
+
+    /// The partition for `key` and which route gave it.
+    #[inline]
+    #[must_use]
+    pub fn route(&self, key: &[u8]) -> (u32, Route) {
+        let h = self.parts.bucket_hash.hash(key);
+        self.index.partition(h, key)
+    }
+
+    /// The partition of `key` if it is a heavy key.
+    #[inline]
+    #[must_use]
+    pub fn heavy_partition(&self, key: &[u8]) -> Option<u32> {
+        match self.route(key) {
+            (p, Route::Heavy) => Some(p),
+            (_, Route::Bucket) => None,
+        }
+    }
+
+    /// The bucket of `key` (whether or not the key is heavy): `to_positive(hash(key)) % buckets()`.
+    #[inline]
+    #[must_use]
+    pub fn bucket(&self, key: &[u8]) -> u32 {
+        self.index
+            .buckets
+            .rem(to_positive(self.parts.bucket_hash.hash(key)))
+    }
+
+    /// Give back the document fields.
+    #[must_use]
+    pub fn into_parts(self) -> AssignmentParts {
+        self.parts
+    }
+}
+
+fn invalid(reason: impl Into<String>) -> Error {
+    Error::InvalidAssignment {
+        reason: reason.into(),
+    }
+}
+
+fn too_large(what: &'static str, actual: u64, limit: u64) -> Error {
+    Error::TooLarge {
+        what,
+        actual,
+        limit,
+    }
+}
+
+/// Errors echo strings from untrusted documents; keep them short.
+fn truncate_for_display(s: &str) -> String {
+    const MAX: usize = 64;
+    match s.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &s[..cut]),
+        None => s.to_owned(),
+    }
+}
+
+/// Kafka's `Topic.validate`: 1..=249 chars of `[a-zA-Z0-9._-]`, and not `.` or `..`.
+fn validate_topic(topic: &str) -> Result<()> {
+    let err = |reason| {
+        Err(Error::InvalidTopic {
+            topic: truncate_for_display(topic),
+            reason,
+        })
+    };
+    if topic.is_empty() {
+        return err("empty");
+    }
+    if topic.len() > MAX_TOPIC_LEN {
+        return err("longer than 249 characters");
+    }
+    if topic == "." || topic == ".." {
+        return err("'.' and '..' are reserved");
+    }
+    if !topic
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return err("only ASCII letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+/// `a % d` for a fixed `d` by two multiplications (Lemire, Kaser, Kurz 2019; exact for all u32).
+#[derive(Clone, Copy, Debug)]
+struct FastRem {
+    m: u64,
+    d: u32,
+}
+
+impl FastRem {
+    fn new(d: NonZeroU32) -> Self {
+        // For d == 1 this wraps to 0, and rem() then returns 0: still exact.
+        Self {
+            m: (u64::MAX / u64::from(d.get())).wrapping_add(1),
+            d: d.get(),
+        }
+    }
+
+    #[inline]
+    fn rem(self, a: u32) -> u32 {
+        let low = self.m.wrapping_mul(u64::from(a));
+        ((u128::from(low) * u128::from(self.d)) >> 64) as u32
+    }
+}
+
+/// One open-addressing slot: everything a hit needs, in 16 bytes (4 per cache line).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The key's bucket hash.
+    hash: u32,
+    /// Key length, or [`EMPTY`]. Heavy keys are at most [`MAX_KEY_BYTES`] long.
+    len: u32,
+    /// Offset of the key bytes in the arena.
+    start: u32,
+    partition: u32,
+}
+
+const EMPTY: u32 = u32::MAX;
+/// Flag on a `routes` entry: the bucket holds at least one heavy key (partitions are < 2^31).
+const HEAVY_IN_BUCKET: u32 = 1 << 31;
+const EMPTY_SLOT: Slot = Slot {
+    hash: 0,
+    len: EMPTY,
+    start: 0,
+    partition: 0,
+};
+
+/// Slots per heavy key, by key count. A sparse table makes a non-heavy key's first slot almost
+/// always empty, so the lookup resolves in one slot without a data-dependent branch (see
+/// `Lookup::partition`); large key sets get a denser table to bound memory (16 bytes per slot).
+fn slots_per_key(keys: usize) -> usize {
+    match keys {
+        0..=1024 => 8,
+        1025..=65_536 => 4,
+        _ => 2,
+    }
+}
+
+/// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
+#[derive(Clone, Debug)]
+struct Lookup {
+    /// Power-of-two open-addressing table (linear probing) of heavy keys.
+    slots: Box<[Slot]>,
+    mask: usize,
+    /// All heavy key bytes, back to back.
+    arena: Box<[u8]>,
+    /// The bucket table, with [`HEAVY_IN_BUCKET`] set on buckets that hold a heavy key.
+    routes: Box<[u32]>,
+    buckets: FastRem,
+    /// `partitions - 1`: the defensive clamp.
+    last_partition: u32,
+}
+
+impl Lookup {
+    /// `parts` is already validated except for duplicate keys, which this detects.
+    fn build(parts: &AssignmentParts) -> Result<Self> {
+        let heavy = &parts.heavy;
+        let capacity = (heavy.len() * slots_per_key(heavy.len())).next_power_of_two();
+        let mask = capacity - 1;
+        let mut slots = vec![EMPTY_SLOT; capacity];
+        let mut arena = Vec::with_capacity(heavy.iter().map(|h| h.key.len()).sum());
+        // Heaviest first: they get their home slots, so the records that probe further are few.
+        let mut order: Vec<&HeavyKey> = heavy.iter().collect();
+        order.sort_by_key(|hk| std::cmp::Reverse(hk.weight));
+        for hk in order {
+            let hash = parts.bucket_hash.hash(&hk.key);
+            // Fits in u32: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL, checked in `new`.
+            let start = arena.len() as u32;
+            arena.extend_from_slice(&hk.key);
+            let new = Slot {
+                hash,
+                len: hk.key.len() as u32,
+                start,
+                partition: hk.partition,
+            };
+            let mut pos = hash as usize & mask;
+            loop {
+                let slot = &mut slots[pos];
+                if slot.len == EMPTY {
+                    *slot = new;
+                    break;
+                }
+                if slot.hash == hash && slot_key(&arena, slot) == Some(&hk.key[..]) {
+                    return Err(Error::DuplicateHeavyKey {
+                        key_b64: truncate_for_display(&B64.encode(&hk.key)),
+                    });
+                }
+                pos = (pos + 1) & mask;
+            }
+        }
+        let buckets = NonZeroU32::new(parts.table.len() as u32)
+            .ok_or_else(|| invalid("the bucket table must have at least 1 bucket"))?;
+        let buckets = FastRem::new(buckets);
+        let mut routes = parts.table.clone();
+        for slot in slots.iter().filter(|s| s.len != EMPTY) {
+            if let Some(r) = routes.get_mut(buckets.rem(to_positive(slot.hash)) as usize) {
+                *r |= HEAVY_IN_BUCKET;
+            }
+        }
+        Ok(Self {
+            slots: slots.into_boxed_slice(),
+            mask,
+            arena: arena.into_boxed_slice(),
+            routes: routes.into_boxed_slice(),
+            buckets,
+            last_partition: parts.partitions.saturating_sub(1),
+        })
+    }
+
+    /// The partition of a key with bucket hash `h`, and its route.
+    ///
+    /// Heavy and non-heavy keys interleave at random in a skewed stream, so a branch on "is it
+    /// heavy" would mispredict often. Instead both candidates are computed (the first slot's
+    /// partition, compared without early exit, and the bucket's) and selected; the only branch
+    /// that depends on the key is "first slot neither matches nor is empty", rare by table sparsity.
+    #[inline]
+    fn partition(&self, h: u32, key: &[u8]) -> (u32, Route) {
+        let pos = h as usize & self.mask;
+        // By value: the partition must already be in a register for the select below.
+        let slot = *self.slots.get(pos).unwrap_or(&EMPTY_SLOT);
+        let route = self
+            .routes
+            .get(self.buckets.rem(to_positive(h)) as usize)
+            .copied()
+            .unwrap_or(0);
+        let hit = self.first_slot_matches(&slot, h, key);
+        // Probe on only when the first slot is taken by another key and the key's bucket holds a
+        // heavy key at all: rare, so this branch predicts well.
+        if !hit & (slot.len != EMPTY) & (route & HEAVY_IN_BUCKET != 0) {
+            return match self.probe(pos.wrapping_add(1) & self.mask, h, key) {
+                Some(p) => (p.min(self.last_partition), Route::Heavy),
+                None => (
+                    (route & !HEAVY_IN_BUCKET).min(self.last_partition),
+                    Route::Bucket,
+                ),
+            };
+        }
+        let bucket = route & !HEAVY_IN_BUCKET;
+        // A masked merge, not an `if`: with an `if` the compiler emitted a (mispredicting) branch.
+        let select = u32::from(hit).wrapping_neg();
+        let p = bucket ^ ((bucket ^ slot.partition) & select);
+        let route = if hit { Route::Heavy } else { Route::Bucket };
+        (p.min(self.last_partition), route)
+    }
+
+    /// Whether `slot` holds `key`. For short keys the bytes are compared even when hash or length
+    /// already differ, without early exit, so the result carries no branch on the key.
+    #[inline]
+    fn first_slot_matches(&self, slot: &Slot, h: u32, key: &[u8]) -> bool {
+        let meta = (slot.hash == h) & (slot.len as usize == key.len());
+        if key.len() > BRANCHLESS_KEY_BYTES {
+            return meta && slot_key(&self.arena, slot) == Some(key);
+        }
+        let start = slot.start as usize;
+        let stored = self.arena.get(start..start + key.len());
+        meta & stored.is_some_and(|stored| xor_equal(stored, key))
+    }
+
+    /// Linear probing from `pos` (the first slot was non-empty and did not match).
+    #[inline]
+    fn probe(&self, mut pos: usize, h: u32, key: &[u8]) -> Option<u32> {
+        // An empty slot ends every probe (the table is at most half full); the bound only makes
+        // termination obvious.
+        for _ in 0..self.slots.len() {
+            let slot = self.slots.get(pos)?;
+            if slot.len == EMPTY {
+                return None;
+            }
+            if slot.hash == h
+                && slot.len as usize == key.len()
+                && slot_key(&self.arena, slot) == Some(key)
+            {
+                return Some(slot.partition);
+            }
+            pos = (pos + 1) & self.mask;
+        }
+        None
+    }
+}
+
+#[inline]
+fn slot_key<'a>(arena: &'a [u8], slot: &Slot) -> Option<&'a [u8]> {
+    let start = slot.start as usize;
+    arena.get(start..start.checked_add(slot.len as usize)?)
+}
+
+/// Keys up to this long take the branch-free comparison in `Lookup::first_slot_matches`.
+const BRANCHLESS_KEY_BYTES: usize = 64;
+
+/// Equality of two equal-length slices without early exit (8 bytes at a time, OR of XORs).
+#[inline]
+fn xor_equal(a: &[u8], b: &[u8]) -> bool {
+    let (mut wa, mut wb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let mut diff = 0_u64;
+    for (x, y) in (&mut wa).zip(&mut wb) {
+        let x = u64::from_ne_bytes(x.try_into().unwrap_or_default());
+        let y = u64::from_ne_bytes(y.try_into().unwrap_or_default());
+        diff |= x ^ y;
+    }
+    for (x, y) in wa.remainder().iter().zip(wb.remainder()) {
+        diff |= u64::from(x ^ y);
+    }
+    diff == 0 && a.len() == b.len()
+}
+
+/// Read before the full document; other fields are skipped.
+#[derive(Deserialize)]
+struct Header<'a> {
+    #[serde(borrow)]
+    format: Cow<'a, str>,
+    version: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DocIn<'a> {
+    // Checked via `Header`; listed here so `deny_unknown_fields` knows them.
+    #[serde(borrow, rename = "format")]
+    _format: Cow<'a, str>,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(borrow)]
+    topic: Cow<'a, str>,
+    partitions: u32,
+    epoch: u64,
+    bucket_hash: Obj<BucketHash>,
+    buckets: u32,
+    table: Vec<u32>,
+    #[serde(borrow)]
+    heavy: Vec<Obj<HeavyIn<'a>>>,
+    params: Obj<Params>,
+    created_at_ms: u64,
+    predicted_load: Vec<f64>,
+}
+
+/// Decodes `T` from a JSON object only. Serde's derived impls also accept an array (fields by
+/// position); the document has one canonical shape, so the decoder refuses that.
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(ObjVisitor(PhantomData)).map(Obj)
+    }
+}
+
+/// Heavy key as read: base64 decoded by hand for a typed error.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeavyIn<'a> {
+    #[serde(borrow)]
+    key_b64: Cow<'a, str>,
+    partition: u32,
+    weight: u64,
+}
+
+#[derive(Serialize)]
+struct DocOut<'a> {
+    format: &'static str,
+    version: u64,
+    topic: &'a str,
+    partitions: u32,
+    epoch: u64,
+    bucket_hash: BucketHash,
+    buckets: u32,
+    table: &'a [u32],
+    heavy: &'a [HeavyKey],
+    params: &'a Params,
+    created_at_ms: u64,
+    predicted_load: &'a [f64],
+}
+
+/// `Vec<u8>` as a standard, padded base64 string.
+mod key_b64 {
+    use std::borrow::Cow;
+
+    use base64::Engine as _;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    use super::B64;
+
+    pub(super) fn serialize<S: Serializer>(key: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&B64.encode(key))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = Cow::<'de, str>::deserialize(d)?;
+        B64.decode(text.as_bytes()).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_rem_matches_remainder_on_edges() {
+        let ds = [1_u32, 2, 3, 7, 64, 100, 1000, MAX_BUCKETS - 1, MAX_BUCKETS];
+        let xs = [0_u32, 1, 2, 63, 64, 65, 0x7fff_fffe, 0x7fff_ffff, u32::MAX];
+        for &d in &ds {
+            let f = FastRem::new(NonZeroU32::new(d).expect("nonzero"));
+            for &x in &xs {
+                assert_eq!(f.rem(x), x % d, "{x} % {d}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The multiply-shift remainder is exact for every u32 and every legal bucket count.
+        #[test]
+        fn fast_rem_is_exact(x in proptest::prelude::any::<u32>(), d in 1_u32..=MAX_BUCKETS) {
+            let f = FastRem::new(NonZeroU32::new(d).expect("nonzero"));
+            proptest::prop_assert_eq!(f.rem(x), x % d);
+        }
+
+        /// ... and for u32 divisors beyond our limits too (the method holds for all of them).
+        #[test]
+        fn fast_rem_is_exact_for_any_divisor(x in proptest::prelude::any::<u32>(), d in 1_u32..) {
+            let f = FastRem::new(NonZeroU32::new(d).expect("nonzero"));
+            proptest::prop_assert_eq!(f.rem(x), x % d);
+        }
+    }
+
+    #[test]
+    fn truncation_keeps_short_strings_and_cuts_long_ones_on_char_boundaries() {
+        assert_eq!(truncate_for_display("abc"), "abc");
+        let long = "é".repeat(100);
+        let t = truncate_for_display(&long);
+        assert_eq!(t.chars().count(), 64 + 3);
+    }
+}

@@ -1,0 +1,1046 @@
+//! The DKG learner and builder.
+//!
+//! Reference: N. Rivetti, L. Querzoni, E. Anceaume, Y. Busnel, B. Sericola, "Efficient Key Grouping for
+//! Near-Optimal Load Balancing in Stream Processing Systems", ACM DEBS 2015 (Distribution-aware Key
+//! Grouping). Building blocks: SpaceSaving (Metwally et al., ICDT 2005, see [`crate::space_saving`]) and
+//! LPT (Graham 1969, see [`mod@crate::lpt`]).
+//!
+//! # Method
+//! A [`Sketch`] learns over a window of records:
+//! - a SpaceSaving summary with `ceil(1 / epsilon)` counters (`epsilon` defaults to `theta / 2`, as in the
+//!   authors' code);
+//! - `ceil(mu * k)` bucket counters, bucket = [`BucketHash::bucket`]; every record increments its bucket.
+//!
+//! [`Sketch::build`] then takes the heavy hitters (keys whose guaranteed count `count - error` is at least
+//! `theta * N`), weighs each by its guaranteed count and subtracts that weight from its bucket (so buckets
+//! carry only the other keys), and places the jobs = heavy keys (sorted by key bytes) + buckets on the `k`
+//! partitions with LPT, or with [`lpt_sticky`] against a previous assignment of the same shape
+//! (migration-aware: keep jobs where they are unless moving lowers the max load).
+//!
+//! Beyond the paper: buckets that saw no record in the window carry no evidence, so instead of piling them
+//! all on one partition (which is where LPT puts zero-weight jobs) they are spread `bucket % k` on a fresh
+//! build and left where they were on a migration-aware build. Keys never seen while learning then spread
+//! like hashed keys.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::assignment::{
+    Assignment, AssignmentParts, HeavyKey, MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_KEY_BYTES,
+    MAX_PARTITIONS, Params,
+};
+use crate::error::{Error, Result};
+use crate::hash::{BucketHash, kafka_partition};
+use crate::lpt::{Schedule, lpt, lpt_sticky};
+use crate::space_saving::{Counter, MAX_CAPACITY, SpaceSaving};
+
+/// Default heavy-hitter threshold numerator: `theta = DEFAULT_THETA_PER_PARTITION / k`.
+///
+/// Why `1/(4k)`: a key is worth pinning as soon as it is a sizeable fraction of one partition's fair share
+/// (`1/k`); with the paper's fixed `theta = 0.1`, keys between `1/(4k)` and `0.1` are hashed into buckets and
+/// can leave one partition tens of points above the others when `k >= 10` (see `paper-notes.md`). A quarter
+/// of a fair share keeps the heavy list short (at most `4k` keys, `8k` SpaceSaving counters) while the buckets
+/// only carry keys small enough for LPT to even out (a list schedule ends within one job of the mean).
+///
+/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Balance (simulate)"): over alpha 0.5..2.0 x k 5..100,
+/// n = 10^4..10^6, the rules `c / k` for c in {0.05, 0.1, 0.25, 0.5, 1} give the same gap to lpt-full
+/// within seed noise once mu >= 32 (paired over 20 seeds at mu = 64, c = 0.1, 0.5, 1 differ from c = 0.25
+/// by -0.004, +0.013, +0.006 points, all within 1.5 standard errors). So c is chosen for the worst case,
+/// not the averages: 0.25 bounds a bucketed key at a quarter of a fair share at negligible cost.
+pub const DEFAULT_THETA_PER_PARTITION: f64 = 0.25;
+
+/// Upper cap of the default theta: `default_theta(k) <= DEFAULT_THETA_MAX` (the paper's value), so small
+/// partition counts still pin every key above 10% of the stream.
+pub const DEFAULT_THETA_MAX: f64 = 0.1;
+
+/// Default buckets per partition (`mu`): `64 * k` buckets.
+///
+/// Why 64: LPT balances buckets well when each partition receives many of them (its makespan is within
+/// one job of the mean), so the residual imbalance of the sparse keys shrinks roughly as `1/mu`; the
+/// paper's `mu = 2` leaves 10-50 points of avoidable imbalance. A bucket costs one `u32` in the assignment
+/// and one `u64` in the sketch, so 64 per partition is free for a Kafka producer (6400 entries at
+/// `k = 100`).
+///
+/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Balance (simulate)"), mean of dkg minus lpt-full over the
+/// 30 cells alpha 0.5..2.0 x k 5..100, m = 10^6, theta = 0.25/k:
+/// - learning on 10% of the stream, n = 10^4, 20 seeds: mu 16/24/32/64/128 -> 0.88/0.84/0.78/0.87/1.00 points;
+///   n = 10^6: 32/64/128 -> 0.98/0.90/1.13. Gaps > 2 points remain only where no key exceeds 1/k and k >= 20:
+///   there the learned loads carry binomial noise ~ sqrt(k / 10^5) per partition that no mapping can undo.
+/// - learning the whole stream (the mapping alone): worst cell 4.3 (mu 8), 1.9 (16), 0.7 (32), 0.3 (64),
+///   0.1 (128) points at n = 10^4; 2.0 (32), 1.0 (64), 0.4 (128) at n = 10^6.
+///
+/// 64 is the best compromise: a finer table helps the mapping, but with a short window it also leaves more
+/// buckets empty, and empty buckets are spread `bucket % k`, also onto the partition of a dominant key (the
+/// only reason mu = 128 loses in the 10% rows).
+pub const DEFAULT_MU: f64 = 64.0;
+
+/// The paper's theta (DEBS 2015 evaluation, also the authors' default).
+pub const PAPER_THETA: f64 = 0.1;
+
+/// The paper's mu.
+pub const PAPER_MU: f64 = 2.0;
+
+/// The project's default heavy-hitter threshold for `partitions` partitions:
+/// `min(DEFAULT_THETA_PER_PARTITION / k, DEFAULT_THETA_MAX)` (`k = 0` counts as 1).
+#[must_use]
+pub fn default_theta(partitions: u32) -> f64 {
+    (DEFAULT_THETA_PER_PARTITION / f64::from(partitions.max(1))).min(DEFAULT_THETA_MAX)
+}
+
+/// DKG learning parameters. Build one with [`DkgConfig::builder`], [`DkgConfig::default`] (the project's
+/// defaults) or [`DkgConfig::paper`].
+///
+/// Serde: every field is optional on input (missing = default); unknown fields are rejected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DkgConfig {
+    /// Heavy-hitter threshold as a share of the window, in `(0, 1]`. `None` = [`default_theta`]`(k)`.
+    pub theta: Option<f64>,
+    /// SpaceSaving error bound as a share of the window, in `(0, 1]`. `None` = `theta / 2`.
+    pub epsilon: Option<f64>,
+    /// Buckets per partition (`ceil(mu * k)` buckets), finite and `> 0`. Default [`DEFAULT_MU`].
+    pub mu: f64,
+    /// The hash mapping keys to buckets. Default `BucketHash::default()` (murmur2, `DEFAULT_BUCKET_SEED`).
+    pub bucket_hash: BucketHash,
+}
+
+impl Default for DkgConfig {
+    /// theta = [`default_theta`]`(k)`, epsilon = theta / 2, mu = [`DEFAULT_MU`], default bucket hash.
+    fn default() -> Self {
+        Self {
+            theta: None,
+            epsilon: None,
+            mu: DEFAULT_MU,
+            bucket_hash: BucketHash::default(),
+        }
+    }
+}
+
+/// Builder for [`DkgConfig`]; unset fields keep the defaults of [`DkgConfig::default`].
+#[derive(Clone, Debug, Default)]
+pub struct DkgConfigBuilder {
+    config: DkgConfig,
+}
+
+impl DkgConfigBuilder {
+    /// Heavy-hitter threshold, in `(0, 1]` (default: [`default_theta`] of the partition count).
+    #[must_use]
+    pub fn theta(mut self, theta: f64) -> Self {
+        self.config.theta = Some(theta);
+        self
+    }
+
+    /// SpaceSaving error bound, in `(0, 1]` (default: theta / 2).
+    #[must_use]
+    pub fn epsilon(mut self, epsilon: f64) -> Self {
+        self.config.epsilon = Some(epsilon);
+        self
+    }
+
+    /// Buckets per partition, finite and `> 0` (default [`DEFAULT_MU`]).
+    #[must_use]
+    pub fn mu(mut self, mu: f64) -> Self {
+        self.config.mu = mu;
+        self
+    }
+
+    /// The bucket hash (default `BucketHash::default()`).
+    #[must_use]
+    pub fn bucket_hash(mut self, bucket_hash: BucketHash) -> Self {
+        self.config.bucket_hash = bucket_hash;
+        self
+    }
+
+    /// Validate and return the configuration.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first field out of range.
+    pub fn build(self) -> Result<DkgConfig> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}
+
+fn check_share(field: &'static str, x: f64) -> Result<()> {
+    if x > 0.0 && x <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidConfig {
+            field,
+            reason: format!("must be in (0, 1], got {x}"),
+        })
+    }
+}
+
+impl DkgConfig {
+    /// A builder starting from the defaults.
+    #[must_use]
+    pub fn builder() -> DkgConfigBuilder {
+        DkgConfigBuilder::default()
+    }
+
+    /// The paper's parameters: theta = 0.1, epsilon = theta / 2, mu = 2, default bucket hash.
+    #[must_use]
+    pub fn paper() -> Self {
+        Self {
+            theta: Some(PAPER_THETA),
+            epsilon: None,
+            mu: PAPER_MU,
+            bucket_hash: BucketHash::default(),
+        }
+    }
+
+    /// Check the ranges that do not depend on the partition count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first field out of range.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(theta) = self.theta {
+            check_share("theta", theta)?;
+        }
+        if let Some(epsilon) = self.epsilon {
+            check_share("epsilon", epsilon)?;
+        }
+        if !(self.mu.is_finite() && self.mu > 0.0) {
+            return Err(Error::InvalidConfig {
+                field: "mu",
+                reason: format!("must be finite and > 0, got {}", self.mu),
+            });
+        }
+        Ok(())
+    }
+
+    /// Check everything for a topic of `partitions` partitions: ranges, partition count, bucket count and
+    /// summary size limits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the offending field.
+    pub fn validate_for(&self, partitions: u32) -> Result<()> {
+        self.validate()?;
+        if partitions == 0 || partitions > MAX_PARTITIONS {
+            return Err(Error::InvalidConfig {
+                field: "partitions",
+                reason: format!("must be in 1..={MAX_PARTITIONS}, got {partitions}"),
+            });
+        }
+        let buckets = self.mu * f64::from(partitions);
+        if buckets.ceil() > f64::from(MAX_BUCKETS) {
+            return Err(Error::InvalidConfig {
+                field: "mu",
+                reason: format!(
+                    "mu {} x {partitions} partitions needs {} buckets, more than the maximum {MAX_BUCKETS}",
+                    self.mu,
+                    buckets.ceil()
+                ),
+            });
+        }
+        let epsilon = self.epsilon_for(partitions);
+        if (1.0 / epsilon).ceil() > MAX_CAPACITY as f64 {
+            return Err(Error::InvalidConfig {
+                field: "epsilon",
+                reason: format!("{epsilon} needs more than {MAX_CAPACITY} counters"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The heavy-hitter threshold for `partitions` partitions.
+    #[must_use]
+    pub fn theta_for(&self, partitions: u32) -> f64 {
+        self.theta.unwrap_or_else(|| default_theta(partitions))
+    }
+
+    /// The SpaceSaving error bound for `partitions` partitions (theta / 2 unless set).
+    #[must_use]
+    pub fn epsilon_for(&self, partitions: u32) -> f64 {
+        self.epsilon
+            .unwrap_or_else(|| self.theta_for(partitions) / 2.0)
+    }
+
+    /// The bucket count `ceil(mu * k)`, at least 1 (saturating at `u32::MAX` for absurd values).
+    #[must_use]
+    pub fn buckets_for(&self, partitions: u32) -> u32 {
+        // `as` saturates (and maps NaN to 0).
+        ((self.mu * f64::from(partitions)).ceil() as u32).max(1)
+    }
+}
+
+/// The learning state of DKG for one topic: a SpaceSaving summary plus bucket counters.
+///
+/// Serializes as `{"partitions":k,"theta":..,"epsilon":..,"mu":..,"bucket_hash":{..},"summary":{..},
+/// "bucket_weights":[..]}` (the summary as described in [`SpaceSaving`]) so samplers can ship sketches and
+/// merge them; deserialization validates the parameters and the bucket count.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(try_from = "SketchWire")]
+pub struct Sketch {
+    partitions: u32,
+    theta: f64,
+    epsilon: f64,
+    mu: f64,
+    bucket_hash: BucketHash,
+    summary: SpaceSaving,
+    bucket_weights: Vec<u64>,
+}
+
+impl fmt::Debug for Sketch {
+    /// Compact: the bucket counters are summarised, not listed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sketch")
+            .field("partitions", &self.partitions)
+            .field("theta", &self.theta)
+            .field("epsilon", &self.epsilon)
+            .field("mu", &self.mu)
+            .field("bucket_hash", &self.bucket_hash)
+            .field("buckets", &self.bucket_weights.len())
+            .field("total", &self.total())
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SketchWire {
+    partitions: u32,
+    theta: f64,
+    epsilon: f64,
+    mu: f64,
+    bucket_hash: BucketHash,
+    summary: SpaceSaving,
+    bucket_weights: Vec<u64>,
+}
+
+impl TryFrom<SketchWire> for Sketch {
+    type Error = Error;
+
+    fn try_from(w: SketchWire) -> Result<Self> {
+        let config = DkgConfig {
+            theta: Some(w.theta),
+            epsilon: Some(w.epsilon),
+            mu: w.mu,
+            bucket_hash: w.bucket_hash,
+        };
+        config.validate_for(w.partitions)?;
+        let expected = config.buckets_for(w.partitions);
+        if w.bucket_weights.len() != expected as usize {
+            return Err(Error::InvalidConfig {
+                field: "bucket_weights",
+                reason: format!(
+                    "has {} entries, expected ceil(mu * partitions) = {expected}",
+                    w.bucket_weights.len()
+                ),
+            });
+        }
+        Ok(Self {
+            partitions: w.partitions,
+            theta: w.theta,
+            epsilon: w.epsilon,
+            mu: w.mu,
+            bucket_hash: w.bucket_hash,
+            summary: w.summary,
+            bucket_weights: w.bucket_weights,
+        })
+    }
+}
+
+/// The result of [`Sketch::build`].
+#[derive(Clone, Debug)]
+pub struct Build {
+    /// The new assignment (predicted_load = per-partition share of the window's job weight).
+    pub assignment: Assignment,
+    /// Share of the window's load that changes partition relative to the previous assignment (0 without
+    /// a previous assignment; 1, a full reshuffle, when the previous one has another partition count,
+    /// bucket count or bucket hash).
+    pub moved_share: f64,
+    /// Number of heavy keys.
+    pub heavy_hitters: usize,
+    /// [`imbalance`] of the predicted load.
+    pub predicted_imbalance: f64,
+}
+
+/// Load imbalance `lambda = max / mean - 1` of a load vector; 0 for an empty vector or a total that is
+/// not positive and finite.
+#[must_use]
+pub fn imbalance(loads: &[f64]) -> f64 {
+    let sum: f64 = loads.iter().sum();
+    if loads.is_empty() || !(sum > 0.0 && sum.is_finite()) {
+        return 0.0;
+    }
+    let max = loads.iter().copied().fold(f64::MIN, f64::max);
+    max / (sum / loads.len() as f64) - 1.0
+}
+
+/// Shares of `loads`; uniform when the total is 0 (no evidence: assume an even spread).
+fn shares(loads: &[u64]) -> Vec<f64> {
+    let total: f64 = loads.iter().map(|&l| l as f64).sum();
+    if total > 0.0 {
+        loads.iter().map(|&l| l as f64 / total).collect()
+    } else {
+        vec![1.0 / loads.len().max(1) as f64; loads.len()]
+    }
+}
+
+/// The jobs of a window: heavy keys (by key bytes) then buckets with the heavy mass removed.
+struct Jobs<'a> {
+    heavy: Vec<Counter<'a>>,
+    buckets: Vec<u64>,
+}
+
+impl Jobs<'_> {
+    fn weights(&self) -> Vec<u64> {
+        self.heavy
+            .iter()
+            .map(Counter::guaranteed)
+            .chain(self.buckets.iter().copied())
+            .collect()
+    }
+}
+
+impl Sketch {
+    /// An empty sketch for a topic of `partitions` partitions.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if the configuration is out of range for this partition count (see
+    /// [`DkgConfig::validate_for`]).
+    pub fn new(config: &DkgConfig, partitions: u32) -> Result<Self> {
+        config.validate_for(partitions)?;
+        let epsilon = config.epsilon_for(partitions);
+        Ok(Self {
+            partitions,
+            theta: config.theta_for(partitions),
+            epsilon,
+            mu: config.mu,
+            bucket_hash: config.bucket_hash,
+            summary: SpaceSaving::with_epsilon(epsilon)?,
+            bucket_weights: vec![0; config.buckets_for(partitions) as usize],
+        })
+    }
+
+    /// Count one record with this key.
+    #[inline]
+    pub fn observe(&mut self, key: &[u8]) {
+        self.observe_weighted(key, 1);
+    }
+
+    /// Count `weight` records with this key.
+    #[inline]
+    pub fn observe_weighted(&mut self, key: &[u8], weight: u64) {
+        if weight == 0 {
+            return;
+        }
+        self.summary.insert_weighted(key, weight);
+        let b = self.bucket_of(key);
+        if let Some(w) = self.bucket_weights.get_mut(b as usize) {
+            *w = w.saturating_add(weight);
+        }
+    }
+
+    /// Records (total weight) observed, `N`.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.summary.total()
+    }
+
+    /// The partition count this sketch learns for.
+    #[must_use]
+    pub fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    /// The heavy-hitter threshold in use.
+    #[must_use]
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+
+    /// The SpaceSaving error bound in use.
+    #[must_use]
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// Buckets per partition.
+    #[must_use]
+    pub fn mu(&self) -> f64 {
+        self.mu
+    }
+
+    /// Number of buckets.
+    #[must_use]
+    pub fn buckets(&self) -> u32 {
+        self.bucket_weights.len() as u32
+    }
+
+    /// The bucket hash.
+    #[must_use]
+    pub fn bucket_hash(&self) -> BucketHash {
+        self.bucket_hash
+    }
+
+    /// The SpaceSaving summary.
+    #[must_use]
+    pub fn summary(&self) -> &SpaceSaving {
+        &self.summary
+    }
+
+    /// Records per bucket (heavy keys included).
+    #[must_use]
+    pub fn bucket_weights(&self) -> &[u64] {
+        &self.bucket_weights
+    }
+
+    /// Merge another sampler's sketch: summaries merge as in [`SpaceSaving::merge`] (error bound
+    /// `(N1 + N2) / capacity`), bucket counters add up. `theta`, `epsilon` and `mu` stay `self`'s.
+    ///
+    /// # Errors
+    /// [`Error::IncompatibleMerge`] if the partition count, bucket count or bucket hash differ, or the
+    /// summaries cannot merge; `self` is unchanged then.
+    pub fn merge(&mut self, other: &Sketch) -> Result<()> {
+        if self.partitions != other.partitions
+            || self.bucket_weights.len() != other.bucket_weights.len()
+            || self.bucket_hash != other.bucket_hash
+        {
+            return Err(Error::IncompatibleMerge {
+                reason: format!(
+                    "sketch shapes differ: {} vs {} partitions, {} vs {} buckets, {:?} vs {:?}",
+                    self.partitions,
+                    other.partitions,
+                    self.bucket_weights.len(),
+                    other.bucket_weights.len(),
+                    self.bucket_hash,
+                    other.bucket_hash
+                ),
+            });
+        }
+        self.summary.merge(&other.summary)?;
+        for (w, o) in self.bucket_weights.iter_mut().zip(&other.bucket_weights) {
+            *w = w.saturating_add(*o);
+        }
+        Ok(())
+    }
+
+    /// Multiply all counts by `factor` (clamped to `[0, 1]`, NaN = 1), for a drifting window; see
+    /// [`SpaceSaving::decay`]. Bucket counters are rounded to nearest.
+    pub fn decay(&mut self, factor: f64) {
+        let f = if factor.is_nan() {
+            1.0
+        } else {
+            factor.clamp(0.0, 1.0)
+        };
+        self.summary.decay(f);
+        for w in &mut self.bucket_weights {
+            *w = (*w as f64 * f).round() as u64;
+        }
+    }
+
+    /// Forget everything learned (start a new window).
+    pub fn clear(&mut self) {
+        self.summary.clear();
+        self.bucket_weights.fill(0);
+    }
+
+    /// Build an assignment from this window.
+    ///
+    /// `previous = Some(..)` with the same partition count, bucket count and bucket hash makes the build
+    /// migration-aware ([`lpt_sticky`]: a heavy key's previous partition is `previous.partition_for(key)`, a
+    /// bucket's is `previous.table()[b]`); otherwise it is a plain LPT build. `moved_share` is the share
+    /// of the window's job weight that changes partition: moved heavy keys, moved buckets (without the
+    /// weight of keys that were heavy in `previous`), and keys heavy in `previous` but not any more whose
+    /// new bucket sits elsewhere (weighed by their guaranteed count if the summary still has them).
+    ///
+    /// # Errors
+    /// Whatever [`Assignment::new`] rejects (for instance an invalid topic name).
+    pub fn build(
+        &self,
+        topic: &str,
+        epoch: u64,
+        created_at_ms: u64,
+        previous: Option<&Assignment>,
+    ) -> Result<Build> {
+        let jobs = self.jobs();
+        let weights = jobs.weights();
+        let h = jobs.heavy.len();
+        let k = self.partitions;
+        let sticky_base = previous.filter(|p| self.same_shape(p));
+
+        let mut schedule: Schedule = match sticky_base {
+            Some(prev) => {
+                let placements: Vec<Option<u32>> = jobs
+                    .heavy
+                    .iter()
+                    .map(|c| Some(prev.partition_for(c.key)))
+                    .chain(prev.table().iter().map(|&p| Some(p)))
+                    .collect();
+                lpt_sticky(&weights, &placements, k)?.schedule
+            }
+            None => lpt(&weights, k)?,
+        };
+        // Zero-weight buckets: no evidence, no load. Leave them where they were, or spread them.
+        for (b, &w) in jobs.buckets.iter().enumerate() {
+            if w == 0 {
+                schedule.placement[h + b] = match sticky_base {
+                    Some(prev) => prev.table()[b],
+                    None => b as u32 % k,
+                };
+            }
+        }
+
+        let table = schedule.placement[h..].to_vec();
+        let moved_share = match sticky_base {
+            Some(prev) => {
+                let total = schedule.total();
+                if total == 0 {
+                    0.0
+                } else {
+                    self.moved_weight(&jobs, &schedule.placement, &table, prev) as f64
+                        / total as f64
+                }
+            }
+            None if previous.is_some() => 1.0,
+            None => 0.0,
+        };
+
+        let heavy: Vec<HeavyKey> = jobs
+            .heavy
+            .iter()
+            .zip(&schedule.placement)
+            .map(|(c, &partition)| HeavyKey {
+                key: c.key.to_vec(),
+                partition,
+                weight: c.guaranteed(),
+            })
+            .collect();
+        let predicted_load = shares(&schedule.loads);
+        let predicted_imbalance = imbalance(&predicted_load);
+        let assignment = Assignment::new(AssignmentParts {
+            topic: topic.to_owned(),
+            partitions: k,
+            epoch,
+            bucket_hash: self.bucket_hash,
+            table,
+            heavy,
+            params: Params {
+                theta: self.theta,
+                epsilon: self.epsilon,
+                mu: self.mu,
+                window_records: self.total(),
+            },
+            created_at_ms,
+            predicted_load,
+        })?;
+        Ok(Build {
+            assignment,
+            moved_share,
+            heavy_hitters: h,
+            predicted_imbalance,
+        })
+    }
+
+    /// Predicted per-partition load shares of `assignment` on this window; `None` if its bucket count or
+    /// bucket hash differ from this sketch's (the bucket counters then say nothing about its table).
+    ///
+    /// Every monitored key of the summary is placed by `assignment.partition_for` with its guaranteed count
+    /// (heavy keys of this window and of the assignment alike); the rest of each bucket's mass goes to
+    /// `assignment.table()[b]`. The vector has one entry per partition of `assignment`.
+    #[must_use]
+    pub fn predict(&self, assignment: &Assignment) -> Option<Vec<f64>> {
+        if assignment.buckets() as usize != self.bucket_weights.len()
+            || assignment.bucket_hash() != self.bucket_hash
+        {
+            return None;
+        }
+        let mut loads = vec![0u64; assignment.partitions() as usize];
+        let mut rest = self.bucket_weights.clone();
+        for c in self.summary.iter() {
+            let g = c.guaranteed();
+            let b = self.bucket_of(c.key) as usize;
+            rest[b] = rest[b].saturating_sub(g);
+            let p = assignment.partition_for(c.key) as usize;
+            loads[p] = loads[p].saturating_add(g);
+        }
+        for (b, &w) in rest.iter().enumerate() {
+            let p = assignment.table()[b] as usize;
+            loads[p] = loads[p].saturating_add(w);
+        }
+        Some(shares(&loads))
+    }
+
+    /// Predicted per-partition load shares under Kafka's default placement
+    /// (`toPositive(murmur2(key)) % k`).
+    ///
+    /// Approximation: every monitored key of the summary is placed exactly with its guaranteed count; the
+    /// remaining mass (the bucket counters minus those counts: keys the summary does not resolve) is
+    /// spread evenly over the partitions, which is its expected placement under a uniform hash. The
+    /// prediction therefore omits the hash's random imbalance on the sparse keys.
+    #[must_use]
+    pub fn predict_hash(&self) -> Vec<f64> {
+        let k = self.partitions.max(1);
+        let mut loads = vec![0f64; k as usize];
+        let mut rest = self.bucket_weights.clone();
+        for c in self.summary.iter() {
+            let g = c.guaranteed();
+            let b = self.bucket_of(c.key) as usize;
+            rest[b] = rest[b].saturating_sub(g);
+            loads[kafka_partition(c.key, k) as usize] += g as f64;
+        }
+        let spread = rest.iter().map(|&w| w as f64).sum::<f64>() / f64::from(k);
+        for l in &mut loads {
+            *l += spread;
+        }
+        let total: f64 = loads.iter().sum();
+        if total > 0.0 {
+            loads.iter().map(|l| l / total).collect()
+        } else {
+            vec![1.0 / f64::from(k); k as usize]
+        }
+    }
+
+    // ---- internals -------------------------------------------------------------------------------
+
+    #[inline]
+    fn bucket_of(&self, key: &[u8]) -> u32 {
+        self.bucket_hash
+            .bucket(key, self.bucket_weights.len() as u32)
+    }
+
+    fn same_shape(&self, a: &Assignment) -> bool {
+        a.partitions() == self.partitions
+            && a.buckets() as usize == self.bucket_weights.len()
+            && a.bucket_hash() == self.bucket_hash
+    }
+
+    /// Heavy keys by guaranteed count `>= theta * N` (sorted by key bytes) and buckets minus heavy mass.
+    ///
+    /// Keys longer than [`MAX_KEY_BYTES`] cannot be pinned in an assignment: they stay in their bucket. At
+    /// most [`MAX_HEAVY_KEYS`] keys (the heaviest) are pinned.
+    fn jobs(&self) -> Jobs<'_> {
+        let threshold = ((self.theta * self.total() as f64).ceil() as u64).max(1);
+        let mut heavy = self.summary.heavy_hitters(threshold);
+        heavy.retain(|c| c.key.len() <= MAX_KEY_BYTES);
+        heavy.truncate(MAX_HEAVY_KEYS);
+        heavy.sort_unstable_by(|x, y| x.key.cmp(y.key));
+        let mut buckets = self.bucket_weights.clone();
+        for c in &heavy {
+            let w = &mut buckets[self.bucket_of(c.key) as usize];
+            *w = w.saturating_sub(c.guaranteed());
+        }
+        Jobs { heavy, buckets }
+    }
+
+    /// Job weight that changes partition between `prev` (same shape) and the new placement.
+    fn moved_weight(
+        &self,
+        jobs: &Jobs<'_>,
+        placement: &[u32],
+        table: &[u32],
+        prev: &Assignment,
+    ) -> u64 {
+        let mut moved = 0u64;
+        for (c, &p) in jobs.heavy.iter().zip(placement) {
+            if prev.partition_for(c.key) != p {
+                moved = moved.saturating_add(c.guaranteed());
+            }
+        }
+        // Keys heavy before but not now: they leave their pinned partition for their bucket's.
+        let mut ex_heavy_in_bucket = vec![0u64; table.len()];
+        for hk in prev.heavy() {
+            if jobs.heavy.binary_search_by(|c| c.key.cmp(&hk.key)).is_ok() {
+                continue;
+            }
+            let est = self.summary.get(&hk.key).map_or(0, |c| c.guaranteed());
+            let b = self.bucket_of(&hk.key) as usize;
+            ex_heavy_in_bucket[b] = ex_heavy_in_bucket[b].saturating_add(est);
+            if table[b] != hk.partition {
+                moved = moved.saturating_add(est);
+            }
+        }
+        for (b, (&p, &q)) in table.iter().zip(prev.table()).enumerate() {
+            if p != q {
+                moved = moved.saturating_add(jobs.buckets[b].saturating_sub(ex_heavy_in_bucket[b]));
+            }
+        }
+        moved
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn sketch(k: u32, theta: f64, mu: f64) -> Sketch {
+        let config = DkgConfig::builder().theta(theta).mu(mu).build().unwrap();
+        Sketch::new(&config, k).unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(default_theta(0), 0.1);
+        assert_eq!(default_theta(1), 0.1);
+        assert_eq!(default_theta(2), 0.1);
+        assert_eq!(default_theta(3), 0.25 / 3.0);
+        assert_eq!(default_theta(100), 0.0025);
+        let c = DkgConfig::default();
+        assert_eq!(c.theta_for(100), 0.0025);
+        assert_eq!(c.epsilon_for(100), 0.00125);
+        assert_eq!(c.buckets_for(100), 6400);
+        let p = DkgConfig::paper();
+        assert_eq!(
+            (p.theta_for(10), p.epsilon_for(10), p.buckets_for(10)),
+            (0.1, 0.05, 20)
+        );
+        assert_eq!(
+            DkgConfig::builder().mu(2.5).build().unwrap().buckets_for(3),
+            8
+        );
+        assert_eq!(
+            DkgConfig::builder()
+                .epsilon(0.2)
+                .build()
+                .unwrap()
+                .epsilon_for(10),
+            0.2
+        );
+        let s = Sketch::new(&DkgConfig::default(), 10).unwrap();
+        assert_eq!(s.summary().capacity(), 80); // theta 1/40, eps 1/80
+        assert_eq!(s.buckets(), 640);
+    }
+
+    #[test]
+    fn config_validation() {
+        for (b, field) in [
+            (DkgConfig::builder().theta(0.0), "theta"),
+            (DkgConfig::builder().theta(1.5), "theta"),
+            (DkgConfig::builder().theta(f64::NAN), "theta"),
+            (DkgConfig::builder().epsilon(-0.1), "epsilon"),
+            (DkgConfig::builder().mu(0.0), "mu"),
+            (DkgConfig::builder().mu(f64::INFINITY), "mu"),
+        ] {
+            assert!(matches!(b.build(), Err(Error::InvalidConfig { field: f, .. }) if f == field));
+        }
+        let c = DkgConfig::default();
+        assert!(matches!(
+            Sketch::new(&c, 0),
+            Err(Error::InvalidConfig {
+                field: "partitions",
+                ..
+            })
+        ));
+        let huge_mu = DkgConfig::builder().mu(1e6).build().unwrap();
+        assert!(matches!(
+            Sketch::new(&huge_mu, 100),
+            Err(Error::InvalidConfig { field: "mu", .. })
+        ));
+        let tiny_eps = DkgConfig::builder().epsilon(1e-12).build().unwrap();
+        assert!(matches!(
+            Sketch::new(&tiny_eps, 10),
+            Err(Error::InvalidConfig {
+                field: "epsilon",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn heavy_hitters_are_pinned_and_removed_from_buckets() {
+        let mut s = sketch(4, 0.1, 2.0);
+        s.observe_weighted(b"hot", 500);
+        s.observe_weighted(b"warm", 200);
+        for i in 0..300u32 {
+            s.observe(format!("k{i}").as_bytes());
+        }
+        assert_eq!(s.total(), 1000);
+        let build = s.build("t", 1, 42, None).unwrap();
+        let a = &build.assignment;
+        assert_eq!(build.heavy_hitters, 2);
+        let heavy: Vec<_> = a
+            .heavy()
+            .iter()
+            .map(|h| (h.key.clone(), h.weight))
+            .collect();
+        // Sorted by key bytes; exact counts (the summary is large enough).
+        assert_eq!(heavy, vec![(b"hot".to_vec(), 500), (b"warm".to_vec(), 200)]);
+        assert_ne!(a.partition_for(b"hot"), a.partition_for(b"warm"));
+        // The job weights sum to the window.
+        let sum: f64 = a.predicted_load().iter().sum();
+        assert!((sum - 1.0).abs() < 1e-12);
+        // "hot" alone is half the stream: lambda = 0.5 / 0.25 - 1 = 1 exactly (the key-grouping bound).
+        assert!((build.predicted_imbalance - 1.0).abs() < 1e-12);
+        assert_eq!(a.params().window_records, 1000);
+        assert_eq!(a.created_at_ms(), 42);
+        assert_eq!(build.moved_share, 0.0);
+    }
+
+    #[test]
+    fn empty_window_spreads_buckets() {
+        let s = sketch(3, 0.1, 4.0);
+        let build = s.build("t", 0, 0, None).unwrap();
+        let table = build.assignment.table();
+        assert_eq!(table.len(), 12);
+        assert!(table.iter().enumerate().all(|(b, &p)| p == b as u32 % 3));
+        assert_eq!(build.assignment.predicted_load(), &[1.0 / 3.0; 3]);
+        assert_eq!(build.predicted_imbalance, 0.0);
+    }
+
+    #[test]
+    fn rebuild_on_same_window_moves_nothing() {
+        let mut s = sketch(5, 0.05, 8.0);
+        for i in 0..5000u32 {
+            let key = format!("key-{}", (i * 7919) % (1 + i % 97));
+            s.observe(key.as_bytes());
+        }
+        let first = s.build("t", 1, 0, None).unwrap();
+        let second = s.build("t", 2, 0, Some(&first.assignment)).unwrap();
+        assert_eq!(second.moved_share, 0.0);
+        assert_eq!(second.assignment.table(), first.assignment.table());
+        assert_eq!(second.assignment.heavy(), first.assignment.heavy());
+        // Another partition count: a full reshuffle by definition.
+        let other = sketch(6, 0.05, 8.0).build("t", 1, 0, None).unwrap();
+        assert_eq!(
+            s.build("t", 3, 0, Some(&other.assignment))
+                .unwrap()
+                .moved_share,
+            1.0
+        );
+    }
+
+    #[test]
+    fn ex_heavy_keys_count_as_moved_when_their_bucket_is_elsewhere() {
+        let mut s = sketch(2, 0.3, 1.0);
+        s.observe_weighted(b"a", 60);
+        s.observe_weighted(b"b", 40);
+        let first = s.build("t", 1, 0, None).unwrap();
+        assert_eq!(first.heavy_hitters, 2);
+        // New window: "a" fell below theta. Its weight now follows its bucket.
+        let mut s2 = s.clone();
+        s2.clear();
+        s2.observe_weighted(b"a", 10);
+        s2.observe_weighted(b"b", 45);
+        s2.observe_weighted(b"c", 45);
+        let second = s2.build("t", 2, 0, Some(&first.assignment)).unwrap();
+        let a_before = first.assignment.partition_for(b"a");
+        let a_after = second.assignment.partition_for(b"a");
+        assert!(second.assignment.heavy_partition(b"a").is_none());
+        let jobs_total = 100.0;
+        let mut expected = 0.0;
+        if a_after != a_before {
+            expected += 10.0;
+        }
+        for key in [&b"b"[..], b"c"] {
+            if second.assignment.partition_for(key) != first.assignment.partition_for(key) {
+                expected += 45.0;
+            }
+        }
+        assert!(
+            (second.moved_share - expected / jobs_total).abs() < 1e-12,
+            "{} vs {}",
+            second.moved_share,
+            expected / jobs_total
+        );
+    }
+
+    #[test]
+    fn predict_matches_build_and_hash_prediction_is_exact_for_monitored_keys() {
+        let mut s = sketch(3, 0.2, 2.0);
+        for (k, w) in [(&b"x"[..], 50u64), (b"y", 30), (b"z", 20)] {
+            s.observe_weighted(k, w);
+        }
+        let build = s.build("t", 1, 0, None).unwrap();
+        let predicted = s.predict(&build.assignment).unwrap();
+        for (a, b) in predicted.iter().zip(build.assignment.predicted_load()) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let mut hash = [0.0; 3];
+        for (k, w) in [(&b"x"[..], 0.5), (b"y", 0.3), (b"z", 0.2)] {
+            hash[kafka_partition(k, 3) as usize] += w;
+        }
+        let got = s.predict_hash();
+        for (a, b) in got.iter().zip(hash) {
+            assert!((a - b).abs() < 1e-12, "{got:?} vs {hash:?}");
+        }
+        let other_shape = sketch(3, 0.2, 3.0).build("t", 1, 0, None).unwrap();
+        assert!(s.predict(&other_shape.assignment).is_none());
+    }
+
+    #[test]
+    fn merge_checks_shape_and_adds() {
+        let mut a = sketch(4, 0.1, 2.0);
+        let mut b = sketch(4, 0.1, 2.0);
+        a.observe_weighted(b"k", 3);
+        b.observe_weighted(b"k", 4);
+        b.observe(b"j");
+        a.merge(&b).unwrap();
+        assert_eq!(a.total(), 8);
+        assert_eq!(a.summary().get(b"k").unwrap().count, 7);
+        assert_eq!(a.bucket_weights().iter().sum::<u64>(), 8);
+        for other in [sketch(5, 0.1, 2.0), sketch(4, 0.1, 3.0)] {
+            assert!(matches!(
+                a.merge(&other),
+                Err(Error::IncompatibleMerge { .. })
+            ));
+        }
+        let hashed = DkgConfig::builder()
+            .theta(0.1)
+            .mu(2.0)
+            .bucket_hash(BucketHash::Murmur2 { seed: 1 })
+            .build()
+            .unwrap();
+        assert!(a.merge(&Sketch::new(&hashed, 4).unwrap()).is_err());
+        assert_eq!(a.total(), 8, "failed merge leaves self unchanged");
+    }
+
+    #[test]
+    fn decay_and_clear() {
+        let mut s = sketch(2, 0.1, 2.0);
+        s.observe_weighted(b"k", 10);
+        s.decay(0.5);
+        assert_eq!(s.total(), 5);
+        assert_eq!(s.bucket_weights().iter().sum::<u64>(), 5);
+        s.clear();
+        assert_eq!(s.total(), 0);
+        assert!(s.bucket_weights().iter().all(|&w| w == 0));
+    }
+
+    #[test]
+    fn imbalance_metric() {
+        assert_eq!(imbalance(&[]), 0.0);
+        assert_eq!(imbalance(&[0.0, 0.0]), 0.0);
+        assert_eq!(imbalance(&[1.0, 1.0]), 0.0);
+        assert!((imbalance(&[3.0, 1.0]) - 0.5).abs() < 1e-12);
+        assert!((imbalance(&[1.0, 0.0, 0.0, 0.0]) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn invalid_topic_is_an_error() {
+        let s = sketch(2, 0.1, 2.0);
+        assert!(matches!(
+            s.build("bad topic!", 1, 0, None),
+            Err(Error::InvalidTopic { .. })
+        ));
+    }
+
+    #[test]
+    fn sketch_serde_round_trip_and_validation() {
+        let mut s = sketch(3, 0.1, 2.0);
+        for k in [&b"a"[..], b"b", b"a", b"\xff\x00"] {
+            s.observe(k);
+        }
+        let json = serde_json::to_string(&s).unwrap();
+        let back: Sketch = serde_json::from_str(&json).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), json);
+        assert_eq!(back.total(), 4);
+        let bad = json.replace("\"partitions\":3", "\"partitions\":4");
+        let err = serde_json::from_str::<Sketch>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bucket_weights"), "{err}");
+        let bad = json.replace("\"theta\":0.1", "\"theta\":2.0");
+        assert!(
+            serde_json::from_str::<Sketch>(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("theta")
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! The per-partition hold buffer: records of moved keys wait here, per key in arrival (offset)
+//! order, until the partitions their key used to live on are drained. Pure: no Kafka, no clock
+//! (the caller passes `Instant`s), unit-tested below.
+//!
+//! Besides the held records the buffer tracks every record of the partition that was taken out
+//! of Kafka but is not processed yet and did not take the fast path (held, or released and
+//! waiting for the application): offset -> epoch. That set answers the two questions the
+//! protocol asks of a partition:
+//!
+//! - *lowest unprocessed offset*: the offset to commit (a held record keeps the commit below it,
+//!   which is what makes a crash re-deliver it to the next owner);
+//! - *lowest epoch below an offset*: a barrier of epoch `E` at offset `b` is passed once no record
+//!   below `b` with an epoch below `E` is unprocessed.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Which partitions must be drained (to the record's epoch) before a held record may go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Nothing: the record waits only for earlier records of its key (FIFO).
+    Nothing,
+    /// These partitions (the key's earlier homes, the record's own partition excluded).
+    Partitions(Vec<u32>),
+    /// Every partition but the record's own (an earlier epoch's assignment is unknown).
+    AllBut(u32),
+}
+
+/// One held record.
+#[derive(Debug)]
+pub(crate) struct Held<M> {
+    pub(crate) offset: i64,
+    /// The record's epoch (0 = no epoch header).
+    pub(crate) epoch: u64,
+    pub(crate) wait: Wait,
+    pub(crate) since: Instant,
+    pub(crate) msg: M,
+}
+
+/// A record released from the buffer, with how long it was held.
+#[derive(Debug)]
+pub(crate) struct Released<M> {
+    pub(crate) offset: i64,
+    pub(crate) epoch: u64,
+    pub(crate) held_for: Duration,
+    pub(crate) msg: M,
+}
+
+/// The hold buffer of one partition.
+#[derive(Debug)]
+pub(crate) struct HoldBuffer<M> {
+    by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
+    /// Offset -> epoch of every record that is held or released-but-unprocessed.
+    unprocessed: BTreeMap<i64, u64>,
+    held: usize,
+}
+
+impl<M> Default for HoldBuffer<M> {
+    fn default() -> Self {
+        Self {
+            by_key: HashMap::default(),
+            unprocessed: BTreeMap::new(),
+            held: 0,
+        }
+    }
+}
+
+impl<M> HoldBuffer<M> {
+    /// Records held now.
+    pub(crate) fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Keys with held records.
+    pub(crate) fn held_keys(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Whether `key` has held records (a later record of it must queue behind them).
+    #[inline]
+    pub(crate) fn has_key(&self, key: &[u8]) -> bool {
+        !self.by_key.is_empty() && self.by_key.contains_key(key)
+    }
+
+    /// Queue a record behind the key's earlier held records.
+    pub(crate) fn hold(&mut self, key: &[u8], record: Held<M>) {
+        self.unprocessed.insert(record.offset, record.epoch);
+        self.held += 1;
+        match self.by_key.get_mut(key) {
+            Some(queue) => queue.push_back(record),
+            None => {
+                self.by_key
+                    .insert(Box::from(key), VecDeque::from([record]));
+            }
+        }
+    }
+
+    /// Release, per key in FIFO order, every record whose `can_go` holds, stopping at a key's first
+    /// record that must still wait. Released records stay *unprocessed* until
+    /// [`HoldBuffer::processed`]. Returns how many were released.
+    pub(crate) fn release(
+        &mut self,
+        now: Instant,
+        mut can_go: impl FnMut(&Held<M>) -> bool,
+        mut out: impl FnMut(Released<M>),
+    ) -> usize {
+        let mut released = 0;
+        self.by_key.retain(|_, queue| {
+            while let Some(head) = queue.front() {
+                if !can_go(head) {
+                    return true;
+                }
+                let Some(h) = queue.pop_front() else { break };
+                released += 1;
+                out(Released {
+                    offset: h.offset,
+                    epoch: h.epoch,
+                    held_for: now.saturating_duration_since(h.since),
+                    msg: h.msg,
+                });
+            }
+            false
+        });
+        self.held -= released;
+        released
+    }
+
+    /// A released record was processed.
+    pub(crate) fn processed(&mut self, offset: i64) {
+        self.unprocessed.remove(&offset);
+    }
+
+    /// The lowest held or released-unprocessed offset.
+    pub(crate) fn lowest_unprocessed(&self) -> Option<i64> {
+        self.unprocessed.first_key_value().map(|(&o, _)| o)
+    }
+
+    /// The lowest epoch among held or released-unprocessed records below `offset`.
+    pub(crate) fn min_epoch_below(&self, offset: i64) -> Option<u64> {
+        self.unprocessed.range(..offset).map(|(_, &e)| e).min()
+    }
+
+    /// Whether anything is held or released-unprocessed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.unprocessed.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn held(offset: i64, epoch: u64, wait: Wait, t: Instant) -> Held<&'static str> {
+        Held {
+            offset,
+            epoch,
+            wait,
+            since: t,
+            msg: "m",
+        }
+    }
+
+    #[test]
+    fn fifo_per_key_and_unprocessed_tracking() {
+        let t0 = Instant::now();
+        let mut b: HoldBuffer<&str> = HoldBuffer::default();
+        b.hold(b"k", held(10, 5, Wait::Partitions(vec![1]), t0));
+        // A later record of the same key with nothing to wait for still queues.
+        b.hold(b"k", held(12, 0, Wait::Nothing, t0));
+        b.hold(b"j", held(11, 5, Wait::AllBut(0), t0));
+        assert_eq!((b.held(), b.held_keys()), (3, 2));
+        assert!(b.has_key(b"k") && !b.has_key(b"x"));
+        assert_eq!(b.lowest_unprocessed(), Some(10));
+        assert_eq!(b.min_epoch_below(12), Some(5));
+        assert_eq!(b.min_epoch_below(13), Some(0));
+        assert_eq!(b.min_epoch_below(10), None);
+
+        // Only `Nothing` may go: k's head must wait, so 12 stays behind it.
+        let mut out = Vec::new();
+        let n = b.release(
+            t0 + Duration::from_millis(5),
+            |h| h.wait == Wait::Nothing,
+            |r| out.push(r.offset),
+        );
+        assert_eq!((n, out.as_slice()), (0, &[][..]));
+
+        // Partition 1 drained: k's head and its follower go, in order; j stays.
+        let mut out = Vec::new();
+        b.release(
+            t0 + Duration::from_millis(7),
+            |h| !matches!(h.wait, Wait::AllBut(_)),
+            |r| out.push((r.offset, r.held_for)),
+        );
+        assert_eq!(
+            out,
+            vec![
+                (10, Duration::from_millis(7)),
+                (12, Duration::from_millis(7))
+            ]
+        );
+        assert_eq!((b.held(), b.held_keys()), (1, 1));
+        assert!(!b.has_key(b"k"));
+        // Released but not processed: still counted below offsets and for the commit.
+        assert_eq!(b.lowest_unprocessed(), Some(10));
+        b.processed(10);
+        b.processed(12);
+        assert_eq!(b.lowest_unprocessed(), Some(11));
+        let mut out = Vec::new();
+        b.release(t0, |_| true, |r| out.push(r.offset));
+        b.processed(11);
+        assert_eq!(out, vec![11]);
+        assert!(b.is_empty() && b.held() == 0);
+    }
+}

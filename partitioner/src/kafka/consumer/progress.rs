@@ -1,0 +1,441 @@
+//! `passed[P][y]` bookkeeping for one partition P: which producers' barriers the group has passed,
+//! what the partition has therefore drained, and the commit metadata that carries both across a
+//! change of owner. Pure (no Kafka, no clock: callers pass `now_ms`).
+//!
+//! Definitions (see the module docs of [`crate::kafka::consumer`] for the protocol):
+//!
+//! - A barrier of producer `y` for epoch `E` at offset `b` is **passed** once no record below `b`
+//!   with an epoch below `E` is unprocessed. `passed[y]` is the highest such epoch, with its
+//!   barrier's offset.
+//! - The partition has **drained** epoch `E` when every producer that must be awaited for `E`
+//!   ([`Lease::awaited_for`]) has `passed[y] >= E` (or cannot have written epochs below `E` after
+//!   its barrier). `drained` is the highest such `E`, capped at the newest epoch known.
+//! - **Skip rule** after a change of owner: the previous owner committed `passed[y] = (E, b)`, so
+//!   every record below `b` with an epoch below `E` was processed. The new owner, which restarts at
+//!   the committed offset (possibly below `b`, when held records kept it there), skips those.
+//!   Without the rule it would process again old records of keys that other members already
+//!   process on their new partitions.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kafka::handoff::{Lease, ProducerId};
+
+/// Commit metadata format version.
+const META_VERSION: u64 = 1;
+
+/// Kafka's default `offset.metadata.max.bytes`.
+pub(crate) const DEFAULT_MAX_METADATA_BYTES: usize = 4096;
+
+/// A passed barrier: its epoch and offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(u64, i64)", into = "(u64, i64)")]
+pub(crate) struct PassedAt {
+    pub(crate) epoch: u64,
+    pub(crate) offset: i64,
+}
+
+impl From<(u64, i64)> for PassedAt {
+    fn from((epoch, offset): (u64, i64)) -> Self {
+        Self { epoch, offset }
+    }
+}
+
+impl From<PassedAt> for (u64, i64) {
+    fn from(p: PassedAt) -> Self {
+        (p.epoch, p.offset)
+    }
+}
+
+/// What the wrapper stores as the metadata of its offset commits:
+/// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<barrier offset>],...}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CommitMeta {
+    #[serde(rename = "v")]
+    pub(crate) version: u64,
+    #[serde(rename = "d")]
+    pub(crate) drained: u64,
+    #[serde(rename = "p")]
+    pub(crate) passed: BTreeMap<ProducerId, PassedAt>,
+}
+
+impl CommitMeta {
+    /// Parse commit metadata; `None` for an empty string (fresh group, or offsets reset by a tool)
+    /// and for anything this build does not read (logged by the caller).
+    pub(crate) fn parse(s: &str) -> Option<Result<Self, String>> {
+        if s.is_empty() {
+            return None;
+        }
+        Some(
+            serde_json::from_str::<CommitMeta>(s)
+                .map_err(|e| e.to_string())
+                .and_then(|m| {
+                    if m.version == META_VERSION {
+                        Ok(m)
+                    } else {
+                        Err(format!("unsupported metadata version {}", m.version))
+                    }
+                }),
+        )
+    }
+
+    fn encode(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A barrier seen but not passed yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    producer: ProducerId,
+    epoch: u64,
+    offset: i64,
+}
+
+/// The progress state of one owned partition.
+#[derive(Debug, Default)]
+pub(crate) struct PartitionProgress {
+    passed: BTreeMap<ProducerId, PassedAt>,
+    pending: Vec<Pending>,
+    /// From the committed metadata at assignment: `(E, b)` = records below `b` with an epoch below
+    /// `E` were processed by a previous owner.
+    skip: Vec<PassedAt>,
+    /// First offset fetched since the assignment.
+    start: Option<i64>,
+}
+
+impl PartitionProgress {
+    /// The state of a newly assigned partition, from its committed metadata.
+    pub(crate) fn from_meta(meta: Option<&CommitMeta>) -> Self {
+        let passed = meta.map(|m| m.passed.clone()).unwrap_or_default();
+        let mut skip: Vec<PassedAt> = passed.values().copied().collect();
+        skip.sort_by_key(|p| std::cmp::Reverse(p.offset));
+        Self {
+            passed,
+            pending: Vec::new(),
+            skip,
+            start: None,
+        }
+    }
+
+    /// `passed[producer]` (0 = none).
+    pub(crate) fn passed(&self, producer: &ProducerId) -> u64 {
+        self.passed.get(producer).map_or(0, |p| p.epoch)
+    }
+
+    /// Every producer's passed epoch.
+    pub(crate) fn passed_epochs(&self) -> BTreeMap<ProducerId, u64> {
+        self.passed
+            .iter()
+            .map(|(y, p)| (y.clone(), p.epoch))
+            .collect()
+    }
+
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Whether a re-delivered record was processed by a previous owner (skip rule).
+    #[inline]
+    pub(crate) fn skip(&self, offset: i64, epoch: u64) -> bool {
+        // Sorted by offset descending: stop at the first rule whose offset is not above ours.
+        self.skip
+            .iter()
+            .take_while(|s| offset < s.offset)
+            .any(|s| epoch < s.epoch)
+    }
+
+    /// Drop the skip rules once fetching is past all of them (they are dead weight afterwards).
+    pub(crate) fn forget_skips_below(&mut self, next_offset: i64) {
+        if self.skip.first().is_some_and(|s| s.offset <= next_offset) {
+            self.skip.retain(|s| s.offset > next_offset);
+        }
+    }
+
+    fn raise(&mut self, producer: &ProducerId, at: PassedAt) -> bool {
+        match self.passed.get_mut(producer) {
+            Some(p) if p.epoch >= at.epoch => false,
+            Some(p) => {
+                *p = at;
+                true
+            }
+            None => {
+                self.passed.insert(producer.clone(), at);
+                true
+            }
+        }
+    }
+
+    /// A barrier record of `producer` for `epoch` at `offset`. `min_epoch_below(o)` = the lowest
+    /// epoch of an unprocessed record below `o`. Returns whether `passed` changed.
+    pub(crate) fn on_barrier(
+        &mut self,
+        producer: &ProducerId,
+        epoch: u64,
+        offset: i64,
+        min_epoch_below: impl Fn(i64) -> Option<u64>,
+    ) -> bool {
+        if self.passed(producer) >= epoch {
+            return false; // re-delivered, or an older barrier after a newer one
+        }
+        if min_epoch_below(offset).is_none_or(|e| e >= epoch) {
+            return self.raise(producer, PassedAt { epoch, offset });
+        }
+        self.pending.push(Pending {
+            producer: producer.clone(),
+            epoch,
+            offset,
+        });
+        false
+    }
+
+    /// Re-check pending barriers after records were processed. Returns whether `passed` changed.
+    pub(crate) fn recheck(&mut self, min_epoch_below: impl Fn(i64) -> Option<u64>) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
+        let mut changed = false;
+        let pending = std::mem::take(&mut self.pending);
+        for p in pending {
+            if min_epoch_below(p.offset).is_none_or(|e| e >= p.epoch) {
+                changed |= self.raise(
+                    &p.producer,
+                    PassedAt {
+                        epoch: p.epoch,
+                        offset: p.offset,
+                    },
+                );
+            } else if self.passed(&p.producer) < p.epoch {
+                self.pending.push(p);
+            }
+        }
+        changed
+    }
+
+    /// The first offset fetched since the assignment; `None` until a record arrived.
+    pub(crate) fn start(&self) -> Option<i64> {
+        self.start
+    }
+
+    /// Record the first fetched offset (once).
+    pub(crate) fn set_start(&mut self, offset: i64) {
+        if self.start.is_none() {
+            self.start = Some(offset);
+        }
+    }
+
+    /// A lease announces that `lease.producer`'s barrier of `lease.barrier.epoch` is at some offset
+    /// of this partition. Below the first offset this owner fetched, it will never be seen again
+    /// (a previous owner processed past it, or the group starts after it): count it as passed.
+    /// Returns whether `passed` changed.
+    pub(crate) fn apply_lease_barrier(&mut self, partition: u32, lease: &Lease) -> bool {
+        let (Some(start), Some(barrier)) = (self.start, lease.barrier.as_ref()) else {
+            return false;
+        };
+        match barrier.offsets.get(partition as usize) {
+            Some(&b) if b < start => self.raise(
+                &lease.producer,
+                PassedAt {
+                    epoch: barrier.epoch,
+                    offset: b,
+                },
+            ),
+            _ => false,
+        }
+    }
+
+    /// The highest epoch this partition has drained (see the module docs), given the topic's
+    /// leases, and capped at `max_epoch`, the newest epoch known.
+    pub(crate) fn drained<'a>(
+        &self,
+        leases: impl IntoIterator<Item = &'a Lease>,
+        now_ms: u64,
+        max_epoch: u64,
+    ) -> u64 {
+        let mut drained = max_epoch;
+        for lease in leases {
+            if !lease.is_live(now_ms) {
+                continue;
+            }
+            // Covered up to `p`; epoch p + 1 is awaited unless the producer closed before it.
+            let p = lease.first_epoch.max(self.passed(&lease.producer));
+            if lease.closed_at_epoch.is_none_or(|c| p < c) {
+                drained = drained.min(p);
+            }
+        }
+        drained
+    }
+
+    /// The commit metadata for `drained`, within `max_bytes`: entries of producers no longer
+    /// awaited are dropped first if needed (nothing relies on them). `Err` with the size if it
+    /// still does not fit.
+    pub(crate) fn meta<'a>(
+        &self,
+        drained: u64,
+        leases: impl IntoIterator<Item = &'a Lease> + Clone,
+        now_ms: u64,
+        max_bytes: usize,
+    ) -> Result<String, usize> {
+        let mut meta = CommitMeta {
+            version: META_VERSION,
+            drained,
+            passed: self.passed.clone(),
+        };
+        let encoded = meta.encode();
+        if encoded.len() <= max_bytes {
+            return Ok(encoded);
+        }
+        meta.passed.retain(|y, _| {
+            leases
+                .clone()
+                .into_iter()
+                .any(|l| &l.producer == y && l.is_live(now_ms))
+        });
+        let encoded = meta.encode();
+        if encoded.len() <= max_bytes {
+            Ok(encoded)
+        } else {
+            Err(encoded.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::kafka::handoff::BarrierSet;
+
+    fn id(c: char) -> ProducerId {
+        ProducerId::parse(&c.to_string().repeat(32)).unwrap()
+    }
+
+    fn lease(c: char, first: u64, closed: Option<u64>) -> Lease {
+        Lease {
+            producer: id(c),
+            topic: "t".into(),
+            first_epoch: first,
+            lease_ms: 1000,
+            expires_at_ms: 1000,
+            barrier: None,
+            closed_at_epoch: closed,
+        }
+    }
+
+    #[test]
+    fn barrier_passes_once_nothing_older_below_it_is_unprocessed() {
+        let mut p = PartitionProgress::default();
+        // An unprocessed epoch-2 record at offset 5 blocks barrier(3)@10 but not barrier(2)@8.
+        let below = |o: i64| (o > 5).then_some(2);
+        assert!(!p.on_barrier(&id('a'), 3, 10, below));
+        assert!(p.has_pending());
+        assert!(p.on_barrier(&id('b'), 2, 8, below));
+        assert_eq!((p.passed(&id('a')), p.passed(&id('b'))), (0, 2));
+        // Still blocked.
+        assert!(!p.recheck(below));
+        // Processed: passes.
+        assert!(p.recheck(|_| None));
+        assert_eq!(p.passed(&id('a')), 3);
+        assert!(!p.has_pending());
+        // Re-delivered or older barriers change nothing.
+        assert!(!p.on_barrier(&id('a'), 3, 10, |_| None));
+        assert!(!p.on_barrier(&id('a'), 2, 12, |_| None));
+        // A held record of the barrier's own epoch does not block it (no deadlock between
+        // partitions swapping keys).
+        assert!(p.on_barrier(&id('a'), 4, 20, |_| Some(4)));
+    }
+
+    #[test]
+    fn drained_table() {
+        let mut p = PartitionProgress::default();
+        p.on_barrier(&id('a'), 5, 1, |_| None);
+        p.on_barrier(&id('b'), 3, 2, |_| None);
+        // (leases, expected drained) with max_epoch 6 and now 10
+        let cases: Vec<(Vec<Lease>, u64)> = vec![
+            (vec![], 6),
+            (vec![lease('a', 0, None)], 5),
+            (vec![lease('a', 0, None), lease('b', 0, None)], 3),
+            // b started at epoch 4: nothing of it below epoch 4 to wait for; passed 3 < 4.
+            (vec![lease('a', 0, None), lease('b', 4, None)], 4),
+            // b closed after its barrier of epoch 3: nothing to wait for after it.
+            (vec![lease('a', 0, None), lease('b', 0, Some(3))], 5),
+            // c closed at 4 without a barrier of 4 seen here: wait until it comes (or expiry).
+            (vec![lease('c', 0, Some(4))], 0),
+            // an unknown producer that started at 6.
+            (vec![lease('c', 6, None)], 6),
+        ];
+        for (leases, want) in cases {
+            assert_eq!(p.drained(&leases, 10, 6), want, "{leases:?}");
+        }
+        let mut dead = lease('b', 0, None);
+        dead.expires_at_ms = 5;
+        assert_eq!(p.drained(&[lease('a', 0, None), dead], 10, 6), 5);
+    }
+
+    #[test]
+    fn metadata_round_trips_and_drives_the_skip_rule() {
+        let mut p = PartitionProgress::default();
+        p.on_barrier(&id('a'), 4, 100, |_| None);
+        p.on_barrier(&id('b'), 3, 80, |_| None);
+        let leases = [lease('a', 0, None), lease('b', 0, None)];
+        let json = p.meta(3, &leases, 10, 4096).unwrap();
+        let meta = CommitMeta::parse(&json).unwrap().unwrap();
+        assert_eq!(meta.drained, 3);
+        assert_eq!(meta.passed[&id('a')], PassedAt { epoch: 4, offset: 100 });
+
+        let mut next = PartitionProgress::from_meta(Some(&meta));
+        assert_eq!(next.passed(&id('b')), 3);
+        // (offset, epoch, skipped?)
+        let cases = [
+            (50, 2, true),
+            (50, 3, true),
+            (50, 4, false),
+            (90, 3, true),
+            (90, 2, true),
+            (99, 4, false),
+            (100, 0, false),
+            (85, 3, true),
+        ];
+        for (offset, epoch, want) in cases {
+            assert_eq!(next.skip(offset, epoch), want, "{offset} {epoch}");
+        }
+        // Fetching is past b's rule (80) but not a's (100): a's still applies.
+        next.forget_skips_below(90);
+        assert!(next.skip(95, 3));
+        next.forget_skips_below(200);
+        assert!(!next.skip(95, 3));
+
+        assert_eq!(CommitMeta::parse(""), None);
+        assert!(CommitMeta::parse("{").unwrap().is_err());
+        assert!(
+            CommitMeta::parse(r#"{"v":9,"d":0,"p":{}}"#)
+                .unwrap()
+                .is_err()
+        );
+        // Too large: dead producers dropped first, then an error.
+        assert!(p.meta(3, &leases, 10, 20).is_err());
+        let only_a = [lease('a', 0, None)];
+        let small = p.meta(3, &only_a, 10, 70).unwrap();
+        assert!(!small.contains(&"b".repeat(32)), "{small}");
+    }
+
+    #[test]
+    fn lease_barriers_below_the_start_count_as_passed() {
+        let mut p = PartitionProgress::default();
+        let mut l = lease('a', 0, None);
+        l.barrier = Some(BarrierSet {
+            epoch: 7,
+            offsets: vec![40, 60],
+        });
+        assert!(!p.apply_lease_barrier(1, &l), "no start yet");
+        p.set_start(50);
+        p.set_start(10); // only the first counts
+        assert_eq!(p.start(), Some(50));
+        assert!(!p.apply_lease_barrier(1, &l), "60 is ahead: it will be read");
+        assert!(p.apply_lease_barrier(0, &l));
+        assert_eq!(p.passed(&id('a')), 7);
+        assert!(!p.apply_lease_barrier(5, &l), "no offset for partition 5");
+    }
+}

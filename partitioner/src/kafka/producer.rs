@@ -1,0 +1,401 @@
+//! [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
+//!
+//! ```text
+//! - let producer: FutureProducer = config.create()?;
+//! + let producer = DkgProducer::builder(config).build().await?;
+//! ```
+//!
+//! `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
+//! signatures. For every record that has a key and no explicit partition the wrapper sets the
+//! partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and, when an
+//! assignment placed it, appends the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (unless built with
+//! [`DkgProducerBuilder::epoch_header`]`(false)`). Keyless records and records with an explicit
+//! partition pass through untouched.
+//!
+//! # Cost
+//!
+//! Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
+//! plain producer's throughput. The epoch header is not free: librdkafka allocates a header list
+//! and a header per record and frees them after delivery, which costs about as much client CPU as
+//! the rest of a small record's trip through librdkafka. `BENCHMARKS.md` has the numbers.
+//!
+//! # Configuration defaults
+//!
+//! The user's `ClientConfig` is passed to librdkafka as is, plus these defaults where the user did
+//! not set the property (see [`producer_config`]):
+//!
+//! - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
+//!   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
+//!   left off (librdkafka refuses the combination) and a warning is logged; an explicit
+//!   `enable.idempotence=false` is respected with a warning.
+//! - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
+//!   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
+//!   own fallback computes the same function, so placement never depends on that race.
+
+use std::fmt;
+use std::time::Duration;
+
+use prometheus::Registry;
+use rdkafka::ClientContext;
+use rdkafka::TopicPartitionList;
+use rdkafka::client::{Client, DefaultClientContext};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::ConsumerGroupMetadata;
+use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::message::ToBytes;
+use rdkafka::producer::future_producer::{FutureProducerContext, OwnedDeliveryResult};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
+use rdkafka::util::Timeout;
+use tracing::warn;
+
+use crate::error::Result;
+use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing};
+
+/// The user's producer config plus the DKG defaults that lose nothing (see the module docs):
+/// `enable.idempotence=true`, `acks=all`, `partitioner=murmur2_random`, each only if unset.
+#[must_use]
+pub fn producer_config(user: &ClientConfig) -> ClientConfig {
+    let mut config = user.clone();
+    let acks = user
+        .get("acks")
+        .or_else(|| user.get("request.required.acks"));
+    let acks_all = acks.is_none_or(|a| a.eq_ignore_ascii_case("all") || a == "-1");
+    match user.get("enable.idempotence") {
+        None if acks_all => {
+            config.set("enable.idempotence", "true");
+        }
+        None => warn!(
+            acks = acks.unwrap_or_default(),
+            "acks set explicitly to a value other than all: idempotence stays off (librdkafka \
+             requires acks=all for it); records can be lost or duplicated on broker failures"
+        ),
+        Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => warn!(
+            "enable.idempotence=false set explicitly: retries after broker failures can duplicate \
+             or reorder records"
+        ),
+        Some(_) => {}
+    }
+    if acks.is_none() {
+        config.set("acks", "all");
+    }
+    if user.get("partitioner").is_none() {
+        config.set("partitioner", "murmur2_random");
+    }
+    config
+}
+
+/// A `FutureProducer` that places keyed records by the current DKG assignment.
+///
+/// Build with [`DkgProducer::builder`]; the send API is `FutureProducer`'s. Cheap to clone (clones
+/// share the producer and the routing state).
+pub struct DkgProducer<C: ClientContext + 'static = DefaultClientContext> {
+    producer: FutureProducer<C>,
+    router: DkgRouter,
+    epoch_header: bool,
+}
+
+impl<C: ClientContext + 'static> Clone for DkgProducer<C> {
+    fn clone(&self) -> Self {
+        Self {
+            producer: self.producer.clone(),
+            router: self.router.clone(),
+            epoch_header: self.epoch_header,
+        }
+    }
+}
+
+impl<C: ClientContext + 'static> fmt::Debug for DkgProducer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DkgProducer")
+            .field("router", &self.router)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DkgProducer {
+    /// A builder from the user's producer `config` (passed through, plus [`producer_config`]'s
+    /// defaults).
+    #[must_use]
+    pub fn builder(config: ClientConfig) -> DkgProducerBuilder {
+        DkgProducerBuilder {
+            router: DkgRouter::builder(config.clone()),
+            config,
+            epoch_header: true,
+        }
+    }
+}
+
+impl<C: ClientContext + 'static> DkgProducer<C> {
+    /// Set the partition and epoch header of a keyed record without an explicit partition; return
+    /// any other record unchanged. `send` and `send_result` call this.
+    #[inline]
+    pub fn route_record<'a, K, P>(
+        &self,
+        mut record: FutureRecord<'a, K, P>,
+    ) -> FutureRecord<'a, K, P>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
+        if record.partition.is_some() {
+            return record;
+        }
+        let Some(key) = record.key else {
+            return record;
+        };
+        let routing: Routing = self.router.route(record.topic, key.to_bytes());
+        record.partition = routing.partition;
+        if self.epoch_header && routing.epoch.is_some() {
+            record.headers = routing.stamp(record.headers.take());
+        }
+        record
+    }
+
+    /// [`FutureProducer::send`] with DKG placement.
+    pub async fn send<K, P, T>(
+        &self,
+        record: FutureRecord<'_, K, P>,
+        queue_timeout: T,
+    ) -> OwnedDeliveryResult
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+        T: Into<Timeout>,
+    {
+        self.producer
+            .send(self.route_record(record), queue_timeout)
+            .await
+    }
+
+    /// [`FutureProducer::send_result`] with DKG placement. On error the returned record carries
+    /// the chosen partition and header, so re-sending it keeps its placement.
+    #[allow(clippy::result_large_err)]
+    pub fn send_result<'a, K, P>(
+        &self,
+        record: FutureRecord<'a, K, P>,
+    ) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
+        self.producer.send_result(self.route_record(record))
+    }
+
+    /// The wrapped producer (records sent through it directly are not routed).
+    pub fn inner(&self) -> &FutureProducer<C> {
+        &self.producer
+    }
+
+    /// The routing state.
+    #[must_use]
+    pub fn router(&self) -> &DkgRouter {
+        &self.router
+    }
+}
+
+impl<C: ClientContext + 'static> Producer<FutureProducerContext<C>> for DkgProducer<C> {
+    fn client(&self) -> &Client<FutureProducerContext<C>> {
+        self.producer.client()
+    }
+
+    fn in_flight_count(&self) -> i32 {
+        self.producer.in_flight_count()
+    }
+
+    fn flush<T: Into<Timeout>>(&self, timeout: T) -> KafkaResult<()> {
+        self.producer.flush(timeout)
+    }
+
+    fn purge(&self, flags: PurgeConfig) {
+        self.producer.purge(flags);
+    }
+
+    fn init_transactions<T: Into<Timeout>>(&self, timeout: T) -> KafkaResult<()> {
+        self.producer.init_transactions(timeout)
+    }
+
+    fn begin_transaction(&self) -> KafkaResult<()> {
+        self.producer.begin_transaction()
+    }
+
+    fn send_offsets_to_transaction<T: Into<Timeout>>(
+        &self,
+        offsets: &TopicPartitionList,
+        cgm: &ConsumerGroupMetadata,
+        timeout: T,
+    ) -> KafkaResult<()> {
+        self.producer
+            .send_offsets_to_transaction(offsets, cgm, timeout)
+    }
+
+    fn commit_transaction<T: Into<Timeout>>(&self, timeout: T) -> KafkaResult<()> {
+        self.producer.commit_transaction(timeout)
+    }
+
+    fn abort_transaction<T: Into<Timeout>>(&self, timeout: T) -> KafkaResult<()> {
+        self.producer.abort_transaction(timeout)
+    }
+}
+
+/// Builder of a [`DkgProducer`]. Every setting has a default (see each method); the router
+/// settings are those of [`DkgRouterBuilder`].
+pub struct DkgProducerBuilder {
+    config: ClientConfig,
+    router: DkgRouterBuilder,
+    epoch_header: bool,
+}
+
+impl fmt::Debug for DkgProducerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DkgProducerBuilder")
+            .field("router", &self.router)
+            .field("epoch_header", &self.epoch_header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DkgProducerBuilder {
+    /// Stamp the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) on records an assignment placed.
+    /// Default true. Consumers need it to keep a moved key's records in order across an epoch
+    /// change (the consumer-side rebalancer relies on it). Turn it off only when no consumer
+    /// does: a header costs librdkafka three small allocations per record, which on a busy
+    /// producer is a measurable share of its CPU (see BENCHMARKS.md).
+    #[must_use]
+    pub fn epoch_header(mut self, stamp: bool) -> Self {
+        self.epoch_header = stamp;
+        self
+    }
+
+    /// See [`DkgRouterBuilder::control_topic`]. Default `_dkg.assignments`.
+    #[must_use]
+    pub fn control_topic(mut self, name: impl Into<String>) -> Self {
+        self.router = self.router.control_topic(name);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::metrics`]. Default: no metrics.
+    #[must_use]
+    pub fn metrics(mut self, registry: &Registry) -> Self {
+        self.router = self.router.metrics(registry);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::topics`]. Default: none.
+    #[must_use]
+    pub fn topics<I, S>(mut self, topics: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.router = self.router.topics(topics);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::startup_timeout`]. Default 30 s.
+    #[must_use]
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.router = self.router.startup_timeout(timeout);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::metadata_refresh_interval`]. Default 5 s.
+    #[must_use]
+    pub fn metadata_refresh_interval(mut self, interval: Duration) -> Self {
+        self.router = self.router.metadata_refresh_interval(interval);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::metadata_timeout`]. Default 5 s.
+    #[must_use]
+    pub fn metadata_timeout(mut self, timeout: Duration) -> Self {
+        self.router = self.router.metadata_timeout(timeout);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::ensure_control_topic`]. Default true.
+    #[must_use]
+    pub fn ensure_control_topic(mut self, ensure: bool) -> Self {
+        self.router = self.router.ensure_control_topic(ensure);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::control_topic_replication`]. Default -1 (broker default).
+    #[must_use]
+    pub fn control_topic_replication(mut self, replication: i32) -> Self {
+        self.router = self.router.control_topic_replication(replication);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::control_consumer_config`]. Default: derived from the producer config.
+    #[must_use]
+    pub fn control_consumer_config(mut self, config: ClientConfig) -> Self {
+        self.router = self.router.control_consumer_config(config);
+        self
+    }
+
+    /// See [`DkgRouterBuilder::max_assignment_bytes`]. Default 8 MiB.
+    #[must_use]
+    pub fn max_assignment_bytes(mut self, max: usize) -> Self {
+        self.router = self.router.max_assignment_bytes(max);
+        self
+    }
+
+    /// Create the producer, read the control topic to its end (bounded by the startup timeout) and
+    /// start following it.
+    pub async fn build(self) -> Result<DkgProducer> {
+        self.build_with_context(DefaultClientContext).await
+    }
+
+    /// Like [`DkgProducerBuilder::build`] with the user's [`ClientContext`] (logging, stats, ...).
+    pub async fn build_with_context<C: ClientContext + 'static>(
+        self,
+        context: C,
+    ) -> Result<DkgProducer<C>> {
+        let producer: FutureProducer<C> =
+            producer_config(&self.config).create_with_context(context)?;
+        let router = self
+            .router
+            .metadata_source(producer.clone())
+            .build()
+            .await?;
+        Ok(DkgProducer {
+            producer,
+            router,
+            epoch_header: self.epoch_header,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_only_unset_properties() {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", "b:1");
+        let out = producer_config(&c);
+        assert_eq!(out.get("enable.idempotence"), Some("true"));
+        assert_eq!(out.get("acks"), Some("all"));
+        assert_eq!(out.get("partitioner"), Some("murmur2_random"));
+
+        let mut c = ClientConfig::new();
+        c.set("acks", "1").set("partitioner", "consistent_random");
+        let out = producer_config(&c);
+        assert_eq!(out.get("enable.idempotence"), None);
+        assert_eq!(out.get("acks"), Some("1"));
+        assert_eq!(out.get("partitioner"), Some("consistent_random"));
+
+        let mut c = ClientConfig::new();
+        c.set("enable.idempotence", "false");
+        let out = producer_config(&c);
+        assert_eq!(out.get("enable.idempotence"), Some("false"));
+        assert_eq!(out.get("acks"), Some("all"));
+
+        let mut c = ClientConfig::new();
+        c.set("request.required.acks", "-1");
+        let out = producer_config(&c);
+        assert_eq!(out.get("enable.idempotence"), Some("true"));
+        assert_eq!(out.get("acks"), None, "alias already set");
+    }
+}

@@ -1,0 +1,248 @@
+//! The O(1) lookup: heavy keys by exact bytes, everything else through the bucket table, always a
+//! valid partition.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::assignment::{heavy, parts, sample};
+use dkg_partitioner::{
+    Assignment, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED, Route,
+    kafka_partition, murmur2_seeded, to_positive,
+};
+use proptest::prelude::*;
+
+/// With Kafka's seed and an identity table of `k` buckets, the bucket route must reproduce Kafka's
+/// default partitioner exactly. The expected partitions are librdkafka's own
+/// (`tests/0048-partitioner.c`, `murmur2` partitioner: `value % part_cnt`), so this pins the bucket
+/// route to an external reference, not to our own hash.
+#[test]
+fn bucket_route_with_kafka_seed_and_identity_table_is_kafka_placement() {
+    let cases: &[(&[u8], u32)] = &[
+        (b"", 0x106e_08d9),
+        (b"23456", 0x058d_780f),
+        (
+            b"this is another string with more length to it perhaps",
+            0x4f77_03da,
+        ),
+        (b"hejsan", 0x5ec1_9395),
+    ];
+    for k in [7_u32, 17] {
+        let mut p = parts(k, (0..k).collect(), vec![]);
+        p.bucket_hash = BucketHash::Murmur2 {
+            seed: KAFKA_MURMUR2_SEED,
+        };
+        let a = Assignment::new(p).expect("valid");
+        for &(key, positive) in cases {
+            assert_eq!(a.route(key), (positive % k, Route::Bucket), "{key:?} k={k}");
+            assert_eq!(a.bucket(key), positive % k);
+            assert_eq!(a.partition_for(key), kafka_partition(key, k));
+        }
+    }
+}
+
+#[test]
+fn heavy_keys_override_their_bucket() {
+    // Identity table over 8 partitions: a bucket-routed key lands on its bucket number.
+    let keys: [&[u8]; 4] = [b"hot", b"", b"\x00\xff", b"user-42"];
+    let bucket_hash = BucketHash::default();
+    // Pin each heavy key to the partition after its bucket's, so the override is visible.
+    let heavy_keys: Vec<HeavyKey> = keys
+        .iter()
+        .map(|k| heavy(k, (bucket_hash.bucket(k, 8) + 1) % 8, 10))
+        .collect();
+    let a = Assignment::new(parts(8, (0..8).collect(), heavy_keys.clone())).expect("valid");
+
+    struct Case {
+        key: &'static [u8],
+        want: (u32, Route),
+    }
+    let mut cases: Vec<Case> = heavy_keys
+        .iter()
+        .zip(keys)
+        .map(|(h, key)| Case {
+            key,
+            want: (h.partition, Route::Heavy),
+        })
+        .collect();
+    // Near misses of heavy keys (prefix, suffix, case) are not heavy.
+    for key in [
+        &b"ho"[..],
+        b"hott",
+        b"HOT",
+        b"\x00",
+        b"\x00\xff\x00",
+        b"user-4",
+    ] {
+        cases.push(Case {
+            key,
+            want: (bucket_hash.bucket(key, 8), Route::Bucket),
+        });
+    }
+    for c in &cases {
+        assert_eq!(a.route(c.key), c.want, "key {:?}", c.key);
+        assert_eq!(a.partition_for(c.key), c.want.0);
+        assert_eq!(
+            a.heavy_partition(c.key),
+            (c.want.1 == Route::Heavy).then_some(c.want.0)
+        );
+    }
+}
+
+#[test]
+fn sample_routes_follow_the_table() {
+    let a = Assignment::new(sample()).expect("valid");
+    for i in 0..1000_u32 {
+        let key = format!("key-{i}");
+        let (p, route) = a.route(key.as_bytes());
+        assert_eq!(route, Route::Bucket);
+        let b = BucketHash::default().bucket(key.as_bytes(), 8);
+        assert_eq!(p, a.table()[b as usize]);
+    }
+    assert_eq!(a.route(b""), (2, Route::Heavy));
+    assert_eq!(a.route(b"hot"), (1, Route::Heavy));
+}
+
+/// Two short keys with the same 32-bit bucket hash (found by a birthday search, ~2^16 tries).
+fn colliding_pair(seed: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut seen: HashMap<u32, Vec<u8>> = HashMap::new();
+    for i in 0_u32.. {
+        let key = format!("k{i}").into_bytes();
+        let h = murmur2_seeded(&key, seed);
+        if let Some(other) = seen.insert(h, key.clone()) {
+            return (other, key);
+        }
+    }
+    unreachable!("a 32-bit hash collides long before 2^32 keys")
+}
+
+#[test]
+fn keys_colliding_in_the_hash_are_told_apart_by_their_bytes() {
+    let (a_key, b_key) = colliding_pair(DEFAULT_BUCKET_SEED);
+    assert_ne!(a_key, b_key);
+    let h = murmur2_seeded(&a_key, DEFAULT_BUCKET_SEED);
+    assert_eq!(h, murmur2_seeded(&b_key, DEFAULT_BUCKET_SEED));
+    let buckets = 5_u32;
+    let bucket = to_positive(h) % buckets;
+    // Both keys share a bucket; its partition is 0, and the heavy ones go elsewhere.
+    let mut table = vec![1; buckets as usize];
+    table[bucket as usize] = 0;
+
+    // Only the first is heavy: the second must still take the bucket route.
+    let a = Assignment::new(parts(3, table.clone(), vec![heavy(&a_key, 2, 9)])).expect("valid");
+    assert_eq!(a.route(&a_key), (2, Route::Heavy));
+    assert_eq!(a.route(&b_key), (0, Route::Bucket));
+
+    // Only the second is heavy (so the probe passes an entry with the same hash first or not).
+    let a = Assignment::new(parts(3, table.clone(), vec![heavy(&b_key, 1, 9)])).expect("valid");
+    assert_eq!(a.route(&a_key), (0, Route::Bucket));
+    assert_eq!(a.route(&b_key), (1, Route::Heavy));
+
+    // Both heavy, on different partitions, in both orders.
+    for heavy_keys in [
+        vec![heavy(&a_key, 1, 9), heavy(&b_key, 2, 9)],
+        vec![heavy(&b_key, 2, 9), heavy(&a_key, 1, 9)],
+    ] {
+        let a = Assignment::new(parts(3, table.clone(), heavy_keys)).expect("valid");
+        assert_eq!(a.route(&a_key), (1, Route::Heavy));
+        assert_eq!(a.route(&b_key), (2, Route::Heavy));
+        // They survive the JSON round trip as two distinct keys.
+        let back = Assignment::from_json(&a.to_json()).expect("round trip");
+        assert_eq!(back.route(&b_key), (2, Route::Heavy));
+    }
+}
+
+#[test]
+fn many_heavy_keys_exercise_probe_chains() {
+    let n = 20_000_u32;
+    let partitions = 97;
+    let heavy_keys: Vec<HeavyKey> = (0..n)
+        .map(|i| {
+            heavy(
+                format!("heavy-{i}").as_bytes(),
+                i % partitions,
+                u64::from(i),
+            )
+        })
+        .collect();
+    let table: Vec<u32> = (0..1024).map(|b| (b * 7) % partitions).collect();
+    let a = Assignment::new(parts(partitions, table, heavy_keys)).expect("valid");
+    for i in 0..n {
+        let key = format!("heavy-{i}");
+        assert_eq!(a.route(key.as_bytes()), (i % partitions, Route::Heavy));
+    }
+    for i in 0..n {
+        let key = format!("light-{i}");
+        let (p, route) = a.route(key.as_bytes());
+        assert_eq!(route, Route::Bucket);
+        assert_eq!(p, a.table()[a.bucket(key.as_bytes()) as usize]);
+    }
+}
+
+#[test]
+fn one_partition_one_bucket() {
+    let a = Assignment::new(parts(1, vec![0], vec![heavy(b"x", 0, 1)])).expect("valid");
+    for key in [&b""[..], b"x", b"y", &[0xff; 300]] {
+        assert_eq!(a.partition_for(key), 0);
+        assert_eq!(a.bucket(key), 0);
+    }
+}
+
+#[test]
+fn assignment_is_shareable_across_threads() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Assignment>();
+}
+
+fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
+    (1_u32..=64, 1_usize..=300, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
+        (
+            prop::collection::vec(0..partitions, buckets),
+            prop::collection::btree_map(
+                prop::collection::vec(any::<u8>(), 0..20),
+                0..partitions,
+                0..64,
+            ),
+        )
+            .prop_map(move |(table, heavy_map)| {
+                let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
+                let heavy_keys = heavy_map
+                    .into_iter()
+                    .map(|(key, partition)| HeavyKey {
+                        key,
+                        partition,
+                        weight: 1,
+                    })
+                    .collect();
+                let mut p = parts(partitions, table, heavy_keys);
+                p.bucket_hash = BucketHash::Murmur2 { seed };
+                (Assignment::new(p).expect("generated parts are valid"), keys)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any valid assignment sends any key to a partition in range, by the documented rule.
+    #[test]
+    fn lookup_is_in_range_and_follows_the_rule(
+        (a, heavy_keys) in arb_assignment(),
+        probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..64),
+    ) {
+        for key in probes.iter().chain(&heavy_keys) {
+            let p = a.partition_for(key);
+            prop_assert!(p < a.partitions());
+            let expected = match a.heavy().iter().find(|h| &h.key == key) {
+                Some(h) => (h.partition, Route::Heavy),
+                None => {
+                    let b = a.bucket_hash().bucket(key, a.buckets());
+                    (a.table()[b as usize], Route::Bucket)
+                }
+            };
+            prop_assert_eq!(a.route(key), expected);
+            prop_assert_eq!(p, expected.0);
+            prop_assert_eq!(a.bucket(key), a.bucket_hash().bucket(key, a.buckets()));
+        }
+    }
+}

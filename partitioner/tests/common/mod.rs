@@ -1,0 +1,66 @@
+//! Shared helpers for the integration tests. Tests that need Kafka run against the real single-node broker
+//! started by `scripts/kafka start` (`scripts/test` and `.ci/run` start it): a missing broker fails the test with
+//! a clear message; nothing here skips.
+//!
+//! Include with `mod common;` from a test file.
+
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+pub mod assignment;
+#[cfg(feature = "kafka")]
+mod broker;
+#[cfg(feature = "kafka")]
+pub mod producer;
+
+#[cfg(feature = "kafka")]
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use broker::{
+    BROKER_CHECK_TIMEOUT, DEFAULT_BOOTSTRAP, bootstrap, check_broker, create_topic, unique_topic,
+    wait_for_topic,
+};
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The repository root (the workspace directory that holds `scripts/`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the partitioner crate lives inside the workspace")
+        .to_path_buf()
+}
+
+/// Runs `scripts/kafka ARGS` and returns its stdout, trimmed; panics with its stderr when it fails.
+/// Tests use it for the classpath and to stop/start the broker (e.g. `kafka_script(&["restart"])`).
+pub fn kafka_script(args: &[&str]) -> String {
+    let script = repo_root().join("scripts").join("kafka");
+    let out = Command::new(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "`scripts/kafka {}` failed ({}):\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The classpath of the pinned Kafka version (kafka-clients, the broker, tools and their dependencies), from the
+/// jar cache of `scripts/kafka` (resolved from Maven Central on first use). Panics if it cannot be had.
+pub fn java_classpath() -> String {
+    static CP: OnceLock<String> = OnceLock::new();
+    CP.get_or_init(|| {
+        let cp = kafka_script(&["classpath"]);
+        assert!(
+            cp.split(':').any(|j| j.contains("kafka-clients-")),
+            "scripts/kafka classpath has no kafka-clients jar: {cp}"
+        );
+        cp
+    })
+    .clone()
+}

@@ -1,0 +1,159 @@
+//! Hostile control-topic values (malformed JSON, unknown version, out-of-range partitions, an older
+//! or conflicting epoch, a wrong topic, a key that is no topic name, an oversize value) are rejected and counted
+//! by reason while production continues with the last good assignment.
+#![cfg(feature = "kafka")]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::producer::{
+    client_config, constant_assignment, metric_value, publish_raw, raw_publisher, wait_for_epoch,
+    wait_until,
+};
+use dkg_partitioner::MAX_ASSIGNMENT_BYTES;
+use dkg_partitioner::kafka::{DkgProducer, RejectReason, epoch_of, publish_assignment};
+use rdkafka::Message as _;
+use rdkafka::producer::FutureRecord;
+
+const PARTITIONS: u32 = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_rejects_hostile_assignments() {
+    let bootstrap = common::bootstrap();
+    let topic = common::unique_topic("hostile");
+    let other_topic = common::unique_topic("hostile-other");
+    let control = common::unique_topic("hostile-control");
+    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+
+    let registry = prometheus::Registry::new();
+    let producer = DkgProducer::builder(client_config(&bootstrap))
+        .control_topic(&control)
+        .topics([topic.as_str()])
+        .metrics(&registry)
+        .build()
+        .await
+        .unwrap();
+    let router = producer.router().clone();
+    let publisher = raw_publisher(&bootstrap);
+
+    // The last good assignment: everything on partition 3, epoch 5.
+    let good = constant_assignment(&topic, PARTITIONS, 5, 3, &[]);
+    publish_assignment(&publisher, &control, &good, Duration::from_secs(10))
+        .await
+        .unwrap();
+    wait_for_epoch(&router, &topic, 5).await;
+
+    let good_json = String::from_utf8(good.to_json()).unwrap();
+    let unknown_version = good_json.replacen("\"version\":1", "\"version\":99", 1);
+    assert_ne!(unknown_version, good_json);
+    let out_of_range = good_json.replacen("\"table\":[3,", "\"table\":[17,", 1);
+    assert_ne!(out_of_range, good_json);
+    let older = constant_assignment(&topic, PARTITIONS, 4, 0, &[]).to_json();
+    let conflicting = constant_assignment(&topic, PARTITIONS, 5, 1, &[]).to_json();
+    let wrong_topic = constant_assignment(&other_topic, PARTITIONS, 9, 0, &[]).to_json();
+    // Bigger than any accepted document; lz4 makes it a small batch on the wire.
+    let oversize = vec![b' '; MAX_ASSIGNMENT_BYTES + 1];
+
+    let key = Some(topic.as_bytes());
+    // (record key, record value, expected rejection)
+    type Hostile<'a> = (Option<&'a [u8]>, &'a [u8], RejectReason);
+    let hostile: Vec<Hostile<'_>> = vec![
+        (
+            key,
+            b"{\"format\":\"dkg.assignment\",",
+            RejectReason::MalformedJson,
+        ),
+        (key, b"\xff\xfe not even utf-8", RejectReason::MalformedJson),
+        (
+            key,
+            unknown_version.as_bytes(),
+            RejectReason::UnsupportedVersion,
+        ),
+        (key, out_of_range.as_bytes(), RejectReason::OutOfRange),
+        (key, &older, RejectReason::StaleEpoch),
+        (key, &conflicting, RejectReason::EpochConflict),
+        (key, &wrong_topic, RejectReason::TopicMismatch),
+        // (A keyless record never gets this far: the broker refuses it on a compacted topic.)
+        (Some(b"\xff\xfe"), &older, RejectReason::BadKey),
+        (key, &oversize, RejectReason::Oversize),
+    ];
+    for (k, v, _) in &hostile {
+        publish_raw(&publisher, &control, *k, Some(v)).await;
+    }
+    let count = |reason: RejectReason| {
+        metric_value(
+            &registry,
+            "dkg_producer_assignments_rejected_total",
+            &[("reason", reason.as_str())],
+        )
+    };
+    wait_until(
+        "every hostile record to be rejected",
+        Duration::from_secs(20),
+        || hostile.iter().all(|(_, _, reason)| count(*reason) >= 1.0),
+    )
+    .await;
+    assert_eq!(count(RejectReason::MalformedJson), 2.0);
+    for reason in [
+        RejectReason::UnsupportedVersion,
+        RejectReason::OutOfRange,
+        RejectReason::StaleEpoch,
+        RejectReason::EpochConflict,
+        RejectReason::TopicMismatch,
+        RejectReason::BadKey,
+        RejectReason::Oversize,
+    ] {
+        assert_eq!(count(reason), 1.0, "{reason}");
+    }
+    assert_eq!(count(RejectReason::Invalid), 0.0);
+
+    // The last good assignment is still in force and production goes on with it.
+    assert_eq!(router.assignment(&topic).unwrap().epoch(), 5);
+    assert!(
+        router.assignment(&other_topic).is_none(),
+        "no topic hijacked"
+    );
+    for i in 0..50 {
+        let k = format!("k{i}");
+        let delivery = producer
+            .send(
+                FutureRecord::to(&topic).key(&k).payload("v"),
+                Duration::from_secs(10),
+            )
+            .await
+            .map_err(|(e, _)| e)
+            .unwrap();
+        assert_eq!(delivery.partition, 3);
+    }
+    let epochs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&epochs);
+    common::producer::consume_all(
+        &bootstrap,
+        &topic,
+        PARTITIONS,
+        50,
+        Duration::from_secs(30),
+        move |m| sink.lock().unwrap().push(m.headers().and_then(epoch_of)),
+    )
+    .await;
+    assert!(epochs.lock().unwrap().iter().all(|e| *e == Some(5)));
+
+    // The reader is alive: a valid newer epoch is still adopted after all that.
+    let next = constant_assignment(&topic, PARTITIONS, 6, 1, &[]);
+    publish_assignment(&publisher, &control, &next, Duration::from_secs(10))
+        .await
+        .unwrap();
+    wait_for_epoch(&router, &topic, 6).await;
+    assert_eq!(router.route(&topic, b"x").partition, Some(1));
+
+    // A producer started now reads the same history to the same result.
+    let late = DkgProducer::builder(client_config(&bootstrap))
+        .control_topic(&control)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(late.router().assignment(&topic).unwrap().epoch(), 6);
+    assert!(late.router().assignment(&other_topic).is_none());
+}

@@ -1,0 +1,100 @@
+//! `dkg-sampler inspect`: print a topic's current assignment from the control topic.
+//!
+//! Reads the control topic from the beginning to its end with the same validation producers apply
+//! ([`dkg_partitioner::kafka::AssignmentBook`]), so what it prints is exactly what a `DkgProducer`
+//! started now would route by. Read-only: it never creates the control topic.
+
+use std::time::Duration;
+
+use clap::Parser;
+use dkg_partitioner::kafka::{ControlTopicReader, DEFAULT_CONTROL_TOPIC};
+use rdkafka::config::ClientConfig;
+
+/// Print the current DKG assignment of a topic as JSON.
+#[derive(Debug, Parser)]
+#[command(
+    after_help = "Examples:\n  dkg-sampler inspect --bootstrap-servers 127.0.0.1:9092 --topic orders\n  \
+                  dkg-sampler inspect --bootstrap-servers 127.0.0.1:9092 --topic orders --control-topic my.assignments"
+)]
+pub struct Args {
+    /// Kafka bootstrap servers (host:port[,host:port...]).
+    #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
+    pub bootstrap_servers: String,
+
+    /// The data topic whose assignment to print.
+    #[arg(long, env = "DKG_TOPIC")]
+    pub topic: String,
+
+    /// The compacted control topic assignments are published to.
+    #[arg(long, env = "DKG_CONTROL_TOPIC", default_value = DEFAULT_CONTROL_TOPIC)]
+    pub control_topic: String,
+
+    /// Give up reading the control topic to its end after this many seconds.
+    #[arg(long, env = "DKG_INSPECT_TIMEOUT_SECS", default_value_t = 30)]
+    pub timeout_secs: u64,
+}
+
+/// Errors of `dkg-sampler inspect`.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The control topic holds no (valid) assignment for the topic.
+    #[error(
+        "no assignment for topic {topic:?} on control topic {control_topic:?} ({records} control \
+         records read): none was published yet, it was retracted, or every publication was rejected \
+         (see the warnings above)"
+    )]
+    NoAssignment {
+        /// The data topic.
+        topic: String,
+        /// The control topic read.
+        control_topic: String,
+        /// Records read from the control topic.
+        records: usize,
+    },
+    /// Reading the control topic failed.
+    #[error("reading control topic {control_topic:?}: {source}")]
+    Read {
+        /// The control topic.
+        control_topic: String,
+        /// The cause.
+        #[source]
+        source: dkg_partitioner::Error,
+    },
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// Run `inspect`: print the assignment as pretty JSON on stdout, or fail with
+/// [`InspectError::NoAssignment`] (exit status 1).
+pub fn run(args: Args) -> Result<(), InspectError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let json = runtime.block_on(current_assignment_json(&args))?;
+    println!("{json}");
+    Ok(())
+}
+
+async fn current_assignment_json(args: &Args) -> Result<String, InspectError> {
+    let read_error = |source| InspectError::Read {
+        control_topic: args.control_topic.clone(),
+        source,
+    };
+    let mut connection = ClientConfig::new();
+    connection.set("bootstrap.servers", &args.bootstrap_servers);
+    let mut reader =
+        ControlTopicReader::new(&connection, &args.control_topic).map_err(read_error)?;
+    let records = reader
+        .catch_up(Duration::from_secs(args.timeout_secs), |_| {})
+        .await
+        .map_err(read_error)?;
+    match reader.book().get(&args.topic) {
+        Some(assignment) => Ok(assignment.to_json_pretty()),
+        None => Err(InspectError::NoAssignment {
+            topic: args.topic.clone(),
+            control_topic: args.control_topic.clone(),
+            records,
+        }),
+    }
+}

@@ -1,0 +1,586 @@
+//! `dkg-sampler loadgen`: produce Zipf-skewed keyed records through the DKG producer wrapper (or a
+//! plain rdkafka producer with `--plain`) and report where they landed.
+//!
+//! Keys: rank `r` of a Zipf(`--keys`, `--alpha`) law (rejection-inversion sampling, O(1) per record)
+//! is mapped through a seeded random permutation of `0..keys` to an id, and the key is the id in
+//! decimal. Without the permutation the hottest keys would be "0", "1", ... and the hash placement
+//! would depend on how those particular strings hash. The same `--seed` gives the same key sequence,
+//! so a `--plain` run and a wrapper run are directly comparable.
+//!
+//! The table at the end counts records per partition from the delivery reports (where the broker
+//! stored them), with each partition's share and the imbalance `max/mean - 1`.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use axum::response::IntoResponse;
+use clap::Parser;
+use dkg_partitioner::imbalance;
+use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Zipf};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+use tracing::info;
+
+/// Produce Zipf-skewed records and print how they spread over the partitions.
+#[derive(Debug, Parser)]
+#[command(
+    after_help = "Examples:\n  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000\n  \
+                  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000 --plain\n  \
+                  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.0 --keys 1000 --count 100000 --rate 5000 --create-partitions 12"
+)]
+pub struct Args {
+    /// Kafka bootstrap servers (host:port[,host:port...]).
+    #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
+    pub bootstrap_servers: String,
+
+    /// The topic to produce to.
+    #[arg(long, env = "DKG_TOPIC")]
+    pub topic: String,
+
+    /// Zipf exponent of the key distribution (p_i ~ 1/i^alpha; 0 = uniform).
+    #[arg(long, env = "DKG_LOADGEN_ALPHA", value_parser = parse_alpha)]
+    pub alpha: f64,
+
+    /// Number of distinct keys.
+    #[arg(long, env = "DKG_LOADGEN_KEYS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keys: u32,
+
+    /// Number of records to produce.
+    #[arg(long, env = "DKG_LOADGEN_COUNT")]
+    pub count: u64,
+
+    /// Target rate in records per second (default: as fast as the producer goes).
+    #[arg(long, env = "DKG_LOADGEN_RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Produce through a plain rdkafka FutureProducer (Kafka's default placement) instead of the
+    /// DKG wrapper. Same safety defaults (idempotence, acks=all, murmur2 partitioner).
+    #[arg(long, env = "DKG_LOADGEN_PLAIN")]
+    pub plain: bool,
+
+    /// Bytes of payload per record.
+    #[arg(long, env = "DKG_LOADGEN_VALUE_BYTES", default_value_t = 100)]
+    pub value_bytes: usize,
+
+    /// Seed of the key permutation and the key sequence.
+    #[arg(long, env = "DKG_LOADGEN_SEED", default_value_t = 1)]
+    pub seed: u64,
+
+    /// The control topic the wrapper follows (ignored with --plain).
+    #[arg(long, env = "DKG_CONTROL_TOPIC", default_value = DEFAULT_CONTROL_TOPIC)]
+    pub control_topic: String,
+
+    /// Create the topic with this many partitions if it does not exist (replication factor: the
+    /// broker's default). Without it a missing topic is an error.
+    #[arg(long, env = "DKG_LOADGEN_CREATE_PARTITIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub create_partitions: Option<u32>,
+
+    /// Most records awaiting their delivery report at once.
+    #[arg(long, env = "DKG_LOADGEN_MAX_IN_FLIGHT", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: u32,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics while producing: the wrapper's dkg_producer_*
+    /// (with --plain: dkg_producer_partition_records_total, counted from the delivery reports).
+    #[arg(long, env = "DKG_METRICS_ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    let a: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if a.is_finite() && a >= 0.0 {
+        Ok(a)
+    } else {
+        Err("must be a finite number >= 0".to_owned())
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if r.is_finite() && r > 0.0 {
+        Ok(r)
+    } else {
+        Err("must be a finite number > 0 (records per second)".to_owned())
+    }
+}
+
+/// Errors of `dkg-sampler loadgen`.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadgenError {
+    /// A Kafka client call failed.
+    #[error("{what}: {source}")]
+    Kafka {
+        /// What loadgen was doing.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: KafkaError,
+    },
+    /// Building the DKG producer failed.
+    #[error("building the DKG producer: {0}")]
+    Producer(#[from] dkg_partitioner::Error),
+    /// The topic does not exist (and --create-partitions was not given).
+    #[error(
+        "topic {topic:?} does not exist on {bootstrap} (pass --create-partitions N to create it)"
+    )]
+    MissingTopic {
+        /// The topic.
+        topic: String,
+        /// The bootstrap servers.
+        bootstrap: String,
+    },
+    /// A flag value is unusable.
+    #[error("invalid --{flag}: {reason}")]
+    InvalidArgument {
+        /// The flag.
+        flag: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// Some records were not delivered.
+    #[error("{failed} of {total} records were not delivered; first error: {first}")]
+    DeliveryFailed {
+        /// Records whose delivery failed.
+        failed: u64,
+        /// Records attempted.
+        total: u64,
+        /// The first delivery error.
+        first: String,
+    },
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+fn kafka(what: impl Into<String>) -> impl FnOnce(KafkaError) -> LoadgenError {
+    let what = what.into();
+    move |source| LoadgenError::Kafka { what, source }
+}
+
+/// Run `loadgen`.
+pub fn run(args: Args) -> Result<(), LoadgenError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(generate(args))
+}
+
+/// `send_result`'s outcome: the delivery future, or the error with the record handed back.
+type SendResult<'a> = Result<DeliveryFuture, (KafkaError, FutureRecord<'a, [u8], [u8]>)>;
+
+/// The producer used: the wrapper or a plain one.
+enum Sender {
+    Dkg(DkgProducer),
+    Plain(FutureProducer),
+}
+
+impl Sender {
+    #[allow(clippy::result_large_err)]
+    fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
+        match self {
+            Sender::Dkg(p) => p.send_result(record),
+            Sender::Plain(p) => p.send_result(record),
+        }
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
+        match self {
+            Sender::Dkg(p) => p.flush(timeout),
+            Sender::Plain(p) => p.flush(timeout),
+        }
+    }
+}
+
+/// Delivery bookkeeping.
+struct Tally {
+    per_partition: Vec<u64>,
+    failed: u64,
+    first_error: Option<String>,
+    /// --plain with --metrics-addr: dkg_producer_partition_records_total of this topic.
+    delivered: Option<(prometheus::IntCounterVec, String)>,
+}
+
+impl Tally {
+    async fn settle(&mut self, future: DeliveryFuture) {
+        match future.await {
+            Ok(Ok(delivery)) => {
+                let p = usize::try_from(delivery.partition).unwrap_or(usize::MAX);
+                if p >= self.per_partition.len() {
+                    self.per_partition
+                        .resize(p.saturating_add(1).min(1 << 20), 0);
+                }
+                if let Some(c) = self.per_partition.get_mut(p) {
+                    *c += 1;
+                }
+                if let Some((counter, topic)) = &self.delivered {
+                    counter
+                        .with_label_values(&[topic.as_str(), &delivery.partition.to_string()])
+                        .inc();
+                }
+            }
+            Ok(Err((e, _))) => self.fail(e.to_string()),
+            Err(_) => self.fail("producer dropped before the delivery report".to_owned()),
+        }
+    }
+
+    fn fail(&mut self, error: String) {
+        self.failed += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(error);
+        }
+    }
+}
+
+async fn generate(args: Args) -> Result<(), LoadgenError> {
+    let zipf =
+        Zipf::new(f64::from(args.keys), args.alpha).map_err(|e| LoadgenError::InvalidArgument {
+            flag: "alpha",
+            reason: e.to_string(),
+        })?;
+    let mut user_config = ClientConfig::new();
+    user_config.set("bootstrap.servers", &args.bootstrap_servers);
+    let partitions = ensure_topic(&args, &user_config).await?;
+    let registry = prometheus::Registry::new();
+    let delivered = match args.metrics_addr {
+        Some(addr) => {
+            serve_metrics(addr, registry.clone()).await?;
+            if args.plain {
+                Some((plain_partition_counter(&registry)?, args.topic.clone()))
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
+
+    let sender = if args.plain {
+        let producer: FutureProducer = producer_config(&user_config)
+            .create()
+            .map_err(kafka("creating the producer"))?;
+        Sender::Plain(producer)
+    } else {
+        let producer = DkgProducer::builder(user_config.clone())
+            .control_topic(&args.control_topic)
+            .topics([args.topic.as_str()])
+            .metrics(&registry)
+            .build()
+            .await?;
+        match producer.router().assignment(&args.topic) {
+            Some(a) if a.partitions() == partitions => info!(
+                topic = %args.topic,
+                epoch = a.epoch(),
+                "producing through the DKG wrapper with assignment epoch {}", a.epoch()
+            ),
+            Some(a) => info!(
+                topic = %args.topic,
+                epoch = a.epoch(),
+                "the assignment is for {} partitions, the topic has {partitions}: Kafka's default placement",
+                a.partitions()
+            ),
+            None => info!(
+                topic = %args.topic,
+                "no assignment on {}: Kafka's default placement until one is published",
+                args.control_topic
+            ),
+        }
+        Sender::Dkg(producer)
+    };
+
+    // Keys: Zipf rank -> permuted id -> decimal string.
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let mut ids: Vec<u32> = (0..args.keys).collect();
+    ids.shuffle(&mut rng);
+    let payload = vec![b'x'; args.value_bytes];
+
+    let bar = ProgressBar::new(args.count);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} records {per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+
+    let mut tally = Tally {
+        per_partition: vec![0; partitions as usize],
+        failed: 0,
+        first_error: None,
+        delivered,
+    };
+    let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
+    let max_in_flight = args.max_in_flight as usize;
+    let start = Instant::now();
+    let mut key = String::with_capacity(12);
+    for i in 0..args.count {
+        if let Some(rate) = args.rate {
+            // Pace against the schedule (not per-record sleeps), so the average rate holds.
+            #[allow(clippy::cast_precision_loss)]
+            let due = Duration::from_secs_f64(i as f64 / rate);
+            let elapsed = start.elapsed();
+            if due > elapsed + Duration::from_millis(1) {
+                tokio::time::sleep(due - elapsed).await;
+            }
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let rank = (zipf.sample(&mut rng) as u32).clamp(1, args.keys) - 1;
+        key.clear();
+        let _ = write!(key, "{}", ids[rank as usize]);
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
+            .key(key.as_bytes())
+            .payload(&payload);
+        loop {
+            match sender.send(record) {
+                Ok(future) => {
+                    in_flight.push_back(future);
+                    break;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    match in_flight.pop_front() {
+                        Some(oldest) => {
+                            tally.settle(oldest).await;
+                            bar.inc(1);
+                        }
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                }
+                Err((e, _)) => {
+                    tally.fail(e.to_string());
+                    bar.inc(1);
+                    break;
+                }
+            }
+        }
+        while in_flight.len() >= max_in_flight {
+            if let Some(oldest) = in_flight.pop_front() {
+                tally.settle(oldest).await;
+                bar.inc(1);
+            }
+        }
+        // Keep the generator fair to the tokio workers without a per-record yield.
+        if i % 4096 == 4095 {
+            tokio::task::yield_now().await;
+        }
+    }
+    sender
+        .flush(Duration::from_secs(120))
+        .map_err(kafka("flushing the producer"))?;
+    for future in in_flight.drain(..) {
+        tally.settle(future).await;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+
+    print_report(&args, &tally, elapsed);
+    if tally.failed > 0 {
+        return Err(LoadgenError::DeliveryFailed {
+            failed: tally.failed,
+            total: args.count,
+            first: tally.first_error.unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// The topic's partition count, creating the topic if asked to.
+async fn ensure_topic(args: &Args, config: &ClientConfig) -> Result<u32, LoadgenError> {
+    let probe: BaseConsumer = config
+        .create()
+        .map_err(kafka("creating a metadata client"))?;
+    let count = |probe: &BaseConsumer| -> Result<u32, LoadgenError> {
+        let md = probe
+            .fetch_metadata(Some(&args.topic), Duration::from_secs(10))
+            .map_err(kafka(format!(
+                "reading metadata of {:?} from {}",
+                args.topic, args.bootstrap_servers
+            )))?;
+        Ok(md
+            .topics()
+            .iter()
+            .find(|t| t.name() == args.topic)
+            .map_or(0, |t| {
+                u32::try_from(t.partitions().len()).unwrap_or(u32::MAX)
+            }))
+    };
+    let existing = count(&probe)?;
+    if existing > 0 {
+        return Ok(existing);
+    }
+    let Some(partitions) = args.create_partitions else {
+        return Err(LoadgenError::MissingTopic {
+            topic: args.topic.clone(),
+            bootstrap: args.bootstrap_servers.clone(),
+        });
+    };
+    let admin: AdminClient<DefaultClientContext> =
+        config.create().map_err(kafka("creating an admin client"))?;
+    let new_topic = NewTopic::new(
+        &args.topic,
+        i32::try_from(partitions).unwrap_or(i32::MAX),
+        TopicReplication::Fixed(-1),
+    );
+    let results = admin
+        .create_topics(
+            [&new_topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+        )
+        .await
+        .map_err(kafka(format!("creating topic {:?}", args.topic)))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => {
+                return Err(LoadgenError::Kafka {
+                    what: format!("creating topic {:?}", args.topic),
+                    source: KafkaError::AdminOp(code),
+                });
+            }
+        }
+    }
+    info!(topic = %args.topic, partitions, "created the topic");
+    // Wait until the metadata shows it, so the first records do not race the creation.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = count(&probe)?;
+        if n > 0 {
+            return Ok(n);
+        }
+        if Instant::now() > deadline {
+            return Err(LoadgenError::MissingTopic {
+                topic: args.topic.clone(),
+                bootstrap: args.bootstrap_servers.clone(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn print_report(args: &Args, tally: &Tally, elapsed: Duration) {
+    let delivered: u64 = tally.per_partition.iter().sum();
+    #[allow(clippy::cast_precision_loss)]
+    let loads: Vec<f64> = tally.per_partition.iter().map(|&c| c as f64).collect();
+    let mode = if args.plain {
+        "plain FutureProducer"
+    } else {
+        "DkgProducer"
+    };
+    println!(
+        "{mode}: {delivered} records delivered to {} in {:.2} s ({:.0} records/s); alpha {}, {} keys, seed {}",
+        args.topic,
+        elapsed.as_secs_f64(),
+        rate(delivered, elapsed),
+        args.alpha,
+        args.keys,
+        args.seed
+    );
+    println!("{:>9}  {:>12}  {:>7}", "partition", "records", "share");
+    for (p, &c) in tally.per_partition.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let share = if delivered == 0 {
+            0.0
+        } else {
+            c as f64 / delivered as f64
+        };
+        println!("{p:>9}  {c:>12}  {:>6.2}%", share * 100.0);
+    }
+    println!(
+        "imbalance (max/mean - 1): {:.2}%",
+        imbalance(&loads) * 100.0
+    );
+    if tally.failed > 0 {
+        println!("failed deliveries: {}", tally.failed);
+    }
+}
+
+fn rate(records: u64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    #[allow(clippy::cast_precision_loss)]
+    if secs > 0.0 {
+        records as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// The plain producer's per-partition counter (same name and labels as the wrapper's, so the dashboards
+/// compare both topics with one query).
+fn plain_partition_counter(
+    registry: &prometheus::Registry,
+) -> Result<prometheus::IntCounterVec, LoadgenError> {
+    let invalid = |e: prometheus::Error| LoadgenError::InvalidArgument {
+        flag: "metrics-addr",
+        reason: e.to_string(),
+    };
+    let counter = prometheus::IntCounterVec::new(
+        prometheus::Opts::new(
+            "dkg_producer_partition_records_total",
+            "Keyed records delivered to each partition by the plain (hash-partitioned) producer.",
+        ),
+        &["topic", "partition"],
+    )
+    .map_err(invalid)?;
+    registry
+        .register(Box::new(counter.clone()))
+        .map_err(invalid)?;
+    Ok(counter)
+}
+
+/// Serve `registry` at `http://addr/metrics` (Prometheus text format) for the rest of the run. Binds
+/// now, so a taken port fails at start.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    registry: prometheus::Registry,
+) -> Result<(), LoadgenError> {
+    let listener =
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| LoadgenError::InvalidArgument {
+                flag: "metrics-addr",
+                reason: format!("cannot listen on {addr}: {e}"),
+            })?;
+    let render = move || {
+        let mut body = String::new();
+        let encoded = prometheus::TextEncoder::new().encode_utf8(&registry.gather(), &mut body);
+        match encoded {
+            Ok(()) => (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                body,
+            )
+                .into_response(),
+            Err(e) => {
+                (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
+            }
+        }
+    };
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let render = render.clone();
+            async move { render() }
+        }),
+    );
+    info!(
+        "serving http://{}/metrics",
+        listener.local_addr().unwrap_or(addr)
+    );
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("metrics server failed: {e}");
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,520 @@
+//! Several `dkg-sampler run` instances for one huge topic: they share its partitions through their consumer
+//! group, ship their windows to a compacted sketches topic, and ONE of them merges and publishes.
+//!
+//! # Protocol
+//! - Sketches topic (default [`DEFAULT_SKETCHES_TOPIC`], 1 partition, `cleanup.policy=compact`, short
+//!   segments so compaction keeps it small). Record key `<topic>/<member-id>` (topic names cannot contain
+//!   `/`), value a [`ShippedSketch`] JSON document; a tombstone on graceful shutdown removes a member.
+//! - Every instance ships its window (its [`Sketch`]) and its observed per-partition record rates once per
+//!   interval, leader included (so a successor leader has everyone's data at once).
+//! - The leader is the member that owns partition 0 of the data topic in the group. Why not the group
+//!   leader: librdkafka does not expose which member leads the group, while partition ownership arrives in
+//!   the rebalance callback of every member; exactly one member owns partition 0 per group generation.
+//! - The leader merges its own window with every FRESH shipped window of the same topic, consumer group and
+//!   partition count: SpaceSaving summaries merge with bounded error and bucket counters add up (Agarwal et
+//!   al., PODS 2012, "Mergeable summaries"). Fresh = created within [`FRESH_INTERVALS`] intervals, so a
+//!   member that died without its tombstone stops counting quickly.
+//! - Publishing stays transactional (see `publish.rs`): a leader that lost partition 0 but does not know yet
+//!   is fenced by its successor's `init_transactions`, so one epoch has exactly one document.
+//!
+//! Members own disjoint partitions, so the merged window is the topic's window. Right after a rebalance
+//! a moved partition's records are briefly in the old owner's (decaying) window and in the new owner's:
+//! the merged window over-weights them for about one decay half-life, which the hysteresis absorbs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dkg_partitioner::dkg::Sketch;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use super::RunError;
+
+/// Default name of the sketches topic.
+pub const DEFAULT_SKETCHES_TOPIC: &str = "_dkg.sketches";
+/// Format name of a shipped sketch document.
+pub const SKETCH_FORMAT: &str = "dkg.sketch";
+/// Format version of a shipped sketch document.
+pub const SKETCH_VERSION: u64 = 1;
+/// A shipped sketch counts for the leader while younger than this many of its sender's intervals.
+pub const FRESH_INTERVALS: f64 = 2.5;
+/// Largest shipped sketch (the topic is created with a larger `max.message.bytes`).
+pub const MAX_SKETCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// One instance's window and observations, as shipped to the sketches topic.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShippedSketch {
+    /// Always [`SKETCH_FORMAT`].
+    pub format: String,
+    /// Always [`SKETCH_VERSION`].
+    pub version: u64,
+    /// The data topic.
+    pub topic: String,
+    /// The sender's consumer group (only members of the leader's group are merged).
+    pub group_id: String,
+    /// The sender's member id.
+    pub member_id: String,
+    /// When the window was snapshotted (unix millis).
+    pub created_at_ms: u64,
+    /// The sender's interval (millis).
+    pub interval_ms: u64,
+    /// Partitions the sender owned.
+    pub owned: Vec<u32>,
+    /// Records per second the sender observed on each partition over its last interval.
+    pub partition_rates: BTreeMap<u32, f64>,
+    /// The sender's effective sampled records in the window.
+    pub window_samples: f64,
+    /// The sender's decayed window (its partition count is the one it learned for).
+    pub sketch: Sketch,
+}
+
+impl ShippedSketch {
+    /// The record key: `<topic>/<member-id>`.
+    pub fn key(topic: &str, member_id: &str) -> String {
+        format!("{topic}/{member_id}")
+    }
+
+    /// Whether this document is fresh at `now_ms`.
+    pub fn is_fresh(&self, now_ms: u64) -> bool {
+        let max_age = (self.interval_ms as f64 * FRESH_INTERVALS) as u64;
+        now_ms.saturating_sub(self.created_at_ms) <= max_age
+    }
+}
+
+/// Make sure the sketches topic exists (compacted, 1 partition). An existing topic is used as it is.
+pub async fn ensure_sketches_topic(
+    admin: &AdminClient<DefaultClientContext>,
+    name: &str,
+    replication: i32,
+) -> Result<(), RunError> {
+    let max_bytes = (MAX_SKETCH_BYTES + 1024 * 1024).to_string();
+    let topic = NewTopic::new(name, 1, TopicReplication::Fixed(replication))
+        .set("cleanup.policy", "compact")
+        .set("max.message.bytes", &max_bytes)
+        // Short segments: only a closed segment is compacted, and readers start from recent offsets anyway.
+        .set("segment.ms", "600000")
+        .set("min.cleanable.dirty.ratio", "0.1");
+    let opts = AdminOptions::new()
+        .request_timeout(Some(Duration::from_secs(10)))
+        .operation_timeout(Some(Duration::from_secs(10)));
+    let results = admin
+        .create_topics([&topic], &opts)
+        .await
+        .map_err(|e| RunError::Kafka {
+            what: format!("creating the sketches topic {name:?}"),
+            source: e,
+        })?;
+    match results.into_iter().next() {
+        Some(Ok(_)) => {
+            tracing::info!(topic = name, "created the sketches topic");
+            Ok(())
+        }
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => Ok(()),
+        Some(Err((_, code))) => Err(RunError::Setup(format!(
+            "cannot create the sketches topic {name:?}: {code} (create it by hand: 1 partition, \
+             cleanup.policy=compact)"
+        ))),
+    }
+}
+
+/// Ships this instance's windows (plain idempotent producer: a lost or repeated sketch only delays a
+/// merge by one interval, so no transaction is needed).
+#[derive(Clone)]
+pub struct Shipper {
+    producer: FutureProducer,
+    sketches_topic: String,
+}
+
+impl std::fmt::Debug for Shipper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shipper")
+            .field("sketches_topic", &self.sketches_topic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shipper {
+    /// A shipper producing with `base` connection settings.
+    pub fn new(base: &ClientConfig, sketches_topic: &str) -> Result<Self, RunError> {
+        let mut c = base.clone();
+        c.set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("compression.type", "lz4")
+            .set("linger.ms", "5")
+            .set(
+                "message.max.bytes",
+                (MAX_SKETCH_BYTES + 64 * 1024).to_string(),
+            );
+        let producer = c.create().map_err(|e| RunError::Kafka {
+            what: "creating the sketch producer".into(),
+            source: e,
+        })?;
+        Ok(Self {
+            producer,
+            sketches_topic: sketches_topic.to_owned(),
+        })
+    }
+
+    /// Ship one document (waits for the broker's acknowledgement, at most `timeout`).
+    pub async fn ship(&self, doc: &ShippedSketch, timeout: Duration) -> Result<(), RunError> {
+        let json = serde_json::to_vec(doc)
+            .map_err(|e| RunError::Setup(format!("encoding a sketch: {e}")))?;
+        if json.len() > MAX_SKETCH_BYTES {
+            return Err(RunError::Setup(format!(
+                "the sketch is {} bytes, over the {MAX_SKETCH_BYTES}-byte limit (lower 1/epsilon or mu)",
+                json.len()
+            )));
+        }
+        let key = ShippedSketch::key(&doc.topic, &doc.member_id);
+        self.producer
+            .send(
+                FutureRecord::to(&self.sketches_topic)
+                    .key(&key)
+                    .payload(&json),
+                timeout,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| RunError::Kafka {
+                what: "shipping the sketch".into(),
+                source: e,
+            })
+    }
+
+    /// Remove this member's document (graceful shutdown).
+    pub async fn retract(
+        &self,
+        topic: &str,
+        member_id: &str,
+        timeout: Duration,
+    ) -> Result<(), RunError> {
+        let key = ShippedSketch::key(topic, member_id);
+        let record: FutureRecord<'_, String, [u8]> =
+            FutureRecord::to(&self.sketches_topic).key(&key);
+        self.producer
+            .send(record, timeout)
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| RunError::Kafka {
+                what: "retracting the sketch".into(),
+                source: e,
+            })
+    }
+}
+
+/// The latest shipped sketch of every member of one topic, kept current by [`follow_sketches`].
+#[derive(Debug, Default)]
+pub struct Peers {
+    latest: Mutex<HashMap<String, Arc<ShippedSketch>>>,
+}
+
+impl Peers {
+    /// Fresh documents of `group_id` for `partitions`, other than `self_member`'s.
+    pub fn fresh(
+        &self,
+        group_id: &str,
+        partitions: u32,
+        self_member: &str,
+        now_ms: u64,
+    ) -> Vec<Arc<ShippedSketch>> {
+        let latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out: Vec<_> = latest
+            .values()
+            .filter(|d| {
+                d.group_id == group_id
+                    && d.member_id != self_member
+                    && d.sketch.partitions() == partitions
+                    && d.is_fresh(now_ms)
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.member_id.cmp(&b.member_id));
+        out
+    }
+
+    fn apply(&self, topic: &str, key: &[u8], value: Option<&[u8]>) {
+        let Ok(key) = std::str::from_utf8(key) else {
+            return;
+        };
+        let Some(member) = key.strip_prefix(topic).and_then(|r| r.strip_prefix('/')) else {
+            return;
+        };
+        let mut latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(value) = value else {
+            latest.remove(member);
+            return;
+        };
+        match serde_json::from_slice::<ShippedSketch>(value) {
+            Ok(doc)
+                if doc.format == SKETCH_FORMAT
+                    && doc.version == SKETCH_VERSION
+                    && doc.topic == topic
+                    && doc.member_id == member =>
+            {
+                latest.insert(member.to_owned(), Arc::new(doc));
+            }
+            Ok(doc) => tracing::warn!(
+                key,
+                format = %doc.format,
+                version = doc.version,
+                "ignoring a sketch document of another format, version, topic or member"
+            ),
+            Err(e) => tracing::warn!(key, "ignoring a malformed sketch document: {e}"),
+        }
+    }
+}
+
+/// Follow the sketches topic for `topic`'s members until `stop` fires. Starts at the records of the last
+/// few intervals (`lookback`), not at the beginning: only fresh documents matter.
+pub async fn follow_sketches(
+    base: ClientConfig,
+    sketches_topic: String,
+    topic: String,
+    lookback: Duration,
+    peers: Arc<Peers>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), RunError> {
+    let mut c = base;
+    c.set("group.id", "dkg-sampler-sketch-reader") // never joins: manual assignment, no commits
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "100")
+        .set(
+            "fetch.message.max.bytes",
+            (MAX_SKETCH_BYTES + 64 * 1024).to_string(),
+        )
+        .set("allow.auto.create.topics", "false");
+    let consumer: StreamConsumer = c.create().map_err(|e| RunError::Kafka {
+        what: "creating the sketch reader".into(),
+        source: e,
+    })?;
+    let consumer = Arc::new(consumer);
+    let since =
+        super::now_ms().saturating_sub(u64::try_from(lookback.as_millis()).unwrap_or(u64::MAX));
+    let start = {
+        let consumer = Arc::clone(&consumer);
+        let sketches_topic = sketches_topic.clone();
+        tokio::task::spawn_blocking(move || -> rdkafka::error::KafkaResult<TopicPartitionList> {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&sketches_topic, 0, Offset::Offset(since as i64))?;
+            consumer.offsets_for_times(tpl, Duration::from_secs(10))
+        })
+        .await
+        .map_err(|e| RunError::Setup(format!("sketch reader task: {e}")))?
+    };
+    let mut tpl = TopicPartitionList::new();
+    let offset = match start {
+        // No record at or after `since`: start at the end.
+        Ok(t) => t
+            .find_partition(&sketches_topic, 0)
+            .map(|e| match e.offset() {
+                Offset::Offset(o) => Offset::Offset(o),
+                _ => Offset::End,
+            })
+            .unwrap_or(Offset::End),
+        Err(e) => {
+            tracing::warn!(
+                "cannot look up sketch offsets by time ({e}); reading the sketches topic from its beginning"
+            );
+            Offset::Beginning
+        }
+    };
+    tpl.add_partition_offset(&sketches_topic, 0, offset)
+        .map_err(|e| RunError::Kafka {
+            what: "assigning the sketches topic".into(),
+            source: e,
+        })?;
+    consumer.assign(&tpl).map_err(|e| RunError::Kafka {
+        what: "assigning the sketches topic".into(),
+        source: e,
+    })?;
+    let mut logged_error = false;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            next = consumer.recv() => match next {
+                Ok(m) => {
+                    logged_error = false;
+                    if let Some(key) = m.key() {
+                        peers.apply(&topic, key, m.payload());
+                    }
+                }
+                Err(e) => {
+                    if !logged_error {
+                        tracing::warn!(sketches_topic = %sketches_topic, "sketch reader error (retrying): {e}");
+                        logged_error = true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The topic-wide view the leader decides on.
+#[derive(Debug, Clone)]
+pub struct MergedView {
+    /// Own window merged with the fresh peers' windows.
+    pub window: Sketch,
+    /// Sum of the effective sample counts.
+    pub window_samples: f64,
+    /// Records per second per partition (each partition from its freshest reporter).
+    pub partition_rates: BTreeMap<u32, f64>,
+    /// Members merged (self included).
+    pub members: usize,
+}
+
+/// Merge `own` (with its rates) and `peers` (incompatible documents are skipped with a warning).
+pub fn merge_view(
+    own: &Sketch,
+    own_samples: f64,
+    own_rates: &BTreeMap<u32, f64>,
+    own_created_ms: u64,
+    peers: &[Arc<ShippedSketch>],
+) -> MergedView {
+    let mut window = own.clone();
+    let mut samples = own_samples;
+    let mut members = 1;
+    let mut rates: BTreeMap<u32, (u64, f64)> = own_rates
+        .iter()
+        .map(|(&p, &r)| (p, (own_created_ms, r)))
+        .collect();
+    for peer in peers {
+        if let Err(e) = window.merge(&peer.sketch) {
+            tracing::warn!(member = %peer.member_id, "skipping a peer's sketch: {e}");
+            continue;
+        }
+        members += 1;
+        samples += peer.window_samples;
+        for (&p, &r) in &peer.partition_rates {
+            let entry = rates.entry(p).or_insert((peer.created_at_ms, r));
+            if peer.created_at_ms > entry.0 {
+                *entry = (peer.created_at_ms, r);
+            }
+        }
+    }
+    MergedView {
+        window,
+        window_samples: samples,
+        partition_rates: rates.into_iter().map(|(p, (_, r))| (p, r)).collect(),
+        members,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use dkg_partitioner::dkg::DkgConfig;
+
+    fn doc(member: &str, partitions: u32, created: u64, keys: &[&[u8]]) -> ShippedSketch {
+        let mut sketch = Sketch::new(&DkgConfig::default(), partitions).unwrap();
+        for k in keys {
+            sketch.observe(k);
+        }
+        ShippedSketch {
+            format: SKETCH_FORMAT.into(),
+            version: SKETCH_VERSION,
+            topic: "t".into(),
+            group_id: "g".into(),
+            member_id: member.into(),
+            created_at_ms: created,
+            interval_ms: 1000,
+            owned: vec![1],
+            partition_rates: BTreeMap::from([(1, 10.0)]),
+            window_samples: keys.len() as f64,
+            sketch,
+        }
+    }
+
+    #[test]
+    fn peers_keep_the_latest_fresh_document_per_member() {
+        let peers = Peers::default();
+        let a = doc("a", 4, 10_000, &[b"x"]);
+        peers.apply("t", b"t/a", Some(&serde_json::to_vec(&a).unwrap()));
+        let b = doc("b", 4, 10_000, &[b"y"]);
+        peers.apply("t", b"t/b", Some(&serde_json::to_vec(&b).unwrap()));
+        // other topic, malformed, wrong member in the key: ignored
+        peers.apply(
+            "t",
+            b"tt/c",
+            Some(&serde_json::to_vec(&doc("c", 4, 10_000, &[])).unwrap()),
+        );
+        peers.apply("t", b"t/d", Some(b"{"));
+        peers.apply(
+            "t",
+            b"t/e",
+            Some(&serde_json::to_vec(&doc("x", 4, 10_000, &[])).unwrap()),
+        );
+        assert_eq!(peers.fresh("g", 4, "self", 10_500).len(), 2);
+        assert_eq!(peers.fresh("g", 4, "a", 10_500).len(), 1, "self excluded");
+        assert_eq!(
+            peers.fresh("other", 4, "self", 10_500).len(),
+            0,
+            "other group"
+        );
+        assert_eq!(
+            peers.fresh("g", 8, "self", 10_500).len(),
+            0,
+            "other partition count"
+        );
+        assert_eq!(
+            peers.fresh("g", 4, "self", 13_000).len(),
+            0,
+            "stale after 2.5 intervals"
+        );
+        peers.apply("t", b"t/a", None);
+        assert_eq!(
+            peers.fresh("g", 4, "self", 10_500).len(),
+            1,
+            "tombstone removes"
+        );
+    }
+
+    #[test]
+    fn merged_view_adds_windows_and_takes_freshest_rates() {
+        let own = doc("self", 4, 1000, &[b"x", b"x"]);
+        let p1 = Arc::new(doc("p1", 4, 900, &[b"y"]));
+        let mut p2 = doc("p2", 4, 1100, &[b"x"]);
+        p2.partition_rates = BTreeMap::from([(1, 99.0), (2, 5.0)]);
+        let incompatible = Arc::new(doc("p3", 8, 1000, &[b"z"]));
+        let view = merge_view(
+            &own.sketch,
+            2.0,
+            &BTreeMap::from([(0, 1.0)]),
+            1000,
+            &[p1, Arc::new(p2), incompatible],
+        );
+        assert_eq!(view.members, 3);
+        assert_eq!(view.window.total(), 4);
+        assert_eq!(view.window.summary().get(b"x").unwrap().count, 3);
+        assert!((view.window_samples - 4.0).abs() < 1e-9);
+        assert_eq!(
+            view.partition_rates,
+            BTreeMap::from([(0, 1.0), (1, 99.0), (2, 5.0)])
+        );
+    }
+
+    #[test]
+    fn shipped_sketch_round_trips() {
+        let d = doc("m", 4, 5, &[b"k", b"k", b"j"]);
+        let back: ShippedSketch = serde_json::from_slice(&serde_json::to_vec(&d).unwrap()).unwrap();
+        assert_eq!(back.sketch.total(), 3);
+        assert_eq!(back.member_id, "m");
+    }
+}

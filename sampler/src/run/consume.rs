@@ -1,0 +1,363 @@
+//! The sampler's consumer: one OS thread running a librdkafka `BaseConsumer` in the topic's consumer group
+//! and feeding every record into the [`Window`].
+//!
+//! Why a dedicated thread and `BaseConsumer` (not a `StreamConsumer` task): the loop is the sampler's only
+//! hot path (the target is 500k records/s on one core), and a plain poll loop costs no future, no waker and
+//! no channel per record. The driver talks to the thread through a command channel that the loop checks
+//! between records via one relaxed atomic load, so the hot path never locks; the window is handed over as
+//! an owned snapshot once per interval.
+//!
+//! Rebalances (the consumer group shares the topic's partitions between sampler instances) and librdkafka
+//! statistics (the consumer's own lag per partition) arrive in [`SamplerContext`] callbacks, which run on
+//! this thread inside `poll`, and are published in [`Shared`] state for the driver.
+//!
+//! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends only on
+//! `window.rs`, the core crate and rdkafka.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rdkafka::TopicPartitionList;
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::message::Message;
+use rdkafka::statistics::Statistics;
+
+use super::window::{IntervalSnapshot, Window};
+
+/// How long one `poll` waits when the topic is idle (bounds the command latency).
+const IDLE_POLL: Duration = Duration::from_millis(50);
+
+/// Partitions of the data topic this instance owns in its consumer group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ownership {
+    /// Owned partitions of the data topic.
+    pub partitions: BTreeSet<u32>,
+    /// Bumped at every assignment the group hands out (a new group generation as seen by this member).
+    pub generation: u64,
+}
+
+impl Ownership {
+    /// Whether this instance owns partition 0 (and therefore leads the topic's publishing).
+    pub fn owns_partition_zero(&self) -> bool {
+        self.partitions.contains(&0)
+    }
+}
+
+/// State the consumer thread shares with the rest of the process.
+#[derive(Debug, Default)]
+pub struct Shared {
+    ownership: Mutex<Ownership>,
+    lag: Mutex<BTreeMap<u32, i64>>,
+    last_error: Mutex<Option<String>>,
+    /// Records polled since start (monotonic; for liveness and the benches).
+    pub polled: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere cannot leave these plain values inconsistent: keep going with them.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// The current ownership.
+    pub fn ownership(&self) -> Ownership {
+        lock(&self.ownership).clone()
+    }
+
+    /// The consumer lag (records) of every owned partition, as of the last librdkafka statistics.
+    pub fn lag(&self) -> BTreeMap<u32, i64> {
+        lock(&self.lag).clone()
+    }
+
+    /// The last consumer error, if any (cleared when records flow again).
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.last_error).clone()
+    }
+}
+
+/// The consumer's librdkafka context: rebalance and statistics callbacks.
+#[derive(Debug)]
+pub struct SamplerContext {
+    topic: String,
+    shared: Arc<Shared>,
+    last_error_log: Mutex<Option<std::time::Instant>>,
+}
+
+impl SamplerContext {
+    /// A context tracking `topic`'s partitions in `shared`.
+    pub fn new(topic: &str, shared: Arc<Shared>) -> Self {
+        Self {
+            topic: topic.to_owned(),
+            shared,
+            last_error_log: Mutex::new(None),
+        }
+    }
+}
+
+impl ClientContext for SamplerContext {
+    fn stats(&self, statistics: Statistics) {
+        let owned = lock(&self.shared.ownership).partitions.clone();
+        let mut lag = BTreeMap::new();
+        if let Some(topic) = statistics.topics.get(&self.topic) {
+            for (p, stats) in &topic.partitions {
+                // librdkafka reports -1 until it knows both ends; the internal UA partition is -1.
+                if let Ok(p) = u32::try_from(*p)
+                    && owned.contains(&p)
+                    && stats.consumer_lag >= 0
+                {
+                    lag.insert(p, stats.consumer_lag);
+                }
+            }
+        }
+        *lock(&self.shared.lag) = lag;
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        // librdkafka reports every failed reconnect while a broker is down: one line per 10 s is enough.
+        let now = std::time::Instant::now();
+        let mut last = lock(&self.last_error_log);
+        if last.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10)) {
+            tracing::warn!(topic = %self.topic, "kafka client error (librdkafka retries): {error}: {reason}");
+            *last = Some(now);
+        }
+        *lock(&self.shared.last_error) = Some(format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for SamplerContext {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(_) | Rebalance::Revoke(_) => {
+                // The authoritative full assignment (also right for incremental protocols).
+                let partitions: BTreeSet<u32> = consumer
+                    .assignment()
+                    .map(|tpl| {
+                        tpl.elements()
+                            .iter()
+                            .filter(|e| e.topic() == self.topic)
+                            .filter_map(|e| u32::try_from(e.partition()).ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut own = lock(&self.shared.ownership);
+                if matches!(rebalance, Rebalance::Assign(_)) {
+                    own.generation += 1;
+                }
+                if own.partitions != partitions {
+                    tracing::info!(topic = %self.topic, partitions = ?partitions, "consumer group assignment");
+                }
+                own.partitions = partitions;
+                lock(&self.shared.lag).retain(|p, _| own.partitions.contains(p));
+            }
+            Rebalance::Error(e) => {
+                tracing::warn!(topic = %self.topic, "consumer group rebalance error: {e}")
+            }
+        }
+    }
+
+    fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
+        if let Err(e) = result {
+            // NoOffset: nothing consumed since the last commit; not worth a line.
+            if !matches!(
+                e,
+                KafkaError::ConsumerCommit(rdkafka::types::RDKafkaErrorCode::NoOffset)
+            ) {
+                tracing::warn!(topic = %self.topic, "offset commit failed: {e}");
+            }
+        }
+    }
+}
+
+/// The consumer configuration of a sampler: `base` (connection settings and user overrides) plus the
+/// group, offsets and fetch settings. Offsets are committed automatically (a sampler only estimates, so
+/// at-most-once is fine) and once more on shutdown.
+pub fn consumer_config(
+    base: &ClientConfig,
+    group_id: &str,
+    auto_offset_reset: &str,
+    stats_ms: u64,
+) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("group.id", group_id)
+        .set("enable.auto.commit", "true")
+        .set("auto.commit.interval.ms", "5000")
+        .set("enable.auto.offset.store", "true")
+        .set("auto.offset.reset", auto_offset_reset)
+        .set("enable.partition.eof", "false")
+        .set("partition.assignment.strategy", "range")
+        .set("statistics.interval.ms", stats_ms.to_string())
+        .set("allow.auto.create.topics", "false")
+        // New partitions are noticed (and rebalanced onto the group) within 10 s, not librdkafka's 5 min.
+        .set("topic.metadata.refresh.interval.ms", "10000")
+        // Big fetches: the loop is CPU-bound on observe, not on round trips.
+        .set("fetch.min.bytes", "65536")
+        .set("fetch.wait.max.ms", "100")
+        .set("queued.min.messages", "200000");
+    // User settings win.
+    for (k, v) in base.config_map() {
+        c.set(k, v);
+    }
+    c
+}
+
+/// A command from the driver.
+#[derive(Debug)]
+pub enum Command {
+    /// Close the interval and send the snapshot back (the window decays by `decay`).
+    Snapshot {
+        /// Decay factor for the window.
+        decay: f64,
+        /// Where to send it.
+        reply: tokio::sync::oneshot::Sender<IntervalSnapshot>,
+    },
+    /// Start a new window for another partition count.
+    Reset {
+        /// The new partition count.
+        partitions: u32,
+    },
+    /// Commit offsets and leave the group.
+    Shutdown,
+}
+
+/// The driver's handle on the consumer thread.
+#[derive(Debug, Clone)]
+pub struct ConsumerHandle {
+    commands: Sender<Command>,
+    pending: Arc<AtomicBool>,
+}
+
+impl ConsumerHandle {
+    /// Send a command; `false` if the thread is gone.
+    pub fn send(&self, command: Command) -> bool {
+        let ok = self.commands.send(command).is_ok();
+        self.pending.store(true, Ordering::Release);
+        ok
+    }
+}
+
+/// The consumer loop, owned by its thread.
+pub struct ConsumeLoop {
+    consumer: BaseConsumer<SamplerContext>,
+    window: Window,
+    topic: String,
+    shared: Arc<Shared>,
+    commands: Receiver<Command>,
+    pending: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for ConsumeLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumeLoop")
+            .field("topic", &self.topic)
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsumeLoop {
+    /// Create the consumer (subscribed to `topic`) and its loop; returns the loop and its handle.
+    pub fn new(
+        config: &ClientConfig,
+        topic: &str,
+        window: Window,
+        shared: Arc<Shared>,
+    ) -> KafkaResult<(Self, ConsumerHandle)> {
+        let consumer: BaseConsumer<SamplerContext> =
+            config.create_with_context(SamplerContext::new(topic, Arc::clone(&shared)))?;
+        consumer.subscribe(&[topic])?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pending = Arc::new(AtomicBool::new(false));
+        Ok((
+            Self {
+                consumer,
+                window,
+                topic: topic.to_owned(),
+                shared,
+                commands: rx,
+                pending: Arc::clone(&pending),
+            },
+            ConsumerHandle {
+                commands: tx,
+                pending,
+            },
+        ))
+    }
+
+    /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` records were consumed
+    /// when given (benches). Commits offsets synchronously before returning; dropping the loop leaves the
+    /// group.
+    pub fn run(&mut self, limit: Option<u64>) {
+        let mut consumed: u64 = 0;
+        let mut error_logged = false;
+        loop {
+            if self.pending.load(Ordering::Relaxed) && !self.handle_commands() {
+                break;
+            }
+            if limit.is_some_and(|l| consumed >= l) {
+                break;
+            }
+            match self.consumer.poll(IDLE_POLL) {
+                Some(Ok(msg)) => {
+                    self.window.observe(msg.partition(), msg.key());
+                    consumed += 1;
+                    if error_logged {
+                        error_logged = false;
+                        *lock(&self.shared.last_error) = None;
+                    }
+                    // One counter write per 1024 records keeps the cache line quiet.
+                    if consumed & 1023 == 0 {
+                        self.shared.polled.fetch_add(1024, Ordering::Relaxed);
+                    }
+                }
+                Some(Err(e)) => {
+                    // librdkafka retries by itself (broker down, topic deleted, ...): report, keep polling.
+                    let text = e.to_string();
+                    if !error_logged {
+                        tracing::warn!(topic = %self.topic, "consumer error (librdkafka retries): {text}");
+                        error_logged = true;
+                    }
+                    *lock(&self.shared.last_error) = Some(text);
+                    if matches!(e, KafkaError::MessageConsumptionFatal(_)) {
+                        tracing::error!(topic = %self.topic, "fatal consumer error; the consumer stops");
+                        break;
+                    }
+                }
+                None => {}
+            }
+        }
+        self.shared
+            .polled
+            .fetch_add(consumed & 1023, Ordering::Relaxed);
+        match self.consumer.commit_consumer_state(CommitMode::Sync) {
+            Ok(()) => tracing::debug!(topic = %self.topic, "committed offsets"),
+            Err(KafkaError::ConsumerCommit(rdkafka::types::RDKafkaErrorCode::NoOffset)) => {}
+            Err(e) => tracing::warn!(topic = %self.topic, "final offset commit failed: {e}"),
+        }
+    }
+
+    /// Serve queued commands; `false` = stop.
+    fn handle_commands(&mut self) -> bool {
+        self.pending.store(false, Ordering::Relaxed);
+        loop {
+            match self.commands.try_recv() {
+                Ok(Command::Snapshot { decay, reply }) => {
+                    // The driver may have given up waiting; nothing to do then.
+                    let _ = reply.send(self.window.end_interval(decay));
+                }
+                Ok(Command::Reset { partitions }) => {
+                    if let Err(e) = self.window.reset(partitions) {
+                        tracing::error!(topic = %self.topic, "cannot start a window for {partitions} partitions: {e}");
+                    }
+                }
+                Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return false,
+                Err(TryRecvError::Empty) => return true,
+            }
+        }
+    }
+}

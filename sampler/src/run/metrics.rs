@@ -1,0 +1,329 @@
+//! Prometheus metrics of `dkg-sampler run` (names: the Sampler section of METRICS.md, binding).
+//!
+//! Labels are bounded: `topic`, `partition`, `placement` (hash|current|fresh), and for the top-N heavy keys
+//! `rank` and `key` (N <= 20, keys truncated to 64 characters and escaped to printable ASCII). The hot
+//! consume loop never touches these: the driver adds each interval's totals in one call per metric.
+
+use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
+
+/// Largest `--top-n`.
+pub const MAX_TOP_N: usize = 20;
+/// Longest `key` label value (characters, after escaping).
+pub const MAX_KEY_LABEL_CHARS: usize = 64;
+
+/// The sampler's metrics, registered in one registry.
+#[derive(Debug, Clone)]
+pub struct SamplerMetrics {
+    registry: Registry,
+    topic: String,
+    /// dkg_sampler_partition_records_per_second{topic,partition}
+    pub partition_rate: GaugeVec,
+    /// dkg_sampler_partition_share_ratio{topic,partition}
+    pub partition_share: GaugeVec,
+    /// dkg_sampler_observed_imbalance_ratio{topic}
+    pub observed_imbalance: GaugeVec,
+    /// dkg_sampler_predicted_imbalance_ratio{topic,placement}
+    pub predicted_imbalance: GaugeVec,
+    /// dkg_sampler_heavy_hitters{topic}
+    pub heavy_hitters: GaugeVec,
+    /// dkg_sampler_heavy_key_share_ratio{topic,rank,key}
+    pub heavy_key_share: GaugeVec,
+    /// dkg_sampler_epoch{topic}
+    pub epoch: GaugeVec,
+    /// dkg_sampler_publishes_total{topic}
+    pub publishes: IntCounterVec,
+    /// dkg_sampler_moved_load_share_ratio{topic}
+    pub moved_share: GaugeVec,
+    /// dkg_sampler_records_sampled_total{topic}
+    pub records_sampled: IntCounterVec,
+    /// dkg_sampler_records_consumed_total{topic}
+    pub records_consumed: IntCounterVec,
+    /// dkg_sampler_consumer_lag_records{topic,partition}
+    pub consumer_lag: GaugeVec,
+    /// dkg_sampler_key_grouping_bound_ratio{topic}
+    pub bound: GaugeVec,
+}
+
+fn gauge(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<GaugeVec> {
+    let g = GaugeVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+fn counter(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+impl SamplerMetrics {
+    /// Create and register all sampler metrics for `topic` in `registry`.
+    pub fn new(registry: &Registry, topic: &str) -> prometheus::Result<Self> {
+        let r = registry;
+        let m = Self {
+            registry: registry.clone(),
+            topic: topic.to_owned(),
+            partition_rate: gauge(
+                r,
+                "dkg_sampler_partition_records_per_second",
+                "Records per second observed on each partition over the last interval.",
+                &["topic", "partition"],
+            )?,
+            partition_share: gauge(
+                r,
+                "dkg_sampler_partition_share_ratio",
+                "Share of the window's records observed on each partition.",
+                &["topic", "partition"],
+            )?,
+            observed_imbalance: gauge(
+                r,
+                "dkg_sampler_observed_imbalance_ratio",
+                "Observed load imbalance max/mean - 1 over the partitions in the last interval.",
+                &["topic"],
+            )?,
+            predicted_imbalance: gauge(
+                r,
+                "dkg_sampler_predicted_imbalance_ratio",
+                "Predicted load imbalance max/mean - 1 on the window, under Kafka's hash placement, the \
+                 current assignment and a fresh one.",
+                &["topic", "placement"],
+            )?,
+            heavy_hitters: gauge(
+                r,
+                "dkg_sampler_heavy_hitters",
+                "Heavy hitters in the fresh assignment built on the window.",
+                &["topic"],
+            )?,
+            heavy_key_share: gauge(
+                r,
+                "dkg_sampler_heavy_key_share_ratio",
+                "Estimated share of the window's records of the top-N keys (bounded N).",
+                &["topic", "rank", "key"],
+            )?,
+            epoch: gauge(
+                r,
+                "dkg_sampler_epoch",
+                "Epoch of the topic's current assignment (0 = none).",
+                &["topic"],
+            )?,
+            publishes: counter(
+                r,
+                "dkg_sampler_publishes_total",
+                "Assignments this sampler published (in --dry-run: would have published).",
+                &["topic"],
+            )?,
+            moved_share: gauge(
+                r,
+                "dkg_sampler_moved_load_share_ratio",
+                "Share of the load moved to another partition by the last publish.",
+                &["topic"],
+            )?,
+            records_sampled: counter(
+                r,
+                "dkg_sampler_records_sampled_total",
+                "Records observed into the sketch (keyed and kept by --sample-ratio).",
+                &["topic"],
+            )?,
+            records_consumed: counter(
+                r,
+                "dkg_sampler_records_consumed_total",
+                "Records this sampler consumed.",
+                &["topic"],
+            )?,
+            consumer_lag: gauge(
+                r,
+                "dkg_sampler_consumer_lag_records",
+                "The sampler's own consumer lag on each partition it owns.",
+                &["topic", "partition"],
+            )?,
+            bound: gauge(
+                r,
+                "dkg_sampler_key_grouping_bound_ratio",
+                "Key-grouping lower bound max(1, k * p1) - 1 on the window.",
+                &["topic"],
+            )?,
+        };
+        // Series that exist from the start, so dashboards see 0 rather than nothing.
+        m.epoch.with_label_values(&[topic]).set(0.0);
+        m.publishes.with_label_values(&[topic]);
+        m.records_consumed.with_label_values(&[topic]);
+        m.records_sampled.with_label_values(&[topic]);
+        Ok(m)
+    }
+
+    /// The topic all series are labelled with.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Replace the per-partition gauges of `vec` with `values` (index = partition); stale partitions vanish.
+    pub fn set_per_partition(&self, vec: &GaugeVec, values: &[(u32, f64)]) {
+        vec.reset();
+        for (p, v) in values {
+            vec.with_label_values(&[self.topic.as_str(), &p.to_string()])
+                .set(*v);
+        }
+    }
+
+    /// Replace the top-N heavy key series.
+    pub fn set_top_keys(&self, keys: &[(Vec<u8>, f64)]) {
+        self.heavy_key_share.reset();
+        for (rank, (key, share)) in keys.iter().take(MAX_TOP_N).enumerate() {
+            self.heavy_key_share
+                .with_label_values(&[
+                    self.topic.as_str(),
+                    &(rank + 1).to_string(),
+                    &key_label(key),
+                ])
+                .set(*share);
+        }
+    }
+
+    /// Remove the series that only the publishing (leader) instance reports, so that several instances of
+    /// one topic never export conflicting global gauges.
+    pub fn clear_global(&self) {
+        self.partition_rate.reset();
+        self.partition_share.reset();
+        self.observed_imbalance.reset();
+        self.predicted_imbalance.reset();
+        self.heavy_hitters.reset();
+        self.heavy_key_share.reset();
+        self.bound.reset();
+    }
+
+    /// The registry in Prometheus text format.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 * 1024);
+        // Encoding into a Vec cannot fail except for invalid metric families, which we never register.
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::error!("encoding metrics failed: {e}");
+        }
+        out
+    }
+}
+
+/// A bounded, printable label for a raw key: printable ASCII stays as is, a backslash is doubled, every
+/// other byte becomes `\xNN`; at most [`MAX_KEY_LABEL_CHARS`] characters, `...` marks a cut.
+pub fn key_label(key: &[u8]) -> String {
+    let mut out = String::with_capacity(MAX_KEY_LABEL_CHARS);
+    for &b in key {
+        let piece = if (0x20..0x7f).contains(&b) && b != b'\\' {
+            (b as char).to_string()
+        } else if b == b'\\' {
+            "\\\\".to_owned()
+        } else {
+            format!("\\x{b:02x}")
+        };
+        if out.len() + piece.len() > MAX_KEY_LABEL_CHARS - 3 {
+            out.push_str("...");
+            return out;
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn key_labels_are_printable_and_bounded() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"user-42", "user-42"),
+            (b"a\\b", "a\\\\b"),
+            (b"\x00\xffz", "\\x00\\xffz"),
+            (b"caf\xc3\xa9", "caf\\xc3\\xa9"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(key_label(key), *want);
+        }
+        let long = key_label(&[b'x'; 500]);
+        assert!(
+            long.len() <= MAX_KEY_LABEL_CHARS && long.ends_with("..."),
+            "{long}"
+        );
+        let long = key_label(&[0u8; 500]);
+        assert!(
+            long.len() <= MAX_KEY_LABEL_CHARS && long.ends_with("..."),
+            "{long}"
+        );
+    }
+
+    #[test]
+    fn renders_all_names_of_the_contract() {
+        let registry = Registry::new();
+        let m = SamplerMetrics::new(&registry, "orders").unwrap();
+        m.set_per_partition(&m.partition_rate, &[(0, 1.0), (1, 2.0)]);
+        m.set_per_partition(&m.partition_share, &[(0, 0.5)]);
+        m.set_per_partition(&m.consumer_lag, &[(0, 3.0)]);
+        m.observed_imbalance.with_label_values(&["orders"]).set(0.1);
+        m.predicted_imbalance
+            .with_label_values(&["orders", "hash"])
+            .set(0.2);
+        m.heavy_hitters.with_label_values(&["orders"]).set(3.0);
+        m.set_top_keys(&[(b"k1".to_vec(), 0.3)]);
+        m.moved_share.with_label_values(&["orders"]).set(0.0);
+        m.bound.with_label_values(&["orders"]).set(0.0);
+        let text = String::from_utf8(m.render()).unwrap();
+        for name in [
+            "dkg_sampler_partition_records_per_second",
+            "dkg_sampler_partition_share_ratio",
+            "dkg_sampler_observed_imbalance_ratio",
+            "dkg_sampler_predicted_imbalance_ratio",
+            "dkg_sampler_heavy_hitters",
+            "dkg_sampler_heavy_key_share_ratio",
+            "dkg_sampler_epoch",
+            "dkg_sampler_publishes_total",
+            "dkg_sampler_moved_load_share_ratio",
+            "dkg_sampler_records_sampled_total",
+            "dkg_sampler_records_consumed_total",
+            "dkg_sampler_consumer_lag_records",
+            "dkg_sampler_key_grouping_bound_ratio",
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {name} ")),
+                "{name} missing:\n{text}"
+            );
+        }
+        assert!(
+            text.contains(
+                r#"dkg_sampler_heavy_key_share_ratio{key="k1",rank="1",topic="orders"} 0.3"#
+            ),
+            "{text}"
+        );
+        m.set_per_partition(&m.partition_rate, &[(1, 5.0)]);
+        let text = String::from_utf8(m.render()).unwrap();
+        assert!(
+            !text.contains(r#"dkg_sampler_partition_records_per_second{partition="0""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn top_keys_are_capped() {
+        let registry = Registry::new();
+        let m = SamplerMetrics::new(&registry, "t").unwrap();
+        let keys: Vec<(Vec<u8>, f64)> = (0..50)
+            .map(|i| (format!("k{i}").into_bytes(), 0.01))
+            .collect();
+        m.set_top_keys(&keys);
+        let text = String::from_utf8(m.render()).unwrap();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("dkg_sampler_heavy_key_share_ratio{"))
+            .count();
+        assert_eq!(series, MAX_TOP_N);
+    }
+}

@@ -1,0 +1,421 @@
+//! Publishing assignments: the transactional producer that makes one publisher per topic, and the control
+//! topic view that tells the sampler the current assignment and epoch.
+//!
+//! # Fencing
+//! Every sampler of topic `T` publishes through a transactional producer with `transactional.id =
+//! dkg-sampler.T` (overridable). `init_transactions` bumps the id's producer epoch on the broker, which
+//! fences any earlier producer with the same id: its next produce or commit fails with a fatal
+//! `PRODUCER_FENCED` / `_FENCED` error, and an open transaction of it is aborted, so a reader with
+//! `isolation.level=read_committed` (the control topic reader) never sees its documents.
+//!
+//! Epochs: after `init_transactions`, and only then, the publisher reads the control topic to its end;
+//! any transaction of a previous holder of the id is resolved by then, so the last epoch read is final and
+//! the next document gets a strictly higher one. The same happens at every start, so epochs increase across
+//! restarts (and across leader changes of a sampler group).
+//!
+//! What a fenced instance does (the documented choice): it stops publishing at once, logs an error naming
+//! the transactional id, reports `"publisher": "fenced"` on `/healthz`, and keeps consuming, shipping
+//! its sketch and serving metrics. It re-initialises (and thereby takes publishing back) only when its
+//! consumer group hands it partition 0 again in a NEW group generation, which is exactly when a sampler
+//! group legitimately makes it the leader again. It never retries in a loop, so two misconfigured
+//! samplers (different groups, same transactional id) cannot fence each other back and forth: the later
+//! one wins and the earlier one stays quiet until its own group rebalances.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dkg_partitioner::assignment::Assignment;
+use dkg_partitioner::kafka::control::{self, ControlTopicReader, ControlUpdate};
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{FutureProducer, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+
+use super::RunError;
+
+/// Timeout of transactional calls and deliveries.
+const TXN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the control topic says about one data topic.
+#[derive(Debug, Clone, Default)]
+pub struct ControlState {
+    /// The current assignment (None: never published, or retracted).
+    pub current: Option<Arc<Assignment>>,
+    /// The highest epoch ever read for the topic (survives a retraction).
+    pub max_epoch: u64,
+    /// Control-topic records read.
+    pub records: u64,
+}
+
+/// Follows the control topic for one data topic in a background task.
+#[derive(Debug, Clone)]
+pub struct ControlView {
+    state: Arc<Mutex<ControlState>>,
+    connection: ClientConfig,
+    control_topic: String,
+    topic: String,
+}
+
+impl ControlView {
+    /// Read the control topic to its end, then follow it live until `stop` fires.
+    pub async fn start(
+        connection: &ClientConfig,
+        control_topic: &str,
+        topic: &str,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Self, RunError> {
+        let view = Self {
+            state: Arc::new(Mutex::new(ControlState::default())),
+            connection: connection.clone(),
+            control_topic: control_topic.to_owned(),
+            topic: topic.to_owned(),
+        };
+        let mut reader = view.read_to_end().await?;
+        let state = Arc::clone(&view.state);
+        let topic = topic.to_owned();
+        let mut stop = stop;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    rec = reader.next_record() => apply_update(&state, &topic, &rec.update),
+                }
+            }
+        });
+        Ok(view)
+    }
+
+    /// A new reader, read from the beginning to the end; its records are applied to the view.
+    async fn read_to_end(&self) -> Result<ControlTopicReader, RunError> {
+        let mut reader = ControlTopicReader::new(&self.connection, &self.control_topic)
+            .map_err(|e| RunError::Setup(format!("control topic reader: {e}")))?;
+        let mut fresh = ControlState::default();
+        let fresh_state = Mutex::new(ControlState::default());
+        reader
+            .catch_up(TXN_TIMEOUT, |r| {
+                apply_update(&fresh_state, &self.topic, &r.update)
+            })
+            .await
+            .map_err(|e| {
+                RunError::Setup(format!(
+                    "reading the control topic {:?} to its end: {e}",
+                    self.control_topic
+                ))
+            })?;
+        std::mem::swap(
+            &mut fresh,
+            &mut fresh_state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let mut s = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.max_epoch = s.max_epoch.max(fresh.max_epoch);
+        s.records = s.records.max(fresh.records);
+        // What the log says now is authoritative (it may be a retraction).
+        s.current = fresh.current;
+        Ok(reader)
+    }
+
+    /// The state as of now.
+    pub fn state(&self) -> ControlState {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Read everything committed before this call (a fresh read-committed reader from the beginning: the
+    /// live reader may sit at the end, where librdkafka reports no new end-of-partition event).
+    pub async fn catch_up(&self) -> Result<ControlState, RunError> {
+        drop(self.read_to_end().await?);
+        Ok(self.state())
+    }
+
+    /// Record a document this instance just published (the reader will confirm it shortly).
+    pub fn note_published(&self, assignment: Arc<Assignment>) {
+        let mut s = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.max_epoch = s.max_epoch.max(assignment.epoch());
+        if s.current
+            .as_ref()
+            .is_none_or(|c| c.epoch() <= assignment.epoch())
+        {
+            s.current = Some(assignment);
+        }
+    }
+}
+
+fn apply_update(state: &Mutex<ControlState>, topic: &str, update: &ControlUpdate) {
+    let mut s = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    s.records += 1;
+    match update {
+        ControlUpdate::Adopted(a) if a.topic() == topic => {
+            s.max_epoch = s.max_epoch.max(a.epoch());
+            s.current = Some(Arc::clone(a));
+        }
+        ControlUpdate::Retracted { topic: t } if t == topic => {
+            tracing::warn!(
+                topic,
+                "the topic's assignment was retracted on the control topic"
+            );
+            s.current = None;
+        }
+        _ => {}
+    }
+}
+
+/// The publisher's state, as reported on `/healthz`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublisherState {
+    /// Not the leader: no producer.
+    Standby,
+    /// Holds the transactional id.
+    Active,
+    /// Fenced by another instance in this ownership generation.
+    Fenced {
+        /// The ownership generation it was fenced in.
+        generation: u64,
+    },
+    /// `--dry-run`: never publishes.
+    DryRun,
+}
+
+impl PublisherState {
+    /// Name for `/healthz`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PublisherState::Standby => "standby",
+            PublisherState::Active => "active",
+            PublisherState::Fenced { .. } => "fenced",
+            PublisherState::DryRun => "dry-run",
+        }
+    }
+}
+
+/// Why a publish did not happen.
+#[derive(Debug)]
+pub enum PublishFailure {
+    /// Another instance holds the transactional id; this one stopped publishing.
+    Fenced,
+    /// A transient error; the transaction was aborted and the next interval retries.
+    Retry(String),
+}
+
+/// The transactional publisher of one data topic.
+pub struct Publisher {
+    config: ClientConfig,
+    control_topic: String,
+    transactional_id: String,
+    producer: Option<FutureProducer>,
+    state: PublisherState,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("control_topic", &self.control_topic)
+            .field("transactional_id", &self.transactional_id)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_fencing(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::Fenced
+            | RDKafkaErrorCode::ProducerFenced
+            | RDKafkaErrorCode::InvalidProducerEpoch
+    )
+}
+
+impl Publisher {
+    /// A publisher (no producer until [`Publisher::activate`]).
+    pub fn new(connection: &ClientConfig, control_topic: &str, transactional_id: &str) -> Self {
+        let mut config = control::publisher_config(connection);
+        config
+            .set("transactional.id", transactional_id)
+            .set("transaction.timeout.ms", "60000")
+            .set("linger.ms", "0");
+        Self {
+            config,
+            control_topic: control_topic.to_owned(),
+            transactional_id: transactional_id.to_owned(),
+            producer: None,
+            state: PublisherState::Standby,
+        }
+    }
+
+    /// A publisher that never publishes (`--dry-run`).
+    pub fn dry_run(connection: &ClientConfig, control_topic: &str) -> Self {
+        let mut p = Self::new(connection, control_topic, "");
+        p.state = PublisherState::DryRun;
+        p
+    }
+
+    /// The state.
+    pub fn state(&self) -> PublisherState {
+        self.state
+    }
+
+    /// The transactional id.
+    pub fn transactional_id(&self) -> &str {
+        &self.transactional_id
+    }
+
+    /// Make sure this instance holds the transactional id (creating the producer and fencing any other
+    /// holder). Returns `Ok(false)` when it must not publish: dry run, or fenced in this `generation`.
+    pub async fn activate(&mut self, generation: u64) -> Result<bool, RunError> {
+        match self.state {
+            PublisherState::DryRun => return Ok(false),
+            PublisherState::Active if self.producer.is_some() => return Ok(true),
+            PublisherState::Fenced { generation: g } if g == generation => return Ok(false),
+            _ => {}
+        }
+        let producer: FutureProducer = self.config.create().map_err(|e| RunError::Kafka {
+            what: "creating the transactional producer".into(),
+            source: e,
+        })?;
+        let p = producer.clone();
+        let init = tokio::task::spawn_blocking(move || p.init_transactions(TXN_TIMEOUT))
+            .await
+            .map_err(|e| RunError::Setup(format!("init_transactions task: {e}")))?;
+        if let Err(e) = init {
+            return Err(RunError::Kafka {
+                what: format!(
+                    "init_transactions for transactional.id {:?}",
+                    self.transactional_id
+                ),
+                source: e,
+            });
+        }
+        tracing::info!(transactional_id = %self.transactional_id, "holding the transactional id: this instance publishes");
+        self.producer = Some(producer);
+        self.state = PublisherState::Active;
+        Ok(true)
+    }
+
+    /// Give up the producer (no longer the leader). Another instance's `init_transactions` would fence it
+    /// anyway; dropping it avoids a pointless fatal error later.
+    pub fn deactivate(&mut self) {
+        if self.producer.take().is_some() {
+            tracing::info!(transactional_id = %self.transactional_id, "no longer the publisher (lost partition 0)");
+        }
+        if self.state == PublisherState::Active {
+            self.state = PublisherState::Standby;
+        }
+    }
+
+    async fn transaction(
+        &self,
+        producer: &FutureProducer,
+        assignment: &Assignment,
+    ) -> Result<(), StepError> {
+        let p = producer.clone();
+        let begun = tokio::task::spawn_blocking(move || p.begin_transaction()).await;
+        StepError::check("begin_transaction", begun)?;
+        control::publish_assignment(producer, &self.control_topic, assignment, TXN_TIMEOUT)
+            .await
+            .map_err(|e| StepError {
+                step: "producing the assignment",
+                code: match &e {
+                    dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
+                    _ => None,
+                },
+                text: e.to_string(),
+            })?;
+        let p = producer.clone();
+        let committed =
+            tokio::task::spawn_blocking(move || p.commit_transaction(TXN_TIMEOUT)).await;
+        StepError::check("commit_transaction", committed)
+    }
+
+    /// Publish `assignment` in one transaction. `generation` is the ownership generation (for fencing).
+    pub async fn publish(
+        &mut self,
+        assignment: &Assignment,
+        generation: u64,
+    ) -> Result<(), PublishFailure> {
+        let Some(producer) = self.producer.clone() else {
+            return Err(PublishFailure::Retry("no active producer".into()));
+        };
+        let result = self.transaction(&producer, assignment).await;
+        let Err(StepError {
+            step,
+            code,
+            text: err,
+        }) = result
+        else {
+            return Ok(());
+        };
+        // A fenced producer reports a fatal error on the client, whatever call noticed it first.
+        let fatal = producer.client().fatal_error();
+        let fenced =
+            fatal.as_ref().is_some_and(|(c, _)| is_fencing(*c)) || code.is_some_and(is_fencing);
+        if fenced {
+            self.producer = None;
+            self.state = PublisherState::Fenced { generation };
+            tracing::error!(
+                transactional_id = %self.transactional_id,
+                epoch = assignment.epoch(),
+                "FENCED: another dkg-sampler holds transactional.id {:?} and publishes for topic {:?}; this \
+                 instance stops publishing (it keeps consuming and serving metrics) until its consumer group \
+                 gives it partition 0 again ({step}: {err})",
+                self.transactional_id,
+                assignment.topic()
+            );
+            return Err(PublishFailure::Fenced);
+        }
+        if let Some((code, reason)) = fatal {
+            // Any other fatal error: drop the producer, re-initialise at the next interval.
+            self.producer = None;
+            self.state = PublisherState::Standby;
+            return Err(PublishFailure::Retry(format!(
+                "fatal producer error {code}: {reason} ({step}: {err})"
+            )));
+        }
+        let p = producer.clone();
+        let abort = tokio::task::spawn_blocking(move || p.abort_transaction(TXN_TIMEOUT)).await;
+        if !matches!(abort, Ok(Ok(()))) {
+            // Cannot tell the transaction state any more: start over with a new producer.
+            self.producer = None;
+            self.state = PublisherState::Standby;
+        }
+        Err(PublishFailure::Retry(format!("{step}: {err}")))
+    }
+}
+
+/// A failed step of a transaction.
+#[derive(Debug)]
+struct StepError {
+    step: &'static str,
+    code: Option<RDKafkaErrorCode>,
+    text: String,
+}
+
+impl StepError {
+    fn check(
+        step: &'static str,
+        joined: Result<rdkafka::error::KafkaResult<()>, tokio::task::JoinError>,
+    ) -> Result<(), StepError> {
+        match joined {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StepError {
+                step,
+                code: e.rdkafka_error_code(),
+                text: e.to_string(),
+            }),
+            Err(e) => Err(StepError {
+                step,
+                code: None,
+                text: format!("task failed: {e}"),
+            }),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The learning window of `dkg-sampler run`: a DKG [`Sketch`] (SpaceSaving, Metwally et al. 2005, plus the
+//! bucket counters of the DKG paper, Rivetti et al. DEBS 2015) fed by the consumed records, and the observed
+//! per-partition record counts.
+//!
+//! # Why exponential decay and not a ring of per-interval sketches
+//! At the end of every interval the sketch is snapshotted (the snapshot is what assignments are built from)
+//! and then multiplied by `decay` (default 0.5): an interval `j` steps old weighs `decay^j`, so the window
+//! follows drift with a half-life of one interval at the default. Compared with a ring of `R` per-interval
+//! sketches merged at each build, decay
+//! - keeps ONE sketch of the configured capacity (memory stays at its bound whatever `R` would be),
+//! - never merges on the hot path; merging SpaceSaving summaries adds error (Agarwal et al., PODS 2012),
+//!   and a ring would pay that error `R - 1` times per build, while decay keeps the relative error bound of
+//!   a single summary (counts and errors scale together),
+//! - has no cliff: a ring forgets an interval all at once, so a one-interval burst makes two decisions
+//!   (when it enters and when it leaves), while decay fades it out smoothly.
+//!
+//! The cost is that old data never reaches exactly zero; at 0.5 an interval three steps old weighs 12.5%,
+//! which is what "the recent window" means here. `--decay 0` makes the window exactly the last interval.
+//!
+//! # Sampling
+//! With `--sample-ratio r < 1` each record is kept independently with probability `r` (a fast per-record
+//! RNG, NOT a key hash: hashing the key would keep or drop whole keys and bias the frequencies), and a
+//! kept record is observed with weight `1/r`, randomly rounded to one of the two neighbouring integers so
+//! that the expected weight is exactly `1/r`: frequency estimates stay unbiased for any ratio.
+//!
+//! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends only on
+//! the core crate.
+
+use std::time::{Duration, Instant};
+
+use dkg_partitioner::dkg::{DkgConfig, Sketch};
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+
+/// Bernoulli record sampler with unbiased integer weights.
+#[derive(Debug, Clone)]
+pub struct RecordSampler {
+    /// Keep a record when `rng < keep_below` (`None` = keep all).
+    keep_below: Option<u64>,
+    /// Integer part of `1/ratio`.
+    weight_floor: u64,
+    /// Choose `weight_floor + 1` when `rng < frac_below`.
+    frac_below: u64,
+    rng: SmallRng,
+}
+
+impl RecordSampler {
+    /// `ratio` in (0, 1]; `seed` makes runs reproducible in tests.
+    pub fn new(ratio: f64, seed: u64) -> Self {
+        let ratio = if ratio.is_finite() && ratio > 0.0 {
+            ratio.min(1.0)
+        } else {
+            1.0
+        };
+        let inverse = 1.0 / ratio;
+        let weight_floor = inverse.floor().max(1.0) as u64;
+        let frac = inverse - weight_floor as f64;
+        Self {
+            keep_below: (ratio < 1.0).then_some((ratio * u64::MAX as f64) as u64),
+            weight_floor,
+            frac_below: (frac.clamp(0.0, 1.0) * u64::MAX as f64) as u64,
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    /// The weight to observe this record with, or `None` to skip it.
+    #[inline]
+    pub fn sample(&mut self) -> Option<u64> {
+        let Some(keep_below) = self.keep_below else {
+            return Some(1);
+        };
+        if self.rng.next_u64() >= keep_below {
+            return None;
+        }
+        if self.frac_below == 0 {
+            return Some(self.weight_floor);
+        }
+        Some(self.weight_floor + u64::from(self.rng.next_u64() < self.frac_below))
+    }
+
+    /// Whether every record is kept.
+    #[cfg(test)]
+    pub fn keeps_all(&self) -> bool {
+        self.keep_below.is_none()
+    }
+}
+
+/// What one interval produced: the window as of the end of the interval, and the interval's own counts.
+#[derive(Debug, Clone)]
+pub struct IntervalSnapshot {
+    /// The decayed window, including this interval at full weight (snapshotted before decaying).
+    pub window: Sketch,
+    /// Sampled records in the window, decayed like the sketch: the effective sample size behind the
+    /// window's estimates (for noise-aware hysteresis).
+    pub window_samples: f64,
+    /// Records consumed per partition during this interval (index = partition; all records, sampled or not,
+    /// keyless included: this is the observed load).
+    pub partition_counts: Vec<u64>,
+    /// Records consumed during this interval.
+    pub consumed: u64,
+    /// Records observed into the sketch during this interval (keyed and sampled).
+    pub sampled: u64,
+    /// Keyless records consumed during this interval (counted as load, never observed: DKG routes keys).
+    pub keyless: u64,
+    /// Length of the interval.
+    pub elapsed: Duration,
+}
+
+/// The sampler's learning state for one topic and partition count.
+#[derive(Debug)]
+pub struct Window {
+    config: DkgConfig,
+    sketch: Sketch,
+    sampler: RecordSampler,
+    window_samples: f64,
+    partition_counts: Vec<u64>,
+    consumed: u64,
+    sampled: u64,
+    keyless: u64,
+    started: Instant,
+}
+
+impl Window {
+    /// A fresh window for `partitions` partitions.
+    pub fn new(
+        config: &DkgConfig,
+        partitions: u32,
+        sampler: RecordSampler,
+    ) -> dkg_partitioner::Result<Self> {
+        Ok(Self {
+            config: config.clone(),
+            sketch: Sketch::new(config, partitions)?,
+            sampler,
+            window_samples: 0.0,
+            partition_counts: vec![0; partitions as usize],
+            consumed: 0,
+            sampled: 0,
+            keyless: 0,
+            started: Instant::now(),
+        })
+    }
+
+    /// The partition count this window learns for.
+    #[cfg(test)]
+    pub fn partitions(&self) -> u32 {
+        self.sketch.partitions()
+    }
+
+    /// Observe one consumed record. Hot path: no allocation, no lock.
+    #[inline]
+    pub fn observe(&mut self, partition: i32, key: Option<&[u8]>) {
+        self.consumed += 1;
+        if let Ok(p) = usize::try_from(partition) {
+            if p >= self.partition_counts.len() {
+                // The topic grew before our metadata said so; count it anyway.
+                self.partition_counts.resize(p + 1, 0);
+            }
+            self.partition_counts[p] += 1;
+        }
+        let Some(key) = key else {
+            self.keyless += 1;
+            return;
+        };
+        if let Some(weight) = self.sampler.sample() {
+            self.sampled += 1;
+            if weight == 1 {
+                self.sketch.observe(key);
+            } else {
+                self.sketch.observe_weighted(key, weight);
+            }
+        }
+    }
+
+    /// Close the interval: snapshot the window and the interval's counts, then decay the window by `decay`
+    /// (in [0, 1]) and start the next interval.
+    pub fn end_interval(&mut self, decay: f64) -> IntervalSnapshot {
+        let now = Instant::now();
+        let partitions = self.sketch.partitions() as usize;
+        let mut counts = std::mem::replace(&mut self.partition_counts, vec![0; partitions]);
+        counts.resize(counts.len().max(partitions), 0);
+        self.window_samples += self.sampled as f64;
+        let snapshot = IntervalSnapshot {
+            window: self.sketch.clone(),
+            window_samples: self.window_samples,
+            partition_counts: counts,
+            consumed: std::mem::take(&mut self.consumed),
+            sampled: std::mem::take(&mut self.sampled),
+            keyless: std::mem::take(&mut self.keyless),
+            elapsed: now.duration_since(self.started),
+        };
+        let decay = if decay.is_finite() {
+            decay.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        if decay == 0.0 {
+            self.sketch.clear();
+        } else {
+            self.sketch.decay(decay);
+        }
+        self.window_samples *= decay;
+        self.started = now;
+        snapshot
+    }
+
+    /// Forget everything and learn for `partitions` partitions from now on (the topic's partition count
+    /// changed: old frequencies say nothing about the new placement).
+    pub fn reset(&mut self, partitions: u32) -> dkg_partitioner::Result<()> {
+        self.sketch = Sketch::new(&self.config, partitions)?;
+        self.window_samples = 0.0;
+        self.partition_counts = vec![0; partitions as usize];
+        self.consumed = 0;
+        self.sampled = 0;
+        self.keyless = 0;
+        self.started = Instant::now();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // unused_imports: benches/consume_throughput.rs includes this file without the test harness.
+    #![allow(clippy::unwrap_used, unused_imports)]
+    use super::*;
+
+    #[test]
+    fn sampler_keeps_everything_at_ratio_one() {
+        let mut s = RecordSampler::new(1.0, 7);
+        assert!(s.keeps_all());
+        assert!((0..1000).all(|_| s.sample() == Some(1)));
+    }
+
+    #[test]
+    fn sampler_is_unbiased_for_non_integer_inverse_ratios() {
+        for ratio in [0.5, 0.3, 0.1, 0.07] {
+            let mut s = RecordSampler::new(ratio, 42);
+            let n = 400_000u64;
+            let total: u64 = (0..n).filter_map(|_| s.sample()).sum();
+            let rel = (total as f64 - n as f64).abs() / n as f64;
+            assert!(
+                rel < 0.03,
+                "ratio {ratio}: estimated {total} for {n} records"
+            );
+        }
+    }
+
+    #[test]
+    fn sampler_rejects_nonsense_ratios_by_keeping_all() {
+        for ratio in [0.0, -1.0, f64::NAN, 2.0] {
+            assert!(RecordSampler::new(ratio, 1).keeps_all(), "{ratio}");
+        }
+    }
+
+    #[test]
+    fn window_counts_partitions_and_decays() {
+        let config = DkgConfig::default();
+        let mut w = Window::new(&config, 4, RecordSampler::new(1.0, 1)).unwrap();
+        for i in 0..1000u32 {
+            w.observe((i % 4) as i32, Some(b"hot"));
+        }
+        w.observe(2, None);
+        w.observe(9, Some(b"late")); // a partition beyond the known count is still counted
+        let snap = w.end_interval(0.5);
+        assert_eq!(snap.consumed, 1002);
+        assert_eq!(snap.sampled, 1001);
+        assert_eq!(snap.keyless, 1);
+        assert_eq!(snap.partition_counts.len(), 10);
+        assert_eq!(snap.partition_counts[2], 251);
+        assert_eq!(snap.partition_counts[9], 1);
+        assert_eq!(snap.window.total(), 1001);
+        assert!((snap.window_samples - 1001.0).abs() < 1e-9);
+        // decayed: the next snapshot without new data holds about half
+        let next = w.end_interval(0.5);
+        assert_eq!(next.consumed, 0);
+        assert!(
+            next.window.total() <= 501 && next.window.total() >= 499,
+            "{}",
+            next.window.total()
+        );
+        assert!((next.window_samples - 500.5).abs() < 1e-9);
+        assert_eq!(next.partition_counts, vec![0; 4]);
+    }
+
+    #[test]
+    fn window_with_zero_decay_is_the_last_interval() {
+        let config = DkgConfig::default();
+        let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
+        w.observe(0, Some(b"a"));
+        let _ = w.end_interval(0.0);
+        w.observe(1, Some(b"b"));
+        let snap = w.end_interval(0.0);
+        assert_eq!(snap.window.total(), 1);
+        assert!(snap.window.summary().get(b"a").is_none());
+    }
+
+    #[test]
+    fn reset_changes_the_partition_count() {
+        let config = DkgConfig::default();
+        let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
+        w.observe(0, Some(b"a"));
+        w.reset(6).unwrap();
+        assert_eq!(w.partitions(), 6);
+        let snap = w.end_interval(0.5);
+        assert_eq!(snap.window.total(), 0);
+        assert_eq!(snap.partition_counts, vec![0; 6]);
+    }
+}

@@ -1,0 +1,666 @@
+//! Helpers shared by the sampler's integration tests (`tests/sampler_*.rs`). Every test runs against the
+//! real single-node broker that `scripts/kafka start` runs (`.ci/run` starts it); a missing broker FAILS the
+//! test with a clear message, nothing skips.
+//!
+//! - [`bootstrap`], [`unique_topic`], [`create_topic`]: the broker (copied from the partitioner's test helpers:
+//!   another crate).
+//! - [`Sampler`]: a `dkg-sampler run` child process with its HTTP endpoints, stopped by SIGTERM.
+//! - [`Workload`]: a Zipf-skewed keyed stream produced in the background, through `DkgProducer` (following the
+//!   control topic) or a plain producer, whose hot keys can be switched (drift).
+//! - [`read_control_topic`]: every assignment published for a topic, in log order.
+
+// Each test binary uses a subset.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::DkgProducer;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand_distr::{Distribution, Zipf};
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+/// Broker address when `DKG_TEST_BOOTSTRAP` is not set: the default of `scripts/kafka`.
+pub const DEFAULT_BOOTSTRAP: &str = "127.0.0.1:9092";
+
+/// The default control topic (the sampler's and the producer's default).
+pub const CONTROL_TOPIC: &str = "_dkg.assignments";
+
+/// The bootstrap address of the test broker; PANICS if no broker answers within 10 s.
+pub fn bootstrap() -> String {
+    static CHECKED: OnceLock<String> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let addr = std::env::var("DKG_TEST_BOOTSTRAP")
+                .ok()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| DEFAULT_BOOTSTRAP.to_owned());
+            let consumer: BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", &addr)
+                .set("log_level", "2")
+                .create()
+                .expect("create a metadata client");
+            match consumer.fetch_metadata(None, Duration::from_secs(10)) {
+                Ok(md) if !md.brokers().is_empty() => {}
+                other => panic!(
+                    "no Kafka broker answered at {addr} ({:?}). These tests need the real broker: start it \
+                     with scripts/kafka start, or point DKG_TEST_BOOTSTRAP at one.",
+                    other.err()
+                ),
+            }
+            addr
+        })
+        .clone()
+}
+
+/// A topic name no other test or run uses.
+pub fn unique_topic(prefix: &str) -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!(
+        "{prefix}-{}-{millis}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Create `name` with `partitions` partitions and wait until every partition has a leader.
+pub async fn create_topic(bootstrap: &str, name: &str, partitions: u32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("admin client");
+    let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for r in admin
+        .create_topics([&topic], &opts)
+        .await
+        .expect("CreateTopics")
+    {
+        if let Err((t, code)) = r {
+            panic!("CreateTopics {t} failed: {code}");
+        }
+    }
+    let (b, n) = (bootstrap.to_owned(), name.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .create()
+            .expect("client");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(md) = consumer.fetch_metadata(Some(&n), Duration::from_secs(5))
+                && let Some(t) = md.topics().iter().find(|t| t.name() == n)
+                && t.error().is_none()
+                && t.partitions().len() == partitions as usize
+                && t.partitions().iter().all(|p| p.leader() >= 0)
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("topic {n} not ready");
+    })
+    .await
+    .expect("wait for topic");
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
+pub fn free_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind :0");
+    l.local_addr().expect("local addr")
+}
+
+/// `GET path` on `addr`: (status, body). Plain HTTP/1.1 over std, no client dependency.
+pub fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad response: {head}")))?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+/// One sample of the Prometheus text format.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+/// Parse the Prometheus text format (the subset the prometheus crate writes).
+pub fn parse_metrics(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("sample line has a value");
+        let value: f64 = value.parse().expect("numeric sample");
+        let (name, labels) = match series.split_once('{') {
+            None => (series.to_owned(), BTreeMap::new()),
+            Some((name, rest)) => {
+                let rest = rest.strip_suffix('}').expect("labels close");
+                let mut labels = BTreeMap::new();
+                // Values are quoted and may contain commas or escaped quotes: scan.
+                let mut chars = rest.chars().peekable();
+                while chars.peek().is_some() {
+                    let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+                    assert_eq!(chars.next(), Some('"'));
+                    let mut val = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => val.push(chars.next().unwrap_or('\\')),
+                            '"' => break,
+                            c => val.push(c),
+                        }
+                    }
+                    if chars.peek() == Some(&',') {
+                        chars.next();
+                    }
+                    labels.insert(key.trim().to_owned(), val);
+                }
+                (name.to_owned(), labels)
+            }
+        };
+        out.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    out
+}
+
+/// A `dkg-sampler run` child process. Stopped with SIGTERM (or killed) on drop; its log is printed when the
+/// test panics.
+pub struct Sampler {
+    pub name: String,
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Sampler {
+    /// Start `dkg-sampler run --bootstrap-servers B --topic T --metrics-addr <free> EXTRA...`.
+    pub fn start(name: &str, topic: &str, extra: &[&str]) -> Self {
+        let addr = free_addr();
+        let log =
+            std::env::temp_dir().join(format!("{}-{name}.log", unique_topic("dkg-sampler-test")));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+            .arg("run")
+            .args(["--bootstrap-servers", &bootstrap(), "--topic", topic])
+            .args(["--metrics-addr", &addr.to_string()])
+            .args(extra)
+            .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log fd"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn dkg-sampler");
+        Self {
+            name: name.to_owned(),
+            child: Some(child),
+            addr,
+            log,
+        }
+    }
+
+    /// The process's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `GET path`.
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.addr, path).ok()
+    }
+
+    /// `/healthz` as JSON (None while the server is not up).
+    pub fn health(&self) -> Option<serde_json::Value> {
+        let (_, body) = self.get("/healthz")?;
+        serde_json::from_str(&body).ok()
+    }
+
+    /// `/metrics`, parsed.
+    pub fn metrics(&self) -> Vec<Sample> {
+        self.get("/metrics")
+            .map(|(_, b)| parse_metrics(&b))
+            .unwrap_or_default()
+    }
+
+    /// The value of `name` with `labels` (a subset), if exported.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        find(&self.metrics(), name, labels)
+    }
+
+    /// `/assignment`, parsed (None on 404).
+    pub fn assignment(&self) -> Option<Assignment> {
+        match self.get("/assignment")? {
+            (200, body) => {
+                Some(Assignment::from_json(body.as_bytes()).expect("valid assignment JSON"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Completed intervals (from /healthz).
+    pub fn intervals(&self) -> u64 {
+        self.health()
+            .and_then(|h| h["intervals"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// Whether the process has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Wait for the process to exit by itself (e.g. `--once`), at most `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exited() {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not exit within {timeout:?}:\n{}",
+                self.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM, then wait for a graceful exit (at most `timeout`).
+    pub fn terminate(&mut self, timeout: Duration) -> ExitStatus {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
+        self.wait_exit(timeout)
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "----- log of sampler {} -----\n{}\n----- end of {} -----",
+                self.name,
+                self.log(),
+                self.name
+            );
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The value of `name` with `labels` (a subset) in `samples`.
+pub fn find(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| {
+            s.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|s| s.value)
+}
+
+/// Poll `f` every 100 ms until it returns `Some`, at most `timeout`; panics with `what` otherwise.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The 16-byte key of Zipf rank `rank` (1 = most frequent) in key space `generation`: switching the
+/// generation makes different keys hot (drift).
+pub fn zipf_key(generation: u64, rank: u64) -> String {
+    format!("g{generation:02}-k{rank:011}")
+}
+
+/// Workload settings.
+#[derive(Debug, Clone)]
+pub struct WorkloadSpec {
+    pub topic: String,
+    pub alpha: f64,
+    pub keys: u64,
+    pub records_per_second: u64,
+    /// Through `DkgProducer` (follows the control topic) or a plain producer (Kafka's hashing).
+    pub dkg: bool,
+    pub seed: u64,
+}
+
+/// A background producer of Zipf-keyed records (16-byte keys, 100-byte values).
+pub struct Workload {
+    stop: Arc<AtomicBool>,
+    generation: Arc<AtomicU64>,
+    produced: Arc<AtomicU64>,
+    errors: Arc<Mutex<Vec<String>>>,
+    handle: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Workload {
+    /// Start producing (call inside a multi-thread tokio runtime).
+    pub async fn start(spec: WorkloadSpec) -> Self {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", bootstrap())
+            .set("linger.ms", "5")
+            .set("log_level", "3");
+        let sender: Sender = if spec.dkg {
+            let p = DkgProducer::builder(config)
+                .topics([spec.topic.clone()])
+                .build()
+                .await
+                .expect("build DkgProducer");
+            Sender::Dkg(p)
+        } else {
+            Sender::Plain(config.create().expect("plain producer"))
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let generation = Arc::new(AtomicU64::new(0));
+        let produced = Arc::new(AtomicU64::new(0));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let (s, g, n, e) = (
+            Arc::clone(&stop),
+            Arc::clone(&generation),
+            Arc::clone(&produced),
+            Arc::clone(&errors),
+        );
+        let handle = tokio::spawn(async move {
+            let zipf = Zipf::new(spec.keys as f64, spec.alpha).expect("zipf");
+            let mut rng = SmallRng::seed_from_u64(spec.seed);
+            let value = [b'v'; 100];
+            let batch = (spec.records_per_second / 100).max(1);
+            let started = Instant::now();
+            let mut sent: u64 = 0;
+            while !s.load(Ordering::Relaxed) {
+                let gen_now = g.load(Ordering::Relaxed);
+                for _ in 0..batch {
+                    let rank = zipf.sample(&mut rng) as u64;
+                    let key = zipf_key(gen_now, rank);
+                    let record = FutureRecord::to(&spec.topic)
+                        .key(key.as_bytes())
+                        .payload(&value[..]);
+                    let res = match &sender {
+                        Sender::Dkg(p) => p.send_result(record).map(drop).map_err(|(e, _)| e),
+                        Sender::Plain(p) => p.send_result(record).map(drop).map_err(|(e, _)| e),
+                    };
+                    match res {
+                        Ok(()) => sent += 1,
+                        Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        Err(err) => e.lock().expect("errors").push(err.to_string()),
+                    }
+                }
+                n.store(sent, Ordering::Relaxed);
+                // Pace to the target rate.
+                let due = Duration::from_secs_f64(sent as f64 / spec.records_per_second as f64);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            let _ = match &sender {
+                Sender::Dkg(p) => p.inner().flush(Duration::from_secs(10)),
+                Sender::Plain(p) => p.flush(Duration::from_secs(10)),
+            };
+        });
+        Self {
+            stop,
+            generation,
+            produced,
+            errors,
+            handle: Some(handle),
+        }
+    }
+
+    /// Make other keys hot from now on.
+    pub fn set_generation(&self, generation: u64) {
+        self.generation.store(generation, Ordering::Relaxed);
+    }
+
+    /// Records handed to the producer so far.
+    pub fn produced(&self) -> u64 {
+        self.produced.load(Ordering::Relaxed)
+    }
+
+    /// Stop and flush; panics if sends failed.
+    pub async fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            h.await.expect("workload task");
+        }
+        let errors = self.errors.lock().expect("errors");
+        assert!(
+            errors.is_empty(),
+            "workload send errors: {:?}",
+            &errors[..errors.len().min(5)]
+        );
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+enum Sender {
+    Dkg(DkgProducer),
+    Plain(FutureProducer),
+}
+
+/// One control-topic record for a topic: offset and document (None = tombstone).
+#[derive(Debug, Clone)]
+pub struct ControlRecord {
+    pub offset: i64,
+    pub assignment: Option<Assignment>,
+}
+
+/// Every record of `topic` on the control topic, in log order, read with `read_committed` (what producers
+/// see) or `read_uncommitted`.
+pub fn read_control_topic(topic: &str, read_committed: bool) -> Vec<ControlRecord> {
+    read_keyed(CONTROL_TOPIC, read_committed, |k| k == topic.as_bytes())
+        .into_iter()
+        .map(|(offset, _, v)| ControlRecord {
+            offset,
+            assignment: v
+                .map(|v| Assignment::from_json(&v).expect("valid assignment on the control topic")),
+        })
+        .collect()
+}
+
+/// Records of a (single-partition) topic whose key matches, in log order: (offset, key, value).
+pub fn read_keyed(
+    name: &str,
+    read_committed: bool,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", "dkg-sampler-tests-reader")
+        .set("enable.auto.commit", "false")
+        .set(
+            "isolation.level",
+            if read_committed {
+                "read_committed"
+            } else {
+                "read_uncommitted"
+            },
+        )
+        .set("enable.partition.eof", "true")
+        .create()
+        .expect("reader");
+    let (low, high) = match consumer.fetch_watermarks(name, 0, Duration::from_secs(10)) {
+        Ok(w) => w,
+        Err(_) => return Vec::new(),
+    };
+    if high <= low {
+        return Vec::new();
+    }
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(name, 0, Offset::Beginning)
+        .expect("tpl");
+    consumer.assign(&tpl).expect("assign");
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                let offset = m.offset();
+                if let Some(k) = m.key()
+                    && keep(k)
+                {
+                    out.push((offset, k.to_vec(), m.payload().map(<[u8]>::to_vec)));
+                }
+                if offset + 1 >= high {
+                    return out;
+                }
+            }
+            Some(Err(KafkaError::PartitionEOF(_))) => return out,
+            Some(Err(e)) => panic!("reading {name}: {e}"),
+            None => {}
+        }
+    }
+    panic!("reading {name} to offset {high} timed out");
+}
+
+/// Epochs of the documents (tombstones skipped), in log order.
+pub fn epochs(records: &[ControlRecord]) -> Vec<u64> {
+    records
+        .iter()
+        .filter_map(|r| r.assignment.as_ref().map(Assignment::epoch))
+        .collect()
+}
+
+/// Panics unless `epochs` strictly increase.
+pub fn assert_strictly_increasing(epochs: &[u64]) {
+    assert!(
+        epochs.windows(2).all(|w| w[0] < w[1]),
+        "epochs must strictly increase: {epochs:?}"
+    );
+}
+
+/// Publish `assignment` on the control topic with a plain (non-transactional) producer.
+pub async fn publish_raw(assignment: &Assignment) {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap());
+    let producer: FutureProducer = dkg_partitioner::kafka::publisher_config(&c)
+        .create()
+        .expect("publisher");
+    dkg_partitioner::kafka::publish_assignment(
+        &producer,
+        CONTROL_TOPIC,
+        assignment,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("publish");
+}
+
+/// Retract `topic`'s assignment (a tombstone) with a plain producer.
+pub async fn retract_raw(topic: &str) {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap());
+    let producer: FutureProducer = dkg_partitioner::kafka::publisher_config(&c)
+        .create()
+        .expect("publisher");
+    dkg_partitioner::kafka::retract_assignment(
+        &producer,
+        CONTROL_TOPIC,
+        topic,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("retract");
+}
+
+/// The key-grouping lower bound `max(1, k * p1) - 1` of Zipf(alpha) over `keys` keys.
+pub fn zipf_bound(alpha: f64, keys: u64, partitions: u32) -> f64 {
+    let h: f64 = (1..=keys).map(|i| 1.0 / (i as f64).powf(alpha)).sum();
+    (f64::from(partitions) / h).max(1.0) - 1.0
+}

@@ -1,0 +1,101 @@
+//! `--dry-run` on the real broker: the sampler computes and serves what it would publish (/assignment,
+//! metrics) and publishes nothing: no control-topic record, no sketch, and it never takes the transactional id
+//! (a real sampler publishing meanwhile is not fenced).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_serves_the_assignment_it_would_publish_and_publishes_nothing() {
+    let topic = unique_topic("sampler-dry-run");
+    create_topic(&bootstrap(), &topic, 6).await;
+    let workload = Workload::start(WorkloadSpec {
+        topic: topic.clone(),
+        alpha: 1.2,
+        keys: 10_000,
+        records_per_second: 10_000,
+        dkg: true,
+        seed: 9,
+    })
+    .await;
+
+    tokio::task::block_in_place(|| {
+        let dry = Sampler::start("dry", &topic, &["--dry-run", "--interval-secs", "1"]);
+        let a = wait_for("a would-be assignment", Duration::from_secs(30), || {
+            dry.assignment()
+        });
+        assert_eq!(a.topic(), topic);
+        assert_eq!(a.epoch(), 1);
+        assert_eq!(
+            a.heavy()[0].key,
+            zipf_key(0, 1).into_bytes(),
+            "the hottest key is pinned"
+        );
+        let h = dry.health().expect("health");
+        assert_eq!(h["publisher"], "dry-run");
+        assert_eq!(
+            h["group_id"],
+            format!("dkg-sampler.{topic}.dry-run"),
+            "its own consumer group"
+        );
+        assert_eq!(
+            dry.metric("dkg_sampler_publishes_total", &[("topic", &topic)]),
+            Some(1.0)
+        );
+        assert_eq!(
+            dry.metric("dkg_sampler_epoch", &[("topic", &topic)]),
+            Some(1.0)
+        );
+        let fresh = dry
+            .metric(
+                "dkg_sampler_predicted_imbalance_ratio",
+                &[("topic", &topic), ("placement", "fresh")],
+            )
+            .expect("fresh prediction");
+        let hash = dry
+            .metric(
+                "dkg_sampler_predicted_imbalance_ratio",
+                &[("topic", &topic), ("placement", "hash")],
+            )
+            .expect("hash prediction");
+        assert!(
+            fresh < hash,
+            "the would-be assignment beats hashing: {fresh} vs {hash}"
+        );
+        // Hysteresis applies to the simulated publisher too: a stable stream, no new would-be epoch.
+        wait_for("three more intervals", Duration::from_secs(20), || {
+            (dry.intervals() >= 4).then_some(())
+        });
+        assert_eq!(dry.assignment().expect("still served").epoch(), 1);
+
+        // Nothing reached Kafka: the control topic has no record for the topic, the sketches topic none either.
+        assert!(
+            read_control_topic(&topic, false).is_empty(),
+            "dry run published to the control topic"
+        );
+        let prefix = format!("{topic}/");
+        assert!(
+            read_keyed("_dkg.sketches", false, |k| k.starts_with(prefix.as_bytes())).is_empty(),
+            "dry run shipped a sketch"
+        );
+
+        // A real sampler publishes meanwhile; the dry run never touched its transactional id, so it is not
+        // fenced, and the dry run follows... its own simulation (it serves what IT would publish).
+        let real = Sampler::start("real", &topic, &["--interval-secs", "1"]);
+        wait_for(
+            "the real sampler's first epoch",
+            Duration::from_secs(30),
+            || (real.health()?["epoch"].as_u64()? >= 1).then_some(()),
+        );
+        wait_for("three real intervals", Duration::from_secs(20), || {
+            (real.intervals() >= 3).then_some(())
+        });
+        assert_eq!(real.health().expect("health")["publisher"], "active");
+        assert!(!real.log().contains("FENCED"));
+        assert_eq!(epochs(&read_control_topic(&topic, true)), vec![1]);
+    });
+    workload.stop().await;
+}

@@ -1,0 +1,78 @@
+//! A partition-count change on the real broker: the sampler notices it, starts a new window once the group
+//! consumes every new partition, and publishes an assignment for the new count (producers fall back to
+//! Kafka's hashing meanwhile).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+use rdkafka::client::DefaultClientContext;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_count() {
+    let topic = unique_topic("sampler-growth");
+    create_topic(&bootstrap(), &topic, 3).await;
+    let workload = Workload::start(WorkloadSpec {
+        topic: topic.clone(),
+        alpha: 1.0,
+        keys: 10_000,
+        records_per_second: 10_000,
+        dkg: true,
+        seed: 13,
+    })
+    .await;
+    let s = Sampler::start("growth", &topic, &["--interval-secs", "1"]);
+    let first = tokio::task::block_in_place(|| {
+        wait_for("the first assignment", Duration::from_secs(30), || {
+            s.assignment()
+        })
+    });
+    assert_eq!(first.partitions(), 3);
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .expect("admin");
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for r in admin
+        .create_partitions([&NewPartitions::new(&topic, 6)], &opts)
+        .await
+        .expect("CreatePartitions")
+    {
+        r.unwrap_or_else(|(t, e)| panic!("CreatePartitions {t}: {e}"));
+    }
+
+    let grown = tokio::task::block_in_place(|| {
+        wait_for(
+            "an assignment for 6 partitions",
+            Duration::from_secs(60),
+            || s.assignment().filter(|a| a.partitions() == 6),
+        )
+    });
+    assert!(grown.epoch() > first.epoch());
+    let log = s.log();
+    assert!(log.contains("partition count changed"), "{log}");
+    assert!(
+        log.contains("partition count changed from 3 to 6"),
+        "the publish names its reason"
+    );
+    let h = s.health().expect("health");
+    assert_eq!(h["partitions"], 6);
+    assert_eq!(
+        h["owned"].as_array().map(Vec::len),
+        Some(6),
+        "the group consumes the new partitions"
+    );
+    let published = read_control_topic(&topic, true);
+    assert_strictly_increasing(&epochs(&published));
+    let last = published
+        .last()
+        .and_then(|r| r.assignment.clone())
+        .expect("last document");
+    assert_eq!(last.partitions(), 6);
+    drop(s);
+    workload.stop().await;
+}
