@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dkg_partitioner::kafka::{
-    DkgProducer, producer_config, publish_assignment, publisher_config, stamp_epoch,
+    DkgProducer, EpochHeader, producer_config, publish_assignment, publisher_config, stamp_epoch,
 };
 use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
 use rand::SeedableRng;
@@ -280,6 +280,7 @@ async fn main() -> Result<(), BoxError> {
     let assigned = DkgProducer::builder(config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
+        .epoch_header(EpochHeader::All)
         .build()
         .await?;
     publish_assignment(&publisher, &control, &a, Duration::from_secs(10)).await?;

@@ -25,5 +25,5 @@ pub use kafka::{
     ControlTopicReader, DEFAULT_CONTROL_TOPIC, DkgPartitioner, DkgProducer, DkgProducerBuilder,
     DkgRouter, EPOCH_HEADER, RejectReason, RouteKind, Routing,
 };
-pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky};
+pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky, lpt_sticky_with_slack};
 pub use space_saving::{Counter, SpaceSaving};

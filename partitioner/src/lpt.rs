@@ -135,8 +135,12 @@ fn moved(
 /// where they are, except on partitions loaded above `T`: from each of those, while it is above `T`, the
 /// smallest single job whose weight covers the excess is removed if there is one, else the largest job
 /// (ties: lowest job index). The removed and new jobs are then placed LPT-style on the least-loaded
-/// partitions. If that ends above `T`, the fresh LPT schedule is returned instead, so the result is never
-/// worse in max load than [`lpt`]; when the previous placement already has max load `<= T`, nothing moves.
+/// partitions. If that ends above `T`, the attempt is repeated with removal thresholds between `T` and the
+/// mean load (freeing more room on the overloaded partitions). The fresh LPT schedule, as it is and with
+/// its partitions relabelled to overlap the previous placement as much as possible (greedy matching), are
+/// candidates too; the candidate that moves the least weight wins. So the result is never worse in max
+/// load than [`lpt`] and never moves more weight than it; when the previous placement already has max
+/// load `<= T`, nothing moves.
 ///
 /// `moved_weight`/`moved_jobs` count jobs with a valid previous partition that end up elsewhere.
 ///
@@ -148,6 +152,25 @@ pub fn lpt_sticky(
     previous: &[Option<u32>],
     partitions: u32,
 ) -> Result<StickySchedule> {
+    lpt_sticky_with_slack(weights, previous, partitions, 0)
+}
+
+/// [`lpt_sticky`] with a tolerance: the target makespan is `T + slack` instead of the fresh LPT's `T`.
+///
+/// A fresh LPT over many small jobs packs partitions to within a fraction of a percent of the mean, far
+/// tighter than the sampling noise of the window the weights come from; demanding that exact makespan from
+/// a sticky schedule would move most of the load for a gain no one can measure. A slack of a couple of
+/// percent of the mean load keeps a stationary stream's re-learn nearly free of moves. With `slack = 0`
+/// this is [`lpt_sticky`].
+///
+/// # Errors
+/// As [`lpt_sticky`].
+pub fn lpt_sticky_with_slack(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    partitions: u32,
+    slack: u64,
+) -> Result<StickySchedule> {
     check_input(weights.len(), partitions)?;
     if previous.len() != weights.len() {
         return Err(Error::InvalidConfig {
@@ -156,8 +179,66 @@ pub fn lpt_sticky(
         });
     }
     let fresh = lpt(weights, partitions)?;
-    let target = fresh.max_load();
+    let target = fresh.max_load().saturating_add(slack);
+    let total = fresh.total();
+    let mean = total.div_ceil(u64::from(partitions));
 
+    // Remove jobs from partitions above a removal threshold, then place the pool greedily. The first
+    // threshold is the target itself (moves least); when the greedy placement of the pool overshoots, lower
+    // thresholds free more room on the overloaded partitions. Each attempt is O(n log n).
+    let span = target.saturating_sub(mean);
+    let thresholds = [
+        target,
+        mean + span * 3 / 4,
+        mean + span / 2,
+        mean + span / 4,
+        mean,
+    ];
+    let mut chosen = None;
+    let mut last_threshold = None;
+    for &threshold in &thresholds {
+        if last_threshold == Some(threshold) {
+            continue;
+        }
+        last_threshold = Some(threshold);
+        let attempt = sticky_attempt(weights, previous, partitions, threshold);
+        if attempt.max_load() <= target {
+            chosen = Some(attempt);
+            break;
+        }
+    }
+    // The fresh LPT is always within the target; relabelling its partitions to overlap the previous
+    // placement (LPT's labels are arbitrary, its loads are not) often moves less than a sticky attempt that
+    // had to free a lot of room. Take whichever candidate moves the least weight (ties: sticky first).
+    let relabelled = relabel_to_previous(weights, previous, partitions, fresh.clone());
+    let mut best: Option<(Schedule, u64, usize)> = None;
+    for candidate in chosen.into_iter().chain([relabelled, fresh]) {
+        let (w, n) = moved(weights, previous, partitions, &candidate);
+        if best.as_ref().is_none_or(|&(_, bw, _)| w < bw) {
+            best = Some((candidate, w, n));
+        }
+    }
+    let (schedule, moved_weight, moved_jobs) = match best {
+        Some(b) => b,
+        // Unreachable: the candidate list always holds the fresh schedule.
+        None => (lpt(weights, partitions)?, 0, 0),
+    };
+    Ok(StickySchedule {
+        schedule,
+        moved_weight,
+        moved_jobs,
+    })
+}
+
+/// One sticky attempt: keep every job on its previous partition, then remove jobs from partitions loaded
+/// above `threshold` (the smallest single job covering the excess if there is one, else the largest job;
+/// ties: lowest job index) and place the removed and new jobs LPT-style on the least-loaded partitions.
+fn sticky_attempt(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    partitions: u32,
+    threshold: u64,
+) -> Schedule {
     let k = partitions as usize;
     let mut loads = vec![0u64; k];
     let mut placement = vec![0u32; weights.len()];
@@ -175,15 +256,15 @@ pub fn lpt_sticky(
     }
 
     for (p, jobs) in on_partition.iter_mut().enumerate() {
-        if loads[p] <= target {
+        if loads[p] <= threshold {
             continue;
         }
         // Ascending weight, descending index among equals: the largest job with the lowest index is last
         // (a pop), and the smallest job covering the excess is a binary search. Removing that one ends the
         // loop, so each partition pays at most one O(n) removal.
         jobs.sort_unstable_by_key(|&j| (weights[j as usize], Reverse(j)));
-        while loads[p] > target {
-            let excess = loads[p] - target;
+        while loads[p] > threshold {
+            let excess = loads[p] - threshold;
             let at = jobs.partition_point(|&j| weights[j as usize] < excess);
             let removed = if at < jobs.len() {
                 let w = weights[jobs[at] as usize];
@@ -201,18 +282,62 @@ pub fn lpt_sticky(
 
     lpt_order(weights, &mut pool);
     place_greedy(weights, &pool, &mut loads, &mut placement);
-    let schedule = Schedule { placement, loads };
-    let chosen = if schedule.max_load() > target {
-        fresh
-    } else {
-        schedule
-    };
-    let (moved_weight, moved_jobs) = moved(weights, previous, partitions, &chosen);
-    Ok(StickySchedule {
-        schedule: chosen,
-        moved_weight,
-        moved_jobs,
-    })
+    Schedule { placement, loads }
+}
+
+/// Relabel the partitions of `schedule` so that as much weight as possible stays on its previous partition:
+/// greedy maximum-weight matching on the overlap matrix (pairs by decreasing overlap, ties by lower
+/// indices). Loads are permuted with the labels, so the max load is unchanged. O(n + k^2 log k).
+fn relabel_to_previous(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    partitions: u32,
+    schedule: Schedule,
+) -> Schedule {
+    let k = partitions as usize;
+    let mut overlap = vec![0u64; k * k];
+    for (j, (&new, prev)) in schedule.placement.iter().zip(previous).enumerate() {
+        if let Some(old) = *prev
+            && old < partitions
+        {
+            let cell = &mut overlap[new as usize * k + old as usize];
+            *cell = cell.saturating_add(weights[j]);
+        }
+    }
+    let mut pairs: Vec<(u64, u32, u32)> = Vec::new();
+    for new in 0..k {
+        for old in 0..k {
+            let w = overlap[new * k + old];
+            if w > 0 {
+                pairs.push((w, new as u32, old as u32));
+            }
+        }
+    }
+    pairs.sort_unstable_by_key(|&(w, new, old)| (Reverse(w), new, old));
+    let mut label: Vec<Option<u32>> = vec![None; k];
+    let mut taken = vec![false; k];
+    for (_, new, old) in pairs {
+        if label[new as usize].is_none() && !taken[old as usize] {
+            label[new as usize] = Some(old);
+            taken[old as usize] = true;
+        }
+    }
+    // Unmatched new partitions take the free labels in increasing order.
+    let mut free = (0..partitions).filter(|&p| !taken[p as usize]);
+    let label: Vec<u32> = label
+        .into_iter()
+        .map(|l| l.or_else(|| free.next()).unwrap_or(0))
+        .collect();
+    let mut loads = vec![0u64; k];
+    for (new, &l) in schedule.loads.iter().enumerate() {
+        loads[label[new] as usize] = l;
+    }
+    let placement = schedule
+        .placement
+        .iter()
+        .map(|&p| label[p as usize])
+        .collect();
+    Schedule { placement, loads }
 }
 
 #[cfg(test)]

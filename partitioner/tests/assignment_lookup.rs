@@ -246,3 +246,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn long_and_boundary_length_keys() {
+    // Around the branch-free comparison's length limit (64 bytes) and the 8-byte word size.
+    let lens = [0_usize, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 4096];
+    let keys: Vec<Vec<u8>> = lens
+        .iter()
+        .map(|&n| (0..n).map(|i| (i * 31 + n) as u8).collect())
+        .collect();
+    let heavy_keys: Vec<HeavyKey> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| heavy(k, i as u32 % 5, 1))
+        .collect();
+    let a = Assignment::new(parts(5, (0..64).map(|b| b % 5).collect(), heavy_keys)).expect("valid");
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(a.route(k), (i as u32 % 5, Route::Heavy), "len {}", k.len());
+        // Same length, last byte flipped; and one byte longer: not heavy.
+        if let Some(last) = k.len().checked_sub(1) {
+            let mut other = k.clone();
+            other[last] ^= 0x01;
+            assert_eq!(a.route(&other).1, Route::Bucket, "len {}", k.len());
+        }
+        let mut longer = k.clone();
+        longer.push(0);
+        if !keys.contains(&longer) {
+            assert_eq!(a.route(&longer).1, Route::Bucket, "len {}", longer.len());
+        }
+    }
+}

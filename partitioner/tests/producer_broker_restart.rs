@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::producer::{client_config, raw_publisher, rotating_assignment, wait_for_epoch};
-use dkg_partitioner::kafka::{DkgProducer, epoch_of, publish_assignment};
+use dkg_partitioner::kafka::{DkgProducer, EpochHeader, epoch_of, publish_assignment};
 use rdkafka::Message as _;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureRecord};
@@ -37,6 +37,7 @@ async fn producer_broker_restart() {
     let producer = DkgProducer::builder(client_config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
+        .epoch_header(EpochHeader::All)
         .build()
         .await
         .unwrap();

@@ -14,7 +14,7 @@ use common::producer::{
     client_config, constant_assignment, metric_value, raw_publisher, wait_for_epoch, wait_until,
 };
 use dkg_partitioner::kafka::{
-    DkgProducer, RouteKind, epoch_of, publish_assignment, retract_assignment,
+    DkgProducer, EpochHeader, RouteKind, epoch_of, publish_assignment, retract_assignment,
 };
 use dkg_partitioner::kafka_partition;
 use rdkafka::Message as _;
@@ -54,6 +54,7 @@ async fn producer_follows_control_topic() {
     let producer = DkgProducer::builder(client_config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
+        .epoch_header(EpochHeader::All)
         .metrics(&registry)
         .build()
         .await

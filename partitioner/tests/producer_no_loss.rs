@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::producer::{assignment, client_config, raw_publisher};
-use dkg_partitioner::kafka::{DkgProducer, epoch_of, publish_assignment};
+use dkg_partitioner::kafka::{DkgProducer, EpochHeader, epoch_of, publish_assignment};
 use dkg_partitioner::{Assignment, kafka_partition};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -58,6 +58,7 @@ async fn producer_no_loss() {
     let producer = DkgProducer::builder(client_config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
+        .epoch_header(EpochHeader::All)
         .build()
         .await
         .unwrap();

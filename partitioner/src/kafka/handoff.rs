@@ -470,6 +470,45 @@ impl HandoffWriter {
     pub async fn remove(&self, key: &HandoffKey) -> Result<()> {
         self.put(key, None).await
     }
+
+    /// Enqueue a record without waiting (a tombstone with `value = None`); a background task logs
+    /// a failed delivery. Records enqueued by one writer land in enqueue order (idempotent
+    /// producer, one partition). Needs a tokio runtime.
+    pub fn send(&self, key: &HandoffKey, value: Option<&[u8]>) -> Result<()> {
+        let key = key.encode();
+        let mut record: FutureRecord<'_, str, [u8]> = FutureRecord::to(&self.topic).key(&key);
+        record.payload = value;
+        let delivery = self
+            .producer
+            .send_result(record)
+            .map_err(|(e, _)| Error::Kafka(e))?;
+        tokio::spawn(async move {
+            match delivery.await {
+                Ok(Ok(_)) => {}
+                Ok(Err((e, _))) => warn!(key = %key, error = %e, "handoff record not delivered"),
+                Err(_) => warn!(key = %key, "handoff producer dropped before delivery"),
+            }
+        });
+        Ok(())
+    }
+
+    /// [`HandoffWriter::send`] a group's progress.
+    pub fn send_progress(&self, progress: &Progress) -> Result<()> {
+        let key = HandoffKey::Progress {
+            group: progress.group.clone(),
+            topic: progress.topic.clone(),
+            partition: progress.partition,
+        };
+        self.send(&key, Some(&json(progress)))
+    }
+
+    /// Wait (blocking, at most `timeout`) until every enqueued record is delivered.
+    pub fn flush(&self, timeout: Duration) {
+        use rdkafka::producer::Producer as _;
+        if let Err(e) = self.producer.flush(timeout) {
+            warn!(handoff_topic = %self.topic, error = %e, "flushing handoff records");
+        }
+    }
 }
 
 fn json<T: Serialize>(value: &T) -> Vec<u8> {

@@ -61,8 +61,11 @@
 //!
 //! [`Producer`]: rdkafka::producer::Producer
 
+pub mod consumer;
 pub mod control;
+pub mod handoff;
 pub mod metrics;
+pub mod ordering;
 pub mod producer;
 pub mod router;
 
@@ -71,7 +74,14 @@ pub use control::{
     DEFAULT_CONTROL_TOPIC, RejectReason, connection_config, ensure_control_topic,
     publish_assignment, publisher_config, retract_assignment,
 };
-pub use producer::{DkgProducer, DkgProducerBuilder, producer_config};
+pub use consumer::{
+    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, EpochChange, NoHooks,
+};
+pub use handoff::{
+    BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
+    Progress, ProducerId, ensure_handoff_topic,
+};
+pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, producer_config};
 pub use router::{
     DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,
     PartitionCountSource, RouteKind, Routing, epoch_of, stamp_epoch,

@@ -7,17 +7,30 @@
 //!
 //! `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
 //! signatures. For every record that has a key and no explicit partition the wrapper sets the
-//! partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and, when an
-//! assignment placed it, appends the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (unless built with
-//! [`DkgProducerBuilder::epoch_header`]`(false)`). Keyless records and records with an explicit
-//! partition pass through untouched.
+//! partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
+//! [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
+//! of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
+//! Keyless records and records with an explicit partition pass through untouched.
+//!
+//! # Ordering across epoch switches
+//!
+//! With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
+//! consumer-side rebalancer's protocol (see [`crate::kafka::consumer`] and
+//! [`crate::kafka::ordering`]): a lease on the handoff topic, and after each epoch switch one
+//! barrier record per partition of each topic it writes (null key and value, headers
+//! `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
+//! [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
+//! `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
+//! producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
 //!
 //! # Cost
 //!
 //! Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
-//! plain producer's throughput. The epoch header is not free: librdkafka allocates a header list
-//! and a header per record and frees them after delivery, which costs about as much client CPU as
-//! the rest of a small record's trip through librdkafka. `BENCHMARKS.md` has the numbers.
+//! plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
+//! header per record and frees them after delivery, which costs about as much client CPU as the
+//! rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
+//! `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
+//! per send, no lock, no wait).
 //!
 //! # Configuration defaults
 //!
@@ -48,8 +61,43 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, 
 use rdkafka::util::Timeout;
 use tracing::warn;
 
-use crate::error::Result;
-use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing};
+use std::sync::Arc;
+
+use rdkafka::Timestamp;
+use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
+use rdkafka::types::RDKafkaErrorCode;
+
+use crate::error::{Error, Result};
+use crate::kafka::handoff::{self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId};
+use crate::kafka::ordering::Ordering;
+use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing, stamp_epoch};
+
+/// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
+/// producers, `dkg-producer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EpochHeader {
+    /// Records of keys whose partition changed in the producer's latest epoch transition, for as
+    /// long as that epoch is current: exactly the records the consumer-side rebalancer may have to
+    /// hold back. Unstamped records pass consumers at once. The default (headers cost librdkafka
+    /// allocations per record, see `BENCHMARKS.md`).
+    #[default]
+    Moved,
+    /// Every record an assignment placed (to check placement per epoch downstream).
+    All,
+    /// None.
+    Off,
+}
+
+impl From<bool> for EpochHeader {
+    /// `true` = [`EpochHeader::All`], `false` = [`EpochHeader::Off`].
+    fn from(stamp: bool) -> Self {
+        if stamp {
+            EpochHeader::All
+        } else {
+            EpochHeader::Off
+        }
+    }
+}
 
 /// The user's producer config plus the DKG defaults that lose nothing (see the module docs):
 /// `enable.idempotence=true`, `acks=all`, `partitioner=murmur2_random`, each only if unset.
@@ -91,7 +139,8 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 pub struct DkgProducer<C: ClientContext + 'static = DefaultClientContext> {
     producer: FutureProducer<C>,
     router: DkgRouter,
-    epoch_header: bool,
+    epoch_header: EpochHeader,
+    ordering: Option<Arc<Ordering>>,
 }
 
 impl<C: ClientContext + 'static> Clone for DkgProducer<C> {
@@ -100,6 +149,7 @@ impl<C: ClientContext + 'static> Clone for DkgProducer<C> {
             producer: self.producer.clone(),
             router: self.router.clone(),
             epoch_header: self.epoch_header,
+            ordering: self.ordering.clone(),
         }
     }
 }
@@ -120,7 +170,11 @@ impl DkgProducer {
         DkgProducerBuilder {
             router: DkgRouter::builder(config.clone()),
             config,
-            epoch_header: true,
+            epoch_header: EpochHeader::Moved,
+            topics: Vec::new(),
+            ordering: false,
+            handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
+            lease: handoff::DEFAULT_LEASE,
         }
     }
 }
@@ -145,8 +199,19 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         };
         let routing: Routing = self.router.route(record.topic, key.to_bytes());
         record.partition = routing.partition;
-        if self.epoch_header && routing.epoch.is_some() {
-            record.headers = routing.stamp(record.headers.take());
+        let stamp = match self.epoch_header {
+            EpochHeader::Moved => routing.moved,
+            EpochHeader::All => true,
+            EpochHeader::Off => false,
+        };
+        if stamp {
+            if let Some(epoch) = routing.epoch {
+                let headers = stamp_epoch(record.headers.take(), epoch);
+                record.headers = Some(match &self.ordering {
+                    Some(o) => stamp_producer(headers, o.id()),
+                    None => headers,
+                });
+            }
         }
         record
     }
@@ -162,9 +227,52 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         P: ToBytes + ?Sized,
         T: Into<Timeout>,
     {
-        self.producer
-            .send(self.route_record(record), queue_timeout)
-            .await
+        let Some(ordering) = &self.ordering else {
+            return self
+                .producer
+                .send(self.route_record(record), queue_timeout)
+                .await;
+        };
+        // Inside the gate from routing until librdkafka has the record: the barriers of a newer
+        // epoch wait for it (not for its delivery).
+        let gate = ordering.enter();
+        let start = std::time::Instant::now();
+        let queue_timeout = queue_timeout.into();
+        let mut record = self.route_record(record);
+        loop {
+            match self.producer.send_result(record) {
+                Ok(delivery) => {
+                    drop(gate);
+                    return delivery.await.unwrap_or_else(|_| {
+                        Err((
+                            KafkaError::Canceled,
+                            OwnedMessage::new(None, None, String::new(), Timestamp::NotAvailable, -1, -1, None),
+                        ))
+                    });
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                    if match queue_timeout {
+                        Timeout::Never => true,
+                        Timeout::After(t) => start.elapsed() < t,
+                    } =>
+                {
+                    record = r;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err((e, r)) => {
+                    let owned = OwnedMessage::new(
+                        r.payload.map(|p| p.to_bytes().to_vec()),
+                        r.key.map(|k| k.to_bytes().to_vec()),
+                        r.topic.to_owned(),
+                        r.timestamp.map_or(Timestamp::NotAvailable, Timestamp::CreateTime),
+                        r.partition.unwrap_or(-1),
+                        0,
+                        r.headers,
+                    );
+                    return Err((e, owned));
+                }
+            }
+        }
     }
 
     /// [`FutureProducer::send_result`] with DKG placement. On error the returned record carries
@@ -178,7 +286,26 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
     {
+        let _gate = self.ordering.as_deref().map(Ordering::enter);
         self.producer.send_result(self.route_record(record))
+    }
+
+    /// This instance's id on the handoff topic (ordering producers only).
+    #[must_use]
+    pub fn producer_id(&self) -> Option<&ProducerId> {
+        self.ordering.as_deref().map(Ordering::id)
+    }
+
+    /// For ordering producers: write the barriers of the current epochs if still pending, mark
+    /// the leases closed (consumers stop waiting for this producer's future barriers at once) and
+    /// stop renewing them. Call it after the last send (and `flush`); later sends are still
+    /// routed but no longer take part in the protocol. A no-op otherwise, and when called twice.
+    /// Dropping the producer without `close` lets its leases expire instead.
+    pub async fn close(&self) -> Result<()> {
+        match &self.ordering {
+            Some(o) => o.close().await,
+            None => Ok(()),
+        }
     }
 
     /// The wrapped producer (records sent through it directly are not routed).
@@ -242,7 +369,11 @@ impl<C: ClientContext + 'static> Producer<FutureProducerContext<C>> for DkgProdu
 pub struct DkgProducerBuilder {
     config: ClientConfig,
     router: DkgRouterBuilder,
-    epoch_header: bool,
+    epoch_header: EpochHeader,
+    topics: Vec<String>,
+    ordering: bool,
+    handoff_topic: String,
+    lease: Duration,
 }
 
 impl fmt::Debug for DkgProducerBuilder {
@@ -250,19 +381,42 @@ impl fmt::Debug for DkgProducerBuilder {
         f.debug_struct("DkgProducerBuilder")
             .field("router", &self.router)
             .field("epoch_header", &self.epoch_header)
+            .field("ordering", &self.ordering)
             .finish_non_exhaustive()
     }
 }
 
 impl DkgProducerBuilder {
-    /// Stamp the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) on records an assignment placed.
-    /// Default true. Consumers need it to keep a moved key's records in order across an epoch
-    /// change (the consumer-side rebalancer relies on it). Turn it off only when no consumer
-    /// does: a header costs librdkafka three small allocations per record, which on a busy
-    /// producer is a measurable share of its CPU (see BENCHMARKS.md).
+    /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER): see
+    /// [`EpochHeader`]. Default [`EpochHeader::Moved`]. `true`/`false` mean `All`/`Off`.
     #[must_use]
-    pub fn epoch_header(mut self, stamp: bool) -> Self {
-        self.epoch_header = stamp;
+    pub fn epoch_header(mut self, mode: impl Into<EpochHeader>) -> Self {
+        self.epoch_header = mode.into();
+        self
+    }
+
+    /// Take part in the consumer-side rebalancer's protocol (see the module docs): lease,
+    /// barriers, history on the handoff topic. Default false. Declare the topics you produce to
+    /// with [`DkgProducerBuilder::topics`]: their leases are written before `build` returns, so
+    /// the guarantee holds from the first record (other topics register on first use).
+    #[must_use]
+    pub fn ordering(mut self, on: bool) -> Self {
+        self.ordering = on;
+        self
+    }
+
+    /// The handoff topic (created if missing when ordering is on). Default `_dkg.handoff`.
+    #[must_use]
+    pub fn handoff_topic(mut self, name: impl Into<String>) -> Self {
+        self.handoff_topic = name.into();
+        self
+    }
+
+    /// Lease duration of an ordering producer: how long consumers keep waiting for its barriers
+    /// after it died without [`DkgProducer::close`]. Renewed every third of it. Default 10 s.
+    #[must_use]
+    pub fn lease_duration(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(30));
         self
     }
 
@@ -287,6 +441,8 @@ impl DkgProducerBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
+        self.topics.extend(topics.iter().cloned());
         self.router = self.router.topics(topics);
         self
     }
@@ -356,14 +512,50 @@ impl DkgProducerBuilder {
         let router = self
             .router
             .metadata_source(producer.clone())
+            .track_moved_keys(self.epoch_header == EpochHeader::Moved)
             .build()
             .await?;
+        let ordering = if self.ordering {
+            let connection = crate::kafka::control::connection_config(&self.config);
+            let admin: rdkafka::admin::AdminClient<_> = connection.create()?;
+            tokio::time::timeout(
+                Duration::from_secs(30),
+                handoff::ensure_handoff_topic(&admin, &self.handoff_topic, -1),
+            )
+            .await
+            .map_err(|_| Error::Timeout {
+                what: format!("ensuring handoff topic {:?}", self.handoff_topic),
+                millis: 30_000,
+            })??;
+            let writer = HandoffWriter::new(&self.config, &self.handoff_topic)?;
+            Some(Arc::new(
+                Ordering::start(
+                    producer.clone(),
+                    router.clone(),
+                    writer,
+                    &self.topics,
+                    self.lease,
+                )
+                .await?,
+            ))
+        } else {
+            None
+        };
         Ok(DkgProducer {
             producer,
             router,
             epoch_header: self.epoch_header,
+            ordering,
         })
     }
+}
+
+/// Append the `dkg-producer` header.
+fn stamp_producer(headers: OwnedHeaders, id: &ProducerId) -> OwnedHeaders {
+    headers.insert(Header {
+        key: PRODUCER_HEADER,
+        value: Some(id.as_str().as_bytes()),
+    })
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use rdkafka::producer::{
 };
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::util::{AsyncRuntime, IntoOpaque};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
@@ -79,6 +79,13 @@ pub struct Routing {
     pub epoch: Option<u64>,
     /// Which rule decided.
     pub route: RouteKind,
+    /// The key's partition changed in this producer's latest epoch transition (from the previous
+    /// assignment, or from Kafka's default placement when there was none), which is still
+    /// current. Computed only by routers built with
+    /// [`DkgRouterBuilder::track_moved_keys`]; always `false` otherwise, and for fallback
+    /// placement. The producer stamps headers on such records only (see
+    /// [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved)).
+    pub moved: bool,
 }
 
 impl Routing {
@@ -86,6 +93,7 @@ impl Routing {
         partition: None,
         epoch: None,
         route: RouteKind::Fallback,
+        moved: false,
     };
 
     /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record.
@@ -249,9 +257,46 @@ impl PartitionView {
 }
 
 /// One data topic's routing state.
+/// Where keys lived before the current assignment of a topic was adopted.
+#[derive(Debug)]
+enum Before {
+    /// Not known (the assignment was the first one read at start-up): nothing counts as moved.
+    Unknown,
+    /// Kafka's default placement (no assignment was in effect).
+    Hash,
+    /// The previous assignment.
+    Assignment(Arc<Assignment>),
+}
+
+/// The latest epoch transition of a topic. Stored before the assignment it leads to, and used by
+/// a route only when `to_epoch` equals the epoch of the assignment it loaded, so a route racing an
+/// adoption never pairs an assignment with the wrong predecessor (it counts the key as moved).
+#[derive(Debug)]
+struct Transition {
+    to_epoch: u64,
+    before: Before,
+}
+
+impl Transition {
+    /// Whether `key`, placed on `partition` by the assignment of `epoch`, moved in this transition.
+    #[inline]
+    fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
+        if self.to_epoch != epoch {
+            return true;
+        }
+        match &self.before {
+            Before::Unknown => false,
+            Before::Hash => kafka_partition(key, count) != partition,
+            Before::Assignment(b) if b.partitions() == count => b.partition_for(key) != partition,
+            Before::Assignment(_) => kafka_partition(key, count) != partition,
+        }
+    }
+}
+
 struct TopicState {
     name: Arc<str>,
     assignment: ArcSwapOption<Assignment>,
+    transition: ArcSwapOption<Transition>,
     view: ArcSwap<PartitionView>,
     /// Resolved on first use, so topics that are only on the control topic export no series.
     routes: OnceLock<RouteCounters>,
@@ -265,6 +310,7 @@ impl TopicState {
         Self {
             name: Arc::from(name),
             assignment: ArcSwapOption::empty(),
+            transition: ArcSwapOption::empty(),
             view: ArcSwap::from_pointee(PartitionView {
                 count: 0,
                 counters: Box::new([]),
@@ -274,7 +320,8 @@ impl TopicState {
         }
     }
 
-    /// Route `key` given the topic's partition count `count` (0 = unknown).
+    /// Route `key` given the topic's partition count `count` (0 = unknown); with `track_moves`,
+    /// also tell whether the key moved in the latest transition.
     #[inline]
     fn route(
         &self,
@@ -282,6 +329,7 @@ impl TopicState {
         count: u32,
         view: &PartitionView,
         routes: &RouteCounters,
+        track_moves: bool,
     ) -> Routing {
         if count == 0 {
             routes.fallback.inc();
@@ -303,10 +351,17 @@ impl TopicState {
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);
+                    let moved = track_moves
+                        && self
+                            .transition
+                            .load()
+                            .as_deref()
+                            .is_none_or(|t| t.moved(a.epoch(), key, p, count));
                     return Routing {
                         partition: Some(p as i32),
                         epoch: Some(a.epoch()),
                         route,
+                        moved,
                     };
                 }
             }
@@ -318,6 +373,7 @@ impl TopicState {
             partition: Some(p as i32),
             epoch: None,
             route: RouteKind::Fallback,
+            moved: false,
         }
     }
 
@@ -381,6 +437,10 @@ struct Shared {
     /// Topics whose partition count must be fetched now.
     metadata_requests: mpsc::UnboundedSender<Arc<str>>,
     keyless: AtomicU32,
+    /// Compute [`Routing::moved`].
+    track_moves: bool,
+    /// Bumped after every adoption or retraction (for the ordering task of the producer).
+    adoptions: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -427,7 +487,19 @@ impl Shared {
             ControlUpdate::Adopted(a) => {
                 let state = self.topic(a.topic());
                 let count = state.view.load().count;
+                let before = match state.assignment.load_full() {
+                    Some(prev) => Before::Assignment(prev),
+                    // Read live: routing was Kafka's default placement until now. At start-up
+                    // nothing was routed yet: the predecessor is unknown.
+                    None if live => Before::Hash,
+                    None => Before::Unknown,
+                };
+                state.transition.store(Some(Arc::new(Transition {
+                    to_epoch: a.epoch(),
+                    before,
+                })));
                 state.assignment.store(Some(Arc::clone(a)));
+                self.adoptions.send_modify(|n| *n += 1);
                 if !live {
                     return;
                 }
@@ -455,7 +527,9 @@ impl Shared {
             ControlUpdate::Retracted { topic } => {
                 if let Some(state) = self.topics.load().get(topic.as_str()) {
                     state.assignment.store(None);
+                    state.transition.store(None);
                 }
+                self.adoptions.send_modify(|n| *n += 1);
                 if !live {
                     return;
                 }
@@ -534,13 +608,13 @@ impl DkgRouter {
         if let Some(state) = map.get(topic) {
             let routes = self.shared.use_topic(state, true);
             let view = state.view.load();
-            return state.route(key, view.count, &view, routes);
+            return state.route(key, view.count, &view, routes, self.shared.track_moves);
         }
         drop(map);
         let state = self.shared.topic(topic);
         let routes = self.shared.use_topic(&state, true);
         let view = state.view.load();
-        state.route(key, view.count, &view, routes)
+        state.route(key, view.count, &view, routes, self.shared.track_moves)
     }
 
     /// Like [`DkgRouter::route`] with the partition count librdkafka reported (custom partitioner
@@ -563,13 +637,13 @@ impl DkgRouter {
         if let Some(state) = map.get(topic) {
             let routes = self.shared.use_topic(state, true);
             let view = state.view.load();
-            return state.route(key, count, &view, routes);
+            return state.route(key, count, &view, routes, self.shared.track_moves);
         }
         drop(map);
         let state = self.shared.topic(topic);
         let routes = self.shared.use_topic(&state, true);
         let view = state.view.load();
-        state.route(key, count, &view, routes)
+        state.route(key, count, &view, routes, self.shared.track_moves)
     }
 
     /// The assignment currently adopted for `topic` (in effect only while its partition count
@@ -598,6 +672,24 @@ impl DkgRouter {
     #[must_use]
     pub fn control_topic(&self) -> &str {
         &self.shared.control_topic
+    }
+
+    /// A receiver that changes after every adoption or retraction of an assignment (any topic).
+    #[must_use]
+    pub fn adoptions(&self) -> watch::Receiver<u64> {
+        self.shared.adoptions.subscribe()
+    }
+
+    /// Topics records were routed to (or declared with [`DkgRouterBuilder::topics`]).
+    #[must_use]
+    pub fn topics_in_use(&self) -> Vec<String> {
+        self.shared
+            .topics
+            .load()
+            .values()
+            .filter(|s| s.in_use.load(Ordering::Acquire))
+            .map(|s| s.name.to_string())
+            .collect()
     }
 
     /// An rdkafka [`Partitioner`] backed by this router, for `BaseProducer`/`ThreadedProducer`
@@ -690,6 +782,7 @@ pub struct DkgRouterBuilder {
     control_topic_replication: i32,
     max_assignment_bytes: usize,
     metadata_source: Option<Arc<dyn PartitionCountSource>>,
+    track_moves: bool,
 }
 
 impl fmt::Debug for DkgRouterBuilder {
@@ -720,7 +813,17 @@ impl DkgRouterBuilder {
             control_topic_replication: -1,
             max_assignment_bytes: crate::assignment::MAX_ASSIGNMENT_BYTES,
             metadata_source: None,
+            track_moves: false,
         }
+    }
+
+    /// Compute [`Routing::moved`] (one more O(1) lookup per routed record, in the previous
+    /// assignment). Default false; [`DkgProducer`](crate::kafka::DkgProducer) turns it on for
+    /// [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved).
+    #[must_use]
+    pub fn track_moved_keys(mut self, track: bool) -> Self {
+        self.track_moves = track;
+        self
     }
 
     /// The control topic to follow. Default [`DEFAULT_CONTROL_TOPIC`].
@@ -862,6 +965,8 @@ impl DkgRouterBuilder {
             metrics,
             metadata_requests: tx,
             keyless: AtomicU32::new(0),
+            track_moves: self.track_moves,
+            adoptions: watch::Sender::new(0),
         });
 
         let book = control::AssignmentBook::new().with_max_value_bytes(self.max_assignment_bytes);
@@ -1048,6 +1153,8 @@ mod tests {
                 metrics: ProducerMetrics::new().unwrap(),
                 metadata_requests: tx,
                 keyless: AtomicU32::new(0),
+                track_moves: true,
+                adoptions: watch::Sender::new(0),
             }),
             _tasks: Arc::new(TaskGuard(Vec::new())),
         }
@@ -1082,6 +1189,12 @@ mod tests {
     fn set_state(r: &DkgRouter, topic: &str, count: u32, a: Option<Arc<Assignment>>) {
         let state = r.shared.topic(topic);
         state.set_partition_count(count, &r.shared.metrics);
+        state.transition.store(a.as_ref().map(|a| {
+            Arc::new(Transition {
+                to_epoch: a.epoch(),
+                before: Before::Unknown,
+            })
+        }));
         state.assignment.store(a);
     }
 
@@ -1094,6 +1207,7 @@ mod tests {
             partition: Some(kafka_partition(key, n) as i32),
             epoch: None,
             route: RouteKind::Fallback,
+            moved: false,
         };
         // (partition count known, assignment, key, expected)
         type Case<'a> = (u32, Option<Arc<Assignment>>, &'a [u8], Routing);
@@ -1110,6 +1224,7 @@ mod tests {
                     partition: Some(1),
                     epoch: Some(3),
                     route: RouteKind::Bucket,
+                    moved: false,
                 },
             ),
             (
@@ -1120,6 +1235,7 @@ mod tests {
                     partition: Some(3),
                     epoch: Some(3),
                     route: RouteKind::Heavy,
+                    moved: false,
                 },
             ),
             (8, Some(Arc::clone(&four)), b"k", fallback(b"k", 8)),
@@ -1132,6 +1248,7 @@ mod tests {
                     partition: Some(5),
                     epoch: Some(4),
                     route: RouteKind::Bucket,
+                    moved: false,
                 },
             ),
         ];
@@ -1144,6 +1261,39 @@ mod tests {
                 a.map(|a| a.epoch())
             );
         }
+    }
+
+    #[test]
+    fn moved_keys_follow_the_latest_transition() {
+        let r = detached();
+        set_state(&r, "t", 4, None);
+        let shared = &r.shared;
+        let adopt = |a: Arc<Assignment>, live: bool| shared.apply(&ControlUpdate::Adopted(a), live);
+        let moved = |key: &[u8]| r.route("t", key).moved;
+        // First assignment read at start-up: predecessor unknown, nothing moved.
+        adopt(assignment("t", 4, 1, vec![1; 4]), false);
+        assert!(!moved(b"k") && !moved(b"hot"));
+        // Live: the table moves every bucket from 1 to 2; the heavy key stays on 3.
+        adopt(assignment("t", 4, 2, vec![2; 4]), true);
+        assert!(moved(b"k"), "bucket keys moved 1 -> 2");
+        assert!(!moved(b"hot"), "hot stays on 3");
+        let mut rx = r.adoptions();
+        rx.mark_unchanged();
+        adopt(assignment("t", 4, 3, vec![2; 4]), true);
+        assert!(rx.has_changed().unwrap());
+        assert!(!moved(b"k"), "epoch 3 moved nothing");
+        // A transition recorded for another epoch than the one loaded: counted as moved.
+        r.shared.topic("t").transition.store(Some(Arc::new(Transition {
+            to_epoch: 9,
+            before: Before::Unknown,
+        })));
+        assert!(moved(b"k"));
+        // After a retraction, live adoption comes from Kafka's default placement.
+        shared.apply(&ControlUpdate::Retracted { topic: "t".into() }, true);
+        assert!(!moved(b"k"), "fallback never counts as moved");
+        adopt(assignment("t", 4, 1, vec![0; 4]), true);
+        assert_eq!(moved(b"k"), kafka_partition(b"k", 4) != 0);
+        assert!(r.topics_in_use().contains(&"t".to_owned()));
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod assignment;
 mod broker;
 #[cfg(feature = "kafka")]
 pub mod producer;
+#[cfg(feature = "kafka")]
+pub mod scenario;
 
 #[cfg(feature = "kafka")]
 #[allow(unused_imports)] // not every test binary uses every helper

@@ -41,7 +41,6 @@ pub(crate) struct Held<M> {
 #[derive(Debug)]
 pub(crate) struct Released<M> {
     pub(crate) offset: i64,
-    pub(crate) epoch: u64,
     pub(crate) held_for: Duration,
     pub(crate) msg: M,
 }
@@ -72,6 +71,7 @@ impl<M> HoldBuffer<M> {
     }
 
     /// Keys with held records.
+    #[cfg(test)]
     pub(crate) fn held_keys(&self) -> usize {
         self.by_key.len()
     }
@@ -114,7 +114,6 @@ impl<M> HoldBuffer<M> {
                 released += 1;
                 out(Released {
                     offset: h.offset,
-                    epoch: h.epoch,
                     held_for: now.saturating_duration_since(h.since),
                     msg: h.msg,
                 });
@@ -141,6 +140,7 @@ impl<M> HoldBuffer<M> {
     }
 
     /// Whether anything is held or released-unprocessed.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.unprocessed.is_empty()
     }

@@ -1,0 +1,993 @@
+//! The consumer's protocol state machine, without Kafka: records in, decisions out (deliver now,
+//! hold, skip, barrier), plus the progress to commit and announce, the partitions to pause and
+//! resume, and the records released from hold. [`super::DkgConsumer`] drives it; the unit tests
+//! below drive two simulated members through epoch switches.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::assignment::Assignment;
+use crate::kafka::handoff::{Lease, Progress, ProducerId};
+
+use super::history::{History, Homes};
+use super::hold::{Held, HoldBuffer, Released, Wait};
+use super::progress::{CommitMeta, PartitionProgress};
+
+/// Limits of the state machine.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreConfig {
+    /// Held records per partition above which the partition is paused.
+    pub(crate) max_held: usize,
+    /// A paused partition that released nothing for this long is resumed anyway (see the module
+    /// docs of [`crate::kafka::consumer`]: a cycle of paused partitions could otherwise wait
+    /// forever for barriers behind each other's pause points).
+    pub(crate) stall_timeout: Duration,
+    /// Commit metadata size limit (the broker's `offset.metadata.max.bytes`).
+    pub(crate) max_metadata_bytes: usize,
+    /// Epochs of history kept.
+    pub(crate) history: usize,
+}
+
+/// One record taken from Kafka.
+#[derive(Debug)]
+pub(crate) struct Incoming<'a, M> {
+    pub(crate) partition: u32,
+    pub(crate) offset: i64,
+    pub(crate) key: Option<&'a [u8]>,
+    /// The `dkg-epoch` header.
+    pub(crate) epoch: Option<u64>,
+    pub(crate) msg: M,
+}
+
+/// What [`Core::on_record`] decided.
+#[derive(Debug)]
+pub(crate) enum Outcome<M> {
+    /// Hand it to the application now.
+    Deliver(M),
+    /// Held until its key's earlier homes are drained.
+    Held,
+    /// Processed by a previous owner (skip rule).
+    Skipped,
+    /// A record of a partition not owned (raced with a revocation): dropped, the next owner
+    /// reads it.
+    Unowned,
+}
+
+/// The record the application holds: processed when it asks for the next one.
+#[derive(Clone, Copy, Debug)]
+struct InApp {
+    partition: u32,
+    offset: i64,
+    from_hold: bool,
+}
+
+/// A commit to make (offset = lowest unprocessed, metadata = passed map) and, after it succeeds,
+/// the progress to announce.
+#[derive(Clone, Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) partition: u32,
+    pub(crate) offset: i64,
+    pub(crate) metadata: String,
+    pub(crate) drained: u64,
+    pub(crate) passed: BTreeMap<ProducerId, u64>,
+}
+
+/// An epoch a partition drained: the hooks run before its progress commit.
+#[derive(Clone, Debug)]
+pub(crate) struct Drained {
+    pub(crate) partition: u32,
+    pub(crate) prev: Option<Arc<Assignment>>,
+    pub(crate) next: Arc<Assignment>,
+}
+
+#[derive(Debug)]
+struct Part<M> {
+    hold: HoldBuffer<M>,
+    progress: PartitionProgress,
+    /// Highest fetched offset + 1.
+    next_offset: Option<i64>,
+    /// Drained by the current state (not committed yet).
+    drained: u64,
+    /// Drained as last committed: what release decisions use.
+    durable: u64,
+    /// Hooks ran for epochs up to this one.
+    hooked: u64,
+    paused: bool,
+    /// Paused, or last released, at.
+    quiet_since: Instant,
+    /// Resumed by the stall timeout: not paused again until the buffer halves.
+    overflow: bool,
+}
+
+/// The state machine of one consumer (one topic, one group member).
+#[derive(Debug)]
+pub(crate) struct Core<M> {
+    topic: Arc<str>,
+    group: Arc<str>,
+    partitions: u32,
+    cfg: CoreConfig,
+    history: History,
+    leases: BTreeMap<ProducerId, Lease>,
+    /// Drained of partitions owned by other members, as they announced it.
+    remote: HashMap<u32, u64>,
+    parts: BTreeMap<u32, Part<M>>,
+    /// Minimum drained over all partitions: records of epochs up to it are never held.
+    settled: u64,
+    ready: VecDeque<(u32, i64, M)>,
+    in_app: Option<InApp>,
+    /// Hold durations of released records, drained by the caller into the histogram.
+    hold_times: Vec<Duration>,
+    now_ms: u64,
+}
+
+impl<M> Core<M> {
+    pub(crate) fn new(topic: &str, group: &str, partitions: u32, cfg: CoreConfig) -> Self {
+        let history = History::new(partitions, cfg.history);
+        Self {
+            topic: Arc::from(topic),
+            group: Arc::from(group),
+            partitions,
+            cfg,
+            history,
+            leases: BTreeMap::new(),
+            remote: HashMap::new(),
+            parts: BTreeMap::new(),
+            settled: 0,
+            ready: VecDeque::new(),
+            in_app: None,
+            hold_times: Vec::new(),
+            now_ms: 0,
+        }
+    }
+
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    pub(crate) fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    /// The topic's partition count changed.
+    pub(crate) fn set_partitions(&mut self, partitions: u32, now: Instant) {
+        if partitions != self.partitions && partitions > 0 {
+            self.partitions = partitions;
+            self.history.set_partitions(partitions);
+            self.refresh(now);
+        }
+    }
+
+    pub(crate) fn owned(&self) -> Vec<u32> {
+        self.parts.keys().copied().collect()
+    }
+
+    pub(crate) fn owns(&self, partition: u32) -> bool {
+        self.parts.contains_key(&partition)
+    }
+
+    pub(crate) fn settled(&self) -> u64 {
+        self.settled
+    }
+
+    pub(crate) fn max_epoch(&self) -> u64 {
+        self.history.max_epoch()
+    }
+
+    pub(crate) fn latest(&self) -> Option<&Arc<Assignment>> {
+        self.history.get(self.history.max_epoch())
+    }
+
+    pub(crate) fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.values()
+    }
+
+    pub(crate) fn history_gc_floor(&self) -> u64 {
+        self.history.collectable_below()
+    }
+
+    /// Records held per owned partition.
+    pub(crate) fn held_counts(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        self.parts.iter().map(|(&p, s)| (p, s.hold.held()))
+    }
+
+    /// Lowest unprocessed offset per owned partition (`None` before the first record).
+    pub(crate) fn positions(&self) -> impl Iterator<Item = (u32, Option<i64>)> + '_ {
+        self.parts
+            .keys()
+            .map(|&p| (p, self.lowest_unprocessed(p)))
+    }
+
+    pub(crate) fn take_hold_times(&mut self) -> Vec<Duration> {
+        std::mem::take(&mut self.hold_times)
+    }
+
+    /// Drained as seen by this member: its own committed value for owned partitions, the last
+    /// announcement for the others (0 = nothing known).
+    fn drained_of(&self, partition: u32) -> u64 {
+        match self.parts.get(&partition) {
+            Some(p) => p.durable,
+            None => self.remote.get(&partition).copied().unwrap_or(0),
+        }
+    }
+
+    fn compute_settled(&self) -> u64 {
+        (0..self.partitions)
+            .map(|p| self.drained_of(p))
+            .min()
+            .unwrap_or(0)
+    }
+
+    // ---------------------------------------------------------------- ownership
+
+    /// A partition was assigned, with its committed metadata (if any).
+    pub(crate) fn assign(&mut self, partition: u32, meta: Option<&CommitMeta>, now: Instant) {
+        let progress = PartitionProgress::from_meta(meta);
+        let drained = progress.drained(self.leases.values(), self.now_ms, self.history.max_epoch());
+        self.parts.insert(
+            partition,
+            Part {
+                hold: HoldBuffer::default(),
+                progress,
+                next_offset: None,
+                drained,
+                // The passed map is durable (committed) and the rest is the lease view: no
+                // processing is claimed that a crash could undo.
+                durable: drained,
+                hooked: drained,
+                paused: false,
+                quiet_since: now,
+                overflow: false,
+            },
+        );
+        self.remote.remove(&partition);
+        self.refresh(now);
+    }
+
+    /// A partition was revoked (after its final commit, if any): its held and released records are
+    /// dropped (they are above the committed offset: the next owner reads them).
+    pub(crate) fn revoke(&mut self, partition: u32, now: Instant) {
+        if let Some(part) = self.parts.remove(&partition) {
+            self.remote.insert(partition, part.durable);
+        }
+        self.ready.retain(|(p, _, _)| *p != partition);
+        if self.in_app.is_some_and(|a| a.partition == partition) {
+            self.in_app = None;
+        }
+        self.refresh(now);
+    }
+
+    // ---------------------------------------------------------------- records
+
+    /// The record the application holds is processed (it asked for the next one, committed or
+    /// closed).
+    pub(crate) fn processed(&mut self) {
+        let Some(app) = self.in_app.take() else {
+            return;
+        };
+        if !app.from_hold {
+            return;
+        }
+        let now_ms = self.now_ms;
+        let max_epoch = self.history.max_epoch();
+        let leases = &self.leases;
+        if let Some(part) = self.parts.get_mut(&app.partition) {
+            part.hold.processed(app.offset);
+            if part.progress.has_pending() {
+                let hold = &part.hold;
+                if part.progress.recheck(|o| hold.min_epoch_below(o)) {
+                    part.drained = part.progress.drained(leases.values(), now_ms, max_epoch);
+                }
+            }
+        }
+    }
+
+    /// Bookkeeping for any record fetched from `partition`: position, start offset (and the
+    /// lease barriers below it), stale skip rules. `None` if the partition is not owned.
+    fn fetched(&mut self, partition: u32, offset: i64) -> Option<&mut Part<M>> {
+        let now_ms = self.now_ms;
+        let max_epoch = self.history.max_epoch();
+        let part = self.parts.get_mut(&partition)?;
+        part.next_offset = Some(part.next_offset.map_or(offset + 1, |n| n.max(offset + 1)));
+        if part.progress.start().is_none() {
+            part.progress.set_start(offset);
+            let mut changed = false;
+            for lease in self.leases.values() {
+                changed |= part.progress.apply_lease_barrier(partition, lease);
+            }
+            if changed {
+                part.drained = part.progress.drained(self.leases.values(), now_ms, max_epoch);
+            }
+        }
+        part.progress.forget_skips_below(offset);
+        Some(part)
+    }
+
+    /// A barrier record of `producer` for `epoch`: consumed by the protocol.
+    pub(crate) fn on_barrier(&mut self, partition: u32, offset: i64, producer: ProducerId, epoch: u64) {
+        let now_ms = self.now_ms;
+        let max_epoch = self.history.max_epoch();
+        let leases = &self.leases;
+        let Some(part) = self.parts.get_mut(&partition) else {
+            return;
+        };
+        part.next_offset = Some(part.next_offset.map_or(offset + 1, |n| n.max(offset + 1)));
+        if part.progress.start().is_none() {
+            part.progress.set_start(offset);
+            for lease in leases.values() {
+                part.progress.apply_lease_barrier(partition, lease);
+            }
+        }
+        let hold = &part.hold;
+        part.progress
+            .on_barrier(&producer, epoch, offset, |o| hold.min_epoch_below(o));
+        part.drained = part.progress.drained(leases.values(), now_ms, max_epoch);
+    }
+
+    /// A record with a `dkg-barrier` header but no valid producer: skipped (never delivered).
+    pub(crate) fn on_barrier_invalid(&mut self, partition: u32, offset: i64) {
+        let _ = self.fetched(partition, offset);
+    }
+
+    /// Decide about one data record taken from Kafka. `now` is asked only when the record is
+    /// held.
+    pub(crate) fn on_record(
+        &mut self,
+        rec: Incoming<'_, M>,
+        now: impl FnOnce() -> Instant,
+    ) -> Outcome<M> {
+        let Incoming {
+            partition,
+            offset,
+            key,
+            epoch,
+            msg,
+        } = rec;
+        let Some(part) = self.fetched(partition, offset) else {
+            return Outcome::Unowned;
+        };
+        let epoch = epoch.unwrap_or(0);
+        if part.progress.skip(offset, epoch) {
+            return Outcome::Skipped;
+        }
+        let Some(key) = key else {
+            self.in_app = Some(InApp {
+                partition,
+                offset,
+                from_hold: false,
+            });
+            return Outcome::Deliver(msg);
+        };
+        let queued = part.hold.has_key(key);
+        if !queued && epoch <= self.settled {
+            self.in_app = Some(InApp {
+                partition,
+                offset,
+                from_hold: false,
+            });
+            return Outcome::Deliver(msg);
+        }
+        let wait = self.wait_for(key, epoch, partition);
+        if !queued && self.can_go(&wait, epoch) {
+            self.in_app = Some(InApp {
+                partition,
+                offset,
+                from_hold: false,
+            });
+            return Outcome::Deliver(msg);
+        }
+        let Some(part) = self.parts.get_mut(&partition) else {
+            return Outcome::Unowned;
+        };
+        let since = now();
+        if part.hold.held() == 0 {
+            part.quiet_since = since;
+        }
+        part.hold.hold(
+            key,
+            Held {
+                offset,
+                epoch,
+                wait,
+                since,
+                msg,
+            },
+        );
+        Outcome::Held
+    }
+
+    /// Which partitions must have drained `epoch` before a record of `key` with that epoch on
+    /// `partition` may be processed: the key's homes in the epochs not yet settled everywhere.
+    fn wait_for(&self, key: &[u8], epoch: u64, partition: u32) -> Wait {
+        match self.history.homes(key, self.settled, epoch) {
+            Homes::Known(homes) => {
+                let others: Vec<u32> = homes.into_iter().filter(|&p| p != partition).collect();
+                if others.is_empty() {
+                    Wait::Nothing
+                } else {
+                    Wait::Partitions(others)
+                }
+            }
+            Homes::Unknown => Wait::AllBut(partition),
+        }
+    }
+
+    fn can_go(&self, wait: &Wait, epoch: u64) -> bool {
+        match wait {
+            Wait::Nothing => true,
+            Wait::Partitions(ps) => ps.iter().all(|&p| self.drained_of(p) >= epoch),
+            Wait::AllBut(own) => (0..self.partitions)
+                .filter(|p| p != own)
+                .all(|p| self.drained_of(p) >= epoch),
+        }
+    }
+
+    /// The next released record, in release order; it becomes the application's record.
+    pub(crate) fn next_ready(&mut self) -> Option<M> {
+        let (partition, offset, msg) = self.ready.pop_front()?;
+        self.in_app = Some(InApp {
+            partition,
+            offset,
+            from_hold: true,
+        });
+        Some(msg)
+    }
+
+    /// Release every held record whose wait is over.
+    fn release(&mut self, now: Instant) {
+        if self.parts.values().all(|p| p.hold.held() == 0) {
+            return;
+        }
+        let drained: Vec<u64> = (0..self.partitions).map(|p| self.drained_of(p)).collect();
+        let can_go = |h: &Held<M>| match &h.wait {
+            Wait::Nothing => true,
+            Wait::Partitions(ps) => ps
+                .iter()
+                .all(|&p| drained.get(p as usize).is_some_and(|&d| d >= h.epoch)),
+            Wait::AllBut(own) => drained
+                .iter()
+                .enumerate()
+                .all(|(p, &d)| p == *own as usize || d >= h.epoch),
+        };
+        for (&partition, part) in &mut self.parts {
+            if part.hold.held() == 0 {
+                continue;
+            }
+            let ready = &mut self.ready;
+            let times = &mut self.hold_times;
+            let n = part.hold.release(now, can_go, |r: Released<M>| {
+                times.push(r.held_for);
+                ready.push_back((partition, r.offset, r.msg));
+            });
+            if n > 0 {
+                part.quiet_since = now;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- knowledge
+
+    /// Recompute drained values, the settled epoch and releases after any change of knowledge.
+    fn refresh(&mut self, now: Instant) {
+        let max_epoch = self.history.max_epoch();
+        for part in self.parts.values_mut() {
+            part.drained = part
+                .progress
+                .drained(self.leases.values(), self.now_ms, max_epoch);
+        }
+        self.settled = self.compute_settled();
+        self.release(now);
+    }
+
+    /// A lease was written (or re-read).
+    pub(crate) fn on_lease(&mut self, lease: Lease, now: Instant) {
+        if *lease.topic != *self.topic {
+            return;
+        }
+        for (&partition, part) in &mut self.parts {
+            part.progress.apply_lease_barrier(partition, &lease);
+        }
+        self.leases.insert(lease.producer.clone(), lease);
+        self.refresh(now);
+    }
+
+    /// A lease was tombstoned.
+    pub(crate) fn on_lease_removed(&mut self, producer: &ProducerId, now: Instant) {
+        if self.leases.remove(producer).is_some() {
+            self.refresh(now);
+        }
+    }
+
+    /// An epoch's assignment (control topic or history).
+    pub(crate) fn on_assignment(&mut self, a: Arc<Assignment>, now: Instant) {
+        if *a.topic() != *self.topic {
+            return;
+        }
+        if self.history.insert(a) {
+            self.refresh(now);
+        }
+    }
+
+    /// Another member's progress announcement (own partitions and other groups are ignored).
+    pub(crate) fn on_progress(&mut self, p: &Progress, now: Instant) {
+        if *p.topic != *self.topic || *p.group != *self.group || self.parts.contains_key(&p.partition)
+        {
+            return;
+        }
+        // Replace, do not max: a group whose offsets were reset announces lower values.
+        self.remote.insert(p.partition, p.drained);
+        let settled = self.compute_settled();
+        if settled != self.settled {
+            self.settled = settled;
+        }
+        self.release(now);
+    }
+
+    /// Time passes: leases expire.
+    pub(crate) fn tick(&mut self, now: Instant, now_ms: u64) {
+        self.now_ms = now_ms;
+        self.refresh(now);
+    }
+
+    /// Set the wall clock used for lease expiry without re-evaluating.
+    pub(crate) fn set_now_ms(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+    }
+
+    // ---------------------------------------------------------------- commits
+
+    fn lowest_unprocessed(&self, partition: u32) -> Option<i64> {
+        let part = self.parts.get(&partition)?;
+        let mut low = part.next_offset?;
+        if let Some(o) = part.hold.lowest_unprocessed() {
+            low = low.min(o);
+        }
+        if let Some(app) = self.in_app.filter(|a| a.partition == partition) {
+            low = low.min(app.offset);
+        }
+        Some(low)
+    }
+
+    /// What to commit for `partition` now. `None` before its first record; `Err(size)` when the
+    /// metadata does not fit (then nothing may be committed: an offset without the passed map
+    /// would let a next owner re-process records others rely on being done).
+    pub(crate) fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
+        let part = self.parts.get(&partition)?;
+        let offset = self.lowest_unprocessed(partition)?;
+        Some(
+            part.progress
+                .meta(
+                    part.drained,
+                    self.leases.values(),
+                    self.now_ms,
+                    self.cfg.max_metadata_bytes,
+                )
+                .map(|metadata| Snapshot {
+                    partition,
+                    offset,
+                    metadata,
+                    drained: part.drained,
+                    passed: part.progress.passed_epochs(),
+                }),
+        )
+    }
+
+    /// Partitions whose drained value changed since their last progress commit.
+    pub(crate) fn progress_due(&self) -> Vec<u32> {
+        self.parts
+            .iter()
+            .filter(|(_, p)| p.drained != p.durable)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+
+    /// Whether some partition's drained value changed since its last progress commit.
+    pub(crate) fn has_progress_due(&self) -> bool {
+        self.parts.values().any(|p| p.drained != p.durable)
+    }
+
+    /// A partition with nothing fetched whose drained value changed (through leases only): no
+    /// processing is claimed, so it is as durable as the committed state it started from.
+    /// Returns the progress to announce.
+    pub(crate) fn mark_durable(&mut self, partition: u32, now: Instant) -> Option<Progress> {
+        let part = self.parts.get_mut(&partition)?;
+        let drained = part.drained;
+        self.committed(partition, drained, now);
+        self.initial_progress(partition)
+    }
+
+    /// The progress of an owned partition as committed (announced on assignment).
+    pub(crate) fn initial_progress(&self, partition: u32) -> Option<Progress> {
+        let part = self.parts.get(&partition)?;
+        Some(Progress {
+            group: self.group.to_string(),
+            topic: self.topic.to_string(),
+            partition,
+            drained: part.durable,
+            passed: part.progress.passed_epochs(),
+            committed_offset: -1,
+            updated_at_ms: self.now_ms,
+        })
+    }
+
+    /// The epochs `partition` drained since the hooks last ran for it (oldest first, at most
+    /// the history kept), marking them hooked.
+    pub(crate) fn take_drained_epochs(&mut self, partition: u32) -> Vec<Drained> {
+        let Some(part) = self.parts.get_mut(&partition) else {
+            return Vec::new();
+        };
+        if part.drained <= part.hooked {
+            return Vec::new();
+        }
+        let from = part.hooked.max(self.history.min_epoch().saturating_sub(1));
+        let to = part.drained;
+        part.hooked = to;
+        ((from + 1)..=to)
+            .filter_map(|e| {
+                self.history.get(e).map(|next| Drained {
+                    partition,
+                    prev: self.history.before(e).cloned(),
+                    next: Arc::clone(next),
+                })
+            })
+            .collect()
+    }
+
+    /// A progress commit of `partition` succeeded: its drained value is durable.
+    pub(crate) fn committed(&mut self, partition: u32, drained: u64, now: Instant) {
+        if let Some(part) = self.parts.get_mut(&partition) {
+            part.durable = drained;
+            if part.hooked < drained {
+                part.hooked = drained;
+            }
+            self.settled = self.compute_settled();
+            self.release(now);
+        }
+    }
+
+    /// The progress to announce for `snapshot`.
+    pub(crate) fn progress_record(&self, s: &Snapshot) -> Progress {
+        Progress {
+            group: self.group.to_string(),
+            topic: self.topic.to_string(),
+            partition: s.partition,
+            drained: s.drained,
+            passed: s.passed.clone(),
+            committed_offset: s.offset,
+            updated_at_ms: self.now_ms,
+        }
+    }
+
+    // ---------------------------------------------------------------- flow control
+
+    /// Partitions to pause (hold buffer over the limit) and to resume (halved, or stalled).
+    pub(crate) fn flow(&mut self, now: Instant) -> (Vec<u32>, Vec<u32>) {
+        let (mut pause, mut resume) = (Vec::new(), Vec::new());
+        let max = self.cfg.max_held;
+        for (&p, part) in &mut self.parts {
+            let held = part.hold.held();
+            if part.paused {
+                if held <= max / 2 {
+                    part.paused = false;
+                    resume.push(p);
+                } else if now.saturating_duration_since(part.quiet_since) >= self.cfg.stall_timeout {
+                    tracing::warn!(
+                        topic = %self.topic,
+                        partition = p,
+                        held,
+                        "partition paused with nothing released for {:?}: resuming past the hold \
+                         limit (its barriers may sit behind the pause)",
+                        self.cfg.stall_timeout
+                    );
+                    part.paused = false;
+                    part.overflow = true;
+                    resume.push(p);
+                }
+            } else if held > max && !part.overflow {
+                part.paused = true;
+                part.quiet_since = now;
+                pause.push(p);
+            } else if part.overflow && held <= max / 2 {
+                part.overflow = false;
+            }
+        }
+        (pause, resume)
+    }
+
+    /// Partitions currently paused by flow control.
+    #[cfg(test)]
+    pub(crate) fn paused(&self) -> Vec<u32> {
+        self.parts
+            .iter()
+            .filter(|(_, p)| p.paused)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::assignment::{AssignmentParts, HeavyKey, Params};
+    use crate::hash::BucketHash;
+    use crate::kafka::handoff::BarrierSet;
+
+    const P: u32 = 4;
+
+    fn cfg() -> CoreConfig {
+        CoreConfig {
+            max_held: 4,
+            stall_timeout: Duration::from_secs(5),
+            max_metadata_bytes: 4096,
+            history: 8,
+        }
+    }
+
+    /// Every bucket on partition 0; `hot` on `hot_on`.
+    fn assignment(epoch: u64, hot_on: u32) -> Arc<Assignment> {
+        Arc::new(
+            Assignment::new(AssignmentParts {
+                topic: "t".into(),
+                partitions: P,
+                epoch,
+                bucket_hash: BucketHash::default(),
+                table: vec![0; 4],
+                heavy: vec![HeavyKey {
+                    key: b"hot".to_vec(),
+                    partition: hot_on,
+                    weight: 9,
+                }],
+                params: Params {
+                    theta: 0.1,
+                    epsilon: 0.05,
+                    mu: 1.0,
+                    window_records: 1,
+                },
+                created_at_ms: 1,
+                predicted_load: vec![0.25; P as usize],
+            })
+            .unwrap(),
+        )
+    }
+
+    fn y() -> ProducerId {
+        ProducerId::parse(&"a".repeat(32)).unwrap()
+    }
+
+    fn lease(first: u64) -> Lease {
+        Lease {
+            producer: y(),
+            topic: "t".into(),
+            first_epoch: first,
+            lease_ms: 10_000,
+            expires_at_ms: 10_000,
+            barrier: None,
+            closed_at_epoch: None,
+        }
+    }
+
+    fn rec(partition: u32, offset: i64, key: &'static [u8], epoch: u64) -> Incoming<'static, i64> {
+        Incoming {
+            partition,
+            offset,
+            key: Some(key),
+            epoch: Some(epoch),
+            msg: offset,
+        }
+    }
+
+    /// A barrier of the test producer, after the app's previous record was processed.
+    fn barrier(c: &mut Core<i64>, partition: u32, offset: i64, epoch: u64) {
+        c.processed();
+        c.on_barrier(partition, offset, y(), epoch);
+    }
+
+    /// A member owning `parts`, knowing epoch 1 (hot on 1) and one live producer from epoch 0.
+    fn member(parts: &[u32]) -> Core<i64> {
+        let now = Instant::now();
+        let mut c = Core::new("t", "g", P, cfg());
+        c.tick(now, 1);
+        c.on_assignment(assignment(1, 1), now);
+        c.on_lease(lease(0), now);
+        for &p in parts {
+            c.assign(p, None, now);
+        }
+        c
+    }
+
+    fn deliver(c: &mut Core<i64>, r: Incoming<'static, i64>) -> Option<i64> {
+        c.processed();
+        match c.on_record(r, Instant::now) {
+            Outcome::Deliver(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Commit everything due and return the progress records to "announce".
+    fn commit_due(c: &mut Core<i64>) -> Vec<Progress> {
+        let mut out = Vec::new();
+        for p in c.progress_due() {
+            let s = c.snapshot(p).unwrap().unwrap();
+            c.committed(p, s.drained, Instant::now());
+            out.push(c.progress_record(&s));
+        }
+        out
+    }
+
+    fn announce(to: &mut Core<i64>, progress: &[Progress]) {
+        for p in progress {
+            to.on_progress(p, Instant::now());
+        }
+    }
+
+    #[test]
+    fn a_moved_key_waits_for_its_old_partition_to_drain_across_members() {
+        // Member A owns partition 1 (hot's home at epoch 1), member B owns 2 (hot's home at 2).
+        let mut a = member(&[0, 1]);
+        let mut b = member(&[2, 3]);
+        // Everyone passes barrier(1) on every partition.
+        for (m, parts) in [(&mut a, [0, 1]), (&mut b, [2, 3])] {
+            for p in parts {
+                barrier(m, p, 0, 1);
+            }
+        }
+        let pa = commit_due(&mut a);
+        let pb = commit_due(&mut b);
+        announce(&mut a, &pb);
+        announce(&mut b, &pa);
+        assert_eq!((a.settled(), b.settled()), (1, 1));
+
+        // Epoch 1 records of hot on partition 1 flow.
+        assert_eq!(deliver(&mut a, rec(1, 1, b"hot", 1)), Some(1));
+        // Epoch 2 moves hot to partition 2.
+        let now = Instant::now();
+        a.on_assignment(assignment(2, 2), now);
+        b.on_assignment(assignment(2, 2), now);
+        // B sees hot's epoch-2 record before A drained partition 1: held.
+        b.processed();
+        assert!(matches!(b.on_record(rec(2, 1, b"hot", 2), Instant::now), Outcome::Held));
+        // Later hot records queue behind it, even epoch-less ones.
+        b.processed();
+        assert!(matches!(b.on_record(rec(2, 2, b"hot", 0), Instant::now), Outcome::Held));
+        // A key whose epoch-1 home is partition 0 waits for partition 0.
+        assert_eq!(deliver(&mut b, rec(2, 3, b"cold", 2)), None);
+        assert_eq!(b.held_counts().find(|(p, _)| *p == 2).unwrap().1, 3);
+
+        // A still has an epoch-1 hot record on 1 (offset 2) when the barrier(2) arrives at 3.
+        assert_eq!(deliver(&mut a, rec(1, 2, b"hot", 1)), Some(2));
+        // The app has not asked for the next record: barrier processing happens after
+        // `processed`, as in recv.
+        barrier(&mut a, 1, 3, 2);
+        barrier(&mut a, 0, 5, 2);
+        let pa = commit_due(&mut a);
+        assert_eq!(pa.len(), 2);
+        assert!(pa.iter().all(|p| p.drained == 2));
+        announce(&mut b, &pa);
+        // Hot's records on 2 are released in order; cold (waiting for 0) too.
+        let mut released: Vec<i64> = std::iter::from_fn(|| b.next_ready()).collect();
+        let pos = |o: i64| released.iter().position(|&x| x == o).unwrap();
+        assert!(pos(1) < pos(2), "per-key FIFO: {released:?}");
+        released.sort_unstable();
+        assert_eq!(released, vec![1, 2, 3]);
+        assert_eq!(b.take_hold_times().len(), 3);
+        let hooks = a.take_drained_epochs(1);
+        assert!(hooks.is_empty(), "committed() already marks hooked");
+    }
+
+    #[test]
+    fn held_records_below_a_barrier_block_it_only_for_later_epochs() {
+        // Partition 2 holds hot's epoch-2 record; a barrier(2) behind it passes (no deadlock),
+        // a barrier(3) behind it waits until the record is processed.
+        let mut b = member(&[2]);
+        b.on_assignment(assignment(2, 2), Instant::now());
+        b.processed();
+        assert!(matches!(b.on_record(rec(2, 10, b"hot", 2), Instant::now), Outcome::Held));
+        barrier(&mut b, 2, 11, 2);
+        assert_eq!(b.progress_due(), vec![2]);
+        let s = b.snapshot(2).unwrap().unwrap();
+        assert_eq!((s.offset, s.drained), (10, 2), "the held record keeps the commit below it");
+        b.on_assignment(assignment(3, 2), Instant::now());
+        barrier(&mut b, 2, 12, 3);
+        assert_eq!(b.snapshot(2).unwrap().unwrap().drained, 2);
+        // Partitions 0, 1, 3 drained epoch 2 (announced): the record goes; processing it passes
+        // barrier(3).
+        announce(&mut b, &[progress(0, 2), progress(1, 2), progress(3, 2)]);
+        assert_eq!(b.next_ready(), Some(10));
+        b.processed();
+        assert_eq!(b.snapshot(2).unwrap().unwrap().drained, 3);
+        assert_eq!(b.snapshot(2).unwrap().unwrap().offset, 13);
+    }
+
+    fn progress(partition: u32, drained: u64) -> Progress {
+        Progress {
+            group: "g".into(),
+            topic: "t".into(),
+            partition,
+            drained,
+            passed: BTreeMap::new(),
+            committed_offset: 0,
+            updated_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn restart_skips_what_the_previous_owner_processed_below_its_barriers() {
+        // Epoch 2: hot on 2; epoch 3: hot back on 1. Partition 2 has drained 2 only, so hot's
+        // epoch-3 records on 1 wait for it; the others drained 3.
+        let setup = |parts: &[u32]| {
+            let mut m = member(parts);
+            m.on_assignment(assignment(2, 2), Instant::now());
+            m.on_assignment(assignment(3, 1), Instant::now());
+            announce(&mut m, &[progress(0, 3), progress(2, 2), progress(3, 3)]);
+            m
+        };
+        let mut a = setup(&[1]);
+        a.processed();
+        assert!(matches!(a.on_record(rec(1, 5, b"hot", 3), Instant::now), Outcome::Held));
+        assert!(deliver(&mut a, rec(1, 6, b"x", 2)).is_some());
+        barrier(&mut a, 1, 7, 3);
+        let s = a.snapshot(1).unwrap().unwrap();
+        assert_eq!((s.offset, s.drained), (5, 3));
+        // A crashes; B takes partition 1 from the committed offset and metadata.
+        let meta = CommitMeta::parse(&s.metadata).unwrap().unwrap();
+        let mut b = setup(&[]);
+        b.assign(1, Some(&meta), Instant::now());
+        assert!(b.snapshot(1).is_none());
+        assert!(matches!(b.on_record(rec(1, 5, b"hot", 3), Instant::now), Outcome::Held));
+        b.processed();
+        assert!(
+            matches!(b.on_record(rec(1, 6, b"x", 2), Instant::now), Outcome::Skipped),
+            "epoch 2 below barrier(3) was processed by A"
+        );
+        barrier(&mut b, 1, 7, 3);
+        assert_eq!(b.snapshot(1).unwrap().unwrap().drained, 3);
+        // Partition 2 drains 3: hot goes.
+        announce(&mut b, &[progress(2, 3)]);
+        assert_eq!(b.next_ready(), Some(5));
+    }
+
+    #[test]
+    fn expired_and_late_producers() {
+        let now = Instant::now();
+        let mut c = member(&[0]);
+        c.on_assignment(assignment(2, 2), now);
+        assert!(c.snapshot(0).is_none(), "nothing fetched yet");
+        barrier(&mut c, 0, 0, 1);
+        // The producer (live until 10 000) has not passed 2: drained stays 1.
+        assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 1);
+        c.tick(now, 10_000);
+        assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 2, "expired: not awaited");
+        // A live lease whose barrier of epoch 3 lies below this owner's first offset counts as
+        // passed.
+        c.on_assignment(assignment(3, 2), now);
+        let mut l = lease(0);
+        l.expires_at_ms = 20_000;
+        l.barrier = Some(BarrierSet {
+            epoch: 3,
+            offsets: vec![-1, 0, 0, 0],
+        });
+        c.on_lease(l, now);
+        assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 3);
+    }
+
+    #[test]
+    fn flow_control_pauses_and_resumes() {
+        let t0 = Instant::now();
+        let mut b = member(&[2]);
+        b.on_assignment(assignment(2, 2), t0);
+        for o in 0..6 {
+            b.processed();
+            b.on_record(rec(2, o, b"hot", 2), || t0);
+        }
+        let (pause, resume) = b.flow(t0);
+        assert_eq!((pause, resume), (vec![2], vec![]));
+        assert_eq!(b.paused(), vec![2]);
+        // Stalled: resumed past the limit, not re-paused.
+        let (pause, resume) = b.flow(t0 + Duration::from_secs(6));
+        assert_eq!((pause, resume), (vec![], vec![2]));
+        let (pause, _) = b.flow(t0 + Duration::from_secs(7));
+        assert!(pause.is_empty());
+    }
+}

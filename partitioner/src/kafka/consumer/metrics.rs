@@ -1,0 +1,149 @@
+//! Consumer-side metrics, registered in the caller's [`prometheus::Registry`].
+//!
+//! Names follow `team/METRICS.md` ("Consumer rebalancer"). Every series carries the constant label
+//! `member` (the builder's [`member`](super::DkgConsumerBuilder::member) name), so several
+//! consumers of one process can share a registry and dashboards can `sum by (partition)`:
+//!
+//! | metric | type | labels | meaning |
+//! |---|---|---|---|
+//! | `dkg_consumer_records_total` | counter | `topic`, `partition`, `member` | records handed to the application (`rate()` = records/s per partition) |
+//! | `dkg_consumer_member_records_total` | counter | `topic`, `member` | the same per member |
+//! | `dkg_consumer_lag_records` | gauge | `topic`, `partition`, `member` | end of the partition (last stable offset) minus the lowest unprocessed offset: held records count as lag |
+//! | `dkg_consumer_held_records` | gauge | `topic`, `partition`, `member` | records of moved keys held back right now |
+//! | `dkg_consumer_hold_seconds` | histogram | `topic`, `member` | how long each held record was held (arrival to release) |
+//!
+//! Per-partition series are removed when the partition is revoked, so a partition's gauges come
+//! from its current owner only. Hot path: two cached counter increments per record.
+
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::error::Result;
+
+/// The metric handles of one consumer.
+#[derive(Clone, Debug)]
+pub(crate) struct ConsumerMetrics {
+    topic: String,
+    records: IntCounterVec,
+    member_records: IntCounter,
+    lag: IntGaugeVec,
+    held: IntGaugeVec,
+    hold: Histogram,
+    /// `records` per partition, resolved once.
+    per_partition: Vec<Option<IntCounter>>,
+}
+
+impl ConsumerMetrics {
+    /// Create the vectors for `topic` labelled with `member` and register them in `registry`
+    /// (if any).
+    pub(crate) fn new(topic: &str, member: &str, registry: Option<&Registry>) -> Result<Self> {
+        let records = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_records_total",
+                "Records handed to the application by the DKG consumer, per partition.",
+            )
+            .const_label("member", member),
+            &["topic", "partition"],
+        )?;
+        let member_records = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_member_records_total",
+                "Records handed to the application by the DKG consumer, per group member.",
+            )
+            .const_label("member", member),
+            &["topic"],
+        )?;
+        let lag = IntGaugeVec::new(
+            Opts::new(
+                "dkg_consumer_lag_records",
+                "Records behind the end of each partition (end minus lowest unprocessed offset).",
+            )
+            .const_label("member", member),
+            &["topic", "partition"],
+        )?;
+        let held = IntGaugeVec::new(
+            Opts::new(
+                "dkg_consumer_held_records",
+                "Records of keys that an epoch moved, held back until the key's older records on \
+                 its previous partition are processed (ordering-safe migration).",
+            )
+            .const_label("member", member),
+            &["topic", "partition"],
+        )?;
+        let hold = HistogramVec::new(
+            HistogramOpts::new(
+                "dkg_consumer_hold_seconds",
+                "How long records of moved keys were held.",
+            )
+            .const_label("member", member)
+            .buckets(vec![
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+            ]),
+            &["topic"],
+        )?;
+        if let Some(registry) = registry {
+            registry.register(Box::new(records.clone()))?;
+            registry.register(Box::new(member_records.clone()))?;
+            registry.register(Box::new(lag.clone()))?;
+            registry.register(Box::new(held.clone()))?;
+            registry.register(Box::new(hold.clone()))?;
+        }
+        Ok(Self {
+            topic: topic.to_owned(),
+            member_records: member_records.with_label_values(&[topic]),
+            hold: hold.with_label_values(&[topic]),
+            records,
+            lag,
+            held,
+            per_partition: Vec::new(),
+        })
+    }
+
+    /// Count one record handed to the application.
+    #[inline]
+    pub(crate) fn record(&mut self, partition: u32) {
+        let i = partition as usize;
+        if let Some(Some(c)) = self.per_partition.get(i) {
+            c.inc();
+        } else {
+            self.resolve(partition).inc();
+        }
+        self.member_records.inc();
+    }
+
+    #[cold]
+    fn resolve(&mut self, partition: u32) -> IntCounter {
+        let i = partition as usize;
+        if self.per_partition.len() <= i {
+            self.per_partition.resize(i + 1, None);
+        }
+        let c = self
+            .records
+            .with_label_values(&[self.topic.as_str(), &partition.to_string()]);
+        self.per_partition[i] = Some(c.clone());
+        c
+    }
+
+    pub(crate) fn observe_hold(&self, seconds: f64) {
+        self.hold.observe(seconds);
+    }
+
+    pub(crate) fn set_held(&self, partition: u32, held: usize) {
+        self.held
+            .with_label_values(&[self.topic.as_str(), &partition.to_string()])
+            .set(i64::try_from(held).unwrap_or(i64::MAX));
+    }
+
+    pub(crate) fn set_lag(&self, partition: u32, lag: i64) {
+        self.lag
+            .with_label_values(&[self.topic.as_str(), &partition.to_string()])
+            .set(lag.max(0));
+    }
+
+    /// Forget a revoked partition's gauges (its new owner reports them).
+    pub(crate) fn forget(&mut self, partition: u32) {
+        let p = partition.to_string();
+        let labels = [self.topic.as_str(), p.as_str()];
+        let _ = self.held.remove_label_values(&labels);
+        let _ = self.lag.remove_label_values(&labels);
+    }
+}

@@ -1,0 +1,498 @@
+//! The producer side of ordering-safe migration (see [`crate::kafka::consumer`] for the whole
+//! protocol): a lease per topic, an in-flight gate, barrier records and assignment history.
+//!
+//! # Sequence per adopted epoch `E` of a topic
+//!
+//! 1. The router swaps the assignment in (arc-swap): new sends route by `E` at once. Nothing on
+//!    the send path waits.
+//! 2. **Grace**: the ordering task waits until every send that entered the [`Gate`] before it
+//!    noticed the adoption has been enqueued in librdkafka. Those are the only sends that can
+//!    still carry a partition chosen by an older epoch.
+//! 3. **Barriers**: one record per partition of the topic (null key, null value, headers
+//!    `dkg-barrier: E` and `dkg-producer: <id>`), through the same idempotent producer, so each
+//!    lands after all of this producer's older-epoch records of that partition.
+//! 4. When every barrier is acknowledged: the lease is rewritten with the barrier offsets
+//!    ([`Lease::barrier`]) and `assignment/<topic>/<E>` is written (history: consumers need the
+//!    previous epochs' assignments to know where a key used to live).
+//!
+//! If epochs arrive faster than barriers complete, intermediate epochs are skipped: a barrier of
+//! `G` passes every epoch below `G` too.
+//!
+//! # The gate
+//!
+//! Two counters and a generation number, RCU style. A send enters by incrementing the counter of
+//! the current generation's parity, re-checking the generation (retrying on the other counter if
+//! it moved), and leaves after the enqueue. The task bumps the generation and waits for the old
+//! parity's counter to reach zero. Cost on the send path: two loads and two read-modify-writes of
+//! shared atomics; no lock, no wait (a send never waits for the task).
+//!
+//! # Leases
+//!
+//! Written for every declared topic before the producer is returned ([`Lease::first_epoch`] = the
+//! epoch in effect then: nothing older was ever routed), for other topics on first use (first
+//! epoch 0, and a barrier for the current epoch right away), renewed every third of the lease
+//! duration, rewritten after each barrier set, and on [`close`](crate::kafka::DkgProducer::close)
+//! marked closed at the last barrier epoch (consumers then stop waiting for this producer for
+//! newer epochs at once; for older ones its barriers are already in the log). A producer dropped
+//! without `close` simply stops renewing: consumers stop waiting once the lease expires.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::ClientContext;
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::types::RDKafkaErrorCode;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::error::{Error, Result};
+use crate::kafka::handoff::{
+    BARRIER_HEADER, BarrierSet, HandoffWriter, Lease, PRODUCER_HEADER, ProducerId, now_ms,
+};
+use crate::kafka::router::DkgRouter;
+
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Padded(AtomicUsize);
+
+/// The in-flight gate (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    generation: AtomicU64,
+    slots: [Padded; 2],
+}
+
+/// A send inside the gate; leaves on drop.
+#[derive(Debug)]
+pub(crate) struct GateGuard<'a> {
+    slot: &'a AtomicUsize,
+}
+
+impl Drop for GateGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.slot.fetch_sub(1, AtomicOrdering::Release);
+    }
+}
+
+impl Gate {
+    /// Enter before routing a record; drop the guard once it is enqueued.
+    #[inline]
+    pub(crate) fn enter(&self) -> GateGuard<'_> {
+        loop {
+            let g = self.generation.load(AtomicOrdering::SeqCst);
+            let slot = &self.slots[(g & 1) as usize].0;
+            slot.fetch_add(1, AtomicOrdering::SeqCst);
+            if self.generation.load(AtomicOrdering::SeqCst) == g {
+                return GateGuard { slot };
+            }
+            slot.fetch_sub(1, AtomicOrdering::SeqCst);
+        }
+    }
+
+    /// Wait until every send that entered before this call has left. One caller at a time.
+    pub(crate) async fn grace(&self) {
+        let g = self.generation.fetch_add(1, AtomicOrdering::SeqCst);
+        let slot = &self.slots[(g & 1) as usize].0;
+        while slot.load(AtomicOrdering::SeqCst) != 0 {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+}
+
+/// Lease bookkeeping of one topic.
+#[derive(Debug)]
+struct TopicLease {
+    lease: Lease,
+    /// Barriers of this epoch (and all below) are in the log.
+    barrier_epoch: u64,
+}
+
+/// The ordering state of one producer instance: its id, the gate, the background task.
+pub(crate) struct Ordering {
+    id: ProducerId,
+    gate: Arc<Gate>,
+    close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
+    task: JoinHandle<()>,
+}
+
+impl fmt::Debug for Ordering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ordering")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Ordering {
+    fn drop(&mut self) {
+        // Dropped without close: stop renewing, the lease expires.
+        self.task.abort();
+    }
+}
+
+impl Ordering {
+    /// Register the leases of the declared `topics` (awaited), then start the task.
+    pub(crate) async fn start<C: ClientContext + 'static>(
+        producer: FutureProducer<C>,
+        router: DkgRouter,
+        writer: HandoffWriter,
+        topics: &[String],
+        lease: Duration,
+    ) -> Result<Self> {
+        let id = ProducerId::random();
+        let gate = Arc::new(Gate::default());
+        let mut task = Task {
+            producer,
+            router,
+            writer,
+            id: id.clone(),
+            lease,
+            topics: HashMap::new(),
+            gate: Arc::clone(&gate),
+        };
+        for topic in topics {
+            // Nothing was routed yet: the epoch in effect now is the oldest this producer uses.
+            let epoch = task.epoch_in_effect(topic).unwrap_or(0);
+            task.register(topic, epoch).await?;
+        }
+        info!(producer = %id, topics = ?topics, lease_ms = lease.as_millis() as u64,
+            "ordering producer registered");
+        let (close_tx, close_rx) = oneshot::channel();
+        let handle = tokio::spawn(task.run(close_rx));
+        Ok(Self {
+            id,
+            gate,
+            close: Mutex::new(Some(close_tx)),
+            task: handle,
+        })
+    }
+
+    pub(crate) fn id(&self) -> &ProducerId {
+        &self.id
+    }
+
+    #[inline]
+    pub(crate) fn enter(&self) -> GateGuard<'_> {
+        self.gate.enter()
+    }
+
+    /// Complete pending barriers, mark the leases closed, stop the task.
+    pub(crate) async fn close(&self) -> Result<()> {
+        let tx = self
+            .close
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(tx) = tx else {
+            return Ok(()); // closed already
+        };
+        let (reply_tx, reply_rx) = oneshot::channel();
+        if tx.send(reply_tx).is_err() {
+            return Err(Error::Timeout {
+                what: "the ordering task is gone".into(),
+                millis: 0,
+            });
+        }
+        reply_rx.await.unwrap_or_else(|_| {
+            Err(Error::Timeout {
+                what: "the ordering task ended before closing".into(),
+                millis: 0,
+            })
+        })
+    }
+}
+
+/// Headers of a barrier record.
+pub(crate) fn barrier_headers(epoch: u64, producer: &ProducerId) -> OwnedHeaders {
+    let epoch = epoch.to_string();
+    OwnedHeaders::new_with_capacity(2)
+        .insert(Header {
+            key: BARRIER_HEADER,
+            value: Some(epoch.as_bytes()),
+        })
+        .insert(Header {
+            key: PRODUCER_HEADER,
+            value: Some(producer.as_str().as_bytes()),
+        })
+}
+
+struct Task<C: ClientContext + 'static> {
+    producer: FutureProducer<C>,
+    router: DkgRouter,
+    writer: HandoffWriter,
+    id: ProducerId,
+    lease: Duration,
+    topics: HashMap<String, TopicLease>,
+    gate: Arc<Gate>,
+}
+
+impl<C: ClientContext + 'static> Task<C> {
+    /// The epoch of `topic`'s assignment if it is in effect (its partition count is the topic's).
+    fn epoch_in_effect(&self, topic: &str) -> Option<u64> {
+        let a = self.router.assignment(topic)?;
+        (self.router.partition_count(topic) == Some(a.partitions())).then(|| a.epoch())
+    }
+
+    fn expiry(&self) -> u64 {
+        now_ms().saturating_add(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    async fn register(&mut self, topic: &str, first_epoch: u64) -> Result<()> {
+        let lease = Lease {
+            producer: self.id.clone(),
+            topic: topic.to_owned(),
+            first_epoch,
+            lease_ms: u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX),
+            expires_at_ms: self.expiry(),
+            barrier: None,
+            closed_at_epoch: None,
+        };
+        self.writer.put_lease(&lease).await?;
+        self.topics.insert(
+            topic.to_owned(),
+            TopicLease {
+                lease,
+                barrier_epoch: first_epoch,
+            },
+        );
+        Ok(())
+    }
+
+    async fn run(mut self, mut close: oneshot::Receiver<oneshot::Sender<Result<()>>>) {
+        let mut adoptions = self.router.adoptions();
+        let mut renew = tokio::time::interval((self.lease / 3).max(Duration::from_millis(10)));
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew.tick().await;
+        // New topics in use, and retries of failed barrier sets.
+        let mut scan = tokio::time::interval(Duration::from_millis(200));
+        scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                changed = adoptions.changed() => {
+                    if changed.is_err() {
+                        return; // the router is gone
+                    }
+                }
+                _ = renew.tick() => self.renew().await,
+                _ = scan.tick() => {}
+                reply = &mut close => {
+                    let result = self.close().await;
+                    if let Ok(reply) = reply {
+                        let _ = reply.send(result);
+                    }
+                    return;
+                }
+            }
+            self.register_new_topics().await;
+            self.barriers_due().await;
+        }
+    }
+
+    async fn register_new_topics(&mut self) {
+        for topic in self.router.topics_in_use() {
+            if self.topics.contains_key(&topic) {
+                continue;
+            }
+            // Records may already have been routed under any epoch: first epoch 0, and the
+            // barrier of the current epoch follows at once.
+            match self.register(&topic, 0).await {
+                Ok(()) => debug!(producer = %self.id, topic = %topic, "lease registered on first use"),
+                Err(e) => warn!(producer = %self.id, topic = %topic, error = %e,
+                    "lease registration failed (retrying)"),
+            }
+        }
+    }
+
+    async fn barriers_due(&mut self) {
+        let due: Vec<(String, u64)> = self
+            .topics
+            .iter()
+            .filter_map(|(t, l)| {
+                let e = self.epoch_in_effect(t)?;
+                (e > l.barrier_epoch).then(|| (t.clone(), e))
+            })
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        // One grace period covers every topic: all sends routed by older states are enqueued.
+        self.gate.grace().await;
+        for (topic, epoch) in due {
+            if let Err(e) = self.barrier(&topic, epoch).await {
+                warn!(producer = %self.id, topic = %topic, epoch, error = %e,
+                    "barrier set failed (retrying)");
+            }
+        }
+    }
+
+    /// Write the barriers of `epoch` to every partition of `topic`, then the lease and history.
+    async fn barrier(&mut self, topic: &str, epoch: u64) -> Result<()> {
+        let Some(count) = self.router.partition_count(topic) else {
+            return Ok(());
+        };
+        let headers = barrier_headers(epoch, &self.id);
+        let mut deliveries = Vec::with_capacity(count as usize);
+        for p in 0..count {
+            let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+                .partition(p as i32)
+                .headers(headers.clone());
+            loop {
+                match self.producer.send_result(record) {
+                    Ok(d) => {
+                        deliveries.push(d);
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                        record = r;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Err((e, _)) => return Err(e.into()),
+                }
+            }
+        }
+        let mut offsets = vec![-1_i64; count as usize];
+        for d in deliveries {
+            match d.await {
+                Ok(Ok(delivery)) => {
+                    if let Some(o) = usize::try_from(delivery.partition)
+                        .ok()
+                        .and_then(|p| offsets.get_mut(p))
+                    {
+                        *o = delivery.offset;
+                    }
+                }
+                Ok(Err((e, _))) => return Err(e.into()),
+                Err(_) => {
+                    return Err(Error::Timeout {
+                        what: "barrier delivery canceled".into(),
+                        millis: 0,
+                    });
+                }
+            }
+        }
+        let expires = self.expiry();
+        let Some(entry) = self.topics.get_mut(topic) else {
+            return Ok(());
+        };
+        entry.barrier_epoch = entry.barrier_epoch.max(epoch);
+        entry.lease.barrier = Some(BarrierSet { epoch, offsets });
+        entry.lease.expires_at_ms = expires;
+        let lease = entry.lease.clone();
+        self.writer.put_lease(&lease).await?;
+        if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
+            self.writer.put_history(&a).await?;
+        }
+        debug!(producer = %self.id, topic, epoch, partitions = count, "barriers written");
+        Ok(())
+    }
+
+    async fn renew(&mut self) {
+        let expires = self.expiry();
+        let leases: Vec<Lease> = self
+            .topics
+            .values_mut()
+            .map(|l| {
+                l.lease.expires_at_ms = expires;
+                l.lease.clone()
+            })
+            .collect();
+        for lease in leases {
+            if let Err(e) = self.writer.put_lease(&lease).await {
+                warn!(producer = %self.id, topic = %lease.topic, error = %e,
+                    "lease renewal failed: consumers stop waiting for this producer if it expires");
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.register_new_topics().await;
+        self.barriers_due().await;
+        let expires = self.expiry();
+        let mut result = Ok(());
+        let leases: Vec<Lease> = self
+            .topics
+            .values_mut()
+            .map(|l| {
+                l.lease.expires_at_ms = expires;
+                l.lease.closed_at_epoch = Some(l.barrier_epoch);
+                l.lease.clone()
+            })
+            .collect();
+        for lease in leases {
+            if let Err(e) = self.writer.put_lease(&lease).await {
+                result = Err(e);
+            }
+        }
+        info!(producer = %self.id, "ordering producer closed");
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::atomic::AtomicBool;
+
+    use rdkafka::message::Headers;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grace_waits_for_sends_that_entered_before_it() {
+        let gate = Arc::new(Gate::default());
+        let guard_a = gate.enter();
+        let done = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (gate, done) = (Arc::clone(&gate), Arc::clone(&done));
+            tokio::spawn(async move {
+                gate.grace().await;
+                done.store(true, AtomicOrdering::SeqCst);
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // A send entering after the grace began does not hold it up.
+        let guard_b = gate.enter();
+        assert!(!done.load(AtomicOrdering::SeqCst), "grace must wait for guard a");
+        drop(guard_a);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(done.load(AtomicOrdering::SeqCst));
+        // The next grace waits for b (now on the old parity).
+        let gate2 = Arc::clone(&gate);
+        let second = tokio::spawn(async move { gate2.grace().await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!second.is_finished());
+        drop(guard_b);
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn barrier_headers_carry_epoch_and_producer() {
+        let id = ProducerId::random();
+        let h = barrier_headers(42, &id);
+        let got: Vec<(String, Vec<u8>)> = h
+            .iter()
+            .map(|h| (h.key.to_owned(), h.value.unwrap().to_vec()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (BARRIER_HEADER.to_owned(), b"42".to_vec()),
+                (PRODUCER_HEADER.to_owned(), id.as_str().as_bytes().to_vec()),
+            ]
+        );
+    }
+}

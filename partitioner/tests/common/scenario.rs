@@ -1,0 +1,523 @@
+//! The consumer-rebalancer scenario (`tests/consumer_*.rs`): ordering producers writing Zipf keys to
+//! a 12-partition topic, `DkgConsumer` members logging every record they hand to the application
+//! into one shared log (global sequence numbers), epoch switches that move the hot keys, and the
+//! checks: nothing lost, each producer's send order per key, and old-partition-before-new-partition
+//! processing of every moved key.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::{
+    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, publish_assignment, publisher_config,
+};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Zipf};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::producer::{assignment, client_config};
+
+pub const PARTITIONS: u32 = 12;
+/// Heavy keys `k0001..k0012`, moved by every epoch.
+pub const HOT: u64 = 12;
+/// Distinct keys (Zipf ranks).
+pub const KEYS: u64 = 2_000;
+/// Buckets of the test assignments; buckets below [`MOVING_BUCKETS`] move every epoch too.
+pub const BUCKETS: u32 = 48;
+pub const MOVING_BUCKETS: u32 = 4;
+
+pub fn key(rank: u64) -> String {
+    format!("k{rank:04}")
+}
+
+/// The test's assignment of epoch `e` (1..=6): hot key of rank r on `(r + 2e) % 12`, bucket b on
+/// `b % 12`, except buckets below 4 on `(b + 2e) % 12`. Over epochs 1..=6 a moving key visits six
+/// distinct partitions and never returns to one, so the partition of a record names its
+/// residence period.
+pub fn epoch_assignment(topic: &str, e: u64) -> Assignment {
+    let shift = |x: u64| ((x + 2 * e) % u64::from(PARTITIONS)) as u32;
+    let table = (0..BUCKETS)
+        .map(|b| {
+            if b < MOVING_BUCKETS {
+                shift(u64::from(b))
+            } else {
+                b % PARTITIONS
+            }
+        })
+        .collect();
+    let hot: Vec<(String, u32)> = (1..=HOT).map(|r| (key(r), shift(r))).collect();
+    let heavy: Vec<(&[u8], u32)> = hot.iter().map(|(k, p)| (k.as_bytes(), *p)).collect();
+    assignment(topic, PARTITIONS, e, table, &heavy)
+}
+
+/// Publish the test's assignment of epoch `e`.
+pub async fn publish_epoch(publisher: &FutureProducer, control: &str, topic: &str, e: u64) {
+    publish_assignment(
+        publisher,
+        control,
+        &epoch_assignment(topic, e),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("publish an assignment");
+}
+
+pub fn publisher(bootstrap: &str) -> FutureProducer {
+    publisher_config(&client_config(bootstrap))
+        .create()
+        .expect("create the control-topic publisher")
+}
+
+/// One record handed to the application.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Global processing order.
+    pub seq: u64,
+    pub member: usize,
+    pub key: String,
+    pub producer: u32,
+    pub pseq: u64,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// The shared processing log.
+#[derive(Debug, Default)]
+pub struct Log {
+    seq: AtomicU64,
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl Log {
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut v = self.entries.lock().unwrap().clone();
+        v.sort_by_key(|e| e.seq);
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+
+    /// Distinct (producer, pseq) pairs logged.
+    pub fn distinct(&self) -> HashSet<(u32, u64)> {
+        self.entries
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| (e.producer, e.pseq))
+            .collect()
+    }
+}
+
+/// A record acknowledged by the broker.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub producer: u32,
+    pub pseq: u64,
+    pub key: String,
+    pub partition: i32,
+}
+
+/// Send `count` Zipf-keyed records at `rate` per second (payload `"<producer>:<seq>"`); returns
+/// the acknowledged ones in send order. Stops early when `stop` turns true.
+pub fn spawn_producer(
+    producer: DkgProducer,
+    idx: u32,
+    topic: String,
+    count: u64,
+    rate: f64,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<Vec<Sent>> {
+    tokio::spawn(async move {
+        let zipf = Zipf::new(KEYS as f64, 1.1).expect("zipf");
+        let mut rng = StdRng::seed_from_u64(u64::from(idx) * 7919 + 1);
+        let mut pending: std::collections::VecDeque<(u64, String, DeliveryFuture)> =
+            std::collections::VecDeque::new();
+        let mut acked = Vec::with_capacity(count as usize);
+        let start = Instant::now();
+        for seq in 0..count {
+            if *stop.borrow_and_update() {
+                break;
+            }
+            if seq % 50 == 0 {
+                let due = start + Duration::from_secs_f64(seq as f64 / rate);
+                tokio::time::sleep_until(due.into()).await;
+            }
+            let k = key(zipf.sample(&mut rng) as u64);
+            let payload = format!("{idx}:{seq}");
+            let mut record = FutureRecord::to(&topic).key(k.as_bytes()).payload(payload.as_bytes());
+            let delivery = loop {
+                match producer.send_result(record) {
+                    Ok(d) => break d,
+                    Err((_, r)) => {
+                        record = r;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+            };
+            pending.push_back((seq, k, delivery));
+            while pending.len() > 2_000 {
+                collect(&mut pending, &mut acked, idx).await;
+            }
+        }
+        while !pending.is_empty() {
+            collect(&mut pending, &mut acked, idx).await;
+        }
+        acked
+    })
+}
+
+async fn collect(
+    pending: &mut std::collections::VecDeque<(u64, String, DeliveryFuture)>,
+    acked: &mut Vec<Sent>,
+    idx: u32,
+) {
+    if let Some((pseq, key, d)) = pending.pop_front() {
+        if let Ok(Ok(delivery)) = d.await {
+            acked.push(Sent {
+                producer: idx,
+                pseq,
+                key,
+                partition: delivery.partition,
+            });
+        }
+    }
+}
+
+/// Hooks that count how often keys moved out of a member (proves the hook runs).
+#[derive(Debug, Default)]
+pub struct CountingHooks {
+    pub epochs: AtomicU64,
+    pub assigned: AtomicU64,
+    pub revoked: AtomicU64,
+}
+
+impl ConsumerHooks for CountingHooks {
+    fn on_partitions_assigned(&self, partitions: &[u32]) {
+        self.assigned
+            .fetch_add(partitions.len() as u64, Ordering::Relaxed);
+    }
+    fn on_partitions_revoked(&self, partitions: &[u32]) {
+        self.revoked
+            .fetch_add(partitions.len() as u64, Ordering::Relaxed);
+    }
+    fn on_epoch(&self, _change: &EpochChange<'_>) {
+        self.epochs.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How a consumer task ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Running,
+    Close,
+    /// Dropped without `close`: a crash.
+    Kill,
+}
+
+/// A running consumer: logs every record it receives.
+#[derive(Debug)]
+pub struct Member {
+    end: watch::Sender<End>,
+    task: JoinHandle<()>,
+}
+
+impl Member {
+    pub fn spawn(mut consumer: DkgConsumer, member: usize, log: Arc<Log>) -> Self {
+        let (end, mut rx) = watch::channel(End::Running);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    r = consumer.recv() => match r {
+                        Ok(m) => {
+                            let key = String::from_utf8(m.key().expect("a keyed record").to_vec())
+                                .expect("utf-8 key");
+                            let payload = std::str::from_utf8(m.payload().expect("a payload"))
+                                .expect("utf-8 payload");
+                            let (p, s) = payload.split_once(':').expect("producer:seq payload");
+                            let seq = log.seq.fetch_add(1, Ordering::SeqCst);
+                            log.entries.lock().unwrap().push(Entry {
+                                seq,
+                                member,
+                                key,
+                                producer: p.parse().unwrap(),
+                                pseq: s.parse().unwrap(),
+                                partition: m.partition(),
+                                offset: m.offset(),
+                            });
+                        }
+                        Err(e) => eprintln!("member {member}: consumer error (continuing): {e}"),
+                    },
+                    _ = rx.changed() => break,
+                }
+            }
+            let how = *rx.borrow();
+            match how {
+                End::Close => consumer.close().await.expect("close the consumer"),
+                _ => tokio::task::spawn_blocking(move || drop(consumer))
+                    .await
+                    .expect("drop the consumer"),
+            }
+        });
+        Self { end, task }
+    }
+
+    pub async fn stop(self, how: End) {
+        self.end.send(how).expect("member task alive");
+        tokio::time::timeout(Duration::from_secs(60), self.task)
+            .await
+            .expect("member stops in time")
+            .expect("member task");
+    }
+}
+
+/// Wait until the log holds every acknowledged record, or panic after `timeout`.
+pub async fn wait_for_all(log: &Log, sent: &[Sent], timeout: Duration) {
+    let want: HashSet<(u32, u64)> = sent.iter().map(|s| (s.producer, s.pseq)).collect();
+    let start = Instant::now();
+    loop {
+        let seen = log.distinct();
+        let missing = want.iter().filter(|k| !seen.contains(k)).count();
+        if missing == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{missing} of {} acknowledged records never reached the application within {timeout:?}",
+            want.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Result of [`check`].
+#[derive(Debug, Default)]
+pub struct Report {
+    pub lost: usize,
+    pub duplicates: usize,
+    /// A record processed before an earlier record (same key, same producer) was.
+    pub order_violations: Vec<String>,
+    /// A record of a key processed from an older home after one from a newer home.
+    pub residence_violations: Vec<String>,
+    /// Records on a partition no epoch placed their key on.
+    pub misplaced: usize,
+    /// Keys that moved at least once in the log (a record on a later home).
+    pub moved_keys: usize,
+}
+
+/// Check the log against what was acknowledged. Order is checked for the producers in `ordered`,
+/// residence (old partitions before new) over records of producers in `ordered` only.
+pub fn check(sent: &[Sent], log: &[Entry], topic: &str, ordered: &[u32]) -> Report {
+    let mut report = Report::default();
+    // Each key's homes over the epochs, in order (distinct by construction).
+    let assignments: Vec<Assignment> = (1..=6).map(|e| epoch_assignment(topic, e)).collect();
+    let homes = |k: &str| -> Vec<i32> {
+        let mut v: Vec<i32> = Vec::new();
+        for a in &assignments {
+            let p = a.partition_for(k.as_bytes()) as i32;
+            if v.last() != Some(&p) {
+                v.push(p);
+            }
+        }
+        v
+    };
+    // Send order per (key, producer).
+    let mut sends: HashMap<(&str, u32), Vec<u64>> = HashMap::new();
+    for s in sent {
+        sends.entry((&s.key, s.producer)).or_default().push(s.pseq);
+    }
+    let mut position: HashMap<(u32, u64), usize> = HashMap::new();
+    for ((_, producer), seqs) in &sends {
+        for (i, &pseq) in seqs.iter().enumerate() {
+            position.insert((*producer, pseq), i);
+        }
+    }
+    let seen: HashSet<(u32, u64)> = log.iter().map(|e| (e.producer, e.pseq)).collect();
+    report.lost = sent
+        .iter()
+        .filter(|s| !seen.contains(&(s.producer, s.pseq)))
+        .count();
+    report.duplicates = log.len() - seen.len();
+
+    let mut next: HashMap<(String, u32), usize> = HashMap::new();
+    let mut residence: HashMap<String, usize> = HashMap::new();
+    let mut home_cache: HashMap<String, Vec<i32>> = HashMap::new();
+    let mut moved: HashSet<String> = HashSet::new();
+    for e in log {
+        if !ordered.contains(&e.producer) {
+            continue;
+        }
+        // Send order (prefix property: every earlier record of the key and producer seen before).
+        if let Some(&i) = position.get(&(e.producer, e.pseq)) {
+            let n = next.entry((e.key.clone(), e.producer)).or_insert(0);
+            if i == *n {
+                *n += 1;
+            } else if i > *n {
+                report.order_violations.push(format!(
+                    "key {} producer {}: record #{i} (seq {}) processed by member {} before record #{}",
+                    e.key, e.producer, e.pseq, e.member, *n
+                ));
+                *n = i + 1;
+            }
+        }
+        // Residence: never back to an older home.
+        let h = home_cache.entry(e.key.clone()).or_insert_with(|| homes(&e.key));
+        let Some(r) = h.iter().position(|&p| p == e.partition) else {
+            report.misplaced += 1;
+            continue;
+        };
+        if r > 0 {
+            moved.insert(e.key.clone());
+        }
+        let max = residence.entry(e.key.clone()).or_insert(0);
+        if r < *max {
+            report.residence_violations.push(format!(
+                "key {}: record (producer {}, seq {}) from home #{r} (partition {}) processed by \
+                 member {} after records from home #{}",
+                e.key, e.producer, e.pseq, e.partition, e.member, *max
+            ));
+        } else {
+            *max = r;
+        }
+    }
+    report.moved_keys = moved.len();
+    report
+}
+
+/// Observations of `dkg_consumer_hold_seconds` in `registries`: (count, count <= `le`).
+pub fn hold_histogram(registries: &[&prometheus::Registry], le: f64) -> (u64, u64) {
+    let (mut total, mut below) = (0, 0);
+    for r in registries {
+        for family in r.gather() {
+            if family.name() != "dkg_consumer_hold_seconds" {
+                continue;
+            }
+            for m in family.get_metric() {
+                let h = m.get_histogram();
+                total += h.get_sample_count();
+                below += h
+                    .get_bucket()
+                    .iter()
+                    .find(|b| (b.upper_bound() - le).abs() < 1e-9)
+                    .map_or(0, |b| b.cumulative_count());
+            }
+        }
+    }
+    (total, below)
+}
+
+/// Sum of a counter over every series in `registries`.
+pub fn counter_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
+    registries
+        .iter()
+        .flat_map(|r| r.gather())
+        .filter(|f| f.name() == name)
+        .flat_map(|f| f.get_metric().to_vec())
+        .map(|m| m.get_counter().get_value())
+        .sum()
+}
+
+/// Wait until the members own all partitions between them (assigned minus revoked, over the
+/// members' hooks).
+pub async fn wait_for_group(hooks: &[Arc<CountingHooks>], timeout: Duration) {
+    let start = Instant::now();
+    let owned = || {
+        hooks
+            .iter()
+            .map(|h| h.assigned.load(Ordering::Relaxed) - h.revoked.load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    while owned() < u64::from(PARTITIONS) {
+        assert!(
+            start.elapsed() < timeout,
+            "the group assigned {} of {PARTITIONS} partitions within {timeout:?}",
+            owned()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Names and clients of one scenario run (unique topics, so runs never see each other).
+pub struct Setup {
+    pub bootstrap: String,
+    pub topic: String,
+    pub control: String,
+    pub handoff: String,
+    pub group: String,
+    pub publisher: FutureProducer,
+}
+
+impl Setup {
+    /// Create the data topic and publish epoch 1.
+    pub async fn new(prefix: &str) -> Self {
+        let bootstrap = super::bootstrap();
+        let topic = super::unique_topic(prefix);
+        super::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+        let setup = Self {
+            control: super::unique_topic(&format!("{prefix}-control")),
+            handoff: super::unique_topic(&format!("{prefix}-handoff")),
+            group: super::unique_topic(&format!("{prefix}-group")),
+            publisher: publisher(&bootstrap),
+            bootstrap,
+            topic,
+        };
+        let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+            client_config(&setup.bootstrap).create().expect("admin client");
+        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, 1)
+            .await
+            .expect("create the control topic");
+        setup.publish(1).await;
+        setup
+    }
+
+    pub async fn publish(&self, epoch: u64) {
+        publish_epoch(&self.publisher, &self.control, &self.topic, epoch).await;
+    }
+
+    /// A group member (earliest offsets, periodic commits every second).
+    pub async fn consumer(
+        &self,
+        member: &str,
+        registry: &prometheus::Registry,
+        hooks: Arc<CountingHooks>,
+    ) -> DkgConsumer {
+        let mut config = client_config(&self.bootstrap);
+        config
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "500");
+        DkgConsumer::builder(config)
+            .topic(&self.topic)
+            .group(&self.group)
+            .control_topic(&self.control)
+            .handoff_topic(&self.handoff)
+            .member(member)
+            .metrics(registry)
+            .hooks(hooks)
+            .commit_interval(Some(Duration::from_secs(1)))
+            .build()
+            .await
+            .expect("build a DkgConsumer")
+    }
+
+    /// An ordering producer with the default header mode (moved keys only).
+    pub async fn producer(&self, lease: Duration) -> DkgProducer {
+        let mut config = client_config(&self.bootstrap);
+        config.set("linger.ms", "5");
+        DkgProducer::builder(config)
+            .control_topic(&self.control)
+            .handoff_topic(&self.handoff)
+            .topics([self.topic.as_str()])
+            .ordering(true)
+            .lease_duration(lease)
+            .build()
+            .await
+            .expect("build an ordering DkgProducer")
+    }
+}
