@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Setup, check, counter_sum, hold_histogram, spawn_producer,
+    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram, spawn_producer,
     wait_for_all, wait_for_group,
 };
 use tokio::sync::watch;
@@ -32,7 +32,12 @@ async fn consumer_keeps_key_order_across_epochs() {
         let c = setup
             .consumer(&format!("c{i}"), &registry, Arc::clone(h))
             .await;
-        members.push(Member::spawn(c, i, Arc::clone(&log)));
+        // Members stutter at different rates, so their partitions lag behind each other.
+        let pace = Pace {
+            every: 700 + 300 * i as u64,
+            pause: Duration::from_millis(150),
+        };
+        members.push(Member::spawn_paced(c, i, Arc::clone(&log), Some(pace)));
     }
     wait_for_group(&hooks, Duration::from_secs(30)).await;
 

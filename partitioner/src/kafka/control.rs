@@ -720,7 +720,17 @@ impl ControlTopicReader {
         let mut read = 0;
         let consumer = Arc::clone(&self.consumer);
         loop {
-            let next = tokio::time::timeout_at(deadline, consumer.recv()).await;
+            // Already at the end (a second catch-up with nothing new, or a transaction marker last):
+            // librdkafka emits PARTITION_EOF only once per arrival at the end, so ask for the position,
+            // which also moves past transaction markers, instead of waiting for an event.
+            if self.position(&consumer) >= high {
+                return Ok(read);
+            }
+            let slice = (tokio::time::Instant::now() + Duration::from_millis(200)).min(deadline);
+            let next = tokio::time::timeout_at(slice, consumer.recv()).await;
+            if next.is_err() && tokio::time::Instant::now() < deadline {
+                continue;
+            }
             match next {
                 Err(_) => {
                     return Err(Error::Timeout {
@@ -747,6 +757,19 @@ impl ControlTopicReader {
                 Ok(Err(e)) => self.transient_error(&e).await,
             }
         }
+    }
+
+    /// The next offset this reader will deliver on partition 0 (librdkafka's application position; -1
+    /// before the first record).
+    fn position(&self, consumer: &StreamConsumer<ReaderContext>) -> i64 {
+        consumer
+            .position()
+            .ok()
+            .and_then(|tpl| {
+                tpl.find_partition(&self.topic, 0)
+                    .and_then(|e| e.offset().to_raw())
+            })
+            .unwrap_or(-1)
     }
 
     /// Wait for the next record (end-of-log events and transient errors are logged and skipped).

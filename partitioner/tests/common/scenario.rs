@@ -151,7 +151,9 @@ pub fn spawn_producer(
             }
             let k = key(zipf.sample(&mut rng) as u64);
             let payload = format!("{idx}:{seq}");
-            let mut record = FutureRecord::to(&topic).key(k.as_bytes()).payload(payload.as_bytes());
+            let mut record = FutureRecord::to(&topic)
+                .key(k.as_bytes())
+                .payload(payload.as_bytes());
             let delivery = loop {
                 match producer.send_result(record) {
                     Ok(d) => break d,
@@ -228,10 +230,29 @@ pub struct Member {
     task: JoinHandle<()>,
 }
 
+/// Processing pace of a member: a pause of `pause` every `every` records (slow processing,
+/// GC pauses): its partitions fall behind, which is when a moved key's new records would overtake
+/// its old ones without the protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub every: u64,
+    pub pause: Duration,
+}
+
 impl Member {
-    pub fn spawn(mut consumer: DkgConsumer, member: usize, log: Arc<Log>) -> Self {
+    pub fn spawn(consumer: DkgConsumer, member: usize, log: Arc<Log>) -> Self {
+        Self::spawn_paced(consumer, member, log, None)
+    }
+
+    pub fn spawn_paced(
+        mut consumer: DkgConsumer,
+        member: usize,
+        log: Arc<Log>,
+        pace: Option<Pace>,
+    ) -> Self {
         let (end, mut rx) = watch::channel(End::Running);
         let task = tokio::spawn(async move {
+            let mut n = 0_u64;
             loop {
                 tokio::select! {
                     r = consumer.recv() => match r {
@@ -251,6 +272,10 @@ impl Member {
                                 partition: m.partition(),
                                 offset: m.offset(),
                             });
+                            n += 1;
+                            if let Some(p) = pace.filter(|p| n % p.every == 0) {
+                                tokio::time::sleep(p.pause).await;
+                            }
                         }
                         Err(e) => eprintln!("member {member}: consumer error (continuing): {e}"),
                     },
@@ -367,7 +392,9 @@ pub fn check(sent: &[Sent], log: &[Entry], topic: &str, ordered: &[u32]) -> Repo
             }
         }
         // Residence: never back to an older home.
-        let h = home_cache.entry(e.key.clone()).or_insert_with(|| homes(&e.key));
+        let h = home_cache
+            .entry(e.key.clone())
+            .or_insert_with(|| homes(&e.key));
         let Some(r) = h.iter().position(|&p| p == e.partition) else {
             report.misplaced += 1;
             continue;
@@ -468,7 +495,9 @@ impl Setup {
             topic,
         };
         let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
-            client_config(&setup.bootstrap).create().expect("admin client");
+            client_config(&setup.bootstrap)
+                .create()
+                .expect("admin client");
         dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, 1)
             .await
             .expect("create the control topic");

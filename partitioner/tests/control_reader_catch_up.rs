@@ -1,0 +1,83 @@
+//! `ControlTopicReader::catch_up` returns as soon as the reader is at the end of the control topic:
+//! also when called again with nothing new (librdkafka emits its end-of-partition event only once), and
+//! when the log ends in a transaction marker (the sampler publishes transactionally).
+#![cfg(feature = "kafka")]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::producer::{client_config, rotating_assignment};
+use dkg_partitioner::kafka::{
+    ControlTopicReader, ensure_control_topic, publish_assignment, publisher_config,
+};
+use rdkafka::admin::AdminClient;
+use rdkafka::client::DefaultClientContext;
+use rdkafka::producer::{FutureProducer, Producer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_returns_at_the_end_also_after_transaction_markers() {
+    let bootstrap = common::bootstrap();
+    let config = client_config(&bootstrap);
+    let control = common::unique_topic("control-catch-up");
+    let admin: AdminClient<DefaultClientContext> = config.create().unwrap();
+    ensure_control_topic(&admin, &control, 1).await.unwrap();
+
+    // Two epochs for one topic, published in a transaction: the log ends in a commit marker.
+    let mut tx_config = publisher_config(&config);
+    tx_config.set("transactional.id", format!("{control}-publisher"));
+    let producer: FutureProducer = tx_config.create().unwrap();
+    producer.init_transactions(Duration::from_secs(30)).unwrap();
+    producer.begin_transaction().unwrap();
+    for epoch in 1..=2 {
+        let a = rotating_assignment("orders", 6, epoch);
+        publish_assignment(&producer, &control, &a, Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+
+    let mut reader = ControlTopicReader::new(&config, &control).unwrap();
+    let mut offsets = Vec::new();
+    let read = reader
+        .catch_up(Duration::from_secs(20), |r| offsets.push(r.offset))
+        .await
+        .unwrap();
+    assert_eq!(read, 2, "both records read");
+    assert_eq!(offsets, vec![0, 1]);
+    assert_eq!(reader.book().get("orders").unwrap().epoch(), 2);
+
+    // Nothing new: the second catch-up must not wait for an end-of-partition event that never comes.
+    let started = Instant::now();
+    let again = reader
+        .catch_up(Duration::from_secs(20), |_| {
+            panic!("no new record expected")
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "second catch-up took {:?}",
+        started.elapsed()
+    );
+
+    // Something new, again transactional: the third catch-up reads exactly it.
+    producer.begin_transaction().unwrap();
+    let a = rotating_assignment("orders", 6, 3);
+    publish_assignment(&producer, &control, &a, Duration::from_secs(10))
+        .await
+        .unwrap();
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    let third = reader
+        .catch_up(Duration::from_secs(20), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(third, 1);
+    assert_eq!(reader.book().get("orders").unwrap().epoch(), 3);
+}
