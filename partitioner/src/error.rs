@@ -27,7 +27,9 @@ pub enum Error {
     },
 
     /// The assignment declares a format version this build does not understand.
-    #[error("unsupported assignment format version {version} (this build reads version {supported})")]
+    #[error(
+        "unsupported assignment format version {version} (this build reads version {supported})"
+    )]
     UnsupportedVersion {
         /// Version found in the document.
         version: u64,
@@ -47,7 +49,9 @@ pub enum Error {
     },
 
     /// A partition number is not below the partition count.
-    #[error("topic {topic:?}: partition {partition} out of range (topic has {partitions} partitions)")]
+    #[error(
+        "topic {topic:?}: partition {partition} out of range (topic has {partitions} partitions)"
+    )]
     PartitionOutOfRange {
         /// Topic of the assignment.
         topic: String,

@@ -326,7 +326,10 @@ impl HandoffEntry {
 
 /// Decode one record. Errors (with a reason for the log) for unknown keys, malformed values and
 /// values that contradict their key: a reader skips them and keeps its state.
-pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> std::result::Result<HandoffEntry, String> {
+pub fn decode(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> std::result::Result<HandoffEntry, String> {
     let raw = key.ok_or("record has no key")?;
     let key = HandoffKey::parse(raw)
         .ok_or_else(|| format!("unknown key {:?}", String::from_utf8_lossy(raw)))?;
@@ -683,7 +686,11 @@ mod tests {
         ];
         for key in cases {
             let encoded = key.encode();
-            assert_eq!(HandoffKey::parse(encoded.as_bytes()), Some(key), "{encoded}");
+            assert_eq!(
+                HandoffKey::parse(encoded.as_bytes()),
+                Some(key),
+                "{encoded}"
+            );
         }
         for bad in [
             "lease/orders",

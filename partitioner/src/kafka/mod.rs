@@ -69,17 +69,17 @@ pub mod ordering;
 pub mod producer;
 pub mod router;
 
+pub use consumer::{
+    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, EpochChange, NoHooks,
+};
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlTopicStatus, ControlUpdate,
     DEFAULT_CONTROL_TOPIC, RejectReason, connection_config, ensure_control_topic,
     publish_assignment, publisher_config, retract_assignment,
 };
-pub use consumer::{
-    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, EpochChange, NoHooks,
-};
 pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
-    Progress, ProducerId, ensure_handoff_topic,
+    ProducerId, Progress, ensure_handoff_topic,
 };
 pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, producer_config};
 pub use router::{

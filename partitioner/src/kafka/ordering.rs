@@ -303,7 +303,9 @@ impl<C: ClientContext + 'static> Task<C> {
             // Records may already have been routed under any epoch: first epoch 0, and the
             // barrier of the current epoch follows at once.
             match self.register(&topic, 0).await {
-                Ok(()) => debug!(producer = %self.id, topic = %topic, "lease registered on first use"),
+                Ok(()) => {
+                    debug!(producer = %self.id, topic = %topic, "lease registered on first use")
+                }
                 Err(e) => warn!(producer = %self.id, topic = %topic, error = %e,
                     "lease registration failed (retrying)"),
             }
@@ -460,7 +462,10 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         // A send entering after the grace began does not hold it up.
         let guard_b = gate.enter();
-        assert!(!done.load(AtomicOrdering::SeqCst), "grace must wait for guard a");
+        assert!(
+            !done.load(AtomicOrdering::SeqCst),
+            "grace must wait for guard a"
+        );
         drop(guard_a);
         tokio::time::timeout(Duration::from_secs(5), waiter)
             .await

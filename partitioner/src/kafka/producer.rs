@@ -68,7 +68,9 @@ use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::error::{Error, Result};
-use crate::kafka::handoff::{self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId};
+use crate::kafka::handoff::{
+    self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
+};
 use crate::kafka::ordering::Ordering;
 use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing, stamp_epoch};
 
@@ -246,7 +248,15 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
                     return delivery.await.unwrap_or_else(|_| {
                         Err((
                             KafkaError::Canceled,
-                            OwnedMessage::new(None, None, String::new(), Timestamp::NotAvailable, -1, -1, None),
+                            OwnedMessage::new(
+                                None,
+                                None,
+                                String::new(),
+                                Timestamp::NotAvailable,
+                                -1,
+                                -1,
+                                None,
+                            ),
                         ))
                     });
                 }
@@ -264,7 +274,8 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
                         r.payload.map(|p| p.to_bytes().to_vec()),
                         r.key.map(|k| k.to_bytes().to_vec()),
                         r.topic.to_owned(),
-                        r.timestamp.map_or(Timestamp::NotAvailable, Timestamp::CreateTime),
+                        r.timestamp
+                            .map_or(Timestamp::NotAvailable, Timestamp::CreateTime),
                         r.partition.unwrap_or(-1),
                         0,
                         r.headers,

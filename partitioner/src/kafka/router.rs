@@ -1283,10 +1283,13 @@ mod tests {
         assert!(rx.has_changed().unwrap());
         assert!(!moved(b"k"), "epoch 3 moved nothing");
         // A transition recorded for another epoch than the one loaded: counted as moved.
-        r.shared.topic("t").transition.store(Some(Arc::new(Transition {
-            to_epoch: 9,
-            before: Before::Unknown,
-        })));
+        r.shared
+            .topic("t")
+            .transition
+            .store(Some(Arc::new(Transition {
+                to_epoch: 9,
+                before: Before::Unknown,
+            })));
         assert!(moved(b"k"));
         // After a retraction, live adoption comes from Kafka's default placement.
         shared.apply(&ControlUpdate::Retracted { topic: "t".into() }, true);

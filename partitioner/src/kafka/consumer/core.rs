@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::assignment::Assignment;
-use crate::kafka::handoff::{Lease, Progress, ProducerId};
+use crate::kafka::handoff::{Lease, ProducerId, Progress};
 
 use super::history::{History, Homes};
 use super::hold::{Held, HoldBuffer, Released, Wait};
@@ -193,9 +193,7 @@ impl<M> Core<M> {
 
     /// Lowest unprocessed offset per owned partition (`None` before the first record).
     pub(crate) fn positions(&self) -> impl Iterator<Item = (u32, Option<i64>)> + '_ {
-        self.parts
-            .keys()
-            .map(|&p| (p, self.lowest_unprocessed(p)))
+        self.parts.keys().map(|&p| (p, self.lowest_unprocessed(p)))
     }
 
     pub(crate) fn take_hold_times(&mut self) -> Vec<Duration> {
@@ -296,7 +294,9 @@ impl<M> Core<M> {
                 changed |= part.progress.apply_lease_barrier(partition, lease);
             }
             if changed {
-                part.drained = part.progress.drained(self.leases.values(), now_ms, max_epoch);
+                part.drained = part
+                    .progress
+                    .drained(self.leases.values(), now_ms, max_epoch);
             }
         }
         part.progress.forget_skips_below(offset);
@@ -304,7 +304,13 @@ impl<M> Core<M> {
     }
 
     /// A barrier record of `producer` for `epoch`: consumed by the protocol.
-    pub(crate) fn on_barrier(&mut self, partition: u32, offset: i64, producer: ProducerId, epoch: u64) {
+    pub(crate) fn on_barrier(
+        &mut self,
+        partition: u32,
+        offset: i64,
+        producer: ProducerId,
+        epoch: u64,
+    ) {
         let now_ms = self.now_ms;
         let max_epoch = self.history.max_epoch();
         let leases = &self.leases;
@@ -413,7 +419,6 @@ impl<M> Core<M> {
     }
 
     fn can_go(&self, wait: &Wait, epoch: u64) -> bool {
-        if std::env::var("DKG_SABOTAGE").is_ok() { return true; }
         match wait {
             Wait::Nothing => true,
             Wait::Partitions(ps) => ps.iter().all(|&p| self.drained_of(p) >= epoch),
@@ -511,7 +516,9 @@ impl<M> Core<M> {
 
     /// Another member's progress announcement (own partitions and other groups are ignored).
     pub(crate) fn on_progress(&mut self, p: &Progress, now: Instant) {
-        if *p.topic != *self.topic || *p.group != *self.group || self.parts.contains_key(&p.partition)
+        if *p.topic != *self.topic
+            || *p.group != *self.group
+            || self.parts.contains_key(&p.partition)
         {
             return;
         }
@@ -671,7 +678,8 @@ impl<M> Core<M> {
                 if held <= max / 2 {
                     part.paused = false;
                     resume.push(p);
-                } else if now.saturating_duration_since(part.quiet_since) >= self.cfg.stall_timeout {
+                } else if now.saturating_duration_since(part.quiet_since) >= self.cfg.stall_timeout
+                {
                     tracing::warn!(
                         topic = %self.topic,
                         partition = p,
@@ -848,10 +856,16 @@ mod tests {
         b.on_assignment(assignment(2, 2), now);
         // B sees hot's epoch-2 record before A drained partition 1: held.
         b.processed();
-        assert!(matches!(b.on_record(rec(2, 1, b"hot", 2), Instant::now), Outcome::Held));
+        assert!(matches!(
+            b.on_record(rec(2, 1, b"hot", 2), Instant::now),
+            Outcome::Held
+        ));
         // Later hot records queue behind it, even epoch-less ones.
         b.processed();
-        assert!(matches!(b.on_record(rec(2, 2, b"hot", 0), Instant::now), Outcome::Held));
+        assert!(matches!(
+            b.on_record(rec(2, 2, b"hot", 0), Instant::now),
+            Outcome::Held
+        ));
         // A key whose epoch-1 home is partition 0 waits for partition 0.
         assert_eq!(deliver(&mut b, rec(2, 3, b"cold", 2)), None);
         assert_eq!(b.held_counts().find(|(p, _)| *p == 2).unwrap().1, 3);
@@ -884,11 +898,18 @@ mod tests {
         let mut b = member(&[2]);
         b.on_assignment(assignment(2, 2), Instant::now());
         b.processed();
-        assert!(matches!(b.on_record(rec(2, 10, b"hot", 2), Instant::now), Outcome::Held));
+        assert!(matches!(
+            b.on_record(rec(2, 10, b"hot", 2), Instant::now),
+            Outcome::Held
+        ));
         barrier(&mut b, 2, 11, 2);
         assert_eq!(b.progress_due(), vec![2]);
         let s = b.snapshot(2).unwrap().unwrap();
-        assert_eq!((s.offset, s.drained), (10, 2), "the held record keeps the commit below it");
+        assert_eq!(
+            (s.offset, s.drained),
+            (10, 2),
+            "the held record keeps the commit below it"
+        );
         b.on_assignment(assignment(3, 2), Instant::now());
         barrier(&mut b, 2, 12, 3);
         assert_eq!(b.snapshot(2).unwrap().unwrap().drained, 2);
@@ -926,7 +947,10 @@ mod tests {
         };
         let mut a = setup(&[1]);
         a.processed();
-        assert!(matches!(a.on_record(rec(1, 5, b"hot", 3), Instant::now), Outcome::Held));
+        assert!(matches!(
+            a.on_record(rec(1, 5, b"hot", 3), Instant::now),
+            Outcome::Held
+        ));
         assert!(deliver(&mut a, rec(1, 6, b"x", 2)).is_some());
         barrier(&mut a, 1, 7, 3);
         let s = a.snapshot(1).unwrap().unwrap();
@@ -936,10 +960,16 @@ mod tests {
         let mut b = setup(&[]);
         b.assign(1, Some(&meta), Instant::now());
         assert!(b.snapshot(1).is_none());
-        assert!(matches!(b.on_record(rec(1, 5, b"hot", 3), Instant::now), Outcome::Held));
+        assert!(matches!(
+            b.on_record(rec(1, 5, b"hot", 3), Instant::now),
+            Outcome::Held
+        ));
         b.processed();
         assert!(
-            matches!(b.on_record(rec(1, 6, b"x", 2), Instant::now), Outcome::Skipped),
+            matches!(
+                b.on_record(rec(1, 6, b"x", 2), Instant::now),
+                Outcome::Skipped
+            ),
             "epoch 2 below barrier(3) was processed by A"
         );
         barrier(&mut b, 1, 7, 3);
@@ -959,7 +989,11 @@ mod tests {
         // The producer (live until 10 000) has not passed 2: drained stays 1.
         assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 1);
         c.tick(now, 10_000);
-        assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 2, "expired: not awaited");
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            2,
+            "expired: not awaited"
+        );
         // A live lease whose barrier of epoch 3 lies below this owner's first offset counts as
         // passed.
         c.on_assignment(assignment(3, 2), now);

@@ -89,8 +89,7 @@ impl<M> HoldBuffer<M> {
         match self.by_key.get_mut(key) {
             Some(queue) => queue.push_back(record),
             None => {
-                self.by_key
-                    .insert(Box::from(key), VecDeque::from([record]));
+                self.by_key.insert(Box::from(key), VecDeque::from([record]));
             }
         }
     }

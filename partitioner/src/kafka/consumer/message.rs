@@ -26,7 +26,11 @@ pub struct DkgMessage {
 }
 
 impl DkgMessage {
-    pub(crate) fn from_borrowed(m: &BorrowedMessage<'_>, topic: &Arc<str>, epoch: Option<u64>) -> Self {
+    pub(crate) fn from_borrowed(
+        m: &BorrowedMessage<'_>,
+        topic: &Arc<str>,
+        epoch: Option<u64>,
+    ) -> Self {
         Self {
             key: m.key().map(<[u8]>::to_vec),
             payload: m.payload().map(<[u8]>::to_vec),
@@ -183,7 +187,10 @@ mod tests {
             (vec![("dkg-epoch", Some(b"x1"))], None, None, false),
             (vec![("dkg-epoch", None)], None, None, false),
             (
-                vec![("dkg-barrier", Some(b"3")), ("dkg-producer", Some(id.as_bytes()))],
+                vec![
+                    ("dkg-barrier", Some(b"3")),
+                    ("dkg-producer", Some(id.as_bytes())),
+                ],
                 None,
                 Some(3),
                 true,
@@ -195,12 +202,21 @@ mod tests {
                 false,
             ),
             (
-                vec![("app", Some(b"1")), ("dkg-epoch", Some(b"1")), ("dkg-epoch", Some(b"2"))],
+                vec![
+                    ("app", Some(b"1")),
+                    ("dkg-epoch", Some(b"1")),
+                    ("dkg-epoch", Some(b"2")),
+                ],
                 Some(2),
                 None,
                 false,
             ),
-            (vec![("dkg-epoch", Some(b"99999999999999999999999"))], None, None, false),
+            (
+                vec![("dkg-epoch", Some(b"99999999999999999999999"))],
+                None,
+                None,
+                false,
+            ),
         ];
         for (hs, epoch, barrier, producer) in cases {
             let mut owned = OwnedHeaders::new();

@@ -15,7 +15,9 @@
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
 //! from its current owner only. Hot path: two cached counter increments per record.
 
-use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
 
 use crate::error::Result;
 

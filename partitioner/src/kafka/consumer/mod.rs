@@ -142,8 +142,8 @@ use crate::kafka::handoff::{
 
 use self::core::{Core, CoreConfig, Incoming, Outcome};
 pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
-pub use self::message::DkgMessage;
 use self::message::DkgHeaders;
+pub use self::message::DkgMessage;
 use self::metrics::ConsumerMetrics;
 use self::progress::CommitMeta;
 
@@ -191,7 +191,9 @@ struct Shared {
 impl Shared {
     fn core(&self) -> MutexGuard<'_, Core<DkgMessage>> {
         // A panic in a hook while locked poisons nothing we cannot continue from.
-        self.core.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.core
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn note(&self, note: Note) {
@@ -494,11 +496,7 @@ impl DkgConsumer {
                 let due = core.has_progress_due();
                 (due, if due { None } else { core.next_ready() })
             };
-            if due
-                && self
-                    .progress_retry_at
-                    .is_none_or(|t| Instant::now() >= t)
-            {
+            if due && self.progress_retry_at.is_none_or(|t| Instant::now() >= t) {
                 self.commit_progress().await;
                 continue;
             }
@@ -639,7 +637,9 @@ impl DkgConsumer {
         };
         match result {
             Ok(()) => debug!(topic = %self.topic, ?partitions, pause, "flow control"),
-            Err(e) => warn!(topic = %self.topic, ?partitions, pause, error = %e, "pause/resume failed"),
+            Err(e) => {
+                warn!(topic = %self.topic, ?partitions, pause, error = %e, "pause/resume failed")
+            }
         }
     }
 
@@ -650,9 +650,7 @@ impl DkgConsumer {
             let core = self.shared.core();
             let expired: Vec<HandoffKey> = core
                 .leases()
-                .filter(|l| {
-                    now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000))
-                })
+                .filter(|l| now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000)))
                 .map(|l| HandoffKey::Lease {
                     topic: l.topic.clone(),
                     producer: l.producer.clone(),
@@ -661,12 +659,12 @@ impl DkgConsumer {
             (expired, core.history_gc_floor())
         };
         let old: Vec<u64> = self.history_keys.range(..floor).copied().collect();
-        let keys = expired.into_iter().chain(old.into_iter().map(|epoch| {
-            HandoffKey::Assignment {
+        let keys = expired
+            .into_iter()
+            .chain(old.into_iter().map(|epoch| HandoffKey::Assignment {
                 topic: self.topic.to_string(),
                 epoch,
-            }
-        }));
+            }));
         for key in keys {
             debug!(key = %key.encode(), "handoff garbage collection");
             if let Err(e) = self.writer.send(&key, None) {
@@ -888,10 +886,10 @@ impl Drop for DkgConsumer {
 }
 
 fn on_message(
-shared: &Shared,
-topic: &Arc<str>,
-metrics: &mut ConsumerMetrics,
-m: &BorrowedMessage<'_>,
+    shared: &Shared,
+    topic: &Arc<str>,
+    metrics: &mut ConsumerMetrics,
+    m: &BorrowedMessage<'_>,
 ) -> Option<DkgMessage> {
     let Ok(partition) = u32::try_from(m.partition()) else {
         return None;
@@ -937,16 +935,15 @@ m: &BorrowedMessage<'_>,
     }
 }
 
-fn apply(
-    core: &mut Core<DkgMessage>,
-    ev: BgEvent,
-    now: Instant,
-    history_keys: &mut BTreeSet<u64>,
-) {
+fn apply(core: &mut Core<DkgMessage>, ev: BgEvent, now: Instant, history_keys: &mut BTreeSet<u64>) {
     match ev {
         BgEvent::Control(ControlUpdate::Adopted(a)) => {
             if *a.topic() == *core.topic() {
-                info!(topic = a.topic(), epoch = a.epoch(), "consumer saw a new assignment");
+                info!(
+                    topic = a.topic(),
+                    epoch = a.epoch(),
+                    "consumer saw a new assignment"
+                );
                 core.on_assignment(a, now);
             }
         }
@@ -1239,7 +1236,10 @@ impl DkgConsumerBuilder {
         if config.get("statistics.interval.ms").is_none() {
             config.set("statistics.interval.ms", "5000");
         }
-        let member = self.member.clone().unwrap_or_else(|| default_member(&config));
+        let member = self
+            .member
+            .clone()
+            .unwrap_or_else(|| default_member(&config));
         let metrics = ConsumerMetrics::new(&topic, &member, self.registry.as_ref())?;
         let topic_arc: Arc<str> = Arc::from(topic.as_str());
         let core = Core::new(
