@@ -412,7 +412,7 @@ impl Assignment {
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
         let h = self.parts.bucket_hash.hash(key);
-        self.index.partition(&self.parts.table, h, key)
+        self.index.partition(h, key)
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -513,7 +513,48 @@ impl FastRem {
     }
 }
 
-/// One open-addressing slot: everything a hit needs, in 16 bytes (4 per cache line).
+/// A bucket-table entry with this bit set belongs to a bucket holding heavy keys, and its other
+/// bits index `Lookup::groups`; otherwise the entry is the bucket's partition
+/// (`< MAX_PARTITIONS < 2^31`, so the bit is free).
+const HEAVY_BUCKET: u32 = 1 << 31;
+/// In `Group::bucket`: other heavy keys share the bucket (they sit in `Lookup::overflow`).
+const MORE_HEAVY: u32 = 1 << 31;
+/// Clears [`HEAVY_BUCKET`] / [`MORE_HEAVY`].
+const LOW_31: u32 = !(1 << 31);
+
+/// Key bytes a [`Group`] holds inline; the bytes of a longer key past these are compared in the
+/// arena.
+const INLINE_KEY_BYTES: usize = 16;
+/// Keys up to this long are compared without branching on the outcome (see `Lookup::group_holds`).
+const BRANCHLESS_KEY_BYTES: usize = 64;
+
+/// A bucket that holds heavy keys: its heaviest key inline, and the bucket's own partition.
+/// 32 bytes, two per cache line.
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    /// The key's first [`INLINE_KEY_BYTES`] bytes as `prefix_words` (little-endian, zero-padded).
+    prefix: [u64; 2],
+    /// The key's length (the padding makes `prefix` alone ambiguous).
+    len: u32,
+    /// The key's partition.
+    heavy: u32,
+    /// The bucket's partition, with [`MORE_HEAVY`] if other heavy keys share the bucket.
+    bucket: u32,
+    /// Offset of the key's bytes in the arena.
+    start: u32,
+}
+
+/// `groups[0]`: what light buckets read, so the lookup needs no branch to skip the group.
+/// Never matches: a match also requires the [`HEAVY_BUCKET`] bit of the bucket's entry.
+const NO_GROUP: Group = Group {
+    prefix: [0; 2],
+    len: 0,
+    heavy: 0,
+    bucket: 0,
+    start: 0,
+};
+
+/// One slot of the overflow table (heavy keys that are not the first of their bucket).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The key's bucket hash.
@@ -533,23 +574,23 @@ const EMPTY_SLOT: Slot = Slot {
     partition: 0,
 };
 
-/// Slots per heavy key, by key count. A sparse table makes a non-heavy key's first slot almost
-/// always empty, so the lookup resolves in one slot without a data-dependent branch (see
-/// `Lookup::partition`); large key sets get a denser table to bound memory (16 bytes per slot).
-fn slots_per_key(keys: usize) -> usize {
-    match keys {
-        0..=1024 => 8,
-        1025..=65_536 => 4,
-        _ => 2,
-    }
-}
+/// Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the overflow table's home slot takes the top bits
+/// of `h * 2^64 / phi`. Keys of one bucket agree on `h % buckets`, so low bits of `h` would pile
+/// them onto one slot whenever the bucket count is a power of two.
+const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
 #[derive(Clone)]
 struct Lookup {
-    /// Power-of-two open-addressing table (linear probing) of heavy keys.
-    slots: Box<[Slot]>,
-    mask: usize,
+    /// Bucket -> partition, or [`HEAVY_BUCKET`] | index into `groups`.
+    table: Box<[u32]>,
+    /// Buckets holding heavy keys; `groups[0]` is [`NO_GROUP`].
+    groups: Box<[Group]>,
+    /// Heavy keys after the heaviest of their bucket: open addressing, linear probing, a
+    /// power-of-two number (>= 2) of slots at most half full.
+    overflow: Box<[Slot]>,
+    /// `64 - log2(overflow.len())`.
+    overflow_shift: u32,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
     buckets: FastRem,
@@ -557,13 +598,14 @@ struct Lookup {
     last_partition: u32,
 }
 
-/// A summary: the slots mirror `heavy` and would drown the document in `{:?}` output.
+/// A summary: the index mirrors `heavy` and `table` and would drown the document in `{:?}` output.
 impl fmt::Debug for Lookup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lookup")
-            .field("slots", &self.slots.len())
-            .field("arena_bytes", &self.arena.len())
             .field("buckets", &self.buckets.d)
+            .field("heavy_buckets", &(self.groups.len() - 1))
+            .field("overflow_slots", &self.overflow.len())
+            .field("arena_bytes", &self.arena.len())
             .finish_non_exhaustive()
     }
 }
@@ -571,134 +613,221 @@ impl fmt::Debug for Lookup {
 impl Lookup {
     /// `parts` is already validated except for duplicate keys, which this detects.
     fn build(parts: &AssignmentParts) -> Result<Self> {
-        let heavy = &parts.heavy;
-        let capacity = (heavy.len() * slots_per_key(heavy.len())).next_power_of_two();
-        let mask = capacity - 1;
-        let mut slots = vec![EMPTY_SLOT; capacity];
-        let mut arena = Vec::with_capacity(heavy.iter().map(|h| h.key.len()).sum());
-        // Heaviest first: they get their home slots, so few records need to probe further.
-        let mut order: Vec<&HeavyKey> = heavy.iter().collect();
+        let buckets = NonZeroU32::new(parts.table.len() as u32)
+            .map(FastRem::new)
+            .ok_or_else(|| invalid("the bucket table must have at least 1 bucket"))?;
+        // Entries are partitions (< MAX_PARTITIONS, checked in `new`): bit 31 is clear.
+        let mut table = parts.table.clone();
+        let mut groups = vec![NO_GROUP];
+        let mut arena = Vec::with_capacity(parts.heavy.iter().map(|h| h.key.len()).sum());
+        let mut spilled = Vec::new();
+        // Heaviest first (stable: ties keep document order): the heaviest key of each bucket is
+        // the one held inline, so the fewest records take the overflow path.
+        let mut order: Vec<&HeavyKey> = parts.heavy.iter().collect();
         order.sort_by_key(|hk| std::cmp::Reverse(hk.weight));
         for hk in order {
             let hash = parts.bucket_hash.hash(&hk.key);
-            // Fits in u32: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL, checked in `new`.
+            // Both fit in u32: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL and each key
+            // <= MAX_KEY_BYTES, checked in `new`.
             let start = arena.len() as u32;
+            let len = hk.key.len() as u32;
             arena.extend_from_slice(&hk.key);
-            let new = Slot {
+            let bucket = buckets.rem(to_positive(hash)) as usize;
+            let entry = &mut table[bucket];
+            if *entry & HEAVY_BUCKET == 0 {
+                // At most MAX_HEAVY_KEYS + 1 < 2^31 groups.
+                let index = groups.len() as u32;
+                groups.push(Group {
+                    prefix: prefix_words(&hk.key),
+                    len,
+                    heavy: hk.partition,
+                    bucket: *entry,
+                    start,
+                });
+                *entry = HEAVY_BUCKET | index;
+                continue;
+            }
+            let group = &mut groups[(*entry & LOW_31) as usize];
+            if arena_key(&arena, group.start, group.len) == Some(&hk.key[..]) {
+                return Err(duplicate(&hk.key));
+            }
+            group.bucket |= MORE_HEAVY;
+            spilled.push(Slot {
                 hash,
-                len: hk.key.len() as u32,
+                len,
                 start,
                 partition: hk.partition,
-            };
-            let mut pos = hash as usize & mask;
+            });
+        }
+        let capacity = (spilled.len() * 2).next_power_of_two().max(2);
+        let overflow_shift = 64 - capacity.trailing_zeros();
+        let mut overflow = vec![EMPTY_SLOT; capacity];
+        for new in spilled {
+            let mut pos = overflow_home(new.hash, overflow_shift);
             loop {
-                let slot = &mut slots[pos];
+                let slot = &mut overflow[pos];
                 if slot.len == EMPTY {
                     *slot = new;
                     break;
                 }
-                if slot.hash == hash && slot_key(&arena, slot) == Some(&hk.key[..]) {
-                    return Err(Error::DuplicateHeavyKey {
-                        key_b64: truncate_for_display(&B64.encode(&hk.key)),
-                    });
+                if slot.hash == new.hash {
+                    let key = arena_key(&arena, new.start, new.len);
+                    if key.is_some() && arena_key(&arena, slot.start, slot.len) == key {
+                        return Err(duplicate(key.unwrap_or_default()));
+                    }
                 }
-                pos = (pos + 1) & mask;
+                pos = (pos + 1) & (capacity - 1);
             }
         }
-        let buckets = NonZeroU32::new(parts.table.len() as u32)
-            .ok_or_else(|| invalid("the bucket table must have at least 1 bucket"))?;
         Ok(Self {
-            slots: slots.into_boxed_slice(),
-            mask,
+            table: table.into_boxed_slice(),
+            groups: groups.into_boxed_slice(),
+            overflow: overflow.into_boxed_slice(),
+            overflow_shift,
             arena: arena.into_boxed_slice(),
-            buckets: FastRem::new(buckets),
+            buckets,
             last_partition: parts.partitions.saturating_sub(1),
         })
     }
 
     /// The partition of a key with bucket hash `h`, and its route.
     ///
-    /// Heavy and non-heavy keys interleave at random in a skewed stream, so a branch on "is it
-    /// heavy" would mispredict often (measured: 2.5x slower than this on a 30% heavy mix). Instead
-    /// both candidates are computed (the first slot's partition, its key compared without early
-    /// exit, and the bucket's) and selected. Probing further is needed only when the first slot
-    /// holds another key, rare with the sparse table.
+    /// Heavy and light keys interleave at random in a skewed stream, so a branch on "is it heavy"
+    /// would mispredict on a large share of records. Instead the bucket's entry and its group (a
+    /// placeholder for light buckets) are always read, the group's key always compared, and the
+    /// result selected by masks. The only data-dependent branch is taken when the key is not the
+    /// group's and other heavy keys share the bucket: rare, since the heaviest key of each bucket
+    /// is the inline one and a light key rarely lands in a bucket with two heavy keys.
     #[inline]
-    fn partition(&self, table: &[u32], h: u32, key: &[u8]) -> (u32, Route) {
-        let pos = h as usize & self.mask;
-        // By value: the partition must already be in a register for the select below.
-        let slot = *self.slots.get(pos).unwrap_or(&EMPTY_SLOT);
-        let hit = self.first_slot_matches(&slot, h, key);
-        let bucket = self.bucket_partition(table, h);
-        // One branch on the combined condition: left alone, the compiler tests "slot empty" first,
-        // a branch that follows "is it heavy" and mispredicts (measured: 20-30% slower on a mix).
-        let probe = u8::from(!hit) & u8::from(slot.len != EMPTY);
-        if std::hint::black_box(probe) != 0 {
-            return match self.probe(pos.wrapping_add(1) & self.mask, h, key) {
-                Some(p) => (p, Route::Heavy),
-                None => (bucket, Route::Bucket),
+    fn partition(&self, h: u32, key: &[u8]) -> (u32, Route) {
+        let entry = self
+            .table
+            .get(self.buckets.rem(to_positive(h)) as usize)
+            .copied()
+            .unwrap_or(0);
+        // All ones if the bucket holds heavy keys, else zero.
+        let heavy_bucket = (entry >> 31).wrapping_neg();
+        let group = self
+            .groups
+            .get((entry & LOW_31 & heavy_bucket) as usize)
+            .copied()
+            .unwrap_or(NO_GROUP);
+        let bucket = select(heavy_bucket, group.bucket & LOW_31, entry);
+        let hit = (heavy_bucket != 0) & self.group_holds(&group, key);
+        if (group.bucket & MORE_HEAVY != 0) & !hit {
+            return match self.overflow_partition(h, key) {
+                Some(p) => (p.min(self.last_partition), Route::Heavy),
+                None => (bucket.min(self.last_partition), Route::Bucket),
             };
         }
-        // A masked merge, not an `if`: with an `if` the compiler emitted a (mispredicting) branch.
-        let select = u32::from(hit).wrapping_neg();
-        let p = bucket ^ ((bucket ^ slot.partition) & select);
+        let p = select(u32::from(hit).wrapping_neg(), group.heavy, bucket);
         let route = if hit { Route::Heavy } else { Route::Bucket };
         (p.min(self.last_partition), route)
     }
 
-    /// Whether `slot` holds `key`. For short keys the bytes are compared even when hash or length
-    /// already differ, without early exit, so the result carries no branch on the key.
+    /// Whether `group` holds `key` (its `HEAVY_BUCKET` bit aside). Keys up to
+    /// [`BRANCHLESS_KEY_BYTES`] are compared whole even when the length or the prefix already
+    /// differ, so the result carries no branch on the key's bytes, only on its length (which a
+    /// topic's keys tend to share).
     #[inline]
-    fn first_slot_matches(&self, slot: &Slot, h: u32, key: &[u8]) -> bool {
-        let meta = (slot.hash == h) & (slot.len as usize == key.len());
-        if key.len() > BRANCHLESS_KEY_BYTES {
-            return meta && slot_key(&self.arena, slot).is_some_and(|stored| stored == key);
+    fn group_holds(&self, group: &Group, key: &[u8]) -> bool {
+        let [w0, w1] = prefix_words(key);
+        let inline_equal = (group.len as usize == key.len())
+            & ((w0 ^ group.prefix[0]) | (w1 ^ group.prefix[1]) == 0);
+        let Some(tail) = key.get(INLINE_KEY_BYTES..).filter(|t| !t.is_empty()) else {
+            return inline_equal;
+        };
+        // The stored key's bytes past the prefix, as long as `tail`; `None` if the arena ends
+        // first (then the lengths differ anyway).
+        let stored = (group.start as usize)
+            .checked_add(INLINE_KEY_BYTES)
+            .and_then(|from| self.arena.get(from..))
+            .and_then(|rest| rest.get(..tail.len()));
+        if key.len() <= BRANCHLESS_KEY_BYTES {
+            inline_equal & stored.is_some_and(|stored| xor_equal(stored, tail))
+        } else {
+            inline_equal && stored == Some(tail)
         }
-        let stored = self
-            .arena
-            .get(slot.start as usize..)
-            .and_then(|tail| tail.get(..key.len()));
-        meta & stored.is_some_and(|stored| xor_equal(stored, key))
     }
 
-    /// Linear probing from `pos` (the first slot was non-empty and did not match).
-    #[inline]
-    fn probe(&self, mut pos: usize, h: u32, key: &[u8]) -> Option<u32> {
+    /// The partition of a heavy key in the overflow table, if `key` is one.
+    #[cold]
+    #[inline(never)]
+    fn overflow_partition(&self, h: u32, key: &[u8]) -> Option<u32> {
+        let mask = self.overflow.len().wrapping_sub(1);
+        let mut pos = overflow_home(h, self.overflow_shift);
         // An empty slot ends every probe (the table is at most half full); the bound only makes
         // termination obvious.
-        for _ in 0..self.slots.len() {
-            let slot = self.slots.get(pos)?;
+        for _ in 0..self.overflow.len() {
+            let slot = self.overflow.get(pos)?;
             if slot.len == EMPTY {
                 return None;
             }
             if slot.hash == h
                 && slot.len as usize == key.len()
-                && slot_key(&self.arena, slot) == Some(key)
+                && arena_key(&self.arena, slot.start, slot.len) == Some(key)
             {
-                return Some(slot.partition.min(self.last_partition));
+                return Some(slot.partition);
             }
-            pos = (pos + 1) & self.mask;
+            pos = (pos + 1) & mask;
         }
         None
     }
+}
 
-    #[inline]
-    fn bucket_partition(&self, table: &[u32], h: u32) -> u32 {
-        let b = self.buckets.rem(to_positive(h));
-        table
-            .get(b as usize)
-            .map_or(0, |&p| p.min(self.last_partition))
-    }
+/// `x` where `mask` is all ones, `y` where it is zero: a masked merge, not an `if`, which the
+/// compiler may turn into a (mispredicting) branch.
+#[inline]
+fn select(mask: u32, x: u32, y: u32) -> u32 {
+    y ^ ((x ^ y) & mask)
 }
 
 #[inline]
-fn slot_key<'a>(arena: &'a [u8], slot: &Slot) -> Option<&'a [u8]> {
-    let start = slot.start as usize;
-    arena.get(start..start.checked_add(slot.len as usize)?)
+fn overflow_home(h: u32, shift: u32) -> usize {
+    (u64::from(h).wrapping_mul(FIBONACCI) >> shift) as usize
 }
 
-/// Keys up to this long take the branch-free comparison in `Lookup::first_slot_matches`.
-const BRANCHLESS_KEY_BYTES: usize = 64;
+#[inline]
+fn arena_key(arena: &[u8], start: u32, len: u32) -> Option<&[u8]> {
+    let start = start as usize;
+    arena.get(start..start.checked_add(len as usize)?)
+}
+
+fn duplicate(key: &[u8]) -> Error {
+    Error::DuplicateHeavyKey {
+        key_b64: truncate_for_display(&B64.encode(key)),
+    }
+}
+
+/// The first [`INLINE_KEY_BYTES`] bytes of `key` as two little-endian words, zero-padded.
+///
+/// Shorter keys are read with overlapping loads instead of a byte loop or a `memcpy` call: e.g.
+/// for 9-15 bytes the last 8 bytes are read and shifted down past the ones the first word has.
+#[inline]
+fn prefix_words(key: &[u8]) -> [u64; 2] {
+    let n = key.len();
+    let le64 = |b: Option<&[u8; 8]>| b.map_or(0, |b| u64::from_le_bytes(*b));
+    let le32 = |b: Option<&[u8; 4]>| u64::from(b.map_or(0, |b| u32::from_le_bytes(*b)));
+    match n {
+        16.. => [
+            le64(key.first_chunk()),
+            le64(key.get(8..).and_then(<[u8]>::first_chunk)),
+        ],
+        9..=15 => [
+            le64(key.first_chunk()),
+            le64(key.last_chunk()) >> (8 * (16 - n)),
+        ],
+        4..=8 => [
+            le32(key.first_chunk()) | (le32(key.last_chunk()) << (8 * (n - 4))),
+            0,
+        ],
+        1..=3 => {
+            let byte = |i: usize| u64::from(key.get(i).copied().unwrap_or(0)) << (8 * i);
+            [byte(0) | byte(n / 2) | byte(n - 1), 0]
+        }
+        0 => [0, 0],
+    }
+}
 
 /// Equality of two equal-length slices without early exit (8 bytes at a time, OR of XORs).
 #[inline]

@@ -181,6 +181,10 @@ struct Shared {
     hooks: Arc<dyn ConsumerHooks>,
     /// Dropped without `close`: behave like a crash (no commits, no hooks).
     abandoned: AtomicBool,
+    /// `close` is leaving the group: partitions assigned meanwhile are not taken up.
+    closing: AtomicBool,
+    /// The result of the last revocation commit (what `close` reports).
+    final_commit: Mutex<Option<String>>,
     notes: Mutex<Vec<Note>>,
     has_notes: AtomicBool,
     /// Last stable offset per partition, from librdkafka's statistics.
@@ -225,7 +229,7 @@ impl Shared {
         for &p in partitions {
             tpl.add_partition(&self.topic, p as i32);
         }
-        for attempt in 1..=3 {
+        for attempt in 1..=2 {
             match base.committed_offsets(tpl.clone(), self.committed_timeout) {
                 Ok(committed) => {
                     return committed
@@ -265,6 +269,13 @@ impl Shared {
     fn on_assign(&self, base: &BaseConsumer<DkgContext>, tpl: &TopicPartitionList) {
         let partitions = self.partitions_of(tpl);
         if partitions.is_empty() {
+            return;
+        }
+        if self.closing.load(Ordering::Acquire) || self.abandoned.load(Ordering::Acquire) {
+            // Leaving: librdkafka may still hand out partitions while the group rebalances around
+            // the departure. Nothing will be fetched from them (the consumer queue is closed) and
+            // their committed state stays as it is for their next owner.
+            debug!(topic = %self.topic, ?partitions, "assigned while leaving: ignored");
             return;
         }
         let metas = self.fetch_metas(base, &partitions);
@@ -320,7 +331,8 @@ impl Shared {
                 }
             }
             if commit.count() > 0 {
-                match base.commit(&commit, CommitMode::Sync) {
+                let result = base.commit(&commit, CommitMode::Sync);
+                match &result {
                     Ok(()) => {
                         for a in announce {
                             self.note(Note::Announce(a));
@@ -330,6 +342,11 @@ impl Shared {
                         "final commit of revoked partitions failed (their records since the last \
                          commit will be delivered again)"),
                 }
+                *self
+                    .final_commit
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    result.err().map(|e| e.to_string());
             }
         }
         for &p in &partitions {
@@ -812,15 +829,21 @@ impl DkgConsumer {
         Ok(())
     }
 
-    /// Leave the group cleanly: mark the last record processed, commit, run
-    /// [`ConsumerHooks::on_partitions_revoked`], commit the final offsets and leave (the group
-    /// rebalances at once).
+    /// Leave the group cleanly: mark the last record processed, commit, then leave: the
+    /// revocation runs [`ConsumerHooks::on_partitions_revoked`] and commits the final offsets
+    /// and progress (the group rebalances at once). Errors if that final commit failed (the
+    /// records since the previous commit will then be delivered again to the next owners).
     pub async fn close(mut self) -> Result<()> {
-        let committed = self.commit().await;
+        if let Err(e) = self.commit().await {
+            // A rebalance in progress, typically: the revocation below commits again.
+            debug!(topic = %self.topic, error = %e, "commit before close failed");
+        }
         self.maintain();
         self.writer.flush(Duration::from_secs(5));
         self.closed = true;
+        self.shared.closing.store(true, Ordering::Release);
         let consumer = Arc::clone(&self.consumer);
+        let shared = Arc::clone(&self.shared);
         drop(self);
         tokio::task::spawn_blocking(move || drop(consumer))
             .await
@@ -828,7 +851,18 @@ impl DkgConsumer {
                 what: format!("consumer close task failed: {e}"),
                 millis: 0,
             })?;
-        committed
+        let failed = shared
+            .final_commit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match failed {
+            None => Ok(()),
+            Some(e) => Err(Error::Timeout {
+                what: format!("final commit on close: {e}"),
+                millis: 0,
+            }),
+        }
     }
 
     /// The data topic.
@@ -1258,10 +1292,12 @@ impl DkgConsumerBuilder {
             core: Mutex::new(core),
             hooks: Arc::clone(&self.hooks),
             abandoned: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            final_commit: Mutex::new(None),
             notes: Mutex::new(Vec::new()),
             has_notes: AtomicBool::new(false),
             ends: Mutex::new(HashMap::new()),
-            committed_timeout: Duration::from_secs(10),
+            committed_timeout: Duration::from_secs(5),
         });
         let consumer: StreamConsumer<DkgContext> = config.create_with_context(DkgContext {
             shared: Arc::clone(&shared),

@@ -139,9 +139,6 @@ impl PartitionProgress {
     /// Whether a re-delivered record was processed by a previous owner (skip rule).
     #[inline]
     pub(crate) fn skip(&self, offset: i64, epoch: u64) -> bool {
-        if std::env::var("DKG_SABOTAGE").is_ok() {
-            return false;
-        }
         // Sorted by offset descending: stop at the first rule whose offset is not above ours.
         self.skip
             .iter()
@@ -386,13 +383,7 @@ mod tests {
         let json = p.meta(3, &leases, 10, 4096).unwrap();
         let meta = CommitMeta::parse(&json).unwrap().unwrap();
         assert_eq!(meta.drained, 3);
-        assert_eq!(
-            meta.passed[&id('a')],
-            PassedAt {
-                epoch: 4,
-                offset: 100
-            }
-        );
+        assert_eq!(meta.passed[&id('a')], PassedAt { epoch: 4, offset: 100 });
 
         let mut next = PartitionProgress::from_meta(Some(&meta));
         assert_eq!(next.passed(&id('b')), 3);
@@ -442,10 +433,7 @@ mod tests {
         p.set_start(50);
         p.set_start(10); // only the first counts
         assert_eq!(p.start(), Some(50));
-        assert!(
-            !p.apply_lease_barrier(1, &l),
-            "60 is ahead: it will be read"
-        );
+        assert!(!p.apply_lease_barrier(1, &l), "60 is ahead: it will be read");
         assert!(p.apply_lease_barrier(0, &l));
         assert_eq!(p.passed(&id('a')), 7);
         assert!(!p.apply_lease_barrier(5, &l), "no offset for partition 5");
