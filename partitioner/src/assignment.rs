@@ -412,7 +412,7 @@ impl Assignment {
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
         let h = self.parts.bucket_hash.hash(key);
-        self.index.partition(h, key)
+        self.index.partition(&self.parts.table, h, key)
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -513,48 +513,36 @@ impl FastRem {
     }
 }
 
-/// A bucket-table entry with this bit set belongs to a bucket holding heavy keys, and its other
-/// bits index `Lookup::groups`; otherwise the entry is the bucket's partition
-/// (`< MAX_PARTITIONS < 2^31`, so the bit is free).
-const HEAVY_BUCKET: u32 = 1 << 31;
-/// In `Group::bucket`: other heavy keys share the bucket (they sit in `Lookup::overflow`).
-const MORE_HEAVY: u32 = 1 << 31;
-/// Clears [`HEAVY_BUCKET`] / [`MORE_HEAVY`].
-const LOW_31: u32 = !(1 << 31);
-
-/// Key bytes a [`Group`] holds inline; the bytes of a longer key past these are compared in the
-/// arena.
-const INLINE_KEY_BYTES: usize = 16;
-/// Keys up to this long are compared without branching on the outcome (see `Lookup::group_holds`).
+/// Largest number of groups the compact (`u16`) slot table can name; [`MULTI`] is one past it.
+const COMPACT_GROUPS: usize = u16::MAX as usize;
+/// The slot of a bucket holding two or more heavy keys: never a valid group index, so the lookup's
+/// bounds check on `groups` doubles as the branch to the overflow table.
+const MULTI: u32 = u32::MAX;
+/// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
+/// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
+const LIGHT: u32 = u32::MAX;
+/// Keys up to this long are compared without branching on the outcome (see `Lookup::general`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
 
-/// A bucket that holds heavy keys: its heaviest key inline, and the bucket's own partition.
-/// 32 bytes, two per cache line.
+/// What a bucket's slot names: a bucket without heavy keys names the group of its partition (one
+/// per partition, shared); a bucket with exactly one heavy key names that key's own group.
+///
+/// 32 bytes, aligned so one never straddles a cache line.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
 struct Group {
-    /// The key's first [`INLINE_KEY_BYTES`] bytes as `prefix_words` (little-endian, zero-padded).
-    prefix: [u64; 2],
-    /// The key's length (the padding makes `prefix` alone ambiguous).
+    /// `key_words(key)`: the key's first and last 8 bytes (zero-padded below 8 bytes).
+    words: [u64; 2],
+    /// The key's length, or [`LIGHT`].
     len: u32,
-    /// The key's partition.
-    heavy: u32,
-    /// The bucket's partition, with [`MORE_HEAVY`] if other heavy keys share the bucket.
-    bucket: u32,
-    /// Offset of the key's bytes in the arena.
+    /// Offset of the key's bytes in the arena (read only for keys outside 8..=16 bytes).
     start: u32,
+    /// `[partition of the key, partition of the bucket]`, indexed by "the key differs", which
+    /// compiles to an indexed load instead of a branch.
+    partitions: [u32; 2],
 }
 
-/// `groups[0]`: what light buckets read, so the lookup needs no branch to skip the group.
-/// Never matches: a match also requires the [`HEAVY_BUCKET`] bit of the bucket's entry.
-const NO_GROUP: Group = Group {
-    prefix: [0; 2],
-    len: 0,
-    heavy: 0,
-    bucket: 0,
-    start: 0,
-};
-
-/// One slot of the overflow table (heavy keys that are not the first of their bucket).
+/// One slot of the overflow table: a heavy key whose bucket holds other heavy keys too.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The key's bucket hash.
@@ -575,27 +563,34 @@ const EMPTY_SLOT: Slot = Slot {
 };
 
 /// Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the overflow table's home slot takes the top bits
-/// of `h * 2^64 / phi`. Keys of one bucket agree on `h % buckets`, so low bits of `h` would pile
-/// them onto one slot whenever the bucket count is a power of two.
+/// of `h * 2^64 / phi`. Keys in the overflow table share their bucket with other heavy keys, so they
+/// agree on `h % buckets`; the low bits of `h` alone would pile them up whenever the bucket count
+/// is a power of two.
 const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
+///
+/// Sizes are chosen for the L1 cache, which the lookup's cost follows closely: the slot table is
+/// `u16` whenever the groups fit (2 bytes per bucket, half the document's `u32` table), and all
+/// buckets of one partition share a group.
 #[derive(Clone)]
 struct Lookup {
-    /// Bucket -> partition, or [`HEAVY_BUCKET`] | index into `groups`.
-    table: Box<[u32]>,
-    /// Buckets holding heavy keys; `groups[0]` is [`NO_GROUP`].
+    /// Bucket -> group index, or `u16::MAX` ([`MULTI`]). Empty when the groups do not fit in
+    /// `u16`; then `wide_slots` is used.
+    slots: Box<[u16]>,
+    /// Bucket -> group index, or [`MULTI`]; only when `slots` is empty.
+    wide_slots: Box<[u32]>,
     groups: Box<[Group]>,
-    /// Heavy keys after the heaviest of their bucket: open addressing, linear probing, a
-    /// power-of-two number (>= 2) of slots at most half full.
+    /// Heavy keys of buckets with several of them: open addressing, linear probing, a power-of-two
+    /// number (>= 2) of slots at most half full.
     overflow: Box<[Slot]>,
     /// `64 - log2(overflow.len())`.
     overflow_shift: u32,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
     buckets: FastRem,
-    /// `partitions - 1`: the defensive clamp.
-    last_partition: u32,
+    /// The document's bucket hash (the overflow path recomputes `h` with it).
+    bucket_hash: BucketHash,
 }
 
 /// A summary: the index mirrors `heavy` and `table` and would drown the document in `{:?}` output.
@@ -603,7 +598,8 @@ impl fmt::Debug for Lookup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lookup")
             .field("buckets", &self.buckets.d)
-            .field("heavy_buckets", &(self.groups.len() - 1))
+            .field("compact", &!self.slots.is_empty())
+            .field("groups", &self.groups.len())
             .field("overflow_slots", &self.overflow.len())
             .field("arena_bytes", &self.arena.len())
             .finish_non_exhaustive()
@@ -616,53 +612,70 @@ impl Lookup {
         let buckets = NonZeroU32::new(parts.table.len() as u32)
             .map(FastRem::new)
             .ok_or_else(|| invalid("the bucket table must have at least 1 bucket"))?;
-        // Entries are partitions (< MAX_PARTITIONS, checked in `new`): bit 31 is clear.
-        let mut table = parts.table.clone();
-        let mut groups = vec![NO_GROUP];
         let mut arena = Vec::with_capacity(parts.heavy.iter().map(|h| h.key.len()).sum());
-        let mut spilled = Vec::new();
-        // Heaviest first (stable: ties keep document order): the heaviest key of each bucket is
-        // the one held inline, so the fewest records take the overflow path.
-        let mut order: Vec<&HeavyKey> = parts.heavy.iter().collect();
-        order.sort_by_key(|hk| std::cmp::Reverse(hk.weight));
-        for hk in order {
+        // (bucket, key index, hash, arena offset), sorted by bucket then heaviest first (ties in
+        // document order): each bucket's heavy keys are then one run.
+        let mut keys: Vec<(u32, usize, u32, u32)> = Vec::with_capacity(parts.heavy.len());
+        for (i, hk) in parts.heavy.iter().enumerate() {
             let hash = parts.bucket_hash.hash(&hk.key);
-            // Both fit in u32: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL and each key
-            // <= MAX_KEY_BYTES, checked in `new`.
-            let start = arena.len() as u32;
-            let len = hk.key.len() as u32;
+            // Fits in u32: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL, checked in `new`.
+            keys.push((buckets.rem(to_positive(hash)), i, hash, arena.len() as u32));
             arena.extend_from_slice(&hk.key);
-            let bucket = buckets.rem(to_positive(hash)) as usize;
-            let entry = &mut table[bucket];
-            if *entry & HEAVY_BUCKET == 0 {
-                // At most MAX_HEAVY_KEYS + 1 < 2^31 groups.
-                let index = groups.len() as u32;
-                groups.push(Group {
-                    prefix: prefix_words(&hk.key),
-                    len,
-                    heavy: hk.partition,
-                    bucket: *entry,
-                    start,
-                });
-                *entry = HEAVY_BUCKET | index;
-                continue;
-            }
-            let group = &mut groups[(*entry & LOW_31) as usize];
-            if arena_key(&arena, group.start, group.len) == Some(&hk.key[..]) {
-                return Err(duplicate(&hk.key));
-            }
-            group.bucket |= MORE_HEAVY;
-            spilled.push(Slot {
-                hash,
-                len,
-                start,
-                partition: hk.partition,
-            });
         }
+        let heavy = |i: usize| &parts.heavy[i];
+        keys.sort_by_key(|&(bucket, i, _, _)| (bucket, std::cmp::Reverse(heavy(i).weight), i));
+
+        // Every bucket first names its partition's group; buckets with heavy keys are patched below.
+        let mut groups: Vec<Group> = Vec::new();
+        let mut partition_group = vec![u32::MAX; parts.partitions as usize];
+        let mut slots: Vec<u32> = Vec::with_capacity(parts.table.len());
+        for &p in &parts.table {
+            let g = &mut partition_group[p as usize];
+            if *g == u32::MAX {
+                // At most min(partitions, buckets) + heavy keys groups: far below u32::MAX.
+                *g = groups.len() as u32;
+                groups.push(Group {
+                    words: [0; 2],
+                    len: LIGHT,
+                    start: 0,
+                    partitions: [p, p],
+                });
+            }
+            slots.push(*g);
+        }
+        let mut spilled = Vec::new();
+        for run in keys.chunk_by(|a, b| a.0 == b.0) {
+            let bucket = run[0].0 as usize;
+            let bucket_partition = parts.table[bucket];
+            if let [(_, i, _, start)] = *run {
+                slots[bucket] = groups.len() as u32;
+                let hk = heavy(i);
+                groups.push(Group {
+                    words: key_words(&hk.key),
+                    len: hk.key.len() as u32,
+                    start,
+                    partitions: [hk.partition, bucket_partition],
+                });
+            } else {
+                slots[bucket] = MULTI;
+                spilled.extend(run.iter().map(|&(_, i, hash, start)| {
+                    let slot = Slot {
+                        hash,
+                        len: heavy(i).key.len() as u32,
+                        start,
+                        partition: heavy(i).partition,
+                    };
+                    (std::cmp::Reverse(heavy(i).weight), i, slot)
+                }));
+            }
+        }
+        // Heaviest first, so the most frequent keys sit nearest their home slot.
+        spilled.sort_by_key(|&(weight, i, _)| (weight, i));
         let capacity = (spilled.len() * 2).next_power_of_two().max(2);
         let overflow_shift = 64 - capacity.trailing_zeros();
         let mut overflow = vec![EMPTY_SLOT; capacity];
-        for new in spilled {
+        for (_, _, new) in spilled {
+            let key = arena_key(&arena, new.start, new.len);
             let mut pos = overflow_home(new.hash, overflow_shift);
             loop {
                 let slot = &mut overflow[pos];
@@ -670,116 +683,136 @@ impl Lookup {
                     *slot = new;
                     break;
                 }
-                if slot.hash == new.hash {
-                    let key = arena_key(&arena, new.start, new.len);
-                    if key.is_some() && arena_key(&arena, slot.start, slot.len) == key {
-                        return Err(duplicate(key.unwrap_or_default()));
-                    }
+                // Equal keys always share a bucket, so a duplicate meets its twin here.
+                if slot.hash == new.hash && arena_key(&arena, slot.start, slot.len) == key {
+                    return Err(duplicate(key.unwrap_or_default()));
                 }
                 pos = (pos + 1) & (capacity - 1);
             }
         }
+        let (slots, wide_slots) = if groups.len() < COMPACT_GROUPS {
+            // MULTI (u32::MAX) becomes u16::MAX, still past the last group.
+            let compact = slots.iter().map(|&s| s.min(u32::from(u16::MAX)) as u16);
+            (compact.collect(), Box::default())
+        } else {
+            (Box::default(), slots.into_boxed_slice())
+        };
         Ok(Self {
-            table: table.into_boxed_slice(),
+            slots,
+            wide_slots,
             groups: groups.into_boxed_slice(),
             overflow: overflow.into_boxed_slice(),
             overflow_shift,
             arena: arena.into_boxed_slice(),
             buckets,
-            last_partition: parts.partitions.saturating_sub(1),
+            bucket_hash: parts.bucket_hash,
         })
     }
 
-    /// The partition of a key with bucket hash `h`, and its route.
+    /// The partition of a key with bucket hash `h`, and its route. `table` is the document's.
     ///
     /// Heavy and light keys interleave at random in a skewed stream, so a branch on "is it heavy"
-    /// would mispredict on a large share of records. Instead the bucket's entry and its group (a
-    /// placeholder for light buckets) are always read, the group's key always compared, and the
-    /// result selected by masks. The only data-dependent branch is taken when the key is not the
-    /// group's and other heavy keys share the bucket: rare, since the heaviest key of each bucket
-    /// is the inline one and a light key rarely lands in a bucket with two heavy keys.
+    /// would mispredict on a large share of records. Instead every key reads its bucket's slot and
+    /// the group it names (its partition's group if the bucket has no heavy key), compares itself
+    /// with the group's key, and picks one of the group's two partitions by the outcome. The
+    /// branches left depend only on the key's length (which a topic's keys tend to share) and on
+    /// whether the bucket holds several heavy keys (rare: the bounds check of `groups` sends
+    /// those to the overflow table).
+    ///
+    /// Measured on the `partition_for` bench, each extra cycle on this chain costs about a third
+    /// of a cycle per key: keep it short.
     #[inline]
-    fn partition(&self, h: u32, key: &[u8]) -> (u32, Route) {
-        let entry = self
-            .table
+    fn partition(&self, table: &[u32], h: u32, key: &[u8]) -> (u32, Route) {
+        let bucket = self.buckets.rem(to_positive(h)) as usize;
+        match self.slots.get(bucket) {
+            Some(&slot) => self.resolve(usize::from(slot), table, key),
+            None => self.partition_wide(table, bucket, key),
+        }
+    }
+
+    /// [`Lookup::partition`] for indexes too large for `u16` slots.
+    #[inline(never)]
+    fn partition_wide(&self, table: &[u32], bucket: usize, key: &[u8]) -> (u32, Route) {
+        let slot = self.wide_slots.get(bucket).copied().unwrap_or(MULTI);
+        self.resolve(slot as usize, table, key)
+    }
+
+    #[inline(always)]
+    fn resolve(&self, slot: usize, table: &[u32], key: &[u8]) -> (u32, Route) {
+        let Some(group) = self.groups.get(slot) else {
+            return self.overflow_partition(table, key);
+        };
+        // 8 to 16 bytes: the first and last 8 bytes and the length are the whole key.
+        let (Some(head), Some(last), true) = (key.first_chunk(), key.last_chunk(), key.len() <= 16)
+        else {
+            return self.general(group, key);
+        };
+        let diff = (u64::from_le_bytes(*head) ^ group.words[0])
+            | (u64::from_le_bytes(*last) ^ group.words[1])
+            | (key.len() as u64 ^ u64::from(group.len));
+        let differs = diff != 0;
+        let route = if differs { Route::Bucket } else { Route::Heavy };
+        (group.partitions[usize::from(differs)], route)
+    }
+
+    /// [`Lookup::resolve`] for keys shorter than 8 or longer than 16 bytes.
+    #[inline(never)]
+    fn general(&self, group: &Group, key: &[u8]) -> (u32, Route) {
+        let [w0, w1] = key_words(key);
+        let mut diff = (w0 ^ group.words[0])
+            | (w1 ^ group.words[1])
+            | (key.len() as u64 ^ u64::from(group.len))
+            | u64::from(group.len == LIGHT);
+        if let Some(middle) = key.get(8..key.len().saturating_sub(8)) {
+            // The stored key's bytes between its first and last 8, as long as `middle`; `None`
+            // if the arena ends first (then the lengths differ anyway).
+            let stored = (group.start as usize)
+                .checked_add(8)
+                .and_then(|from| self.arena.get(from..))
+                .and_then(|rest| rest.get(..middle.len()));
+            diff |= match stored {
+                Some(stored) if key.len() <= BRANCHLESS_KEY_BYTES => xor_diff(stored, middle),
+                Some(stored) => u64::from(diff != 0 || stored != middle),
+                None => 1,
+            };
+        }
+        let differs = diff != 0;
+        let route = if differs { Route::Bucket } else { Route::Heavy };
+        (group.partitions[usize::from(differs)], route)
+    }
+
+    /// The partition of `key`, whose bucket holds several heavy keys: an exact probe of the
+    /// overflow table, else the bucket's partition.
+    #[cold]
+    #[inline(never)]
+    fn overflow_partition(&self, table: &[u32], key: &[u8]) -> (u32, Route) {
+        // Recomputed rather than passed down, to keep the hot path's registers free.
+        let h = self.bucket_hash.hash(key);
+        let bucket = table
             .get(self.buckets.rem(to_positive(h)) as usize)
             .copied()
             .unwrap_or(0);
-        // All ones if the bucket holds heavy keys, else zero.
-        let heavy_bucket = (entry >> 31).wrapping_neg();
-        let group = self
-            .groups
-            .get((entry & LOW_31 & heavy_bucket) as usize)
-            .copied()
-            .unwrap_or(NO_GROUP);
-        let bucket = select(heavy_bucket, group.bucket & LOW_31, entry);
-        let hit = (heavy_bucket != 0) & self.group_holds(&group, key);
-        if (group.bucket & MORE_HEAVY != 0) & !hit {
-            return match self.overflow_partition(h, key) {
-                Some(p) => (p.min(self.last_partition), Route::Heavy),
-                None => (bucket.min(self.last_partition), Route::Bucket),
-            };
-        }
-        let p = select(u32::from(hit).wrapping_neg(), group.heavy, bucket);
-        let route = if hit { Route::Heavy } else { Route::Bucket };
-        (p.min(self.last_partition), route)
-    }
-
-    /// Whether `group` holds `key` (its `HEAVY_BUCKET` bit aside). Keys up to
-    /// [`BRANCHLESS_KEY_BYTES`] are compared whole even when the length or the prefix already
-    /// differ, so the result carries no branch on the key's bytes, only on its length (which a
-    /// topic's keys tend to share).
-    #[inline]
-    fn group_holds(&self, group: &Group, key: &[u8]) -> bool {
-        let [w0, w1] = prefix_words(key);
-        let inline_equal = (group.len as usize == key.len())
-            & ((w0 ^ group.prefix[0]) | (w1 ^ group.prefix[1]) == 0);
-        let Some(tail) = key.get(INLINE_KEY_BYTES..).filter(|t| !t.is_empty()) else {
-            return inline_equal;
-        };
-        // The stored key's bytes past the prefix, as long as `tail`; `None` if the arena ends
-        // first (then the lengths differ anyway).
-        let stored = (group.start as usize)
-            .checked_add(INLINE_KEY_BYTES)
-            .and_then(|from| self.arena.get(from..))
-            .and_then(|rest| rest.get(..tail.len()));
-        if key.len() <= BRANCHLESS_KEY_BYTES {
-            inline_equal & stored.is_some_and(|stored| xor_equal(stored, tail))
-        } else {
-            inline_equal && stored == Some(tail)
-        }
-    }
-
-    /// The partition of a heavy key in the overflow table, if `key` is one.
-    #[cold]
-    #[inline(never)]
-    fn overflow_partition(&self, h: u32, key: &[u8]) -> Option<u32> {
         let mask = self.overflow.len().wrapping_sub(1);
         let mut pos = overflow_home(h, self.overflow_shift);
         // An empty slot ends every probe (the table is at most half full); the bound only makes
         // termination obvious.
         for _ in 0..self.overflow.len() {
-            let slot = self.overflow.get(pos)?;
+            let Some(slot) = self.overflow.get(pos) else {
+                break;
+            };
             if slot.len == EMPTY {
-                return None;
+                break;
             }
             if slot.hash == h
                 && slot.len as usize == key.len()
                 && arena_key(&self.arena, slot.start, slot.len) == Some(key)
             {
-                return Some(slot.partition);
+                return (slot.partition, Route::Heavy);
             }
             pos = (pos + 1) & mask;
         }
-        None
+        (bucket, Route::Bucket)
     }
-}
-
-/// `x` where `mask` is all ones, `y` where it is zero: a masked merge, not an `if`, which the
-/// compiler may turn into a (mispredicting) branch.
-#[inline]
-fn select(mask: u32, x: u32, y: u32) -> u32 {
-    y ^ ((x ^ y) & mask)
 }
 
 #[inline]
@@ -799,39 +832,25 @@ fn duplicate(key: &[u8]) -> Error {
     }
 }
 
-/// The first [`INLINE_KEY_BYTES`] bytes of `key` as two little-endian words, zero-padded.
-///
-/// Shorter keys are read with overlapping loads instead of a byte loop or a `memcpy` call: e.g.
-/// for 9-15 bytes the last 8 bytes are read and shifted down past the ones the first word has.
+/// A key's first and last 8 bytes as little-endian words; for keys under 8 bytes, the key
+/// zero-padded and 0. Together with the length this is the whole key up to 16 bytes.
 #[inline]
-fn prefix_words(key: &[u8]) -> [u64; 2] {
-    let n = key.len();
-    let le64 = |b: Option<&[u8; 8]>| b.map_or(0, |b| u64::from_le_bytes(*b));
-    let le32 = |b: Option<&[u8; 4]>| u64::from(b.map_or(0, |b| u32::from_le_bytes(*b)));
-    match n {
-        16.. => [
-            le64(key.first_chunk()),
-            le64(key.get(8..).and_then(<[u8]>::first_chunk)),
-        ],
-        9..=15 => [
-            le64(key.first_chunk()),
-            le64(key.last_chunk()) >> (8 * (16 - n)),
-        ],
-        4..=8 => [
-            le32(key.first_chunk()) | (le32(key.last_chunk()) << (8 * (n - 4))),
-            0,
-        ],
-        1..=3 => {
-            let byte = |i: usize| u64::from(key.get(i).copied().unwrap_or(0)) << (8 * i);
-            [byte(0) | byte(n / 2) | byte(n - 1), 0]
+fn key_words(key: &[u8]) -> [u64; 2] {
+    match (key.first_chunk(), key.last_chunk()) {
+        (Some(head), Some(last)) => [u64::from_le_bytes(*head), u64::from_le_bytes(*last)],
+        _ => {
+            let mut padded = [0_u8; 8];
+            for (to, from) in padded.iter_mut().zip(key) {
+                *to = *from;
+            }
+            [u64::from_le_bytes(padded), 0]
         }
-        0 => [0, 0],
     }
 }
 
-/// Equality of two equal-length slices without early exit (8 bytes at a time, OR of XORs).
+/// Non-zero iff two equal-length slices differ; no early exit (8 bytes at a time, OR of XORs).
 #[inline]
-fn xor_equal(a: &[u8], b: &[u8]) -> bool {
+fn xor_diff(a: &[u8], b: &[u8]) -> u64 {
     let (mut wa, mut wb) = (a.chunks_exact(8), b.chunks_exact(8));
     let mut diff = 0_u64;
     for (x, y) in (&mut wa).zip(&mut wb) {
@@ -842,7 +861,7 @@ fn xor_equal(a: &[u8], b: &[u8]) -> bool {
     for (x, y) in wa.remainder().iter().zip(wb.remainder()) {
         diff |= u64::from(x ^ y);
     }
-    diff == 0 && a.len() == b.len()
+    diff | u64::from(a.len() != b.len())
 }
 
 /// Read before the full document; other fields are skipped.

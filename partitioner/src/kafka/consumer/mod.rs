@@ -237,6 +237,8 @@ impl Shared {
                         .iter()
                         .filter_map(|e| {
                             let p = u32::try_from(e.partition()).ok()?;
+                            debug!(topic = %self.topic, partition = p, offset = ?e.offset(),
+                                metadata = e.metadata(), "committed at assignment");
                             let meta = match CommitMeta::parse(e.metadata()) {
                                 None => None,
                                 Some(Ok(m)) => Some(m),
@@ -332,6 +334,8 @@ impl Shared {
             }
             if commit.count() > 0 {
                 let result = base.commit(&commit, CommitMode::Sync);
+                debug!(topic = %self.topic, offsets = ?commit.to_topic_map(), ok = result.is_ok(),
+                    "final commit of revoked partitions");
                 match &result {
                     Ok(()) => {
                         for a in announce {
