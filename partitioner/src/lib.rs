@@ -93,8 +93,9 @@ pub use hash::{
 };
 #[cfg(feature = "kafka")]
 pub use kafka::{
-    ControlTopicReader, DEFAULT_CONTROL_TOPIC, DkgPartitioner, DkgProducer, DkgProducerBuilder,
-    DkgRouter, EPOCH_HEADER, RejectReason, RouteKind, Routing,
+    ConsumerHooks, ControlTopicReader, DEFAULT_CONTROL_TOPIC, DEFAULT_HANDOFF_TOPIC, DkgConsumer,
+    DkgConsumerBuilder, DkgMessage, DkgPartitioner, DkgProducer, DkgProducerBuilder, DkgRouter,
+    EPOCH_HEADER, EpochChange, EpochHeader, RejectReason, RouteKind, Routing,
 };
 pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky, lpt_sticky_with_slack};
 pub use space_saving::{Counter, SpaceSaving};

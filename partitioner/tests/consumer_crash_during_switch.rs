@@ -85,7 +85,11 @@ async fn consumer_crash_during_switch() {
     for p in &producers {
         p.close().await.unwrap();
     }
-    assert_eq!(sent.len() as u64, 2 * PER_PRODUCER, "every send acknowledged");
+    assert_eq!(
+        sent.len() as u64,
+        2 * PER_PRODUCER,
+        "every send acknowledged"
+    );
 
     wait_for_all(&log, &sent, Duration::from_secs(90)).await;
     for m in members.into_iter().flatten() {
@@ -117,7 +121,11 @@ async fn consumer_crash_during_switch() {
         "{:#?}",
         &report.residence_violations[..report.residence_violations.len().min(10)]
     );
-    assert!(report.moved_keys >= 12, "the hot keys moved: {}", report.moved_keys);
+    assert!(
+        report.moved_keys >= 12,
+        "the hot keys moved: {}",
+        report.moved_keys
+    );
     // The crashed member's partitions went to the others and the newcomer.
     let newcomer = entries.iter().filter(|e| e.member == 3).count();
     assert!(newcomer > 0, "the replacement member processed records");

@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram, spawn_producer,
-    wait_for_all, wait_for_group,
+    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram,
+    spawn_producer, wait_for_all, wait_for_group,
 };
 use tokio::sync::watch;
 
@@ -71,7 +71,11 @@ async fn consumer_keeps_key_order_across_epochs() {
     for p in &producers {
         p.close().await.unwrap();
     }
-    assert_eq!(sent.len() as u64, 2 * PER_PRODUCER, "every send acknowledged");
+    assert_eq!(
+        sent.len() as u64,
+        2 * PER_PRODUCER,
+        "every send acknowledged"
+    );
 
     wait_for_all(&log, &sent, Duration::from_secs(60)).await;
     for m in members {
@@ -92,7 +96,10 @@ async fn consumer_keeps_key_order_across_epochs() {
         report.misplaced
     );
     assert_eq!(report.lost, 0);
-    assert_eq!(report.misplaced, 0, "every record on a partition an epoch placed its key on");
+    assert_eq!(
+        report.misplaced, 0,
+        "every record on a partition an epoch placed its key on"
+    );
     assert!(
         report.order_violations.is_empty(),
         "{:#?}",
@@ -103,7 +110,11 @@ async fn consumer_keeps_key_order_across_epochs() {
         "{:#?}",
         &report.residence_violations[..report.residence_violations.len().min(10)]
     );
-    assert!(report.moved_keys >= 12, "the hot keys moved: {}", report.moved_keys);
+    assert!(
+        report.moved_keys >= 12,
+        "the hot keys moved: {}",
+        report.moved_keys
+    );
     assert_eq!(report.duplicates, 0, "no crash, no duplicates");
 
     // Metrics: every record handed out is counted; moved keys were held, briefly.
@@ -113,6 +124,11 @@ async fn consumer_keeps_key_order_across_epochs() {
     );
     let (held, within_2s) = hold_histogram(&[&registry], 2.0);
     eprintln!("held records: {held}, of which held at most 2 s: {within_2s}");
+    let buckets: Vec<String> = [0.05, 0.1, 0.25, 0.5, 1.0]
+        .iter()
+        .map(|&le| format!("<= {le} s: {}", hold_histogram(&[&registry], le).1))
+        .collect();
+    eprintln!("hold time distribution: {}", buckets.join(", "));
     assert!(held > 0, "moved keys' records were held at some switch");
     assert!(
         within_2s as f64 >= 0.99 * held as f64,

@@ -38,8 +38,22 @@ async fn consumer_producer_lease_expiry() {
     let doomed = setup.producer(LEASE).await;
     let (stop_survivor, rx0) = watch::channel(false);
     let (stop_doomed, rx1) = watch::channel(false);
-    let t0 = spawn_producer(survivor.clone(), 0, setup.topic.clone(), PER_PRODUCER, RATE, rx0);
-    let t1 = spawn_producer(doomed.clone(), 1, setup.topic.clone(), PER_PRODUCER, RATE, rx1);
+    let t0 = spawn_producer(
+        survivor.clone(),
+        0,
+        setup.topic.clone(),
+        PER_PRODUCER,
+        RATE,
+        rx0,
+    );
+    let t1 = spawn_producer(
+        doomed.clone(),
+        1,
+        setup.topic.clone(),
+        PER_PRODUCER,
+        RATE,
+        rx1,
+    );
 
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     setup.publish(2).await;
@@ -59,7 +73,10 @@ async fn consumer_producer_lease_expiry() {
     sent.extend(t0.await.unwrap());
     drop(stop_survivor);
     survivor.close().await.unwrap();
-    assert!(died.elapsed() > LEASE, "the scenario outlives the dead producer's lease");
+    assert!(
+        died.elapsed() > LEASE,
+        "the scenario outlives the dead producer's lease"
+    );
 
     wait_for_all(&log, &sent, Duration::from_secs(60)).await;
     for m in members {
@@ -80,7 +97,11 @@ async fn consumer_producer_lease_expiry() {
         report.residence_violations.len(),
     );
     assert_eq!(report.lost, 0);
-    assert!(report.order_violations.is_empty(), "{:?}", report.order_violations);
+    assert!(
+        report.order_violations.is_empty(),
+        "{:?}",
+        report.order_violations
+    );
     assert!(
         report.residence_violations.is_empty(),
         "{:?}",
@@ -91,6 +112,9 @@ async fn consumer_producer_lease_expiry() {
     let (held, within_half) = hold_histogram(&[&registry], 0.5);
     let (_, within_5s) = hold_histogram(&[&registry], 5.0);
     eprintln!("held {held}, <= 0.5 s {within_half}, <= 5 s {within_5s}");
-    assert!(held > within_half, "some records waited > 0.5 s for the dead producer's lease");
+    assert!(
+        held > within_half,
+        "some records waited > 0.5 s for the dead producer's lease"
+    );
     assert_eq!(within_5s, held, "released once the lease expired");
 }

@@ -13,7 +13,9 @@ use common::producer::{
     wait_until,
 };
 use dkg_partitioner::MAX_ASSIGNMENT_BYTES;
-use dkg_partitioner::kafka::{DkgProducer, EpochHeader, RejectReason, epoch_of, publish_assignment};
+use dkg_partitioner::kafka::{
+    DkgProducer, EpochHeader, RejectReason, epoch_of, publish_assignment,
+};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 

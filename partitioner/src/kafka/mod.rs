@@ -1,4 +1,5 @@
-//! Kafka glue (feature `kafka`): the control topic, the DKG producer wrapper and its metrics.
+//! Kafka glue (feature `kafka`): the control topic, the DKG producer wrapper and its metrics, and
+//! the consumer-side rebalancer.
 //!
 //! # Design
 //!
@@ -42,11 +43,11 @@
 //! - **Hot path**: never blocks, never panics, allocates only on a topic's first record. Delivery
 //!   is rdkafka's: with the defaults (idempotence, `acks=all`) nothing is lost or duplicated by
 //!   retries.
-//! - **Epoch header.** Records placed by an assignment carry `dkg-epoch: <epoch>`
-//!   ([`EPOCH_HEADER`]); records placed by Kafka's default hashing carry none. The consumer-side
-//!   rebalancer uses it to order a key's records across an epoch change. It costs librdkafka
-//!   per-record allocations; [`DkgProducerBuilder::epoch_header`] can turn it off where no consumer
-//!   needs it.
+//! - **Epoch header.** By default ([`EpochHeader::Moved`]) records of keys whose partition changed
+//!   in the producer's latest epoch transition carry `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) while
+//!   that epoch is current; the others carry none (headers cost librdkafka per-record allocations).
+//!   These are the records the consumer-side rebalancer may have to hold back.
+//!   [`EpochHeader::All`] stamps every record an assignment placed, [`EpochHeader::Off`] none.
 //!
 //! # Which type to use
 //!
@@ -58,6 +59,10 @@
 //!   hook, which `FutureProducer` does not honour).
 //! - [`control`]: [`ensure_control_topic`], [`publish_assignment`], [`retract_assignment`],
 //!   [`ControlTopicReader`] for publishers and tools.
+//! - [`DkgConsumer`] ([`consumer`]): a group member that keeps every key's records in order, and
+//!   each key with one member at a time, across epoch switches; its producers opt in with
+//!   [`DkgProducerBuilder::ordering`] ([`ordering`]). They coordinate on the compacted handoff
+//!   topic ([`handoff`]).
 //!
 //! [`Producer`]: rdkafka::producer::Producer
 
@@ -70,7 +75,7 @@ pub mod producer;
 pub mod router;
 
 pub use consumer::{
-    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, EpochChange, NoHooks,
+    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, DkgRecord, EpochChange, NoHooks,
 };
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlTopicStatus, ControlUpdate,

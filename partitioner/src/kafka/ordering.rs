@@ -5,7 +5,7 @@
 //!
 //! 1. The router swaps the assignment in (arc-swap): new sends route by `E` at once. Nothing on
 //!    the send path waits.
-//! 2. **Grace**: the ordering task waits until every send that entered the [`Gate`] before it
+//! 2. **Grace**: the ordering task waits until every send that entered the in-flight gate before it
 //!    noticed the adoption has been enqueued in librdkafka. Those are the only sends that can
 //!    still carry a partition chosen by an older epoch.
 //! 3. **Barriers**: one record per partition of the topic (null key, null value, headers

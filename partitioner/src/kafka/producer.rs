@@ -245,20 +245,12 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
             match self.producer.send_result(record) {
                 Ok(delivery) => {
                     drop(gate);
-                    return delivery.await.unwrap_or_else(|_| {
-                        Err((
-                            KafkaError::Canceled,
-                            OwnedMessage::new(
-                                None,
-                                None,
-                                String::new(),
-                                Timestamp::NotAvailable,
-                                -1,
-                                -1,
-                                None,
-                            ),
-                        ))
-                    });
+                    return match delivery.await {
+                        Ok(result) => result,
+                        // rdkafka's own `send` panics here ("producer unexpectedly dropped"); the
+                        // producer is alive while `self` is, so this is unreachable in practice.
+                        Err(_) => Err(canceled()),
+                    };
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                     if match queue_timeout {
@@ -559,6 +551,23 @@ impl DkgProducerBuilder {
             ordering,
         })
     }
+}
+
+/// The error of a delivery whose report never came.
+#[cold]
+fn canceled() -> (KafkaError, OwnedMessage) {
+    (
+        KafkaError::Canceled,
+        OwnedMessage::new(
+            None,
+            None,
+            String::new(),
+            Timestamp::NotAvailable,
+            -1,
+            -1,
+            None,
+        ),
+    )
 }
 
 /// Append the `dkg-producer` header.

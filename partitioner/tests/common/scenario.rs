@@ -3,6 +3,7 @@
 //! into one shared log (global sequence numbers), epoch switches that move the hot keys, and the
 //! checks: nothing lost, each producer's send order per key, and old-partition-before-new-partition
 //! processing of every moved key.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -48,7 +48,7 @@ pub(crate) struct Released<M> {
 /// The hold buffer of one partition.
 #[derive(Debug)]
 pub(crate) struct HoldBuffer<M> {
-    by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
+    pub(crate) by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
     /// Offset -> epoch of every record that is held or released-but-unprocessed.
     unprocessed: BTreeMap<i64, u64>,
     held: usize,
@@ -76,10 +76,16 @@ impl<M> HoldBuffer<M> {
         self.by_key.len()
     }
 
-    /// Whether `key` has held records (a later record of it must queue behind them).
+    /// The lowest and highest epoch of `key`'s held records (`None`: nothing held).
     #[inline]
-    pub(crate) fn has_key(&self, key: &[u8]) -> bool {
-        !self.by_key.is_empty() && self.by_key.contains_key(key)
+    pub(crate) fn key_epochs(&self, key: &[u8]) -> Option<(u64, u64)> {
+        if self.by_key.is_empty() {
+            return None;
+        }
+        let queue = self.by_key.get(key)?;
+        let min = queue.iter().map(|h| h.epoch).min()?;
+        let max = queue.iter().map(|h| h.epoch).max()?;
+        Some((min, max))
     }
 
     /// Queue a record behind the key's earlier held records.
@@ -94,9 +100,11 @@ impl<M> HoldBuffer<M> {
         }
     }
 
-    /// Release, per key in FIFO order, every record whose `can_go` holds, stopping at a key's first
-    /// record that must still wait. Released records stay *unprocessed* until
-    /// [`HoldBuffer::processed`]. Returns how many were released.
+    /// Release every record whose `can_go` holds and that no earlier held record of its key with
+    /// an epoch at most its own still precedes (such a record may be from the same producer, whose
+    /// order must hold; one with a higher epoch cannot be: a producer's epochs never decrease).
+    /// Within a key, released records come out in offset order. Released records stay
+    /// *unprocessed* until [`HoldBuffer::processed`]. Returns how many were released.
     pub(crate) fn release(
         &mut self,
         now: Instant,
@@ -105,22 +113,34 @@ impl<M> HoldBuffer<M> {
     ) -> usize {
         let mut released = 0;
         self.by_key.retain(|_, queue| {
-            while let Some(head) = queue.front() {
-                if !can_go(head) {
-                    return true;
+            let mut blocked = u64::MAX;
+            let mut i = 0;
+            while i < queue.len() {
+                let h = &queue[i];
+                if h.epoch < blocked && can_go(h) {
+                    if let Some(h) = queue.remove(i) {
+                        released += 1;
+                        out(Released {
+                            offset: h.offset,
+                            held_for: now.saturating_duration_since(h.since),
+                            msg: h.msg,
+                        });
+                    }
+                } else {
+                    blocked = blocked.min(h.epoch);
+                    i += 1;
                 }
-                let Some(h) = queue.pop_front() else { break };
-                released += 1;
-                out(Released {
-                    offset: h.offset,
-                    held_for: now.saturating_duration_since(h.since),
-                    msg: h.msg,
-                });
             }
-            false
+            !queue.is_empty()
         });
         self.held -= released;
         released
+    }
+
+    /// A record that goes straight to the ready queue (behind released ones): unprocessed until
+    /// [`HoldBuffer::processed`].
+    pub(crate) fn queued(&mut self, offset: i64, epoch: u64) {
+        self.unprocessed.insert(offset, epoch);
     }
 
     /// A released record was processed.
@@ -131,6 +151,11 @@ impl<M> HoldBuffer<M> {
     /// The lowest held or released-unprocessed offset.
     pub(crate) fn lowest_unprocessed(&self) -> Option<i64> {
         self.unprocessed.first_key_value().map(|(&o, _)| o)
+    }
+
+    /// Every held or released-unprocessed offset, ascending.
+    pub(crate) fn unprocessed_offsets(&self) -> Vec<i64> {
+        self.unprocessed.keys().copied().collect()
     }
 
     /// The lowest epoch among held or released-unprocessed records below `offset`.
@@ -162,18 +187,41 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_epoch_bypasses_higher_held_epochs_of_its_key() {
+        // Another producer's epoch-4 records of k wait; a lagging producer's epoch-2 record of k
+        // behind them may go (it cannot be the same producer), an epoch-4 one may not.
+        let t0 = Instant::now();
+        let mut b: HoldBuffer<&str> = HoldBuffer::default();
+        b.hold(b"k", held(1, 4, Wait::AllBut(0), t0));
+        b.hold(b"k", held(2, 2, Wait::Nothing, t0));
+        b.hold(b"k", held(3, 4, Wait::Nothing, t0));
+        b.hold(b"k", held(4, 3, Wait::Nothing, t0));
+        let mut out = Vec::new();
+        b.release(t0, |h| h.wait == Wait::Nothing, |r| out.push(r.offset));
+        assert_eq!(
+            out,
+            vec![2, 4],
+            "3 waits behind 1 (same epoch), 2 and 4 bypass"
+        );
+        let mut out = Vec::new();
+        b.release(t0, |_| true, |r| out.push(r.offset));
+        assert_eq!(out, vec![1, 3]);
+    }
+
+    #[test]
     fn fifo_per_key_and_unprocessed_tracking() {
         let t0 = Instant::now();
         let mut b: HoldBuffer<&str> = HoldBuffer::default();
         b.hold(b"k", held(10, 5, Wait::Partitions(vec![1]), t0));
-        // A later record of the same key with nothing to wait for still queues.
-        b.hold(b"k", held(12, 0, Wait::Nothing, t0));
+        // A later record of the same key and epoch with nothing to wait for still queues.
+        b.hold(b"k", held(12, 5, Wait::Nothing, t0));
         b.hold(b"j", held(11, 5, Wait::AllBut(0), t0));
         assert_eq!((b.held(), b.held_keys()), (3, 2));
-        assert!(b.has_key(b"k") && !b.has_key(b"x"));
+        assert_eq!(b.key_epochs(b"k"), Some((5, 5)));
+        assert_eq!(b.key_epochs(b"x"), None);
         assert_eq!(b.lowest_unprocessed(), Some(10));
         assert_eq!(b.min_epoch_below(12), Some(5));
-        assert_eq!(b.min_epoch_below(13), Some(0));
+        assert_eq!(b.min_epoch_below(13), Some(5));
         assert_eq!(b.min_epoch_below(10), None);
 
         // Only `Nothing` may go: k's head must wait, so 12 stays behind it.
@@ -200,7 +248,7 @@ mod tests {
             ]
         );
         assert_eq!((b.held(), b.held_keys()), (1, 1));
-        assert!(!b.has_key(b"k"));
+        assert_eq!(b.key_epochs(b"k"), None);
         // Released but not processed: still counted below offsets and for the commit.
         assert_eq!(b.lowest_unprocessed(), Some(10));
         b.processed(10);

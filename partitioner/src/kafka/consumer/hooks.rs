@@ -189,7 +189,8 @@ mod tests {
     fn moved_in_and_out_table() {
         let (prev, next) = (a(1, 1), a(2, 3));
         // (owned, drained partition, key, moved, moved_out, moved_in)
-        let cases: [(&[u32], u32, &[u8], bool, bool, bool); 5] = [
+        type Case<'a> = (&'a [u32], u32, &'a [u8], bool, bool, bool);
+        let cases: [Case<'_>; 5] = [
             (&[0, 1], 1, b"hot", true, true, false),
             (&[2, 3], 1, b"hot", true, false, true),
             (&[1, 3], 1, b"hot", true, false, false),

@@ -15,8 +15,11 @@ use crate::kafka::router::EPOCH_HEADER;
 /// crate forbids unsafe code; [`DkgMessage::into_owned_message`] converts.)
 #[derive(Debug)]
 pub struct DkgMessage {
-    key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
+    /// Key and payload in one allocation.
+    buf: Vec<u8>,
+    /// Length of the key at the start of `buf`; `None`: no key.
+    key_len: Option<usize>,
+    has_payload: bool,
     headers: Option<OwnedHeaders>,
     topic: Arc<str>,
     partition: i32,
@@ -31,9 +34,19 @@ impl DkgMessage {
         topic: &Arc<str>,
         epoch: Option<u64>,
     ) -> Self {
+        let (key, payload) = (m.key(), m.payload());
+        let mut buf =
+            Vec::with_capacity(key.map_or(0, <[u8]>::len) + payload.map_or(0, <[u8]>::len));
+        if let Some(k) = key {
+            buf.extend_from_slice(k);
+        }
+        if let Some(p) = payload {
+            buf.extend_from_slice(p);
+        }
         Self {
-            key: m.key().map(<[u8]>::to_vec),
-            payload: m.payload().map(<[u8]>::to_vec),
+            buf,
+            key_len: key.map(<[u8]>::len),
+            has_payload: payload.is_some(),
             headers: m.headers().map(rdkafka::message::BorrowedHeaders::detach),
             topic: Arc::clone(topic),
             partition: m.partition(),
@@ -46,13 +59,16 @@ impl DkgMessage {
     /// The record key.
     #[must_use]
     pub fn key(&self) -> Option<&[u8]> {
-        self.key.as_deref()
+        self.key_len.and_then(|k| self.buf.get(..k))
     }
 
     /// The record value.
     #[must_use]
     pub fn payload(&self) -> Option<&[u8]> {
-        self.payload.as_deref()
+        if !self.has_payload {
+            return None;
+        }
+        self.buf.get(self.key_len.unwrap_or(0)..)
     }
 
     /// The record headers (including `dkg-epoch` when a DKG assignment placed it).
@@ -93,28 +109,120 @@ impl DkgMessage {
         self.epoch
     }
 
-    /// Take the key.
-    pub fn take_key(&mut self) -> Option<Vec<u8>> {
-        self.key.take()
-    }
-
-    /// Take the value.
-    pub fn take_payload(&mut self) -> Option<Vec<u8>> {
-        self.payload.take()
-    }
-
     /// Convert into rdkafka's `OwnedMessage`.
     #[must_use]
     pub fn into_owned_message(self) -> OwnedMessage {
+        let (key, payload) = (
+            self.key().map(<[u8]>::to_vec),
+            self.payload().map(<[u8]>::to_vec),
+        );
         OwnedMessage::new(
-            self.payload,
-            self.key,
+            payload,
+            key,
             self.topic.to_string(),
             self.timestamp,
             self.partition,
             self.offset,
             self.headers,
         )
+    }
+}
+
+/// A record from [`DkgConsumer::recv_borrowed`](super::DkgConsumer::recv_borrowed): borrowed
+/// from librdkafka when handed out at once (no copy), owned when it was held.
+#[derive(Debug)]
+pub enum DkgRecord<'a> {
+    /// Straight from librdkafka's queue.
+    Fetched {
+        /// The message.
+        msg: BorrowedMessage<'a>,
+        /// Its `dkg-epoch` header.
+        epoch: Option<u64>,
+    },
+    /// Held for a while (a moved key), copied.
+    Released(DkgMessage),
+}
+
+impl DkgRecord<'_> {
+    /// The record key.
+    #[must_use]
+    pub fn key(&self) -> Option<&[u8]> {
+        match self {
+            DkgRecord::Fetched { msg, .. } => msg.key(),
+            DkgRecord::Released(m) => m.key(),
+        }
+    }
+
+    /// The record value.
+    #[must_use]
+    pub fn payload(&self) -> Option<&[u8]> {
+        match self {
+            DkgRecord::Fetched { msg, .. } => msg.payload(),
+            DkgRecord::Released(m) => m.payload(),
+        }
+    }
+
+    /// The partition.
+    #[must_use]
+    pub fn partition(&self) -> i32 {
+        match self {
+            DkgRecord::Fetched { msg, .. } => msg.partition(),
+            DkgRecord::Released(m) => m.partition(),
+        }
+    }
+
+    /// The offset.
+    #[must_use]
+    pub fn offset(&self) -> i64 {
+        match self {
+            DkgRecord::Fetched { msg, .. } => msg.offset(),
+            DkgRecord::Released(m) => m.offset(),
+        }
+    }
+
+    /// The record timestamp.
+    #[must_use]
+    pub fn timestamp(&self) -> Timestamp {
+        match self {
+            DkgRecord::Fetched { msg, .. } => msg.timestamp(),
+            DkgRecord::Released(m) => m.timestamp(),
+        }
+    }
+
+    /// The epoch of the assignment that placed the record, if it carries one (see
+    /// [`DkgMessage::epoch`]).
+    #[must_use]
+    pub fn epoch(&self) -> Option<u64> {
+        match self {
+            DkgRecord::Fetched { epoch, .. } => *epoch,
+            DkgRecord::Released(m) => m.epoch(),
+        }
+    }
+
+    /// Whether the record was held back (its key moved and waited for its old partition).
+    #[must_use]
+    pub fn was_held(&self) -> bool {
+        matches!(self, DkgRecord::Released(_))
+    }
+
+    /// An owned copy.
+    #[must_use]
+    pub fn detach(self) -> DkgMessage {
+        match self {
+            DkgRecord::Fetched { msg, epoch } => {
+                let topic: Arc<str> = Arc::from(msg.topic());
+                DkgMessage::from_borrowed(&msg, &topic, epoch)
+            }
+            DkgRecord::Released(m) => m,
+        }
+    }
+
+    /// An owned copy sharing `topic`.
+    pub(crate) fn detach_with(self, topic: &Arc<str>) -> DkgMessage {
+        match self {
+            DkgRecord::Fetched { msg, epoch } => DkgMessage::from_borrowed(&msg, topic, epoch),
+            DkgRecord::Released(m) => m,
+        }
     }
 }
 
@@ -181,7 +289,13 @@ mod tests {
     fn headers_parse_table() {
         let id = "0123456789abcdef0123456789abcdef";
         // (headers, epoch, barrier, producer?)
-        let cases: Vec<(Vec<(&str, Option<&[u8]>)>, Option<u64>, Option<u64>, bool)> = vec![
+        type Case<'a> = (
+            Vec<(&'a str, Option<&'a [u8]>)>,
+            Option<u64>,
+            Option<u64>,
+            bool,
+        );
+        let cases: Vec<Case<'_>> = vec![
             (vec![], None, None, false),
             (vec![("dkg-epoch", Some(b"12"))], Some(12), None, false),
             (vec![("dkg-epoch", Some(b"x1"))], None, None, false),

@@ -14,7 +14,7 @@
 //! # Protocol
 //!
 //! **Producers** ([`DkgProducerBuilder::ordering`](crate::kafka::DkgProducerBuilder::ordering)):
-//! records carry `dkg-epoch`. Each producer instance registers a [`Lease`] on the handoff topic
+//! records carry `dkg-epoch`. Each producer instance registers a [`Lease`](crate::kafka::handoff::Lease) on the handoff topic
 //! ([`crate::kafka::handoff`]) and renews it every third of its duration. When it adopts epoch
 //! `E` it keeps routing without pause, waits in the background for every send routed under an
 //! older epoch to be enqueued (an atomic in-flight gate, no lock on the send path), then writes a
@@ -29,33 +29,49 @@
 //!   epoch below `E` is unprocessed; `passed[P][y]` is the highest passed epoch.
 //! - `P` has *drained* `E` when every producer awaited for `E` has `passed[P][y] >= E`. A producer
 //!   is awaited while its lease is live, unless it started at or after `E` or closed before `E`
-//!   ([`Lease::awaited_for`]).
+//!   ([`Lease::awaited_for`](crate::kafka::handoff::Lease::awaited_for)).
 //! - A drained value becomes usable only once **committed**: the partition's offset (the lowest
 //!   unprocessed offset) is committed synchronously with the passed map as commit metadata, then
 //!   the value is announced on the handoff topic (`progress/<group>/<topic>/<P>`). The member's
 //!   [`ConsumerHooks::on_epoch`] runs before that commit.
-//! - A record of key `K` with epoch `E` arriving on `Q` is **held** if `K` may have unprocessed
-//!   records elsewhere: some epoch `e` with `S <= e < E` placed `K` on `P != Q` (`S` = the lowest
-//!   drained value over all partitions, so everything below `S` is processed everywhere; an
-//!   epoch whose assignment is unknown counts as "anywhere"). It is **released** when every such
-//!   `P` has drained `E`. Later records of a key with held records queue behind them (per-key
-//!   FIFO). Records of keys that did not move, keyless records and records without `dkg-*`
-//!   headers pass at once; barrier records never reach the application.
+//! - A record of key `K` stamped with epoch `E` arriving on `Q` is **held** if `K` may have
+//!   unprocessed records elsewhere: some epoch `e` with `S <= e < E` placed `K` on `P != Q` (`S` =
+//!   the lowest drained value over all partitions, so everything below `S` is processed
+//!   everywhere; an epoch whose assignment is unknown counts as "anywhere"). It is **released**
+//!   when every such `P` has drained `E`, and after every earlier held record of `K` with an epoch
+//!   at most `E` (those may be its own producer's; one with a higher epoch cannot be, a producer's
+//!   epochs never decrease). An unstamped record passes at once unless `K` has held records; then
+//!   it queues behind all of them (it may be its producer's next record of a moved key), counted
+//!   as a record of their highest epoch. Keyless records pass at once; barrier records never reach
+//!   the application.
 //!
 //! **Why no deadlock.** Passing a barrier of epoch `E` waits only for records of epochs *below*
-//! `E`. A held record of epoch `E` therefore never blocks the barrier of its own epoch on its own
-//! partition; it waits for partitions to drain `E`, which waits only for records of epochs below
-//! `E`, which wait for epochs further below: the chain ends. (Committed offsets are not used as
-//! progress for exactly this reason: a held record keeps its partition's offset low, and two
-//! partitions swapping keys would wait on each other.)
+//! `E`. A held record of epoch `E` never blocks the barrier of its own epoch on its own
+//! partition; it waits for partitions to drain `E` and for held records of epochs at most `E`,
+//! which wait only for records of epochs below `E`, which wait for epochs further below: the
+//! chain ends. (Committed offsets are not used as progress for exactly this reason: a held record
+//! keeps its partition's offset low, and two partitions swapping keys would wait on each other.)
+//! A deterministic simulation in the tests (`core.rs`) checks order, exclusivity, no loss and no
+//! stall over thousands of random interleavings of producers, members, commits and crashes.
 //!
 //! # The guarantee
 //!
 //! Definitions: a record is **processed** when the application asks for the next record
-//! ([`DkgConsumer::recv`]), or calls [`DkgConsumer::commit`] or [`DkgConsumer::close`], after
-//! receiving it. A producer is **ordering** when built with
+//! ([`DkgConsumer::recv`], [`DkgConsumer::recv_borrowed`]), or calls [`DkgConsumer::commit`] or
+//! [`DkgConsumer::close`], after receiving it. A producer is **ordering** when built with
 //! [`ordering(true)`](crate::kafka::DkgProducerBuilder::ordering) and the topic declared with
-//! [`topics`](crate::kafka::DkgProducerBuilder::topics).
+//! [`topics`](crate::kafka::DkgProducerBuilder::topics). A switch to epoch `E` has **drained** when
+//! every partition has drained `E` (typically well under a second after the producers adopt it).
+//!
+//! Which records carry their epoch matters. With
+//! [`EpochHeader::All`](crate::kafka::EpochHeader::All) every record does and the guarantees below
+//! hold unconditionally. With the default [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved)
+//! a producer stamps only the keys its latest transition moved, and an unstamped record's epoch
+//! is unknown to the consumer; the guarantees then hold as long as each switch drains before the
+//! producers adopt the following epoch (the consumer group is less than one epoch interval behind;
+//! with the sampler's default of at most one epoch per 30 s that is a lag under 30 s). A group
+//! that lags more may see a producer's unstamped records of a recently moved key before its older
+//! ones.
 //!
 //! - **Order.** For every key and every ordering producer that stays alive (or closes cleanly),
 //!   the application sees the producer's records of the key in send order, across any number of
@@ -68,9 +84,12 @@
 //!   passed barriers (the committed metadata says which), so it never re-processes old records
 //!   of a key another member already processes.
 //! - **No loss, at-least-once.** Nothing is lost by the wrapper: held records keep the committed
-//!   offset below them, so a crash or revocation re-delivers them. A consumer crash re-delivers
-//!   the records processed since the last commit on its partitions (as with plain Kafka); these
-//!   duplicates come in partition order.
+//!   offset below them, so a crash or revocation re-delivers them. The commit metadata also lists
+//!   which records between the committed offset and the fetch position were still unprocessed, so
+//!   a new owner skips the others: a clean revocation or close re-delivers nothing that was
+//!   processed. A crash re-delivers the records processed since the last commit (as with plain
+//!   Kafka), in partition order. (If a partition has so many unprocessed records that their list
+//!   does not fit the metadata limit, the list is left out and a revocation may re-deliver too.)
 //! - **Consumer crash.** Dropping a `DkgConsumer` without [`close`](DkgConsumer::close) behaves
 //!   like a crash that the group notices at once: nothing more is committed, no hook runs. The
 //!   group rebalances; new owners resume from the committed offsets with the committed passed
@@ -84,7 +103,14 @@
 //! Not covered: records routed before an ordering producer's lease is visible (topics not
 //! declared at build are registered on first use, within milliseconds); records placed by
 //! producers without ordering; a retraction (tombstone) back to Kafka's default placement (records
-//! then carry no epoch). Clocks must agree to well within a lease duration.
+//! then carry no epoch); with [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved), the
+//! lagging-group case above. Clocks must agree to well within a lease duration.
+//!
+//! # Cost
+//!
+//! With no epoch change, records are handed out at once. [`DkgConsumer::recv_borrowed`] copies
+//! nothing (the record borrows the consumer, like `StreamConsumer::recv`); [`DkgConsumer::recv`]
+//! returns an owned copy, whose allocation per record is most of its cost (`BENCHMARKS.md`).
 //!
 //! # Bounded buffering
 //!
@@ -143,7 +169,7 @@ use crate::kafka::handoff::{
 use self::core::{Core, CoreConfig, Incoming, Outcome};
 pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
 use self::message::DkgHeaders;
-pub use self::message::DkgMessage;
+pub use self::message::{DkgMessage, DkgRecord};
 use self::metrics::ConsumerMetrics;
 use self::progress::CommitMeta;
 
@@ -224,7 +250,7 @@ impl Shared {
         &self,
         base: &BaseConsumer<DkgContext>,
         partitions: &[u32],
-    ) -> HashMap<u32, Option<CommitMeta>> {
+    ) -> HashMap<u32, (Option<i64>, Option<CommitMeta>)> {
         let mut tpl = TopicPartitionList::new();
         for &p in partitions {
             tpl.add_partition(&self.topic, p as i32);
@@ -248,7 +274,11 @@ impl Shared {
                                     None
                                 }
                             };
-                            Some((p, meta))
+                            let offset = match e.offset() {
+                                Offset::Offset(o) => Some(o),
+                                _ => None,
+                            };
+                            Some((p, (offset, meta)))
                         })
                         .collect();
                 }
@@ -265,7 +295,7 @@ impl Shared {
              without skip rules (records processed by their previous owner below its barriers may \
              be processed again)"
         );
-        partitions.iter().map(|&p| (p, None)).collect()
+        partitions.iter().map(|&p| (p, (None, None))).collect()
     }
 
     fn on_assign(&self, base: &BaseConsumer<DkgContext>, tpl: &TopicPartitionList) {
@@ -291,7 +321,10 @@ impl Shared {
                 }
             }
             for &p in &partitions {
-                core.assign(p, metas.get(&p).and_then(Option::as_ref), now);
+                let (offset, meta) = metas
+                    .get(&p)
+                    .map_or((None, None), |(o, m)| (*o, m.as_ref()));
+                core.assign(p, offset, meta, now);
             }
         }
         info!(topic = %self.topic, ?partitions, "partitions assigned");
@@ -458,6 +491,14 @@ impl Drop for Tasks {
 /// # }
 /// ```
 pub struct DkgConsumer {
+    /// The fetching handle: records handed out by [`DkgConsumer::recv_borrowed`] borrow it.
+    consumer: Arc<StreamConsumer<DkgContext>>,
+    inner: Inner,
+}
+
+/// Everything but the fetching handle (split so a borrowed record and the state can be used at
+/// once).
+struct Inner {
     consumer: Arc<StreamConsumer<DkgContext>>,
     shared: Arc<Shared>,
     topic: Arc<str>,
@@ -481,11 +522,19 @@ pub struct DkgConsumer {
 impl fmt::Debug for DkgConsumer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DkgConsumer")
-            .field("topic", &self.topic)
-            .field("group", &self.group)
-            .field("member", &self.member)
+            .field("topic", &self.inner.topic)
+            .field("group", &self.inner.group)
+            .field("member", &self.inner.member)
             .finish_non_exhaustive()
     }
+}
+
+/// What the state machine says before fetching.
+enum Step {
+    /// A released record.
+    Released(DkgMessage),
+    /// Fetch from Kafka.
+    Fetch,
 }
 
 impl DkgConsumer {
@@ -496,57 +545,242 @@ impl DkgConsumer {
         DkgConsumerBuilder::new(config)
     }
 
-    /// The next record for the application. The record returned by the previous call counts as
-    /// processed from now on. Barrier records are consumed here; held records come out when their
-    /// key's old partitions are drained. Errors are the client's (transient ones included, as
-    /// with `StreamConsumer::recv`); calling `recv` again continues.
+    /// The next record for the application, as an owned copy. The record returned by the
+    /// previous call counts as processed from now on. Barrier records are consumed here; held
+    /// records come out when their key's old partitions are drained. Errors are the client's
+    /// (transient ones included, as with `StreamConsumer::recv`); calling `recv` again continues.
+    ///
+    /// Copying a record costs an allocation on this thread, which under load contends with
+    /// librdkafka's own threads for the allocator (see `BENCHMARKS.md`): where throughput matters,
+    /// use [`DkgConsumer::recv_borrowed`].
     ///
     /// Cancellation safe: dropping the future loses no record.
     pub async fn recv(&mut self) -> Result<DkgMessage> {
-        self.shared.core().processed();
+        let topic = Arc::clone(&self.inner.topic);
+        self.recv_borrowed().await.map(|r| r.detach_with(&topic))
+    }
+
+    /// Like [`DkgConsumer::recv`] without copying: the record borrows the consumer (as rdkafka's
+    /// `StreamConsumer::recv` does), so it must be dropped before the next call, which is also
+    /// when it counts as processed. Records that were held come as owned copies.
+    ///
+    /// Cancellation safe: dropping the future loses no record.
+    pub async fn recv_borrowed(&mut self) -> Result<DkgRecord<'_>> {
+        let Self { consumer, inner } = self;
+        let mut first = true;
         loop {
-            self.since_housekeeping += 1;
-            if self.since_housekeeping >= HOUSEKEEPING_EVERY
-                || self.shared.has_notes.load(Ordering::Acquire)
+            if let Step::Released(m) = inner.step(first).await {
+                return Ok(DkgRecord::Released(m));
+            }
+            first = false;
+            // Fast path: a record is already waiting in librdkafka's queue.
             {
-                self.since_housekeeping = 0;
-                self.maintain();
-            }
-            let (due, ready) = {
-                let mut core = self.shared.core();
-                let due = core.has_progress_due();
-                (due, if due { None } else { core.next_ready() })
-            };
-            if due && self.progress_retry_at.is_none_or(|t| Instant::now() >= t) {
-                self.commit_progress().await;
-                continue;
-            }
-            if let Some(m) = ready {
-                self.metrics.record(m.partition() as u32);
-                return Ok(m);
-            }
-            if due {
-                // A failed progress commit waits for its retry; release what is ready meanwhile.
-                if let Some(m) = self.shared.core().next_ready() {
-                    self.metrics.record(m.partition() as u32);
-                    return Ok(m);
+                let fetch = consumer.recv();
+                let mut fetch = std::pin::pin!(fetch);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                if let std::task::Poll::Ready(r) = fetch.as_mut().poll(&mut cx) {
+                    match r {
+                        Ok(m) => {
+                            if let Some(record) = inner.on_fetched(m) {
+                                return Ok(record);
+                            }
+                        }
+                        Err(KafkaError::PartitionEOF(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    continue;
                 }
             }
             tokio::select! {
                 biased;
-                r = self.consumer.recv() => match r {
+                r = consumer.recv() => match r {
                     Ok(m) => {
-                        if let Some(out) = on_message(&self.shared, &self.topic, &mut self.metrics, &m) {
-                            return Ok(out);
+                        if let Some(record) = inner.on_fetched(m) {
+                            return Ok(record);
                         }
                     }
                     Err(KafkaError::PartitionEOF(_)) => {}
                     Err(e) => return Err(e.into()),
                 },
-                Some(ev) = self.events.recv() => self.apply_event(ev),
-                () = tokio::time::sleep_until(self.next_housekeeping.into()) => {
-                    self.since_housekeeping = HOUSEKEEPING_EVERY;
+                Some(ev) = inner.events.recv() => inner.apply_event(ev),
+                () = tokio::time::sleep_until(inner.next_housekeeping.into()) => {
+                    inner.since_housekeeping = HOUSEKEEPING_EVERY;
                 }
+            }
+        }
+    }
+
+    /// Mark the last record processed and commit every owned partition synchronously (offsets
+    /// and progress).
+    pub async fn commit(&mut self) -> Result<()> {
+        self.inner.commit().await
+    }
+
+    /// Leave the group cleanly: mark the last record processed, commit, then leave: the
+    /// revocation runs [`ConsumerHooks::on_partitions_revoked`] and commits the final offsets
+    /// and progress (the group rebalances at once). Errors if that final commit failed (the
+    /// records since the previous commit will then be delivered again to the next owners).
+    pub async fn close(self) -> Result<()> {
+        let Self {
+            consumer,
+            mut inner,
+        } = self;
+        if let Err(e) = inner.commit().await {
+            // A rebalance in progress, typically: the revocation below commits again.
+            debug!(topic = %inner.topic, error = %e, "commit before close failed");
+        }
+        inner.maintain();
+        inner.writer.flush(Duration::from_secs(5));
+        inner.closed = true;
+        inner.shared.closing.store(true, Ordering::Release);
+        let shared = Arc::clone(&inner.shared);
+        drop(inner);
+        tokio::task::spawn_blocking(move || drop(consumer))
+            .await
+            .map_err(|e| Error::Timeout {
+                what: format!("consumer close task failed: {e}"),
+                millis: 0,
+            })?;
+        let failed = shared
+            .final_commit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match failed {
+            None => Ok(()),
+            Some(e) => Err(Error::Timeout {
+                what: format!("final commit on close: {e}"),
+                millis: 0,
+            }),
+        }
+    }
+
+    /// The data topic.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        &self.inner.topic
+    }
+
+    /// The consumer group.
+    #[must_use]
+    pub fn group(&self) -> &str {
+        &self.inner.group
+    }
+
+    /// This member's name (the `member` metric label).
+    #[must_use]
+    pub fn member(&self) -> &str {
+        &self.inner.member
+    }
+
+    /// The newest assignment known for the topic.
+    #[must_use]
+    pub fn assignment(&self) -> Option<Arc<Assignment>> {
+        self.inner.shared.core().latest().cloned()
+    }
+
+    /// The partitions this member owns.
+    #[must_use]
+    pub fn owned_partitions(&self) -> Vec<u32> {
+        self.inner.shared.core().owned()
+    }
+
+    /// The lowest epoch drained on every partition, as this member knows it: records of epochs
+    /// up to it are never held.
+    #[must_use]
+    pub fn settled_epoch(&self) -> u64 {
+        self.inner.shared.core().settled()
+    }
+
+    /// Records held right now (all owned partitions).
+    #[must_use]
+    pub fn held_records(&self) -> usize {
+        self.inner.shared.core().held_counts().map(|(_, n)| n).sum()
+    }
+}
+
+impl Inner {
+    /// Everything before a fetch: the previous record is processed (`first`), progress due is
+    /// committed, released records come out, housekeeping runs when due.
+    async fn step(&mut self, first: bool) -> Step {
+        loop {
+            // One lock: the previous record is processed; progress to commit; released records.
+            let now_due = self.progress_retry_at.is_none_or(|t| Instant::now() >= t);
+            let (due, ready) = {
+                let mut core = self.shared.core();
+                if first {
+                    core.processed();
+                }
+                let due = core.has_progress_due() && now_due;
+                (due, if due { None } else { core.next_ready() })
+            };
+            if due {
+                self.commit_progress().await;
+                continue;
+            }
+            if let Some(m) = ready {
+                self.metrics.record(m.partition() as u32);
+                return Step::Released(m);
+            }
+            self.since_housekeeping += 1;
+            if self.since_housekeeping >= HOUSEKEEPING_EVERY
+                || self.shared.has_notes.load(Ordering::Acquire)
+                || !self.events.is_empty()
+            {
+                self.since_housekeeping = 0;
+                while let Ok(ev) = self.events.try_recv() {
+                    self.apply_event(ev);
+                }
+                self.maintain();
+                continue;
+            }
+            return Step::Fetch;
+        }
+    }
+
+    /// A record fetched from Kafka: handed out (borrowed) or held (copied), or consumed.
+    fn on_fetched<'a>(&mut self, m: BorrowedMessage<'a>) -> Option<DkgRecord<'a>> {
+        let partition = u32::try_from(m.partition()).ok()?;
+        let h = DkgHeaders::read(m.headers());
+        let mut core = self.shared.core();
+        if h.barrier.is_some() {
+            match h.barrier() {
+                Some((producer, epoch)) => {
+                    core.on_barrier(partition, m.offset(), producer, epoch);
+                }
+                None => {
+                    debug!(topic = %self.topic, partition, offset = m.offset(),
+                        "barrier record without a valid dkg-producer header: skipped");
+                    core.on_barrier_invalid(partition, m.offset());
+                }
+            }
+            return None;
+        }
+        let topic = &self.topic;
+        let outcome = core.on_record(
+            Incoming {
+                partition,
+                offset: m.offset(),
+                key: m.key(),
+                epoch: h.epoch,
+                msg: || DkgMessage::from_borrowed(&m, topic, h.epoch),
+            },
+            Instant::now,
+        );
+        drop(core);
+        match outcome {
+            Outcome::Deliver => {
+                self.metrics.record(partition);
+                Some(DkgRecord::Fetched {
+                    msg: m,
+                    epoch: h.epoch,
+                })
+            }
+            Outcome::Held | Outcome::Skipped => None,
+            Outcome::Unowned => {
+                debug!(topic = %self.topic, partition, offset = m.offset(),
+                    "record of a partition no longer owned: dropped (its next owner reads it)");
+                None
             }
         }
     }
@@ -816,9 +1050,8 @@ impl DkgConsumer {
         Some(tpl)
     }
 
-    /// Mark the last record processed and commit every owned partition synchronously (offsets
-    /// and progress).
-    pub async fn commit(&mut self) -> Result<()> {
+    /// Mark the last record processed and commit every owned partition synchronously.
+    async fn commit(&mut self) -> Result<()> {
         self.shared.core().processed();
         self.commit_progress().await;
         if let Some(tpl) = self.commit_all(CommitMode::Sync) {
@@ -832,143 +1065,14 @@ impl DkgConsumer {
         }
         Ok(())
     }
-
-    /// Leave the group cleanly: mark the last record processed, commit, then leave: the
-    /// revocation runs [`ConsumerHooks::on_partitions_revoked`] and commits the final offsets
-    /// and progress (the group rebalances at once). Errors if that final commit failed (the
-    /// records since the previous commit will then be delivered again to the next owners).
-    pub async fn close(mut self) -> Result<()> {
-        if let Err(e) = self.commit().await {
-            // A rebalance in progress, typically: the revocation below commits again.
-            debug!(topic = %self.topic, error = %e, "commit before close failed");
-        }
-        self.maintain();
-        self.writer.flush(Duration::from_secs(5));
-        self.closed = true;
-        self.shared.closing.store(true, Ordering::Release);
-        let consumer = Arc::clone(&self.consumer);
-        let shared = Arc::clone(&self.shared);
-        drop(self);
-        tokio::task::spawn_blocking(move || drop(consumer))
-            .await
-            .map_err(|e| Error::Timeout {
-                what: format!("consumer close task failed: {e}"),
-                millis: 0,
-            })?;
-        let failed = shared
-            .final_commit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        match failed {
-            None => Ok(()),
-            Some(e) => Err(Error::Timeout {
-                what: format!("final commit on close: {e}"),
-                millis: 0,
-            }),
-        }
-    }
-
-    /// The data topic.
-    #[must_use]
-    pub fn topic(&self) -> &str {
-        &self.topic
-    }
-
-    /// The consumer group.
-    #[must_use]
-    pub fn group(&self) -> &str {
-        &self.group
-    }
-
-    /// This member's name (the `member` metric label).
-    #[must_use]
-    pub fn member(&self) -> &str {
-        &self.member
-    }
-
-    /// The newest assignment known for the topic.
-    #[must_use]
-    pub fn assignment(&self) -> Option<Arc<Assignment>> {
-        self.shared.core().latest().cloned()
-    }
-
-    /// The partitions this member owns.
-    #[must_use]
-    pub fn owned_partitions(&self) -> Vec<u32> {
-        self.shared.core().owned()
-    }
-
-    /// The lowest epoch drained on every partition, as this member knows it: records of epochs
-    /// up to it are never held.
-    #[must_use]
-    pub fn settled_epoch(&self) -> u64 {
-        self.shared.core().settled()
-    }
-
-    /// Records held right now (all owned partitions).
-    #[must_use]
-    pub fn held_records(&self) -> usize {
-        self.shared.core().held_counts().map(|(_, n)| n).sum()
-    }
 }
 
-impl Drop for DkgConsumer {
+impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed {
             // Like a crash: rdkafka's drop still leaves the group, but the revocation callback
             // then commits nothing and runs no hook.
             self.shared.abandoned.store(true, Ordering::Release);
-        }
-    }
-}
-
-fn on_message(
-    shared: &Shared,
-    topic: &Arc<str>,
-    metrics: &mut ConsumerMetrics,
-    m: &BorrowedMessage<'_>,
-) -> Option<DkgMessage> {
-    let Ok(partition) = u32::try_from(m.partition()) else {
-        return None;
-    };
-    let h = DkgHeaders::read(m.headers());
-    let mut core = shared.core();
-    if h.barrier.is_some() {
-        match h.barrier() {
-            Some((producer, epoch)) => {
-                core.on_barrier(partition, m.offset(), producer, epoch);
-            }
-            None => {
-                debug!(topic = %topic, partition, offset = m.offset(),
-                    "barrier record without a valid dkg-producer header: skipped");
-                core.on_barrier_invalid(partition, m.offset());
-            }
-        }
-        return None;
-    }
-    let msg = DkgMessage::from_borrowed(m, &topic, h.epoch);
-    let outcome = core.on_record(
-        Incoming {
-            partition,
-            offset: m.offset(),
-            key: m.key(),
-            epoch: h.epoch,
-            msg,
-        },
-        Instant::now,
-    );
-    drop(core);
-    match outcome {
-        Outcome::Deliver(msg) => {
-            metrics.record(partition);
-            Some(msg)
-        }
-        Outcome::Held | Outcome::Skipped => None,
-        Outcome::Unowned => {
-            debug!(topic = %topic, partition, offset = m.offset(),
-                "record of a partition no longer owned: dropped (its next owner reads it)");
-            None
         }
     }
 }
@@ -1389,23 +1493,26 @@ impl DkgConsumerBuilder {
         ]);
         let now = Instant::now();
         Ok(DkgConsumer {
-            consumer,
-            shared,
-            topic: topic_arc,
-            group,
-            member,
-            events: rx,
-            writer,
-            metrics,
-            _tasks: tasks,
-            commit_interval: self.commit_interval,
-            next_housekeeping: now,
-            next_auto_commit: self.commit_interval.map(|d| now + d),
-            next_gc: now + GC_EVERY,
-            progress_retry_at: None,
-            since_housekeeping: 0,
-            history_keys,
-            closed: false,
+            consumer: Arc::clone(&consumer),
+            inner: Inner {
+                consumer,
+                shared,
+                topic: topic_arc,
+                group,
+                member,
+                events: rx,
+                writer,
+                metrics,
+                _tasks: tasks,
+                commit_interval: self.commit_interval,
+                next_housekeeping: now,
+                next_auto_commit: self.commit_interval.map(|d| now + d),
+                next_gc: now + GC_EVERY,
+                progress_retry_at: None,
+                since_housekeeping: 0,
+                history_keys,
+                closed: false,
+            },
         })
     }
 }

@@ -10,11 +10,16 @@
 //! - The partition has **drained** epoch `E` when every producer that must be awaited for `E`
 //!   ([`Lease::awaited_for`]) has `passed[y] >= E` (or cannot have written epochs below `E` after
 //!   its barrier). `drained` is the highest such `E`, capped at the newest epoch known.
-//! - **Skip rule** after a change of owner: the previous owner committed `passed[y] = (E, b)`, so
-//!   every record below `b` with an epoch below `E` was processed. The new owner, which restarts at
-//!   the committed offset (possibly below `b`, when held records kept it there), skips those.
-//!   Without the rule it would process again old records of keys that other members already
-//!   process on their new partitions.
+//! - **Skip rules** after a change of owner. The committed offset `c` is the lowest unprocessed
+//!   offset, so held records keep it low and the new owner re-reads records the previous one had
+//!   processed. (1) The metadata lists the fetch position `n` and the offsets in `[c, n)` that were
+//!   still unprocessed (held or handed out); the new owner skips every other record below `n`: a
+//!   clean revocation or a crash right after a commit re-delivers nothing that was processed. The
+//!   list is dropped when it does not fit the metadata limit (then only (2) applies). (2) The
+//!   previous owner's `passed[y] = (E, b)` says every record below `b` with an epoch below `E` was
+//!   processed; those are skipped too. (2) is what the protocol needs: without it a new owner would
+//!   process again old records of keys that other members already process on their new
+//!   partitions.
 
 use std::collections::BTreeMap;
 
@@ -49,7 +54,8 @@ impl From<PassedAt> for (u64, i64) {
 }
 
 /// What the wrapper stores as the metadata of its offset commits:
-/// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<barrier offset>],...}}`.
+/// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<barrier offset>],...},"n":<next offset>,
+/// "u":[<unprocessed offsets in [committed, n), as deltas from the committed offset>]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CommitMeta {
     #[serde(rename = "v")]
@@ -58,6 +64,12 @@ pub(crate) struct CommitMeta {
     pub(crate) drained: u64,
     #[serde(rename = "p")]
     pub(crate) passed: BTreeMap<ProducerId, PassedAt>,
+    /// Fetch position when committed.
+    #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) next: Option<i64>,
+    /// Unprocessed offsets in `[committed, next)`, ascending, as deltas from the committed offset.
+    #[serde(rename = "u", default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) unprocessed: Vec<i64>,
 }
 
 impl CommitMeta {
@@ -101,20 +113,30 @@ pub(crate) struct PartitionProgress {
     /// From the committed metadata at assignment: `(E, b)` = records below `b` with an epoch below
     /// `E` were processed by a previous owner.
     skip: Vec<PassedAt>,
+    /// From the committed metadata: below `.0`, only the offsets in `.1` were unprocessed.
+    window: Option<(i64, std::collections::BTreeSet<i64>)>,
     /// First offset fetched since the assignment.
     start: Option<i64>,
 }
 
 impl PartitionProgress {
-    /// The state of a newly assigned partition, from its committed metadata.
-    pub(crate) fn from_meta(meta: Option<&CommitMeta>) -> Self {
+    /// The state of a newly assigned partition, from its committed offset and metadata.
+    pub(crate) fn from_meta(meta: Option<&CommitMeta>, committed: Option<i64>) -> Self {
         let passed = meta.map(|m| m.passed.clone()).unwrap_or_default();
         let mut skip: Vec<PassedAt> = passed.values().copied().collect();
         skip.sort_by_key(|p| std::cmp::Reverse(p.offset));
+        let window = match (meta, committed) {
+            (Some(m), Some(c)) => m.next.filter(|&n| n > c).map(|n| {
+                let unprocessed = m.unprocessed.iter().map(|d| c + d).collect();
+                (n, unprocessed)
+            }),
+            _ => None,
+        };
         Self {
             passed,
             pending: Vec::new(),
             skip,
+            window,
             start: None,
         }
     }
@@ -136,9 +158,18 @@ impl PartitionProgress {
         !self.pending.is_empty()
     }
 
-    /// Whether a re-delivered record was processed by a previous owner (skip rule).
+    /// Whether a re-delivered record was processed by a previous owner (skip rules, see the
+    /// module docs). `epoch` is the record's `dkg-epoch` header: when the exact window is missing,
+    /// only stamped records are skipped by the barrier rule (an unstamped record held under an
+    /// assumed epoch does not block the barriers it would be skipped by).
     #[inline]
-    pub(crate) fn skip(&self, offset: i64, epoch: u64) -> bool {
+    pub(crate) fn skip(&self, offset: i64, epoch: Option<u64>) -> bool {
+        if let Some((next, unprocessed)) = &self.window {
+            return offset < *next && !unprocessed.contains(&offset);
+        }
+        let Some(epoch) = epoch else {
+            return false;
+        };
         // Sorted by offset descending: stop at the first rule whose offset is not above ours.
         self.skip
             .iter()
@@ -146,10 +177,20 @@ impl PartitionProgress {
             .any(|s| epoch < s.epoch)
     }
 
+    /// The window inherited from the previous owner's commit, while fetching has not passed it:
+    /// its end and the offsets in it that were unprocessed. A commit made meanwhile must carry it
+    /// on, or a second change of owner would re-process what the first owner had processed.
+    pub(crate) fn inherited_window(&self) -> Option<(i64, &std::collections::BTreeSet<i64>)> {
+        self.window.as_ref().map(|(n, u)| (*n, u))
+    }
+
     /// Drop the skip rules once fetching is past all of them (they are dead weight afterwards).
     pub(crate) fn forget_skips_below(&mut self, next_offset: i64) {
         if self.skip.first().is_some_and(|s| s.offset <= next_offset) {
             self.skip.retain(|s| s.offset > next_offset);
+        }
+        if self.window.as_ref().is_some_and(|(n, _)| *n <= next_offset) {
+            self.window = None;
         }
     }
 
@@ -267,12 +308,17 @@ impl PartitionProgress {
         drained
     }
 
-    /// The commit metadata for `drained`, within `max_bytes`: entries of producers no longer
-    /// awaited are dropped first if needed (nothing relies on them). `Err` with the size if it
-    /// still does not fit.
+    /// The commit metadata for a commit at `offset` with fetch position `next` and the
+    /// `unprocessed` offsets (ascending, all in `offset..next`), within `max_bytes`. If needed,
+    /// the unprocessed list goes first (only duplicates follow), then entries of producers no
+    /// longer awaited (nothing relies on them). `Err` with the size if it still does not fit.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn meta<'a>(
         &self,
         drained: u64,
+        offset: i64,
+        next: i64,
+        unprocessed: &[i64],
         leases: impl IntoIterator<Item = &'a Lease> + Clone,
         now_ms: u64,
         max_bytes: usize,
@@ -281,7 +327,15 @@ impl PartitionProgress {
             version: META_VERSION,
             drained,
             passed: self.passed.clone(),
+            next: (next > offset).then_some(next),
+            unprocessed: unprocessed.iter().map(|o| o - offset).collect(),
         };
+        let encoded = meta.encode();
+        if encoded.len() <= max_bytes {
+            return Ok(encoded);
+        }
+        meta.next = None;
+        meta.unprocessed.clear();
         let encoded = meta.encode();
         if encoded.len() <= max_bytes {
             return Ok(encoded);
@@ -380,12 +434,19 @@ mod tests {
         p.on_barrier(&id('a'), 4, 100, |_| None);
         p.on_barrier(&id('b'), 3, 80, |_| None);
         let leases = [lease('a', 0, None), lease('b', 0, None)];
-        let json = p.meta(3, &leases, 10, 4096).unwrap();
+        let json = p.meta(3, 10, 10, &[], &leases, 10, 4096).unwrap();
         let meta = CommitMeta::parse(&json).unwrap().unwrap();
         assert_eq!(meta.drained, 3);
-        assert_eq!(meta.passed[&id('a')], PassedAt { epoch: 4, offset: 100 });
+        assert_eq!(
+            meta.passed[&id('a')],
+            PassedAt {
+                epoch: 4,
+                offset: 100
+            }
+        );
+        assert_eq!((meta.next, meta.unprocessed.len()), (None, 0));
 
-        let mut next = PartitionProgress::from_meta(Some(&meta));
+        let mut next = PartitionProgress::from_meta(Some(&meta), Some(10));
         assert_eq!(next.passed(&id('b')), 3);
         // (offset, epoch, skipped?)
         let cases = [
@@ -399,13 +460,15 @@ mod tests {
             (85, 3, true),
         ];
         for (offset, epoch, want) in cases {
-            assert_eq!(next.skip(offset, epoch), want, "{offset} {epoch}");
+            assert_eq!(next.skip(offset, Some(epoch)), want, "{offset} {epoch}");
         }
         // Fetching is past b's rule (80) but not a's (100): a's still applies.
         next.forget_skips_below(90);
-        assert!(next.skip(95, 3));
+        assert!(next.skip(95, Some(3)));
+        // Unstamped records are never skipped by the barrier rule.
+        assert!(!next.skip(95, None));
         next.forget_skips_below(200);
-        assert!(!next.skip(95, 3));
+        assert!(!next.skip(95, Some(3)));
 
         assert_eq!(CommitMeta::parse(""), None);
         assert!(CommitMeta::parse("{").unwrap().is_err());
@@ -414,11 +477,27 @@ mod tests {
                 .unwrap()
                 .is_err()
         );
-        // Too large: dead producers dropped first, then an error.
-        assert!(p.meta(3, &leases, 10, 20).is_err());
+        // Too large: the unprocessed list goes first, then dead producers, then an error.
+        assert!(p.meta(3, 10, 10, &[], &leases, 10, 20).is_err());
         let only_a = [lease('a', 0, None)];
-        let small = p.meta(3, &only_a, 10, 70).unwrap();
+        let small = p.meta(3, 10, 500, &[10, 300], &only_a, 10, 70).unwrap();
         assert!(!small.contains(&"b".repeat(32)), "{small}");
+        assert!(!small.contains("\"u\""), "{small}");
+    }
+
+    #[test]
+    fn processed_window_skips_everything_but_the_unprocessed() {
+        let p = PartitionProgress::default();
+        let json = p.meta(0, 100, 110, &[100, 104, 107], &[], 0, 4096).unwrap();
+        assert!(json.contains("\"u\":[0,4,7]"), "{json}");
+        let meta = CommitMeta::parse(&json).unwrap().unwrap();
+        let mut next = PartitionProgress::from_meta(Some(&meta), Some(100));
+        let skipped: Vec<i64> = (100..112).filter(|&o| next.skip(o, None)).collect();
+        assert_eq!(skipped, vec![101, 102, 103, 105, 106, 108, 109]);
+        next.forget_skips_below(110);
+        assert!(!next.skip(101, None));
+        // Without the committed offset (reset by a tool) the window is not trusted.
+        assert!(!PartitionProgress::from_meta(Some(&meta), None).skip(101, None));
     }
 
     #[test]
@@ -433,7 +512,10 @@ mod tests {
         p.set_start(50);
         p.set_start(10); // only the first counts
         assert_eq!(p.start(), Some(50));
-        assert!(!p.apply_lease_barrier(1, &l), "60 is ahead: it will be read");
+        assert!(
+            !p.apply_lease_barrier(1, &l),
+            "60 is ahead: it will be read"
+        );
         assert!(p.apply_lease_barrier(0, &l));
         assert_eq!(p.passed(&id('a')), 7);
         assert!(!p.apply_lease_barrier(5, &l), "no offset for partition 5");
