@@ -3,7 +3,11 @@
 //!
 //! Setup: k = 100 partitions, mu = 64 (6400 buckets), 200 heavy keys; the measured key stream is
 //! 30% heavy-key records and 70% distinct non-heavy keys, which is what a skewed topic sends.
-//! After criterion's own report, prints both medians and their ratio.
+//! After criterion's own report, prints both medians and their ratio, then the same comparison
+//! as alternating batches (steadier on a busy machine), and for information the alternating ratio
+//! for 6- and 36-byte keys (the lookup's out-of-line comparison path).
+//!
+//! Both sides run the same loop (`sum_partitions`): same keys, same `black_box` on each key.
 //!
 //! `cargo bench -p dkg-partitioner --no-default-features --bench partition_for`
 
@@ -23,17 +27,20 @@ const KEYS: usize = 1 << 16;
 const HEAVY_SHARE: f64 = 0.3;
 const GROUP: &str = "partition_for_16B";
 
-fn heavy_key(i: usize) -> [u8; 16] {
-    let mut k = [0_u8; 16];
-    k.copy_from_slice(format!("heavy-key-{i:06}").as_bytes());
+/// `heavy-key-000042`, cut to its last `N` bytes or padded with `-` to `N` bytes.
+fn heavy_key<const N: usize>(i: usize) -> [u8; N] {
+    let mut text = format!("heavy-key-{i:06}").into_bytes();
+    text.resize(N.max(text.len()), b'-');
+    let mut k = [0_u8; N];
+    k.copy_from_slice(&text[text.len() - N..]);
     k
 }
 
-fn assignment() -> Assignment {
+fn assignment<const N: usize>() -> Assignment {
     let buckets = PARTITIONS * MU;
     let heavy = (0..HEAVY)
         .map(|i| HeavyKey {
-            key: heavy_key(i).to_vec(),
+            key: heavy_key::<N>(i).to_vec(),
             partition: (i as u32 * 13) % PARTITIONS,
             weight: 1_000 - i as u64,
         })
@@ -57,37 +64,34 @@ fn assignment() -> Assignment {
     .expect("valid bench assignment")
 }
 
-fn keys(heavy_share: f64) -> Vec<[u8; 16]> {
+/// `KEYS` keys in random order: a heavy key with probability `heavy_share`, else random bytes.
+fn keys<const N: usize>(heavy_share: f64) -> Vec<[u8; N]> {
     let mut rng = StdRng::seed_from_u64(0x5eed);
     (0..KEYS)
         .map(|_| {
             if rng.random_bool(heavy_share) {
                 heavy_key(rng.random_range(0..HEAVY))
             } else {
-                rng.random()
+                let mut k = [0_u8; N];
+                rng.fill(&mut k[..]);
+                k
             }
         })
         .collect()
 }
 
 fn bench(c: &mut Criterion) {
-    let a = assignment();
-    let mixed = keys(HEAVY_SHARE);
-    let heavy_only = keys(1.0);
-    let light_only = keys(0.0);
+    let a = assignment::<16>();
+    let mixed = keys::<16>(HEAVY_SHARE);
+    let heavy_only = keys::<16>(1.0);
+    let light_only = keys::<16>(0.0);
     // The partition count is a runtime value in a producer; hide it so `%` is not strength-reduced.
     let partitions = black_box(PARTITIONS);
 
     let mut g = c.benchmark_group(GROUP);
     g.throughput(Throughput::Elements(KEYS as u64));
     g.bench_function("kafka_partition", |b| {
-        b.iter(|| {
-            let mut acc = 0_u32;
-            for k in &mixed {
-                acc = acc.wrapping_add(kafka_partition(black_box(k.as_slice()), partitions));
-            }
-            acc
-        });
+        b.iter(|| sum_partitions(&mixed, |k| kafka_partition(k, partitions)));
     });
     for (name, ks) in [
         ("partition_for", &mixed),
@@ -95,16 +99,23 @@ fn bench(c: &mut Criterion) {
         ("partition_for_bucket_only", &light_only),
     ] {
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut acc = 0_u32;
-                for k in ks {
-                    acc = acc.wrapping_add(a.partition_for(black_box(k.as_slice())));
-                }
-                acc
-            });
+            b.iter(|| sum_partitions(ks, |k| a.partition_for(k)));
         });
     }
     g.finish();
+}
+
+/// The measured loop, shared by both sides and both reports (criterion's and the interleaved one),
+/// so baseline and DKG lookup run the same code around the call: each key passes through
+/// `black_box` (so neither side can specialize on the known key length), results are summed.
+/// Not inlined, so where the optimizer puts one side's loop does not depend on the other's.
+#[inline(never)]
+fn sum_partitions<const N: usize>(keys: &[[u8; N]], f: impl Fn(&[u8]) -> u32) -> u32 {
+    let mut acc = 0_u32;
+    for k in keys {
+        acc = acc.wrapping_add(f(black_box(k.as_slice())));
+    }
+    acc
 }
 
 /// Where criterion wrote its results: `$CRITERION_HOME`, `$CARGO_TARGET_DIR/criterion`, or
@@ -151,37 +162,30 @@ fn report_ratio(since: SystemTime) {
     );
 }
 
-/// ns per key of `f` over `keys`, repeated `reps` times; inlined like criterion's loop.
-fn ns_per_key(keys: &[[u8; 16]], reps: usize, f: impl Fn(&[u8]) -> u32) -> f64 {
+/// ns per key of one `sum_partitions` pass of `f` over `keys`.
+fn ns_per_key<const N: usize>(keys: &[[u8; N]], f: impl Fn(&[u8]) -> u32) -> f64 {
     let start = Instant::now();
-    let mut acc = 0_u32;
-    for _ in 0..reps {
-        for k in keys {
-            acc = acc.wrapping_add(f(black_box(k.as_slice())));
-        }
-    }
-    black_box(acc);
-    start.elapsed().as_secs_f64() * 1e9 / (reps * keys.len()) as f64
+    black_box(sum_partitions(keys, f));
+    start.elapsed().as_secs_f64() * 1e9 / keys.len() as f64
 }
 
 /// The same comparison as short alternating batches, so both sides see the same machine load:
 /// on a busy 2-core box this ratio is steadier than one computed from two separate criterion runs.
-fn interleaved_ratio() {
-    const ROUNDS: usize = 301;
-    const REPS: usize = 1;
-    let a = assignment();
-    let ks = keys(HEAVY_SHARE);
+/// Returns the baseline's and the lookup's median ns per key and the median per-round ratio.
+fn interleaved_ratio<const N: usize>(rounds: usize) -> (f64, f64, f64) {
+    let a = assignment::<N>();
+    let ks = keys::<N>(HEAVY_SHARE);
     let partitions = black_box(PARTITIONS);
     let base_f = |k: &[u8]| kafka_partition(k, partitions);
     let ours_f = |k: &[u8]| a.partition_for(k);
     let (mut base, mut ours, mut ratios) = (vec![], vec![], vec![]);
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let (b, o) = if round % 2 == 0 {
-            let b = ns_per_key(&ks, REPS, base_f);
-            (b, ns_per_key(&ks, REPS, ours_f))
+            let b = ns_per_key(&ks, base_f);
+            (b, ns_per_key(&ks, ours_f))
         } else {
-            let o = ns_per_key(&ks, REPS, ours_f);
-            (ns_per_key(&ks, REPS, base_f), o)
+            let o = ns_per_key(&ks, ours_f);
+            (ns_per_key(&ks, base_f), o)
         };
         base.push(b);
         ours.push(o);
@@ -191,13 +195,26 @@ fn interleaved_ratio() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    (median(&mut base), median(&mut ours), median(&mut ratios))
+}
+
+fn report_interleaved() {
+    const ROUNDS: usize = 301;
+    let (base, ours, ratio) = interleaved_ratio::<16>(ROUNDS);
     println!(
-        "interleaved ({ROUNDS} rounds): kafka_partition {:.2} ns/key, partition_for {:.2} ns/key; \
-         median ratio {:.3}x",
-        median(&mut base),
-        median(&mut ours),
-        median(&mut ratios)
+        "interleaved ({ROUNDS} rounds): kafka_partition {base:.2} ns/key, partition_for \
+         {ours:.2} ns/key; median ratio {ratio:.3}x"
     );
+    // Other key lengths, for information (no target): the comparison takes its out-of-line path.
+    for (len, (base, ours, ratio)) in [
+        (6, interleaved_ratio::<6>(101)),
+        (36, interleaved_ratio::<36>(101)),
+    ] {
+        println!(
+            "  {len:>2}-byte keys (101 rounds): kafka_partition {base:.2} ns/key, partition_for \
+             {ours:.2} ns/key; median ratio {ratio:.3}x"
+        );
+    }
 }
 
 fn main() {
@@ -208,6 +225,6 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs each benchmark once without it.
     if std::env::args().any(|a| a == "--bench") {
         report_ratio(started);
-        interleaved_ratio();
+        report_interleaved();
     }
 }

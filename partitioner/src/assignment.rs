@@ -32,15 +32,27 @@
 //!
 //! # Lookup
 //!
-//! One 32-bit hash `h = bucket_hash.hash(key)` serves both routes. Heavy keys sit in a private
-//! open-addressing table (linear probing, power-of-two slots, load factor <= 1/8 up to 1024 heavy
-//! keys, <= 1/2 beyond). A slot holds the key's `h`, length, partition and the offset of its
-//! bytes in one contiguous arena; a key is heavy only if hash, length and bytes all match, so
-//! keys that collide in `h` are still told apart. Otherwise the key takes
-//! `table[to_positive(h) % buckets]`, the modulo done by multiplication (Lemire, Kaser, Kurz,
-//! "Faster remainder by direct computation", 2019) since buckets are fixed per assignment. The
-//! first slot is compared without branching on the outcome (see `Lookup::partition`): heavy and
-//! light keys interleave at random, and a mispredicted branch costs more than the comparison.
+//! One 32-bit hash `h = bucket_hash.hash(key)` serves both routes: `bucket = to_positive(h) %
+//! buckets`, the modulo done by multiplication (Lemire, Kaser, Kurz, "Faster remainder by direct
+//! computation", 2019) since buckets are fixed per assignment. A private index, rebuilt from the
+//! document in [`Assignment::new`], then answers "heavy partition or bucket partition" without
+//! branching on which it is (heavy and light keys interleave at random in a skewed stream, and
+//! a mispredicted branch costs more than the whole lookup):
+//!
+//! - a slot table (1, 2 or 4 bytes per bucket, the narrowest that fits) names, per bucket, a
+//!   32-byte *group*: the bucket's single heavy key (first and last 8 bytes, length) with the
+//!   key's partition and the bucket's; buckets without a heavy key name a group with their
+//!   partition;
+//! - the key is compared with the group's key and one of the group's two partitions is read at
+//!   an index given by the outcome. Keys of 8 to 16 bytes are compared inline; shorter and longer
+//!   ones (the bytes between the first and last 8 compared in an arena) in an out-of-line path;
+//! - buckets holding two or more heavy keys (rare: about `heavy^2 / (2 * buckets)` of them) name
+//!   no group; the bounds check on the group index sends their keys to an open-addressing table
+//!   of those heavy keys, matched by hash, length and bytes.
+//!
+//! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
+//! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.3x Kafka's own murmur2 placement of the
+//! same 16-byte keys.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -412,7 +424,7 @@ impl Assignment {
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
         let h = self.parts.bucket_hash.hash(key);
-        self.index.partition(&self.parts.table, h, key)
+        self.index.partition(&self.parts, h, key)
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -513,10 +525,9 @@ impl FastRem {
     }
 }
 
-/// Largest number of groups the compact (`u16`) slot table can name; [`MULTI`] is one past it.
-const COMPACT_GROUPS: usize = u16::MAX as usize;
-/// The slot of a bucket holding two or more heavy keys: never a valid group index, so the lookup's
-/// bounds check on `groups` doubles as the branch to the overflow table.
+/// The slot of a bucket holding two or more heavy keys, in every slot width: never a valid group
+/// index (groups are fewer than the width's maximum), so the lookup's bounds check on `groups`
+/// doubles as the branch to the overflow table.
 const MULTI: u32 = u32::MAX;
 /// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
 /// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
@@ -524,8 +535,11 @@ const LIGHT: u32 = u32::MAX;
 /// Keys up to this long are compared without branching on the outcome (see `Lookup::general`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
 
-/// What a bucket's slot names: a bucket without heavy keys names the group of its partition (one
-/// per partition, shared); a bucket with exactly one heavy key names that key's own group.
+/// What a bucket's slot names. A bucket with exactly one heavy key names that key's own group. A
+/// bucket without heavy keys names any group whose bucket partition is its own: another bucket's
+/// heavy-key group (its key cannot match: it hashes to that other bucket) or, if there is none, a
+/// group made for the partition. Sharing keeps the groups few, so the slots fit in a byte for
+/// small assignments.
 ///
 /// 32 bytes, aligned so one never straddles a cache line.
 #[derive(Clone, Copy, Debug)]
@@ -568,18 +582,64 @@ const EMPTY_SLOT: Slot = Slot {
 /// is a power of two.
 const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
+/// Bucket -> group index, in the narrowest width that holds every group index and [`MULTI`].
 ///
-/// Sizes are chosen for the L1 cache, which the lookup's cost follows closely: the slot table is
-/// `u16` whenever the groups fit (2 bytes per bucket, half the document's `u32` table), and all
-/// buckets of one partition share a group.
+/// The lookup's cost follows its L1 footprint closely (measured: a `u8` slot table instead of `u16`
+/// takes 3 points off the `partition_for` ratio), so small assignments get 1 byte per bucket.
+#[derive(Clone)]
+enum Slots {
+    U8(Box<[u8]>),
+    U16(Box<[u16]>),
+    U32(Box<[u32]>),
+}
+
+impl Slots {
+    /// `slots` hold group indices `< groups` or [`MULTI`].
+    fn new(slots: Vec<u32>, groups: usize) -> Self {
+        // MULTI (u32::MAX) saturates to the narrow type's maximum, still past the last group.
+        if groups < usize::from(u8::MAX) {
+            Self::U8(
+                slots
+                    .iter()
+                    .map(|&s| s.min(u32::from(u8::MAX)) as u8)
+                    .collect(),
+            )
+        } else if groups < usize::from(u16::MAX) {
+            Self::U16(
+                slots
+                    .iter()
+                    .map(|&s| s.min(u32::from(u16::MAX)) as u16)
+                    .collect(),
+            )
+        } else {
+            Self::U32(slots.into_boxed_slice())
+        }
+    }
+
+    /// The group index of `bucket` (`None` only past the end, which `FastRem` never yields).
+    #[inline(always)]
+    fn get(&self, bucket: usize) -> Option<usize> {
+        match self {
+            Self::U8(slots) => slots.get(bucket).map(|&s| usize::from(s)),
+            Self::U16(slots) => slots.get(bucket).map(|&s| usize::from(s)),
+            Self::U32(slots) => slots.get(bucket).map(|&s| s as usize),
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self {
+            Self::U8(_) => 1,
+            Self::U16(_) => 2,
+            Self::U32(_) => 4,
+        }
+    }
+}
+
+/// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
 #[derive(Clone)]
 struct Lookup {
-    /// Bucket -> group index, or `u16::MAX` ([`MULTI`]). Empty when the groups do not fit in
-    /// `u16`; then `wide_slots` is used.
-    slots: Box<[u16]>,
-    /// Bucket -> group index, or [`MULTI`]; only when `slots` is empty.
-    wide_slots: Box<[u32]>,
+    /// Bucket -> group index, or [`MULTI`] (as the width's maximum).
+    slots: Slots,
     groups: Box<[Group]>,
     /// Heavy keys of buckets with several of them: open addressing, linear probing, a power-of-two
     /// number (>= 2) of slots at most half full.
@@ -589,8 +649,6 @@ struct Lookup {
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
     buckets: FastRem,
-    /// The document's bucket hash (the overflow path recomputes `h` with it).
-    bucket_hash: BucketHash,
 }
 
 /// A summary: the index mirrors `heavy` and `table` and would drown the document in `{:?}` output.
@@ -598,7 +656,7 @@ impl fmt::Debug for Lookup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lookup")
             .field("buckets", &self.buckets.d)
-            .field("compact", &!self.slots.is_empty())
+            .field("slot_bytes", &self.slots.width())
             .field("groups", &self.groups.len())
             .field("overflow_slots", &self.overflow.len())
             .field("arena_bytes", &self.arena.len())
@@ -625,30 +683,25 @@ impl Lookup {
         let heavy = |i: usize| &parts.heavy[i];
         keys.sort_by_key(|&(bucket, i, _, _)| (bucket, std::cmp::Reverse(heavy(i).weight), i));
 
-        // Every bucket first names its partition's group; buckets with heavy keys are patched below.
+        // Heavy-key groups first, one per bucket with exactly one heavy key; then every other
+        // bucket names a group with its partition, made only for partitions no heavy-key group has.
+        // Not yet assigned (distinct from MULTI).
+        const NONE: u32 = u32::MAX - 1;
         let mut groups: Vec<Group> = Vec::new();
-        let mut partition_group = vec![u32::MAX; parts.partitions as usize];
-        let mut slots: Vec<u32> = Vec::with_capacity(parts.table.len());
-        for &p in &parts.table {
-            let g = &mut partition_group[p as usize];
-            if *g == u32::MAX {
-                // At most min(partitions, buckets) + heavy keys groups: far below u32::MAX.
-                *g = groups.len() as u32;
-                groups.push(Group {
-                    words: [0; 2],
-                    len: LIGHT,
-                    start: 0,
-                    partitions: [p, p],
-                });
-            }
-            slots.push(*g);
-        }
+        let mut slots: Vec<u32> = vec![NONE; parts.table.len()];
+        let mut partition_group = vec![NONE; parts.partitions as usize];
         let mut spilled = Vec::new();
         for run in keys.chunk_by(|a, b| a.0 == b.0) {
             let bucket = run[0].0 as usize;
             let bucket_partition = parts.table[bucket];
             if let [(_, i, _, start)] = *run {
-                slots[bucket] = groups.len() as u32;
+                // At most buckets + partitions groups: far below u32::MAX.
+                let index = groups.len() as u32;
+                slots[bucket] = index;
+                let shared = &mut partition_group[bucket_partition as usize];
+                if *shared == NONE {
+                    *shared = index;
+                }
                 let hk = heavy(i);
                 groups.push(Group {
                     words: key_words(&hk.key),
@@ -668,6 +721,22 @@ impl Lookup {
                     (std::cmp::Reverse(heavy(i).weight), i, slot)
                 }));
             }
+        }
+        for (slot, &p) in slots.iter_mut().zip(&parts.table) {
+            if *slot != NONE {
+                continue;
+            }
+            let shared = &mut partition_group[p as usize];
+            if *shared == NONE {
+                *shared = groups.len() as u32;
+                groups.push(Group {
+                    words: [0; 2],
+                    len: LIGHT,
+                    start: 0,
+                    partitions: [p, p],
+                });
+            }
+            *slot = *shared;
         }
         // Heaviest first, so the most frequent keys sit nearest their home slot.
         spilled.sort_by_key(|&(weight, i, _)| (weight, i));
@@ -690,57 +759,42 @@ impl Lookup {
                 pos = (pos + 1) & (capacity - 1);
             }
         }
-        let (slots, wide_slots) = if groups.len() < COMPACT_GROUPS {
-            // MULTI (u32::MAX) becomes u16::MAX, still past the last group.
-            let compact = slots.iter().map(|&s| s.min(u32::from(u16::MAX)) as u16);
-            (compact.collect(), Box::default())
-        } else {
-            (Box::default(), slots.into_boxed_slice())
-        };
         Ok(Self {
-            slots,
-            wide_slots,
+            slots: Slots::new(slots, groups.len()),
             groups: groups.into_boxed_slice(),
             overflow: overflow.into_boxed_slice(),
             overflow_shift,
             arena: arena.into_boxed_slice(),
             buckets,
-            bucket_hash: parts.bucket_hash,
         })
     }
 
-    /// The partition of a key with bucket hash `h`, and its route. `table` is the document's.
+    /// The partition of a key with bucket hash `h`, and its route. `parts` is the document.
     ///
     /// Heavy and light keys interleave at random in a skewed stream, so a branch on "is it heavy"
     /// would mispredict on a large share of records. Instead every key reads its bucket's slot and
-    /// the group it names (its partition's group if the bucket has no heavy key), compares itself
+    /// the group it names (a group with its partition if the bucket has no heavy key), compares itself
     /// with the group's key, and picks one of the group's two partitions by the outcome. The
     /// branches left depend only on the key's length (which a topic's keys tend to share) and on
     /// whether the bucket holds several heavy keys (rare: the bounds check of `groups` sends
     /// those to the overflow table).
     ///
-    /// Measured on the `partition_for` bench, each extra cycle on this chain costs about a third
-    /// of a cycle per key: keep it short.
+    /// Every instruction here shows in the `partition_for` bench (this path is ~25 instructions
+    /// against murmur2's ~65), and so do branch layout and the L1 footprint; a select written as
+    /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
+    /// hence the indexed read in `Group::partitions`.
     #[inline]
-    fn partition(&self, table: &[u32], h: u32, key: &[u8]) -> (u32, Route) {
+    fn partition(&self, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
         let bucket = self.buckets.rem(to_positive(h)) as usize;
-        match self.slots.get(bucket) {
-            Some(&slot) => self.resolve(usize::from(slot), table, key),
-            None => self.partition_wide(table, bucket, key),
-        }
-    }
-
-    /// [`Lookup::partition`] for indexes too large for `u16` slots.
-    #[inline(never)]
-    fn partition_wide(&self, table: &[u32], bucket: usize, key: &[u8]) -> (u32, Route) {
-        let slot = self.wide_slots.get(bucket).copied().unwrap_or(MULTI);
-        self.resolve(slot as usize, table, key)
+        // The width is fixed per assignment: this branch always goes the same way.
+        let slot = self.slots.get(bucket);
+        self.resolve(slot.unwrap_or(usize::MAX), parts, h, key)
     }
 
     #[inline(always)]
-    fn resolve(&self, slot: usize, table: &[u32], key: &[u8]) -> (u32, Route) {
+    fn resolve(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
         let Some(group) = self.groups.get(slot) else {
-            return self.overflow_partition(table, key);
+            return self.overflow_partition(parts, h, key);
         };
         // 8 to 16 bytes: the first and last 8 bytes and the length are the whole key.
         let (Some(head), Some(last), true) = (key.first_chunk(), key.last_chunk(), key.len() <= 16)
@@ -755,7 +809,9 @@ impl Lookup {
         (group.partitions[usize::from(differs)], route)
     }
 
-    /// [`Lookup::resolve`] for keys shorter than 8 or longer than 16 bytes.
+    /// [`Lookup::resolve`] for keys shorter than 8 or longer than 16 bytes. Marked cold only so
+    /// that the 8-16 byte comparison is laid out as the fall-through path.
+    #[cold]
     #[inline(never)]
     fn general(&self, group: &Group, key: &[u8]) -> (u32, Route) {
         let [w0, w1] = key_words(key);
@@ -785,10 +841,9 @@ impl Lookup {
     /// overflow table, else the bucket's partition.
     #[cold]
     #[inline(never)]
-    fn overflow_partition(&self, table: &[u32], key: &[u8]) -> (u32, Route) {
-        // Recomputed rather than passed down, to keep the hot path's registers free.
-        let h = self.bucket_hash.hash(key);
-        let bucket = table
+    fn overflow_partition(&self, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+        let bucket = parts
+            .table
             .get(self.buckets.rem(to_positive(h)) as usize)
             .copied()
             .unwrap_or(0);
@@ -834,34 +889,44 @@ fn duplicate(key: &[u8]) -> Error {
 
 /// A key's first and last 8 bytes as little-endian words; for keys under 8 bytes, the key
 /// zero-padded and 0. Together with the length this is the whole key up to 16 bytes.
+///
+/// Short keys are read with overlapping loads (4 to 7 bytes: the first and the last 4), not a
+/// byte loop, which the compiler turns into a `memcpy` call.
 #[inline]
 fn key_words(key: &[u8]) -> [u64; 2] {
-    match (key.first_chunk(), key.last_chunk()) {
-        (Some(head), Some(last)) => [u64::from_le_bytes(*head), u64::from_le_bytes(*last)],
-        _ => {
-            let mut padded = [0_u8; 8];
-            for (to, from) in padded.iter_mut().zip(key) {
-                *to = *from;
-            }
-            [u64::from_le_bytes(padded), 0]
-        }
+    if let (Some(head), Some(last)) = (key.first_chunk(), key.last_chunk()) {
+        return [u64::from_le_bytes(*head), u64::from_le_bytes(*last)];
     }
+    let word = match (key.first_chunk(), key.last_chunk()) {
+        (Some(head), Some(last)) => {
+            let last = u64::from(u32::from_le_bytes(*last)) << (8 * (key.len() - 4));
+            u64::from(u32::from_le_bytes(*head)) | last
+        }
+        _ => key
+            .iter()
+            .rev()
+            .fold(0, |word, &byte| (word << 8) | u64::from(byte)),
+    };
+    [word, 0]
 }
 
-/// Non-zero iff two equal-length slices differ; no early exit (8 bytes at a time, OR of XORs).
+/// Non-zero iff two slices differ; no early exit on their bytes: 8 bytes at a time, the last 8
+/// overlapping the previous chunk, OR of XORs (shorter slices through `key_words`, which is exact
+/// below 8 bytes).
 #[inline]
 fn xor_diff(a: &[u8], b: &[u8]) -> u64 {
-    let (mut wa, mut wb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let mut diff = 0_u64;
-    for (x, y) in (&mut wa).zip(&mut wb) {
-        let x = u64::from_ne_bytes(x.try_into().unwrap_or_default());
-        let y = u64::from_ne_bytes(y.try_into().unwrap_or_default());
-        diff |= x ^ y;
+    if a.len() != b.len() {
+        return 1;
     }
-    for (x, y) in wa.remainder().iter().zip(wb.remainder()) {
-        diff |= u64::from(x ^ y);
+    let word = |s: &[u8]| s.try_into().map_or(0, u64::from_le_bytes);
+    match (a.last_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(a_last), Some(b_last)) => {
+            let chunks = a.chunks_exact(8).zip(b.chunks_exact(8));
+            let body = chunks.fold(0, |diff, (x, y)| diff | (word(x) ^ word(y)));
+            body | (u64::from_le_bytes(*a_last) ^ u64::from_le_bytes(*b_last))
+        }
+        _ => key_words(a)[0] ^ key_words(b)[0],
     }
-    diff | u64::from(a.len() != b.len())
 }
 
 /// Read before the full document; other fields are skipped.
@@ -997,5 +1062,70 @@ mod tests {
         let long = "é".repeat(100);
         let t = truncate_for_display(&long);
         assert_eq!(t.chars().count(), 64 + 3);
+    }
+
+    /// Parts with one bucket per partition (so one group per partition) plus one bucket holding
+    /// two heavy keys (no group: the [`MULTI`] slot).
+    fn parts_with_groups(partitions: u32) -> (AssignmentParts, [Vec<u8>; 2]) {
+        let mut table: Vec<u32> = (0..partitions).collect();
+        table.push(0);
+        let buckets = table.len() as u32;
+        let hash = BucketHash::default();
+        // Two keys of the last bucket.
+        let mut in_last = (0_u32..)
+            .map(|i| format!("k{i}").into_bytes())
+            .filter(|k| hash.bucket(k, buckets) == buckets - 1);
+        let pair = [
+            in_last.next().expect("infinite"),
+            in_last.next().expect("infinite"),
+        ];
+        let heavy = pair
+            .iter()
+            .map(|k| HeavyKey {
+                key: k.clone(),
+                partition: partitions - 1,
+                weight: 1,
+            })
+            .collect();
+        let parts = AssignmentParts {
+            topic: "t".to_owned(),
+            partitions,
+            epoch: 1,
+            bucket_hash: hash,
+            table,
+            heavy,
+            params: Params {
+                theta: 0.1,
+                epsilon: 0.05,
+                mu: 1.0,
+                window_records: 1,
+            },
+            created_at_ms: 0,
+            predicted_load: vec![0.0; partitions as usize],
+        };
+        (parts, pair)
+    }
+
+    /// Around the width limits the slot of a bucket with several heavy keys must still be past
+    /// the last group (the bounds check is what sends it to the overflow table), and every other
+    /// slot must name its group.
+    #[test]
+    fn slot_width_boundaries_keep_multi_past_the_last_group() {
+        for (partitions, width) in [(253, 1), (254, 1), (255, 2), (65_533, 2), (65_535, 4)] {
+            let (parts, pair) = parts_with_groups(partitions);
+            let a = Assignment::new(parts).expect("valid");
+            assert_eq!(a.index.slots.width(), width, "{partitions} partitions");
+            assert_eq!(a.index.groups.len(), partitions as usize);
+            let last = a.buckets() as usize - 1;
+            assert!(a.index.slots.get(last).expect("in range") >= a.index.groups.len());
+            for key in &pair {
+                assert_eq!(a.route(key), (partitions - 1, Route::Heavy));
+            }
+            for i in 0..2_000_u32 {
+                let key = format!("light-{i}");
+                let bucket = a.bucket(key.as_bytes()) as usize;
+                assert_eq!(a.route(key.as_bytes()), (a.table()[bucket], Route::Bucket));
+            }
+        }
     }
 }
