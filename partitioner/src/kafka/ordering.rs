@@ -52,6 +52,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
+use crate::kafka::control::duration_millis;
 use crate::kafka::handoff::{
     BARRIER_HEADER, BarrierSet, HandoffWriter, Lease, PRODUCER_HEADER, ProducerId, now_ms,
 };
@@ -105,6 +106,10 @@ impl Gate {
         }
     }
 }
+
+/// Longest a barrier set may take (enqueue and acknowledgement) before it counts as failed and is
+/// retried.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Lease bookkeeping of one topic.
 #[derive(Debug)]
@@ -200,12 +205,19 @@ impl Ordering {
                 millis: 0,
             });
         }
-        reply_rx.await.unwrap_or_else(|_| {
-            Err(Error::Timeout {
+        // Pending barriers (bounded by BARRIER_TIMEOUT) plus the lease writes.
+        let limit = BARRIER_TIMEOUT + Duration::from_secs(15);
+        match tokio::time::timeout(limit, reply_rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(Error::Timeout {
                 what: "the ordering task ended before closing".into(),
                 millis: 0,
-            })
-        })
+            }),
+            Err(_) => Err(Error::Timeout {
+                what: "closing the ordering producer (barriers and leases)".into(),
+                millis: duration_millis(limit),
+            }),
+        }
     }
 }
 
@@ -334,8 +346,19 @@ impl<C: ClientContext + 'static> Task<C> {
         }
     }
 
-    /// Write the barriers of `epoch` to every partition of `topic`, then the lease and history.
+    /// Write the barriers of `epoch` to every partition of `topic`, then the lease and history
+    /// (bounded by [`BARRIER_TIMEOUT`]; on failure the next loop retries).
     async fn barrier(&mut self, topic: &str, epoch: u64) -> Result<()> {
+        match tokio::time::timeout(BARRIER_TIMEOUT, self.barrier_unbounded(topic, epoch)).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout {
+                what: format!("barriers of epoch {epoch} on {topic:?}"),
+                millis: duration_millis(BARRIER_TIMEOUT),
+            }),
+        }
+    }
+
+    async fn barrier_unbounded(&mut self, topic: &str, epoch: u64) -> Result<()> {
         let Some(count) = self.router.partition_count(topic) else {
             return Ok(());
         };

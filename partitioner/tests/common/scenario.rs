@@ -155,10 +155,15 @@ pub fn spawn_producer(
             let mut record = FutureRecord::to(&topic)
                 .key(k.as_bytes())
                 .payload(payload.as_bytes());
+            let retry_until = Instant::now() + Duration::from_secs(30);
             let delivery = loop {
                 match producer.send_result(record) {
                     Ok(d) => break d,
-                    Err((_, r)) => {
+                    Err((e, r)) => {
+                        assert!(
+                            Instant::now() < retry_until,
+                            "producer {idx}: could not enqueue for 30 s: {e}"
+                        );
                         record = r;
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
@@ -182,7 +187,10 @@ async fn collect(
     idx: u32,
 ) {
     if let Some((pseq, key, d)) = pending.pop_front() {
-        if let Ok(Ok(delivery)) = d.await {
+        let delivered = tokio::time::timeout(Duration::from_secs(60), d)
+            .await
+            .unwrap_or_else(|_| panic!("producer {idx}: no delivery report within 60 s"));
+        if let Ok(Ok(delivery)) = delivered {
             acked.push(Sent {
                 producer: idx,
                 pseq,
@@ -291,9 +299,19 @@ impl Member {
                         eprintln!("member {member}: close: {e}");
                     }
                 }
-                _ => tokio::task::spawn_blocking(move || drop(consumer))
-                    .await
-                    .expect("drop the consumer"),
+                // Dropped without close (a crash); librdkafka still leaves the group, which blocks:
+                // a plain thread, so a stuck drop cannot keep the test runtime from shutting down.
+                _ => {
+                    let (done, dropped) = tokio::sync::oneshot::channel();
+                    std::thread::spawn(move || {
+                        drop(consumer);
+                        let _ = done.send(());
+                    });
+                    tokio::time::timeout(Duration::from_secs(30), dropped)
+                        .await
+                        .expect("the dropped consumer leaves the group within 30 s")
+                        .expect("drop thread");
+                }
             }
         });
         Self { end, task }

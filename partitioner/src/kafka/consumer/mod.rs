@@ -145,13 +145,11 @@ use std::time::{Duration, Instant};
 use prometheus::Registry;
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{
-    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
-};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::statistics::Statistics;
-use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -175,6 +173,9 @@ use self::progress::CommitMeta;
 
 /// Default [`DkgConsumerBuilder::max_held_records`].
 pub const DEFAULT_MAX_HELD_RECORDS: usize = 10_000;
+
+/// Longest [`DkgConsumer::close`] waits for librdkafka to leave the group.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often the consumer re-evaluates leases, flow control and gauges.
 const HOUSEKEEPING: Duration = Duration::from_millis(100);
@@ -442,11 +443,38 @@ impl ClientContext for DkgContext {
 }
 
 impl ConsumerContext for DkgContext {
-    fn pre_rebalance(&self, base: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Assign(tpl) => self.shared.on_assign(base, tpl),
-            Rebalance::Revoke(tpl) => self.shared.on_revoke(base, tpl),
-            Rebalance::Error(e) => warn!(topic = %self.shared.topic, error = %e, "rebalance error"),
+    /// Replaces rust-rdkafka's default, which asks librdkafka for the rebalance protocol on every
+    /// event: that call never returns when the event is served after the group handle terminated
+    /// during close (librdkafka #4041; seen here as a hung `close`). The protocol is known
+    /// (the builder sets cooperative-sticky), and once the handle has terminated no group call is
+    /// made at all: every such call would wait forever for a reply that never comes.
+    fn rebalance(
+        &self,
+        base: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        if base.closed() {
+            debug!(topic = %self.shared.topic, ?err, "rebalance event after close: ignored");
+            return;
+        }
+        let result = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.shared.on_assign(base, tpl);
+                base.incremental_assign(tpl)
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                self.shared.on_revoke(base, tpl);
+                base.incremental_unassign(tpl)
+            }
+            other => {
+                let code: RDKafkaErrorCode = other.into();
+                warn!(topic = %self.shared.topic, error = %code, "rebalance error");
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            warn!(topic = %self.shared.topic, error = %e, "incremental (un)assign failed");
         }
     }
 
@@ -635,12 +663,25 @@ impl DkgConsumer {
         inner.shared.closing.store(true, Ordering::Release);
         let shared = Arc::clone(&inner.shared);
         drop(inner);
-        tokio::task::spawn_blocking(move || drop(consumer))
-            .await
+        // librdkafka's close blocks (leave the group, final revocation). On a plain thread, not
+        // the runtime's blocking pool: should it never return, the runtime can still shut down.
+        let (done, left) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("dkg-consumer-close".into())
+            .spawn(move || {
+                drop(consumer);
+                let _ = done.send(());
+            })
             .map_err(|e| Error::Timeout {
-                what: format!("consumer close task failed: {e}"),
+                what: format!("starting the close thread: {e}"),
                 millis: 0,
             })?;
+        if tokio::time::timeout(CLOSE_TIMEOUT, left).await.is_err() {
+            return Err(Error::Timeout {
+                what: "leaving the consumer group".into(),
+                millis: duration_millis(CLOSE_TIMEOUT),
+            });
+        }
         let failed = shared
             .final_commit
             .lock()
