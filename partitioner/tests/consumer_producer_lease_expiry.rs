@@ -21,6 +21,12 @@ const LEASE: Duration = Duration::from_secs(2);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_producer_lease_expiry() {
+    if std::env::var("DKG_TEST_RDKAFKA_DEBUG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let start = Instant::now();
     let setup = Setup::new("lease").await;
     let log = Arc::new(Log::default());

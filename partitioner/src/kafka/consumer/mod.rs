@@ -177,6 +177,9 @@ pub const DEFAULT_MAX_HELD_RECORDS: usize = 10_000;
 /// Longest [`DkgConsumer::close`] waits for librdkafka to leave the group.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Longest [`DkgConsumer::close`] waits for the final revocation after unsubscribing.
+const UNSUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How often the consumer re-evaluates leases, flow control and gauges.
 const HOUSEKEEPING: Duration = Duration::from_millis(100);
 
@@ -444,10 +447,11 @@ impl ClientContext for DkgContext {
 
 impl ConsumerContext for DkgContext {
     /// Replaces rust-rdkafka's default, which asks librdkafka for the rebalance protocol on every
-    /// event: that call never returns when the event is served after the group handle terminated
-    /// during close (librdkafka #4041; seen here as a hung `close`). The protocol is known
-    /// (the builder sets cooperative-sticky), and once the handle has terminated no group call is
-    /// made at all: every such call would wait forever for a reply that never comes.
+    /// event: like every group call, that one never returns when the event is served after the
+    /// group handle terminated (librdkafka then drops the request unanswered; seen here as a hung
+    /// `close`). The protocol is known (the builder sets cooperative-sticky), and once the handle
+    /// has terminated no group call is made at all. [`DkgConsumer::close`] unsubscribes before
+    /// closing so that its final revocation is served while the handle is alive.
     fn rebalance(
         &self,
         base: &BaseConsumer<Self>,
@@ -661,6 +665,30 @@ impl DkgConsumer {
         inner.writer.flush(Duration::from_secs(5));
         inner.closed = true;
         inner.shared.closing.store(true, Ordering::Release);
+        // Give the partitions up while the group handle is alive: `unsubscribe` makes librdkafka
+        // emit the final revocation now, and the polls below serve it (hooks, final commit,
+        // `incremental_unassign`). Closing with a live subscription would emit it from inside
+        // librdkafka's close instead, where it can be served after the group handle terminated:
+        // the `incremental_unassign` it requires then never gets a reply (seen as a hung close).
+        consumer.unsubscribe();
+        let deadline = Instant::now() + UNSUBSCRIBE_TIMEOUT;
+        loop {
+            match consumer.assignment() {
+                Ok(tpl) if tpl.count() == 0 => break,
+                Ok(_) => {}
+                Err(e) => {
+                    warn!(topic = %inner.topic, error = %e, "assignment during close");
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
+                warn!(topic = %inner.topic, "partitions not revoked within {UNSUBSCRIBE_TIMEOUT:?} of unsubscribe: closing anyway");
+                break;
+            }
+            // Serves the revocation. A record fetched meanwhile is dropped unprocessed: it is past
+            // the committed offset, so the partition's next owner reads it.
+            let _ = tokio::time::timeout(Duration::from_millis(50), consumer.recv()).await;
+        }
         let shared = Arc::clone(&inner.shared);
         drop(inner);
         // librdkafka's close blocks (leave the group, final revocation). On a plain thread, not
