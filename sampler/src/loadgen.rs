@@ -14,7 +14,6 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use axum::response::IntoResponse;
 use clap::Parser;
 use dkg_partitioner::imbalance;
 use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
@@ -89,6 +88,12 @@ pub struct Args {
     /// Most records awaiting their delivery report at once.
     #[arg(long, env = "DKG_LOADGEN_MAX_IN_FLIGHT", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
+
+    /// Take part in the consumer-side rebalancer's ordering protocol (a lease, and barriers at every
+    /// epoch switch: what an application needs for per-key order across switches with `DkgConsumer`).
+    /// Ignored with --plain.
+    #[arg(long, env = "DKG_LOADGEN_ORDERING")]
+    pub ordering: bool,
 
     /// Serve Prometheus metrics at http://ADDR/metrics while producing: the wrapper's dkg_producer_*
     /// (with --plain: dkg_producer_partition_records_total, counted from the delivery reports).
@@ -274,6 +279,7 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
             .control_topic(&args.control_topic)
             .topics([args.topic.as_str()])
             .metrics(&registry)
+            .ordering(args.ordering)
             .build()
             .await?;
         match producer.router().assignment(&args.topic) {
@@ -378,6 +384,10 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
     for future in in_flight.drain(..) {
         tally.settle(future).await;
         bar.inc(1);
+    }
+    if let Sender::Dkg(producer) = &sender {
+        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
+        producer.close().await?;
     }
     bar.finish_and_clear();
     let elapsed = start.elapsed();
@@ -542,45 +552,11 @@ async fn serve_metrics(
     addr: std::net::SocketAddr,
     registry: prometheus::Registry,
 ) -> Result<(), LoadgenError> {
-    let listener =
-        tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| LoadgenError::InvalidArgument {
-                flag: "metrics-addr",
-                reason: format!("cannot listen on {addr}: {e}"),
-            })?;
-    let render = move || {
-        let mut body = String::new();
-        let encoded = prometheus::TextEncoder::new().encode_utf8(&registry.gather(), &mut body);
-        match encoded {
-            Ok(()) => (
-                [(
-                    axum::http::header::CONTENT_TYPE,
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )],
-                body,
-            )
-                .into_response(),
-            Err(e) => {
-                (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
-            }
-        }
-    };
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let render = render.clone();
-            async move { render() }
-        }),
-    );
-    info!(
-        "serving http://{}/metrics",
-        listener.local_addr().unwrap_or(addr)
-    );
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("metrics server failed: {e}");
-        }
-    });
-    Ok(())
+    crate::serve::serve_metrics(addr, registry, axum::Router::new())
+        .await
+        .map(drop)
+        .map_err(|e| LoadgenError::InvalidArgument {
+            flag: "metrics-addr",
+            reason: format!("cannot listen on {addr}: {e}"),
+        })
 }

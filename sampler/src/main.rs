@@ -8,10 +8,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+mod consume;
 mod demo;
 mod inspect;
 mod loadgen;
 mod run;
+mod serve;
 mod simulate;
 
 /// Skew-aware key partitioning for Apache Kafka (DKG, DEBS 2015): learns a topic's key distribution,
@@ -47,6 +49,9 @@ enum Command {
     Inspect(inspect::Args),
     /// Produce Zipf-skewed records through the DKG producer (or a plain one) and show the spread.
     Loadgen(loadgen::Args),
+    /// Consume a topic as a consumer group of DkgConsumers with a simulated cost per record, serve
+    /// their dkg_consumer_* metrics, and print how the records spread over partitions and members.
+    Consume(consume::Args),
     /// Live terminal demo: the same skewed workload through Kafka's hash and through DKG, side by side.
     Demo(demo::Args),
 }
@@ -71,6 +76,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args).map_err(Into::into),
         Command::Inspect(args) => inspect::run(args).map_err(Into::into),
         Command::Loadgen(args) => loadgen::run(args).map_err(Into::into),
+        Command::Consume(args) => consume::run(args).map_err(Into::into),
         Command::Demo(args) => demo::run(args),
     }
 }

@@ -24,6 +24,8 @@ const SERVICES: &[&str] = &[
     "sampler-hash",
     "loadgen-dkg",
     "loadgen-hash",
+    "consumer-dkg",
+    "consumer-hash",
     "prometheus",
     "grafana",
 ];
@@ -317,10 +319,12 @@ fn compose_topics_and_workloads_are_twins() {
     assert!(flag(&sampler_hash, "dry-run").is_some());
     assert!(flag(&lg_dkg, "plain").is_none());
     assert!(flag(&lg_hash, "plain").is_some());
+    // The DKG side also takes part in the consumers' ordering protocol (held records, hold times).
+    assert!(flag(&lg_dkg, "ordering").is_some());
     // Same workload: every other loadgen flag is identical.
     let strip = |f: &[(String, Option<String>)]| -> Vec<(String, Option<String>)> {
         f.iter()
-            .filter(|(k, _)| k != "topic" && k != "plain")
+            .filter(|(k, _)| k != "topic" && k != "plain" && k != "ordering")
             .cloned()
             .collect()
     };
@@ -328,6 +332,56 @@ fn compose_topics_and_workloads_are_twins() {
         strip(&lg_dkg),
         strip(&lg_hash),
         "the two load generators differ"
+    );
+
+    // Both twin topics are consumed by identical groups; only the topic, group and member names differ.
+    let cons_dkg = flags(&cmd("consumer-dkg"));
+    let cons_hash = flags(&cmd("consumer-hash"));
+    assert_eq!(cmd("consumer-dkg")[0], "consume");
+    assert_eq!(cmd("consumer-hash")[0], "consume");
+    assert_eq!(flag(&cons_dkg, "topic").as_ref(), Some(&dkg_topic));
+    assert_eq!(flag(&cons_hash, "topic").as_ref(), Some(&hash_topic));
+    assert_ne!(flag(&cons_dkg, "group-id"), flag(&cons_hash, "group-id"));
+    assert_ne!(
+        flag(&cons_dkg, "member-prefix"),
+        flag(&cons_hash, "member-prefix"),
+        "the consumers' member labels must differ"
+    );
+    let strip_consumer = |f: &[(String, Option<String>)]| -> Vec<(String, Option<String>)> {
+        f.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "topic" | "group-id" | "member-prefix"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        strip_consumer(&cons_dkg),
+        strip_consumer(&cons_hash),
+        "the two consumer groups differ"
+    );
+    // The story needs a cost per record: the hash topic's hottest partition must exceed one
+    // member's capacity (1e6 / work-us records/s) while a DKG partition (~1/12 of the rate) stays
+    // under it. With Zipf(1) over many keys the hottest key alone is ~8% of the records and hashing
+    // puts ~20% on the hottest partition (README's demo); require a margin of 25% both ways.
+    let work_us: f64 = flag(&cons_dkg, "work-us")
+        .expect("consumer-dkg --work-us")
+        .parse()
+        .unwrap();
+    let rate: f64 = flag(&lg_dkg, "rate")
+        .expect("loadgen-dkg --rate")
+        .parse()
+        .unwrap();
+    let members: f64 = flag(&cons_dkg, "members")
+        .expect("consumer-dkg --members")
+        .parse()
+        .unwrap();
+    assert_eq!(members, 12.0, "one consumer per partition");
+    let capacity = 1e6 / work_us;
+    assert!(
+        rate / 12.0 * 1.25 < capacity && rate * 0.20 > capacity * 1.25,
+        "--work-us={work_us}: a member's {capacity:.0} records/s must sit between a balanced \
+         partition's {:.0} and the hash topic's hottest {:.0} (with margins)",
+        rate / 12.0,
+        rate * 0.2
     );
 
     // init creates both data topics with 12 partitions and the compacted control topic.

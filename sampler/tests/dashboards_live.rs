@@ -1,11 +1,12 @@
 //! The Grafana dashboards work against the real stack, proven without Docker: the broker of
-//! `scripts/kafka`, the samplers and load generators of `docker-compose.yml` run as child processes of
-//! the `dkg-sampler` binary with the very command lines of the compose file (broker address, topics,
-//! ports and interval rewritten), and Debian's `prometheus` with the repo's
+//! `scripts/kafka`, the samplers, consumer groups and load generators of `docker-compose.yml` run as
+//! child processes of the `dkg-sampler` binary with the very command lines of the compose file (broker
+//! address, topics, groups, ports and interval rewritten), and Debian's `prometheus` with the repo's
 //! `deploy/prometheus/prometheus.yml` (targets rewritten to 127.0.0.1, a 1 s scrape interval). Then
 //! every PromQL expression of every panel and annotation in `dashboards/` must parse and return data
 //! through Prometheus' HTTP API, as Grafana would send it (template variables and `$__rate_interval`
-//! substituted).
+//! substituted), and the stack must tell its story: the hash topic's hottest partition's consumer
+//! falls behind while the DKG topic's consumers keep up.
 //!
 //! Needs `prometheus` on PATH (or `DKG_PROMETHEUS_BIN`): `.ci/run` installs Debian's package. A missing
 //! Prometheus or broker fails the test.
@@ -401,20 +402,27 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
         || http_get(prom_addr, "/-/ready").is_ok_and(|(code, _, _)| code == 200),
     );
 
-    // Samplers first (the DKG loadgen depends on the sampler in compose too), then the load generators.
+    // Samplers first (the DKG loadgen depends on the sampler in compose too), then the consumer groups
+    // (members joined before records flow: they see the first epoch switch live), then the load
+    // generators.
     let mut order: Vec<(&String, &Vec<String>)> = commands.iter().collect();
-    order.sort_by_key(|(_, args)| args[0] != "run");
+    order.sort_by_key(|(_, args)| match args[0].as_str() {
+        "run" => 0,
+        "consume" => 1,
+        _ => 2,
+    });
     for (name, args) in order {
         let addr = addrs[name];
         let local = rewrite(args, &|flag, value| match flag {
             "bootstrap-servers" => Some(bootstrap.clone()),
             "metrics-addr" => Some(addr.to_string()),
             "topic" => topic_map.get(value).cloned(),
+            "group-id" => Some(format!("{value}-{run_id}")),
             "interval-secs" => Some(INTERVAL_SECS.to_string()),
             _ => None,
         });
         procs.push(Proc::spawn(name, &bin, &local, &work));
-        if args[0] == "run" {
+        if args[0] == "run" || args[0] == "consume" {
             wait_for(
                 &format!("{name} /healthz"),
                 Duration::from_secs(60),
@@ -496,9 +504,10 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
         all.len()
     );
 
-    // No consumer runs in this stack (docker-compose.yml has none): the consumer panels must parse, and
-    // return data when a consumer exports dkg_consumer_* (not here).
-    let needs_data = |_: &PanelQuery, expr: &str| !expr.contains("dkg_consumer_");
+    // Every expression must return data, the consumer panels' included (the consumer groups run).
+    // The hold-time quantiles return a series as soon as a consumer exports its hold histogram (its
+    // value is NaN while no record was held within the rate window); that records really are held
+    // at an epoch switch is checked below.
     let deadline = Instant::now() + Duration::from_secs(150);
     let mut missing: Vec<String>;
     loop {
@@ -513,16 +522,9 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
                 r["status"], "success",
                 "{q}: {expr}\n  does not evaluate: {r}"
             );
-            let empty = r["data"]["result"].as_array().is_none_or(Vec::is_empty);
-            if empty && needs_data(q, expr) {
+            if r["data"]["result"].as_array().is_none_or(Vec::is_empty) {
                 missing.push(format!("{q}: {expr}"));
             }
-            // The emptiness check itself: nothing here exports dkg_consumer_*, so those must be empty.
-            // When a consumer joins the stack, require data for them instead.
-            assert!(
-                empty || needs_data(q, expr),
-                "{q}: consumer metrics appeared; require data for the consumer panels: {r}"
-            );
         }
         for p in &mut procs {
             p.assert_running();
@@ -539,10 +541,17 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
         all.len(),
         missing.join("\n  ")
     );
-    let consumer_only = all.iter().filter(|(q, e)| !needs_data(q, e)).count();
+    let consumer = all
+        .iter()
+        .filter(|(_, e)| e.contains("dkg_consumer_"))
+        .count();
+    assert!(
+        consumer >= 6,
+        "only {consumer} consumer expressions in dashboards/"
+    );
     eprintln!(
-        "{} expressions evaluated with data; {consumer_only} consumer expressions parsed (no consumer in the stack)",
-        all.len() - consumer_only
+        "{} expressions evaluated with data, {consumer} of them on the consumer groups' metrics",
+        all.len()
     );
 
     // What the dashboard is for: the hash topic's skew beside the DKG topic's, through the same queries.
@@ -570,6 +579,36 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
     assert!(
         ok,
         "the DKG topic's imbalance did not fall below half the hash topic's: {last:?}"
+    );
+
+    // The consumers' side, through the lag panel's metric: every member processes at most
+    // 1e6/--work-us records/s. The member of the hash topic's hottest partition gets more and falls
+    // further behind every second; the DKG topic's members keep up (a backlog from before the first
+    // epoch, when the DKG topic was hash-placed too, drains).
+    let max_lag = |t: &str| prom.scalar(&format!("max(dkg_consumer_lag_records{{topic=\"{t}\"}})"));
+    // The DKG load generator runs with --ordering (leases and barriers), so records of keys an epoch
+    // moved wait in their new partition until the old one is drained: the hold histogram fills.
+    let held = || {
+        prom.scalar(&format!(
+            "sum(dkg_consumer_hold_seconds_count{{topic=\"{dkg_topic}\"}})"
+        ))
+    };
+    let mut lags = (None, None);
+    let mut holds = None;
+    let ok = poll(Duration::from_secs(120), &mut procs, || {
+        lags = (max_lag(hash_topic), max_lag(dkg_topic));
+        holds = held();
+        matches!(lags, (Some(h), Some(d)) if h >= 1000.0 && d * 5.0 < h)
+            && holds.is_some_and(|n| n > 0.0)
+    });
+    eprintln!(
+        "worst consumer lag (records): hash {:?}, DKG {:?}; records held at epoch switches: {holds:?}",
+        lags.0, lags.1
+    );
+    assert!(
+        ok,
+        "the hash topic's worst consumer lag did not grow past 1000 records and 5x the DKG topic's \
+         ({lags:?}), or no record was held at an epoch switch ({holds:?})"
     );
 
     drop(procs);
