@@ -227,7 +227,7 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
             .map_err(|source| ConsumeError::Listen { addr, source })?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    spawn_signal_handler(stop_tx.clone());
+    crate::shutdown::spawn_signal_handler(stop_tx.clone(), "closing the members");
 
     // Members join concurrently: a group of N waits for one rebalance round, not N in turn.
     let mut config = ClientConfig::new();
@@ -541,38 +541,6 @@ fn summary(args: &Args, group: &str, reports: &[MemberReport], elapsed: Duration
         let _ = writeln!(out, "receive errors: {errors}");
     }
     out
-}
-
-fn spawn_signal_handler(stop: watch::Sender<bool>) {
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        for round in 0..2 {
-            #[cfg(unix)]
-            let terminated = async {
-                match term.as_mut() {
-                    Some(t) => {
-                        t.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(not(unix))]
-            let terminated = std::future::pending::<()>();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                () = terminated => {},
-            }
-            if round == 0 {
-                info!("signal received: closing the members (signal again to exit at once)");
-                let _ = stop.send(true);
-            } else {
-                warn!("second signal: exiting now");
-                std::process::exit(130);
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod inspect;
 mod loadgen;
 mod run;
 mod serve;
+mod shutdown;
 mod simulate;
 
 /// Skew-aware key partitioning for Apache Kafka (DKG, DEBS 2015): learns a topic's key distribution,

@@ -479,7 +479,10 @@ where
 
 async fn main_task(s: Settings) -> Result<(), RunError> {
     let (stop_tx, mut stop) = watch::channel(false);
-    spawn_signal_handler(stop_tx.clone());
+    crate::shutdown::spawn_signal_handler(
+        stop_tx.clone(),
+        "finishing the current interval, committing offsets, shutting down",
+    );
 
     let registry = prometheus::Registry::new();
     let metrics = SamplerMetrics::new(&registry, &s.args.topic)
@@ -524,40 +527,6 @@ async fn main_task(s: Settings) -> Result<(), RunError> {
         Err(e) => tracing::error!("dkg-sampler run failed: {e}"),
     }
     result
-}
-
-fn spawn_signal_handler(stop: watch::Sender<bool>) {
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        for round in 0..2 {
-            #[cfg(unix)]
-            let terminated = async {
-                match term.as_mut() {
-                    Some(t) => {
-                        t.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(not(unix))]
-            let terminated = std::future::pending::<()>();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = terminated => {},
-            }
-            if round == 0 {
-                tracing::info!(
-                    "signal received: finishing the current interval, committing offsets, shutting down (signal again to exit at once)"
-                );
-                let _ = stop.send(true);
-            } else {
-                tracing::warn!("second signal: exiting now");
-                std::process::exit(130);
-            }
-        }
-    });
 }
 
 async fn run_sampler(
