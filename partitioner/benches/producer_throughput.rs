@@ -27,6 +27,9 @@
 //! Needs the broker (`DKG_TEST_BOOTSTRAP`, default 127.0.0.1:9092): exits with an error if absent.
 //! Run without `--bench` (as `cargo test --all-targets` does) it only makes a 2 000-record smoke run.
 
+mod common;
+use common::{BoxError, check_broker, config, create_topic, env_or, median};
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -38,10 +41,6 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Zipf};
-use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::types::RDKafkaErrorCode;
@@ -50,67 +49,6 @@ const PARTITIONS: u32 = 12;
 const KEYS: u32 = 100_000;
 const VALUE_BYTES: usize = 100;
 const MAX_IN_FLIGHT: usize = 50_000;
-
-type BoxError = Box<dyn std::error::Error>;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn config(bootstrap: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", bootstrap);
-    c
-}
-
-fn check_broker(bootstrap: &str) -> Result<(), String> {
-    let probe: BaseConsumer = config(bootstrap)
-        .set("log_level", "2")
-        .create()
-        .map_err(|e| e.to_string())?;
-    let md = probe
-        .fetch_metadata(None, Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    if md.brokers().is_empty() {
-        return Err("metadata lists no broker".to_owned());
-    }
-    Ok(())
-}
-
-async fn create_topic(bootstrap: &str, name: &str) -> Result<(), BoxError> {
-    let admin: AdminClient<DefaultClientContext> = config(bootstrap).create()?;
-    let topic = NewTopic::new(name, PARTITIONS as i32, TopicReplication::Fixed(1));
-    let results = admin
-        .create_topics(
-            [&topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
-        )
-        .await?;
-    for r in results {
-        r.map_err(|(t, code)| format!("creating {t}: {code}"))?;
-    }
-    // Wait for leaders so the first run does not measure topic creation.
-    let probe: BaseConsumer = config(bootstrap).create()?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let md = probe.fetch_metadata(Some(name), Duration::from_secs(5))?;
-        let ready = md.topics().iter().any(|t| {
-            t.name() == name
-                && t.partitions().len() == PARTITIONS as usize
-                && t.partitions().iter().all(|p| p.leader() >= 0)
-        });
-        if ready {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("topic {name} not ready").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// 16-byte keys: zero-padded decimal ids of a Zipf(1.1) law, ranks permuted (seeded).
 fn keys(records: usize) -> Vec<[u8; 16]> {
@@ -232,16 +170,6 @@ async fn run(variant: &Variant, topic: &str, keys: &[[u8; 16]]) -> Result<f64, B
     Ok(keys.len() as f64 / secs)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), BoxError> {
     let bootstrap = std::env::var("DKG_TEST_BOOTSTRAP")
@@ -270,7 +198,7 @@ async fn main() -> Result<(), BoxError> {
     let topic = format!("bench-producer-{}-{stamp}", std::process::id());
     let control = format!("bench-producer-control-{}-{stamp}", std::process::id());
     let empty_control = format!("bench-producer-empty-{}-{stamp}", std::process::id());
-    create_topic(&bootstrap, &topic).await?;
+    create_topic(&bootstrap, &topic, PARTITIONS).await?;
 
     let keys = keys(records);
     let a = assignment(&topic, &hottest(&keys));

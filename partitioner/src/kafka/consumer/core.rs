@@ -2,9 +2,13 @@
 //! hold, skip, barrier), plus the progress to commit and announce, the partitions to pause and
 //! resume, and the records released from hold. [`super::DkgConsumer`] drives it; the unit tests
 //! below drive two simulated members through epoch switches.
+//!
+//! After every change the core publishes the fast path's view ([`Core::publish`], see
+//! [`super::lane`]): records of quiet partitions then bypass it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::assignment::Assignment;
@@ -12,6 +16,7 @@ use crate::kafka::handoff::{Lease, ProducerId, Progress};
 
 use super::history::{History, Homes};
 use super::hold::{Held, HoldBuffer, Released, Wait};
+use super::lane::{Lane, Lanes};
 use super::progress::{CommitMeta, PartitionProgress};
 
 /// Limits of the state machine.
@@ -87,8 +92,9 @@ pub(crate) struct Drained {
 struct Part<M> {
     hold: HoldBuffer<M>,
     progress: PartitionProgress,
-    /// Highest fetched offset + 1.
-    next_offset: Option<i64>,
+    /// The fast path's view of the partition, and its position (highest fetched offset + 1, or
+    /// the offset of a record the application took through the lane).
+    lane: Arc<Lane>,
     /// Drained by the current state (not committed yet).
     drained: u64,
     /// Drained as last committed: what release decisions use.
@@ -124,6 +130,8 @@ pub(crate) struct Core<M> {
     /// Something other than a fast-path delivery happened since [`Core::has_progress_due`]
     /// last found nothing due (a drained value may have changed).
     dirty: bool,
+    /// Published: nothing for the consuming side to ask before fetching (see [`Lanes`]).
+    idle: Arc<AtomicBool>,
 }
 
 impl<M> Core<M> {
@@ -144,7 +152,37 @@ impl<M> Core<M> {
             hold_times: Vec::new(),
             now_ms: 0,
             dirty: true,
+            idle: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The consuming side's view of the fast path (one per consumer).
+    pub(crate) fn lanes(&self) -> Lanes {
+        Lanes::new(Arc::clone(&self.idle))
+    }
+
+    /// The lane of an owned partition.
+    pub(crate) fn lane(&self, partition: u32) -> Option<&Arc<Lane>> {
+        self.parts.get(&partition).map(|p| &p.lane)
+    }
+
+    /// Publish the fast path's view of the current state: every owned partition's gate and the
+    /// idle flag. Must run after every change before a record is fetched (the consumer's lock
+    /// guard calls it on unlock). A gate opens only where [`Core::on_record`] would deliver any
+    /// data record of the partition at once (stamped ones up to the settled epoch) and change
+    /// nothing but the position.
+    pub(crate) fn publish(&mut self) {
+        let nothing_ready = self.ready.is_empty();
+        let gate = self.settled.saturating_add(1);
+        for part in self.parts.values() {
+            let quiet = nothing_ready
+                && part.hold.held() == 0
+                && part.progress.start().is_some()
+                && !part.progress.has_skip_rules();
+            part.lane.set_gate(if quiet { gate } else { 0 });
+        }
+        let idle = nothing_ready && !self.has_progress_due();
+        self.idle.store(idle, Ordering::Release);
     }
 
     pub(crate) fn topic(&self) -> &str {
@@ -239,7 +277,7 @@ impl<M> Core<M> {
             Part {
                 hold: HoldBuffer::default(),
                 progress,
-                next_offset: None,
+                lane: Arc::new(Lane::new()),
                 drained,
                 // The passed map is durable (committed) and the rest is the lease view: no
                 // processing is claimed that a crash could undo.
@@ -258,6 +296,8 @@ impl<M> Core<M> {
     /// dropped (they are above the committed offset: the next owner reads them).
     pub(crate) fn revoke(&mut self, partition: u32, now: Instant) {
         if let Some(part) = self.parts.remove(&partition) {
+            // For good: the consuming side may still hold this lane; a re-assignment gets a new one.
+            part.lane.set_gate(0);
             self.remote.insert(partition, part.durable);
         }
         self.ready.retain(|(p, _, _)| *p != partition);
@@ -299,7 +339,7 @@ impl<M> Core<M> {
         let now_ms = self.now_ms;
         let max_epoch = self.history.max_epoch();
         let part = self.parts.get_mut(&partition)?;
-        part.next_offset = Some(part.next_offset.map_or(offset + 1, |n| n.max(offset + 1)));
+        part.lane.fetched(offset);
         if part.progress.start().is_none() {
             part.progress.set_start(offset);
             let mut changed = false;
@@ -331,7 +371,7 @@ impl<M> Core<M> {
         let Some(part) = self.parts.get_mut(&partition) else {
             return;
         };
-        part.next_offset = Some(part.next_offset.map_or(offset + 1, |n| n.max(offset + 1)));
+        part.lane.fetched(offset);
         if part.progress.start().is_none() {
             part.progress.set_start(offset);
             for lease in leases.values() {
@@ -587,7 +627,7 @@ impl<M> Core<M> {
 
     fn lowest_unprocessed(&self, partition: u32) -> Option<i64> {
         let part = self.parts.get(&partition)?;
-        let mut low = part.next_offset?;
+        let mut low = part.lane.position()?;
         if let Some(o) = part.hold.lowest_unprocessed() {
             low = low.min(o);
         }
@@ -603,7 +643,7 @@ impl<M> Core<M> {
     pub(crate) fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
         let part = self.parts.get(&partition)?;
         let offset = self.lowest_unprocessed(partition)?;
-        let mut next = part.next_offset?;
+        let mut next = part.lane.position()?;
         let mut unprocessed = part.hold.unprocessed_offsets();
         if let Some(app) = self.in_app.filter(|a| a.partition == partition) {
             if let Err(i) = unprocessed.binary_search(&app.offset) {
@@ -1084,6 +1124,64 @@ mod tests {
     }
 
     #[test]
+    fn quiet_partitions_take_the_lane_and_keep_their_position() {
+        let now = Instant::now();
+        let mut c = member(&[0]);
+        let mut lanes = c.lanes();
+        c.publish();
+        lanes.refresh(0, c.lane(0));
+        // Nothing fetched yet: the first record goes through the core (it sets the start).
+        assert!(!lanes.admits(0, 0, None));
+        let unstamped = |offset: i64| -> Incoming<'static, Msg> {
+            Incoming {
+                partition: 0,
+                offset,
+                key: Some(b"k"),
+                epoch: None,
+                msg: Box::new(move || offset),
+            }
+        };
+        assert!(matches!(
+            c.on_record(unstamped(0), || now),
+            Outcome::Deliver
+        ));
+        lanes.took_from_core();
+        c.publish();
+        assert!(lanes.processed(), "the core handed it out");
+        c.processed();
+        c.publish();
+
+        // Quiet now: unstamped records take the lane; the one in the application is unprocessed.
+        assert!(lanes.take(0, 1, None));
+        assert_eq!(c.snapshot(0).unwrap().unwrap().offset, 1);
+        assert!(!lanes.processed());
+        assert_eq!(c.snapshot(0).unwrap().unwrap().offset, 2);
+        // Not below the position (a re-fetch), not an epoch the group has not settled.
+        assert_eq!(c.settled(), 0);
+        assert!(!lanes.admits(0, 1, None));
+        assert!(!lanes.admits(0, 2, Some(1)));
+
+        // A moved key held on the partition closes its gate until released.
+        c.on_assignment(assignment(2, 0), now);
+        let hot = Incoming {
+            partition: 0,
+            offset: 2,
+            key: Some(b"hot"),
+            epoch: Some(2),
+            msg: Box::new(|| 2_i64) as Msg,
+        };
+        assert!(matches!(c.on_record(hot, || now), Outcome::Held));
+        c.publish();
+        assert!(!lanes.admits(0, 3, None));
+        assert_eq!(c.snapshot(0).unwrap().unwrap().offset, 2);
+
+        // Revoked: the lane is closed for good.
+        c.revoke(0, now);
+        c.publish();
+        assert!(!lanes.admits(0, 3, None));
+    }
+
+    #[test]
     fn flow_control_pauses_and_resumes() {
         let t0 = Instant::now();
         let mut b = member(&[2]);
@@ -1154,6 +1252,21 @@ mod simulation {
         core: Core<usize>,
         parts: Vec<u32>,
         pos: HashMap<u32, usize>,
+        /// The fast path, taken for two records out of three its gates admit (the third goes
+        /// through the core, which must then deliver it).
+        lanes: Lanes,
+        turn: u32,
+    }
+
+    impl Member {
+        /// As the consumer does before anything else: the application's record is processed,
+        /// and the core's view is published (the consumer's lock guard does it on every unlock).
+        fn processed(&mut self) {
+            if self.lanes.processed() {
+                self.core.processed();
+            }
+            self.core.publish();
+        }
     }
 
     struct World {
@@ -1298,7 +1411,14 @@ mod simulation {
                     self.announce(r);
                 }
             }
-            Member { core, parts, pos }
+            let lanes = core.lanes();
+            Member {
+                core,
+                parts,
+                pos,
+                lanes,
+                turn: 0,
+            }
         }
 
         fn announce(&mut self, r: Progress) {
@@ -1362,27 +1482,46 @@ mod simulation {
             };
             self.members[m].pos.insert(part, at + 1);
             let offset = at as i64;
-            let core = &mut self.members[m].core;
-            core.processed();
+            let member = &mut self.members[m];
+            member.processed();
             match item {
                 Item::Barrier(p, e) => {
+                    let core = &mut member.core;
                     core.on_barrier(part, offset, self.producers[p].id.clone(), e);
+                    member.lanes.refresh(part, core.lane(part));
                 }
                 Item::Data(id) => {
                     let r = &self.recs[id];
+                    let epoch = r.stamped.then_some(r.epoch);
+                    let admitted = member.lanes.admits(part, offset, epoch);
+                    member.turn += 1;
+                    if admitted && member.turn % 3 != 0 {
+                        assert!(member.lanes.take(part, offset, epoch));
+                        self.log_processing(id);
+                        return true;
+                    }
                     let k = key(r.key);
+                    let core = &mut member.core;
                     let out = core.on_record(
                         Incoming {
                             partition: part,
                             offset,
                             key: Some(&k),
-                            epoch: r.stamped.then_some(r.epoch),
+                            epoch,
                             msg: || id,
                         },
                         Instant::now,
                     );
-                    if let Outcome::Deliver = out {
-                        self.log_processing(id);
+                    member.lanes.refresh(part, core.lane(part));
+                    match out {
+                        Outcome::Deliver => {
+                            member.lanes.took_from_core();
+                            self.log_processing(id);
+                        }
+                        other => assert!(
+                            !admitted,
+                            "a gate admitted a record the core decided {other:?} about"
+                        ),
                     }
                 }
             }
@@ -1390,10 +1529,11 @@ mod simulation {
         }
 
         fn ready(&mut self, m: usize) -> bool {
-            let core = &mut self.members[m].core;
-            core.processed();
-            match core.next_ready() {
+            let member = &mut self.members[m];
+            member.processed();
+            match member.core.next_ready() {
                 Some(id) => {
+                    member.lanes.took_from_core();
                     self.log_processing(id);
                     true
                 }
@@ -1497,7 +1637,7 @@ mod simulation {
                 return Err(format!("stalled: a producer stays at epoch {}", p.epoch));
             }
             for m in &mut self.members {
-                m.core.processed();
+                m.processed();
             }
             Ok(())
         }

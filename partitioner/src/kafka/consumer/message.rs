@@ -29,10 +29,13 @@ pub struct DkgMessage {
 }
 
 impl DkgMessage {
+    /// A copy of `m`. `has_headers: false` says `m` has no headers (already asked: librdkafka
+    /// allocates and parses afresh on every call for a record without headers).
     pub(crate) fn from_borrowed(
         m: &BorrowedMessage<'_>,
         topic: &Arc<str>,
         epoch: Option<u64>,
+        has_headers: bool,
     ) -> Self {
         let (key, payload) = (m.key(), m.payload());
         let mut buf =
@@ -47,7 +50,11 @@ impl DkgMessage {
             buf,
             key_len: key.map(<[u8]>::len),
             has_payload: payload.is_some(),
-            headers: m.headers().map(rdkafka::message::BorrowedHeaders::detach),
+            headers: if has_headers {
+                m.headers().map(rdkafka::message::BorrowedHeaders::detach)
+            } else {
+                None
+            },
             topic: Arc::clone(topic),
             partition: m.partition(),
             offset: m.offset(),
@@ -211,16 +218,18 @@ impl DkgRecord<'_> {
         match self {
             DkgRecord::Fetched { msg, epoch } => {
                 let topic: Arc<str> = Arc::from(msg.topic());
-                DkgMessage::from_borrowed(&msg, &topic, epoch)
+                DkgMessage::from_borrowed(&msg, &topic, epoch, true)
             }
             DkgRecord::Released(m) => m,
         }
     }
 
-    /// An owned copy sharing `topic`.
-    pub(crate) fn detach_with(self, topic: &Arc<str>) -> DkgMessage {
+    /// An owned copy sharing `topic` (`has_headers`: see [`DkgMessage::from_borrowed`]).
+    pub(crate) fn detach_with(self, topic: &Arc<str>, has_headers: bool) -> DkgMessage {
         match self {
-            DkgRecord::Fetched { msg, epoch } => DkgMessage::from_borrowed(&msg, topic, epoch),
+            DkgRecord::Fetched { msg, epoch } => {
+                DkgMessage::from_borrowed(&msg, topic, epoch, has_headers)
+            }
             DkgRecord::Released(m) => m,
         }
     }
@@ -229,6 +238,8 @@ impl DkgRecord<'_> {
 /// The DKG headers of a record, read in one pass.
 #[derive(Debug, Default)]
 pub(crate) struct DkgHeaders {
+    /// The record has headers (of any name).
+    pub(crate) present: bool,
     pub(crate) epoch: Option<u64>,
     pub(crate) barrier: Option<u64>,
     pub(crate) producer: Option<ProducerId>,
@@ -249,6 +260,7 @@ impl DkgHeaders {
         let Some(headers) = headers else {
             return out;
         };
+        out.present = true;
         for h in headers.iter() {
             if !h.key.starts_with("dkg-") {
                 continue;
@@ -344,7 +356,9 @@ mod tests {
                 "{hs:?}"
             );
             assert_eq!(got.barrier().is_some(), barrier.is_some() && producer);
+            assert!(got.present);
         }
-        assert!(DkgHeaders::read::<OwnedHeaders>(None).epoch.is_none());
+        let none = DkgHeaders::read::<OwnedHeaders>(None);
+        assert!(none.epoch.is_none() && !none.present);
     }
 }

@@ -111,6 +111,11 @@
 //! With no epoch change, records are handed out at once. [`DkgConsumer::recv_borrowed`] copies
 //! nothing (the record borrows the consumer, like `StreamConsumer::recv`); [`DkgConsumer::recv`]
 //! returns an owned copy, whose allocation per record is most of its cost (`BENCHMARKS.md`).
+//! A record of a quiet partition (nothing of it held, no released record waiting, no skip rule of
+//! a previous owner left) without an epoch or with an epoch already settled skips the protocol's
+//! state entirely: no lock, no lookup, no clock, one atomic load and one store (`lane.rs`);
+//! metrics are counted locally and flushed at housekeeping. Everything else (barriers, records
+//! during a switch) goes through the locked state machine (`core.rs`).
 //!
 //! # Bounded buffering
 //!
@@ -132,12 +137,14 @@ mod core;
 mod history;
 mod hold;
 mod hooks;
+mod lane;
 mod message;
 mod metrics;
 mod progress;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -166,6 +173,7 @@ use crate::kafka::handoff::{
 
 use self::core::{Core, CoreConfig, Incoming, Outcome};
 pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
+use self::lane::Lanes;
 use self::message::DkgHeaders;
 pub use self::message::{DkgMessage, DkgRecord};
 use self::metrics::ConsumerMetrics;
@@ -222,12 +230,39 @@ struct Shared {
     committed_timeout: Duration,
 }
 
+/// The locked core. Unlocking publishes the fast path's view of it ([`Core::publish`]): every
+/// change goes through this guard, so the gates the consuming side reads without the lock are
+/// always those of the latest state.
+struct CoreGuard<'a>(MutexGuard<'a, Core<DkgMessage>>);
+
+impl Deref for CoreGuard<'_> {
+    type Target = Core<DkgMessage>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl DerefMut for CoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for CoreGuard<'_> {
+    fn drop(&mut self) {
+        self.0.publish();
+    }
+}
+
 impl Shared {
-    fn core(&self) -> MutexGuard<'_, Core<DkgMessage>> {
+    fn core(&self) -> CoreGuard<'_> {
         // A panic in a hook while locked poisons nothing we cannot continue from.
-        self.core
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        CoreGuard(
+            self.core
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     fn note(&self, note: Note) {
@@ -539,6 +574,10 @@ struct Inner {
     events: mpsc::UnboundedReceiver<BgEvent>,
     writer: HandoffWriter,
     metrics: ConsumerMetrics,
+    /// The fast path: quiet partitions' records skip the core.
+    lanes: Lanes,
+    /// The last record fetched had headers (see [`DkgMessage::from_borrowed`]).
+    fetched_headers: bool,
     _tasks: Tasks,
     commit_interval: Option<Duration>,
     next_housekeeping: Instant,
@@ -588,8 +627,9 @@ impl DkgConsumer {
     ///
     /// Cancellation safe: dropping the future loses no record.
     pub async fn recv(&mut self) -> Result<DkgMessage> {
-        let topic = Arc::clone(&self.inner.topic);
-        self.recv_borrowed().await.map(|r| r.detach_with(&topic))
+        let Self { consumer, inner } = self;
+        let record = Inner::next_record(consumer, inner).await?;
+        Ok(record.detach_with(&inner.topic, inner.fetched_headers))
     }
 
     /// Like [`DkgConsumer::recv`] without copying: the record borrows the consumer (as rdkafka's
@@ -599,47 +639,7 @@ impl DkgConsumer {
     /// Cancellation safe: dropping the future loses no record.
     pub async fn recv_borrowed(&mut self) -> Result<DkgRecord<'_>> {
         let Self { consumer, inner } = self;
-        let mut first = true;
-        loop {
-            if let Step::Released(m) = inner.step(first).await {
-                return Ok(DkgRecord::Released(m));
-            }
-            first = false;
-            // Fast path: a record is already waiting in librdkafka's queue.
-            {
-                let fetch = consumer.recv();
-                let mut fetch = std::pin::pin!(fetch);
-                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                if let std::task::Poll::Ready(r) = fetch.as_mut().poll(&mut cx) {
-                    match r {
-                        Ok(m) => {
-                            if let Some(record) = inner.on_fetched(m) {
-                                return Ok(record);
-                            }
-                        }
-                        Err(KafkaError::PartitionEOF(_)) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                    continue;
-                }
-            }
-            tokio::select! {
-                biased;
-                r = consumer.recv() => match r {
-                    Ok(m) => {
-                        if let Some(record) = inner.on_fetched(m) {
-                            return Ok(record);
-                        }
-                    }
-                    Err(KafkaError::PartitionEOF(_)) => {}
-                    Err(e) => return Err(e.into()),
-                },
-                Some(ev) = inner.events.recv() => inner.apply_event(ev),
-                () = tokio::time::sleep_until(inner.next_housekeeping.into()) => {
-                    inner.since_housekeeping = HOUSEKEEPING_EVERY;
-                }
-            }
-        }
+        Inner::next_record(consumer, inner).await
     }
 
     /// Mark the last record processed and commit every owned partition synchronously (offsets
@@ -769,29 +769,96 @@ impl DkgConsumer {
 }
 
 impl Inner {
-    /// Everything before a fetch: the previous record is processed (`first`), progress due is
-    /// committed, released records come out, housekeeping runs when due.
-    async fn step(&mut self, first: bool) -> Step {
+    /// The next record for the application (`recv` and `recv_borrowed`).
+    async fn next_record<'a>(
+        consumer: &'a StreamConsumer<DkgContext>,
+        inner: &mut Inner,
+    ) -> Result<DkgRecord<'a>> {
+        inner.processed();
         loop {
-            // One lock: the previous record is processed; progress to commit; released records.
-            let now_due = self.progress_retry_at.is_none_or(|t| Instant::now() >= t);
-            let (due, ready) = {
-                let mut core = self.shared.core();
-                if first {
-                    core.processed();
+            if !inner.quiet() {
+                if let Step::Released(m) = inner.step().await {
+                    return Ok(DkgRecord::Released(m));
                 }
-                let due = core.has_progress_due() && now_due;
-                (due, if due { None } else { core.next_ready() })
-            };
-            if due {
-                self.commit_progress().await;
-                continue;
             }
-            if let Some(m) = ready {
-                self.metrics.record(m.partition() as u32);
-                return Step::Released(m);
+            // Fast path: a record is already waiting in librdkafka's queue.
+            {
+                let fetch = consumer.recv();
+                let mut fetch = std::pin::pin!(fetch);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                if let std::task::Poll::Ready(r) = fetch.as_mut().poll(&mut cx) {
+                    match r {
+                        Ok(m) => {
+                            if let Some(record) = inner.on_fetched(m) {
+                                return Ok(record);
+                            }
+                        }
+                        Err(KafkaError::PartitionEOF(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    continue;
+                }
             }
-            self.since_housekeeping += 1;
+            tokio::select! {
+                biased;
+                r = consumer.recv() => match r {
+                    Ok(m) => {
+                        if let Some(record) = inner.on_fetched(m) {
+                            return Ok(record);
+                        }
+                    }
+                    Err(KafkaError::PartitionEOF(_)) => {}
+                    Err(e) => return Err(e.into()),
+                },
+                Some(ev) = inner.events.recv() => inner.apply_event(ev),
+                () = tokio::time::sleep_until(inner.next_housekeeping.into()) => {
+                    inner.since_housekeeping = HOUSEKEEPING_EVERY;
+                }
+            }
+        }
+    }
+
+    /// The application's record is processed.
+    #[inline]
+    fn processed(&mut self) {
+        if self.lanes.processed() {
+            self.shared.core().processed();
+        }
+    }
+
+    /// Nothing to do before the next fetch, decided without the lock (the common case): the core
+    /// published that it has nothing (see `lane`), and housekeeping is not due.
+    #[inline]
+    fn quiet(&mut self) -> bool {
+        self.since_housekeeping += 1;
+        self.lanes.core_idle()
+            && self.since_housekeeping < HOUSEKEEPING_EVERY
+            && !self.shared.has_notes.load(Ordering::Acquire)
+            && self.events.is_empty()
+    }
+
+    /// Everything before a fetch when [`Inner::quiet`] says there is something: progress due is
+    /// committed, released records come out, housekeeping runs when due.
+    async fn step(&mut self) -> Step {
+        loop {
+            if !self.lanes.core_idle() {
+                // One lock: progress to commit, or a released record.
+                let now_due = self.progress_retry_at.is_none_or(|t| Instant::now() >= t);
+                let (due, ready) = {
+                    let mut core = self.shared.core();
+                    let due = core.has_progress_due() && now_due;
+                    (due, if due { None } else { core.next_ready() })
+                };
+                if due {
+                    self.commit_progress().await;
+                    continue;
+                }
+                if let Some(m) = ready {
+                    self.lanes.took_from_core();
+                    self.metrics.record(m.partition() as u32);
+                    return Step::Released(m);
+                }
+            }
             if self.since_housekeeping >= HOUSEKEEPING_EVERY
                 || self.shared.has_notes.load(Ordering::Acquire)
                 || !self.events.is_empty()
@@ -808,9 +875,32 @@ impl Inner {
     }
 
     /// A record fetched from Kafka: handed out (borrowed) or held (copied), or consumed.
+    #[inline]
     fn on_fetched<'a>(&mut self, m: BorrowedMessage<'a>) -> Option<DkgRecord<'a>> {
         let partition = u32::try_from(m.partition()).ok()?;
+        // Read once per record: librdkafka parses (and allocates) on every call for a record
+        // without headers, and that is most of what this wrapper costs per record.
         let h = DkgHeaders::read(m.headers());
+        self.fetched_headers = h.present;
+        // Fast path: the partition is quiet, the core need not be asked (see `lane`).
+        if h.barrier.is_none() && self.lanes.take(partition, m.offset(), h.epoch) {
+            self.metrics.record(partition);
+            return Some(DkgRecord::Fetched {
+                msg: m,
+                epoch: h.epoch,
+            });
+        }
+        self.on_fetched_slow(m, partition, &h)
+    }
+
+    /// [`Inner::on_fetched`] when the core decides.
+    #[inline(never)]
+    fn on_fetched_slow<'a>(
+        &mut self,
+        m: BorrowedMessage<'a>,
+        partition: u32,
+        h: &DkgHeaders,
+    ) -> Option<DkgRecord<'a>> {
         let mut core = self.shared.core();
         if h.barrier.is_some() {
             match h.barrier() {
@@ -823,6 +913,7 @@ impl Inner {
                     core.on_barrier_invalid(partition, m.offset());
                 }
             }
+            self.lanes.refresh(partition, core.lane(partition));
             return None;
         }
         let topic = &self.topic;
@@ -832,13 +923,15 @@ impl Inner {
                 offset: m.offset(),
                 key: m.key(),
                 epoch: h.epoch,
-                msg: || DkgMessage::from_borrowed(&m, topic, h.epoch),
+                msg: || DkgMessage::from_borrowed(&m, topic, h.epoch, h.present),
             },
             Instant::now,
         );
+        self.lanes.refresh(partition, core.lane(partition));
         drop(core);
         match outcome {
             Outcome::Deliver => {
+                self.lanes.took_from_core();
                 self.metrics.record(partition);
                 Some(DkgRecord::Fetched {
                     msg: m,
@@ -899,6 +992,7 @@ impl Inner {
             return;
         }
         self.next_housekeeping = now + HOUSEKEEPING;
+        self.metrics.flush();
         let (pause, resume, held, positions, hold_times, owns_zero) = {
             let mut core = self.shared.core();
             core.tick(now, handoff::now_ms());
@@ -1121,7 +1215,7 @@ impl Inner {
 
     /// Mark the last record processed and commit every owned partition synchronously.
     async fn commit(&mut self) -> Result<()> {
-        self.shared.core().processed();
+        self.processed();
         self.commit_progress().await;
         if let Some(tpl) = self.commit_all(CommitMode::Sync) {
             let consumer = Arc::clone(&self.consumer);
@@ -1138,6 +1232,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.metrics.flush();
         if !self.closed {
             // Like a crash: rdkafka's drop still leaves the group, but the revocation callback
             // then commits nothing and runs no hook.
@@ -1561,6 +1656,7 @@ impl DkgConsumerBuilder {
             tokio::spawn(follow_handoff(handoff, Arc::clone(&topic_arc), tx)),
         ]);
         let now = Instant::now();
+        let lanes = shared.core().lanes();
         Ok(DkgConsumer {
             consumer: Arc::clone(&consumer),
             inner: Inner {
@@ -1572,6 +1668,8 @@ impl DkgConsumerBuilder {
                 events: rx,
                 writer,
                 metrics,
+                lanes,
+                fetched_headers: false,
                 _tasks: tasks,
                 commit_interval: self.commit_interval,
                 next_housekeeping: now,

@@ -158,6 +158,12 @@ impl PartitionProgress {
         !self.pending.is_empty()
     }
 
+    /// Whether a skip rule from the previous owner's commit still applies to records ahead
+    /// ([`PartitionProgress::skip`] can be true only then).
+    pub(crate) fn has_skip_rules(&self) -> bool {
+        !self.skip.is_empty() || self.window.is_some()
+    }
+
     /// Whether a re-delivered record was processed by a previous owner (skip rules, see the
     /// module docs). `epoch` is the record's `dkg-epoch` header: when the exact window is missing,
     /// only stamped records are skipped by the barrier rule (an unstamped record held under an

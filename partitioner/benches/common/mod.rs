@@ -1,0 +1,88 @@
+//! Helpers shared by the benches that need the Kafka broker (`producer_throughput`,
+//! `consumer_throughput`): settings from the environment, a broker probe, topic creation, medians.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+pub type BoxError = Box<dyn std::error::Error>;
+
+/// The value of environment variable `name`, or `default` when unset or unparsable.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A client configuration with just the bootstrap servers.
+pub fn config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap);
+    c
+}
+
+/// Whether a broker answers a metadata request at `bootstrap`.
+pub fn check_broker(bootstrap: &str) -> Result<(), String> {
+    let probe: BaseConsumer = config(bootstrap)
+        .set("log_level", "2")
+        .create()
+        .map_err(|e| e.to_string())?;
+    let md = probe
+        .fetch_metadata(None, Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    if md.brokers().is_empty() {
+        return Err("metadata lists no broker".to_owned());
+    }
+    Ok(())
+}
+
+/// Create `name` with `partitions` partitions and wait until every partition has a leader, so
+/// that the first measured run does not include topic creation.
+pub async fn create_topic(bootstrap: &str, name: &str, partitions: u32) -> Result<(), BoxError> {
+    let admin: AdminClient<DefaultClientContext> = config(bootstrap).create()?;
+    let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
+    let results = admin
+        .create_topics(
+            [&topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+        )
+        .await?;
+    for r in results {
+        r.map_err(|(t, code)| format!("creating {t}: {code}"))?;
+    }
+    let probe: BaseConsumer = config(bootstrap).create()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let md = probe.fetch_metadata(Some(name), Duration::from_secs(5))?;
+        let ready = md.topics().iter().any(|t| {
+            t.name() == name
+                && t.partitions().len() == partitions as usize
+                && t.partitions().iter().all(|p| p.leader() >= 0)
+        });
+        if ready {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("topic {name} not ready").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The median of `v` (sorts it); NaN for an empty slice.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
