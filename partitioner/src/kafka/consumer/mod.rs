@@ -1237,6 +1237,9 @@ impl Drop for Inner {
             // Like a crash: rdkafka's drop still leaves the group, but the revocation callback
             // then commits nothing and runs no hook.
             self.shared.abandoned.store(true, Ordering::Release);
+            // As in `close`: have librdkafka emit the final revocation before its close, so that
+            // the close serves it while the group handle is alive (not after it terminated).
+            self.consumer.unsubscribe();
         }
     }
 }
