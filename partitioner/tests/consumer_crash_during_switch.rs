@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, spawn_producer, wait_for_all,
-    wait_for_group,
+    CountingHooks, End, Log, Member, Pace, Setup, check, wait_for_all, wait_for_group,
 };
 use tokio::sync::watch;
 
@@ -46,21 +45,9 @@ async fn consumer_crash_during_switch() {
 
     let (stop_tx, stop) = watch::channel(false);
     let lease = Duration::from_secs(3);
-    let producers = [setup.producer(lease).await, setup.producer(lease).await];
-    let tasks: Vec<_> = producers
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            spawn_producer(
-                p.clone(),
-                i as u32,
-                setup.topic.clone(),
-                PER_PRODUCER,
-                RATE,
-                stop.clone(),
-            )
-        })
-        .collect();
+    let (producers, tasks) = setup
+        .start_producers(2, lease, PER_PRODUCER, RATE, &stop)
+        .await;
     for epoch in 2..=6 {
         tokio::time::sleep(Duration::from_millis(1_300)).await;
         setup.publish(epoch).await;

@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram,
-    spawn_producer, wait_for_all, wait_for_group,
+    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram, wait_for_all,
+    wait_for_group,
 };
 use tokio::sync::watch;
 
@@ -43,21 +43,9 @@ async fn consumer_keeps_key_order_across_epochs() {
 
     let (stop_tx, stop) = watch::channel(false);
     let lease = Duration::from_secs(3);
-    let producers = [setup.producer(lease).await, setup.producer(lease).await];
-    let tasks: Vec<_> = producers
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            spawn_producer(
-                p.clone(),
-                i as u32,
-                setup.topic.clone(),
-                PER_PRODUCER,
-                RATE,
-                stop.clone(),
-            )
-        })
-        .collect();
+    let (producers, tasks) = setup
+        .start_producers(2, lease, PER_PRODUCER, RATE, &stop)
+        .await;
     // Five switches mid-stream, each moving every hot key and four buckets.
     for epoch in 2..=6 {
         tokio::time::sleep(Duration::from_millis(1_300)).await;

@@ -587,4 +587,31 @@ impl Setup {
             .await
             .expect("build an ordering DkgProducer")
     }
+
+    /// `n` ordering producers (lease `lease`), each sending `count` records at `rate` through
+    /// [`spawn_producer`] until `stop` turns true: the producers and their sending tasks.
+    pub async fn start_producers(
+        &self,
+        n: u32,
+        lease: Duration,
+        count: u64,
+        rate: f64,
+        stop: &watch::Receiver<bool>,
+    ) -> (Vec<DkgProducer>, Vec<JoinHandle<Vec<Sent>>>) {
+        let mut producers = Vec::new();
+        let mut tasks = Vec::new();
+        for idx in 0..n {
+            let p = self.producer(lease).await;
+            tasks.push(spawn_producer(
+                p.clone(),
+                idx,
+                self.topic.clone(),
+                count,
+                rate,
+                stop.clone(),
+            ));
+            producers.push(p);
+        }
+        (producers, tasks)
+    }
 }
