@@ -14,7 +14,7 @@
 //! [`Sketch::build`] then takes the heavy hitters (keys whose guaranteed count `count - error` is at least
 //! `theta * N`), weighs each by its guaranteed count and subtracts that weight from its bucket (so buckets
 //! carry only the other keys), and places the jobs = heavy keys (sorted by key bytes) + buckets on the `k`
-//! partitions with LPT, or with [`lpt_sticky`] against a previous assignment of the same shape
+//! partitions with LPT, or with [`lpt_sticky`](crate::lpt::lpt_sticky) against a previous assignment of the same shape
 //! (migration-aware: keep jobs where they are unless moving lowers the max load).
 //!
 //! Beyond the paper: buckets that saw no record in the window carry no evidence, so instead of piling them
@@ -555,7 +555,7 @@ impl Sketch {
     /// Build an assignment from this window.
     ///
     /// `previous = Some(..)` with the same partition count, bucket count and bucket hash makes the build
-    /// migration-aware ([`lpt_sticky`]: a heavy key's previous partition is `previous.partition_for(key)`, a
+    /// migration-aware ([`lpt_sticky`](crate::lpt::lpt_sticky): a heavy key's previous partition is `previous.partition_for(key)`, a
     /// bucket's is `previous.table()[b]`); otherwise it is a plain LPT build. `moved_share` is the share
     /// of the window's job weight that changes partition: moved heavy keys, moved buckets (without the
     /// weight of keys that were heavy in `previous`), and keys heavy in `previous` but not any more whose

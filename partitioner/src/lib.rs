@@ -13,13 +13,13 @@
 //!
 //! - **A pure core**, no I/O, no clock, no rdkafka (builds with `default-features = false`):
 //!   [`hash`] (Kafka-compatible murmur2 and the bucket hash), [`space_saving`] (heavy hitters,
-//!   Metwally et al. 2005; mergeable, Agarwal et al. 2012), [`lpt`] (Graham's LPT, plain and
+//!   Metwally et al. 2005; mergeable, Agarwal et al. 2012), [`lpt`](mod@lpt) (Graham's LPT, plain and
 //!   migration-aware), [`dkg`] (the learner: a [`Sketch`] that builds an [`Assignment`]) and
 //!   [`assignment`] (the versioned JSON document and its O(1), allocation-free, never-panicking lookup).
-//! - **Kafka glue** (feature `kafka`, on by default) in [`kafka`](crate::kafka): the compacted control
-//!   topic, the [`DkgProducer`](crate::kafka::DkgProducer) wrapper over rdkafka's `FutureProducer` (plus
+//! - **Kafka glue** (feature `kafka`, on by default) in [`kafka`]: the compacted control
+//!   topic, the [`DkgProducer`] wrapper over rdkafka's `FutureProducer` (plus
 //!   a router and an rdkafka `Partitioner` for `BaseProducer` users), and the
-//!   [`DkgConsumer`](crate::kafka::DkgConsumer) rebalancer that keeps each key's records in order when an
+//!   [`DkgConsumer`] rebalancer that keeps each key's records in order when an
 //!   assignment changes. Metrics go to a caller-supplied `prometheus::Registry`.
 //!
 //! # Data flow

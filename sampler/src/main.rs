@@ -3,6 +3,9 @@
 //! One module per subcommand, each with `pub struct Args` (clap derive) and `pub fn run(args)`. To add a
 //! subcommand: a module, a variant of [`Command`], and one arm in [`main`].
 
+// The clap doc comments are also `--help` texts, which write placeholders as `<topic>`.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
