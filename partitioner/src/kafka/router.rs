@@ -136,16 +136,23 @@ pub fn stamp_epoch(headers: Option<OwnedHeaders>, epoch: u64) -> OwnedHeaders {
         })
 }
 
-/// The epoch stamped on a record (its last [`EPOCH_HEADER`]), if any and well-formed.
+/// The epoch stamped on a record: its last well-formed [`EPOCH_HEADER`], if any (the rule
+/// `DkgConsumer` reads records by).
 #[must_use]
 pub fn epoch_of<H: Headers>(headers: &H) -> Option<u64> {
     headers
         .iter()
         .filter(|h| h.key == EPOCH_HEADER)
-        .last()
-        .and_then(|h| h.value)
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|s| s.parse().ok())
+        .fold(None, |epoch, h| parse_decimal(h.value).or(epoch))
+}
+
+/// A `dkg-*` header value: plain decimal ASCII (no sign, no spaces) that fits a `u64`.
+pub(crate) fn parse_decimal(v: Option<&[u8]>) -> Option<u64> {
+    let v = v?;
+    if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 /// `u64` as decimal ASCII without allocating.
@@ -256,7 +263,6 @@ impl PartitionView {
     }
 }
 
-/// One data topic's routing state.
 /// Where keys lived before the current assignment of a topic was adopted.
 #[derive(Debug)]
 enum Before {
@@ -293,6 +299,7 @@ impl Transition {
     }
 }
 
+/// One data topic's routing state.
 struct TopicState {
     name: Arc<str>,
     assignment: ArcSwapOption<Assignment>,
@@ -1397,5 +1404,16 @@ mod tests {
         let h = stamp_epoch(Some(h), 9);
         assert_eq!(epoch_of(&h), Some(9));
         assert_eq!(h.count(), 2);
+        // The last well-formed value wins; signs and junk are not epochs.
+        let h = stamp_epoch(None, 1).insert(Header {
+            key: EPOCH_HEADER,
+            value: Some("x"),
+        });
+        assert_eq!(epoch_of(&h), Some(1));
+        let h = OwnedHeaders::new().insert(Header {
+            key: EPOCH_HEADER,
+            value: Some("+5"),
+        });
+        assert_eq!(epoch_of(&h), None);
     }
 }

@@ -365,19 +365,16 @@ impl<M> Core<M> {
         producer: ProducerId,
         epoch: u64,
     ) {
+        // The same bookkeeping as any fetched record (position, start, stale skip rules).
+        if self.fetched(partition, offset).is_none() {
+            return;
+        }
         let now_ms = self.now_ms;
         let max_epoch = self.history.max_epoch();
         let leases = &self.leases;
         let Some(part) = self.parts.get_mut(&partition) else {
             return;
         };
-        part.lane.fetched(offset);
-        if part.progress.start().is_none() {
-            part.progress.set_start(offset);
-            for lease in leases.values() {
-                part.progress.apply_lease_barrier(partition, lease);
-            }
-        }
         let hold = &part.hold;
         part.progress
             .on_barrier(&producer, epoch, offset, |o| hold.min_epoch_below(o));

@@ -48,7 +48,7 @@ pub(crate) struct Released<M> {
 /// The hold buffer of one partition.
 #[derive(Debug)]
 pub(crate) struct HoldBuffer<M> {
-    pub(crate) by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
+    by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
     /// Offset -> epoch of every record that is held or released-but-unprocessed.
     unprocessed: BTreeMap<i64, u64>,
     held: usize,

@@ -6,7 +6,7 @@ use rdkafka::Timestamp;
 use rdkafka::message::{BorrowedMessage, Headers, Message, OwnedHeaders, OwnedMessage};
 
 use crate::kafka::handoff::{BARRIER_HEADER, PRODUCER_HEADER, ProducerId};
-use crate::kafka::router::EPOCH_HEADER;
+use crate::kafka::router::{EPOCH_HEADER, parse_decimal};
 
 /// A record handed to the application: an owned copy (key, payload, headers) plus where it came
 /// from and the DKG epoch that placed it.
@@ -245,14 +245,6 @@ pub(crate) struct DkgHeaders {
     pub(crate) producer: Option<ProducerId>,
 }
 
-fn decimal(v: Option<&[u8]>) -> Option<u64> {
-    let v = v?;
-    if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
 impl DkgHeaders {
     /// Read the `dkg-*` headers (the last of each name wins; malformed values are ignored).
     pub(crate) fn read<H: Headers>(headers: Option<&H>) -> Self {
@@ -266,8 +258,8 @@ impl DkgHeaders {
                 continue;
             }
             match h.key {
-                EPOCH_HEADER => out.epoch = decimal(h.value).or(out.epoch),
-                BARRIER_HEADER => out.barrier = decimal(h.value).or(out.barrier),
+                EPOCH_HEADER => out.epoch = parse_decimal(h.value).or(out.epoch),
+                BARRIER_HEADER => out.barrier = parse_decimal(h.value).or(out.barrier),
                 PRODUCER_HEADER => {
                     if let Some(id) = h
                         .value
