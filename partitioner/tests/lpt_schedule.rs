@@ -118,15 +118,20 @@ proptest! {
         let fresh = lpt(&w2, k).unwrap();
         let s = lpt_sticky(&w2, &prev, k).unwrap();
         prop_assert!(s.schedule.max_load() <= fresh.max_load());
-        let fresh_moved: u64 = fresh
-            .placement
-            .iter()
-            .zip(&first.placement)
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .map(|(j, _)| w2[j])
-            .sum();
-        prop_assert!(s.moved_weight <= fresh_moved, "sticky moved {} > fresh {}", s.moved_weight, fresh_moved);
+        // Moved weight counted here from the placements, not taken from the function's own report.
+        let moved = |placement: &[u32]| -> u64 {
+            placement
+                .iter()
+                .zip(&first.placement)
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(j, _)| w2[j])
+                .sum()
+        };
+        let fresh_moved = moved(&fresh.placement);
+        let sticky_moved = moved(&s.schedule.placement);
+        prop_assert_eq!(s.moved_weight, sticky_moved, "reported moved weight");
+        prop_assert!(sticky_moved <= fresh_moved, "sticky moved {} > fresh {}", sticky_moved, fresh_moved);
     }
 }
 

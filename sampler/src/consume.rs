@@ -130,6 +130,9 @@ pub enum ConsumeError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[from] std::io::Error),
+    /// A member's task failed (panicked or was cancelled).
+    #[error("a member task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// Run `consume`.
@@ -261,7 +264,7 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
                 first_error.get_or_insert(e);
             }
             Err(e) => {
-                first_error.get_or_insert(ConsumeError::Runtime(std::io::Error::other(e)));
+                first_error.get_or_insert(ConsumeError::Task(e));
             }
         }
     }
