@@ -85,34 +85,7 @@ async fn consumer_crash_during_switch() {
 
     let entries = log.entries();
     let report = check(&sent, &entries, &setup.topic, &[0, 1]);
-    eprintln!(
-        "records {} (duplicates {}), moved keys {}, lost {}, order violations {}, residence \
-         violations {}, misplaced {}",
-        entries.len(),
-        report.duplicates,
-        report.moved_keys,
-        report.lost,
-        report.order_violations.len(),
-        report.residence_violations.len(),
-        report.misplaced
-    );
-    assert_eq!(report.lost, 0);
-    assert_eq!(report.misplaced, 0);
-    assert!(
-        report.order_violations.is_empty(),
-        "{:#?}",
-        &report.order_violations[..report.order_violations.len().min(10)]
-    );
-    assert!(
-        report.residence_violations.is_empty(),
-        "{:#?}",
-        &report.residence_violations[..report.residence_violations.len().min(10)]
-    );
-    assert!(
-        report.moved_keys >= 12,
-        "the hot keys moved: {}",
-        report.moved_keys
-    );
+    report.assert_holds(entries.len());
     // The crashed member's partitions went to the others and the newcomer.
     let newcomer = entries.iter().filter(|e| e.member == 3).count();
     assert!(newcomer > 0, "the replacement member processed records");

@@ -72,37 +72,7 @@ async fn consumer_keeps_key_order_across_epochs() {
 
     let entries = log.entries();
     let report = check(&sent, &entries, &setup.topic, &[0, 1]);
-    eprintln!(
-        "records {} (duplicates {}), moved keys {}, lost {}, order violations {}, residence \
-         violations {}, misplaced {}",
-        entries.len(),
-        report.duplicates,
-        report.moved_keys,
-        report.lost,
-        report.order_violations.len(),
-        report.residence_violations.len(),
-        report.misplaced
-    );
-    assert_eq!(report.lost, 0);
-    assert_eq!(
-        report.misplaced, 0,
-        "every record on a partition an epoch placed its key on"
-    );
-    assert!(
-        report.order_violations.is_empty(),
-        "{:#?}",
-        &report.order_violations[..report.order_violations.len().min(10)]
-    );
-    assert!(
-        report.residence_violations.is_empty(),
-        "{:#?}",
-        &report.residence_violations[..report.residence_violations.len().min(10)]
-    );
-    assert!(
-        report.moved_keys >= 12,
-        "the hot keys moved: {}",
-        report.moved_keys
-    );
+    report.assert_holds(entries.len());
     assert_eq!(report.duplicates, 0, "no crash, no duplicates");
 
     // Metrics: every record handed out is counted; moved keys were held, briefly.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
 use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, publish_assignment, publisher_config,
+    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, publish_assignment,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -21,7 +21,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::producer::{assignment, client_config};
+use super::producer::{assignment, client_config, raw_publisher};
 
 pub const PARTITIONS: u32 = 12;
 /// Heavy keys `k0001..k0012`, moved by every epoch.
@@ -66,12 +66,6 @@ pub async fn publish_epoch(publisher: &FutureProducer, control: &str, topic: &st
     )
     .await
     .expect("publish an assignment");
-}
-
-pub fn publisher(bootstrap: &str) -> FutureProducer {
-    publisher_config(&client_config(bootstrap))
-        .create()
-        .expect("create the control-topic publisher")
 }
 
 /// One record handed to the application.
@@ -293,29 +287,24 @@ impl Member {
             }
             let how = *rx.borrow();
             match how {
-                // A failed final commit (several members leaving at once) only means re-delivery.
-                End::Close => {
-                    if let Err(e) = consumer.close().await {
-                        eprintln!("member {member}: close: {e}");
-                    }
-                }
-                // Dropped without close (a crash); librdkafka still leaves the group, which blocks:
-                // a plain thread, so a stuck drop cannot keep the test runtime from shutting down.
+                End::Close => consumer.close().await.unwrap_or_else(|e| {
+                    panic!("member {member}: close (final commit, leave the group): {e}")
+                }),
+                // Dropped without close (a crash): the drop still leaves the group (unsubscribe
+                // first, then librdkafka's close), which blocks; on a plain thread so that a stuck
+                // drop fails the test instead of hanging the runtime.
                 _ => {
                     let (done, dropped) = tokio::sync::oneshot::channel();
                     std::thread::spawn(move || {
                         drop(consumer);
                         let _ = done.send(());
                     });
-                    // A crash is simulated, not the subject: a drop that does not finish (the
-                    // librdkafka race `DkgConsumer::close` avoids by unsubscribing first) is
-                    // reported, and the group evicts the member after its session timeout.
-                    if tokio::time::timeout(Duration::from_secs(30), dropped)
+                    tokio::time::timeout(Duration::from_secs(30), dropped)
                         .await
-                        .is_err()
-                    {
-                        eprintln!("member {member}: dropped consumer still leaving after 30 s");
-                    }
+                        .unwrap_or_else(|_| {
+                            panic!("member {member}: dropped consumer did not leave within 30 s")
+                        })
+                        .expect("drop thread");
                 }
             }
         });
@@ -331,14 +320,8 @@ impl Member {
     }
 }
 
-/// Wait until the log holds every acknowledged record (or panic after `timeout`), then for two
-/// periodic commits (1 s apart) so the members' offsets are committed before they close.
+/// Wait until the log holds every acknowledged record (or panic after `timeout`).
 pub async fn wait_for_all(log: &Log, sent: &[Sent], timeout: Duration) {
-    wait_for_records(log, sent, timeout).await;
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
-}
-
-async fn wait_for_records(log: &Log, sent: &[Sent], timeout: Duration) {
     let want: HashSet<(u32, u64)> = sent.iter().map(|s| (s.producer, s.pseq)).collect();
     let start = Instant::now();
     loop {
@@ -369,6 +352,45 @@ pub struct Report {
     pub misplaced: usize,
     /// Keys that moved at least once in the log (a record on a later home).
     pub moved_keys: usize,
+}
+
+impl Report {
+    /// Print the report of `records` handed out and assert what every scenario promises: nothing
+    /// lost, every record on a partition an epoch placed its key on, each ordering producer's
+    /// records of a key in send order, a moved key's old partitions before its new one, and the hot
+    /// keys did move (at least 12).
+    pub fn assert_holds(&self, records: usize) {
+        eprintln!(
+            "records {records} (duplicates {}), moved keys {}, lost {}, order violations {}, \
+             residence violations {}, misplaced {}",
+            self.duplicates,
+            self.moved_keys,
+            self.lost,
+            self.order_violations.len(),
+            self.residence_violations.len(),
+            self.misplaced
+        );
+        assert_eq!(self.lost, 0, "records lost");
+        assert_eq!(
+            self.misplaced, 0,
+            "every record on a partition an epoch placed its key on"
+        );
+        assert!(
+            self.order_violations.is_empty(),
+            "{:#?}",
+            &self.order_violations[..self.order_violations.len().min(10)]
+        );
+        assert!(
+            self.residence_violations.is_empty(),
+            "{:#?}",
+            &self.residence_violations[..self.residence_violations.len().min(10)]
+        );
+        assert!(
+            self.moved_keys >= 12,
+            "the hot keys moved: {}",
+            self.moved_keys
+        );
+    }
 }
 
 /// Check the log against what was acknowledged. Order is checked for the producers in `ordered`,
@@ -525,7 +547,7 @@ impl Setup {
             control: super::unique_topic(&format!("{prefix}-control")),
             handoff: super::unique_topic(&format!("{prefix}-handoff")),
             group: super::unique_topic(&format!("{prefix}-group")),
-            publisher: publisher(&bootstrap),
+            publisher: raw_publisher(&bootstrap),
             bootstrap,
             topic,
         };
@@ -556,9 +578,6 @@ impl Setup {
             .set("auto.offset.reset", "earliest")
             .set("session.timeout.ms", "6000")
             .set("heartbeat.interval.ms", "500");
-        if let Ok(d) = std::env::var("DKG_TEST_RDKAFKA_DEBUG") {
-            config.set("debug", d);
-        }
         DkgConsumer::builder(config)
             .topic(&self.topic)
             .group(&self.group)
