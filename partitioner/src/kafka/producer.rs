@@ -68,6 +68,7 @@ use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::error::{Error, Result};
+use crate::kafka::control::duration_millis;
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
@@ -450,7 +451,8 @@ impl DkgProducerBuilder {
         self
     }
 
-    /// See [`DkgRouterBuilder::startup_timeout`]. Default 30 s.
+    /// See [`DkgRouterBuilder::startup_timeout`]; with ordering on, it also bounds creating the
+    /// handoff topic. Default 30 s.
     #[must_use]
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.router = self.router.startup_timeout(timeout);
@@ -512,6 +514,7 @@ impl DkgProducerBuilder {
     ) -> Result<DkgProducer<C>> {
         let producer: FutureProducer<C> =
             producer_config(&self.config).create_with_context(context)?;
+        let startup_timeout = self.router.startup_timeout_value();
         let router = self
             .router
             .metadata_source(producer.clone())
@@ -522,13 +525,13 @@ impl DkgProducerBuilder {
             let connection = crate::kafka::control::connection_config(&self.config);
             let admin: rdkafka::admin::AdminClient<_> = connection.create()?;
             tokio::time::timeout(
-                Duration::from_secs(30),
+                startup_timeout,
                 handoff::ensure_handoff_topic(&admin, &self.handoff_topic, -1),
             )
             .await
             .map_err(|_| Error::Timeout {
                 what: format!("ensuring handoff topic {:?}", self.handoff_topic),
-                millis: 30_000,
+                millis: duration_millis(startup_timeout),
             })??;
             let writer = HandoffWriter::new(&self.config, &self.handoff_topic)?;
             Some(Arc::new(

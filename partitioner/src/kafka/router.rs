@@ -871,6 +871,11 @@ impl DkgRouterBuilder {
         self
     }
 
+    /// The configured startup timeout (for a wrapper that bounds more of its `build` by it).
+    pub(crate) fn startup_timeout_value(&self) -> Duration {
+        self.startup_timeout
+    }
+
     /// How often the partition counts of the topics in use are re-read (a partition increase
     /// switches to fallback within this interval). Default 5 s; minimum 100 ms.
     #[must_use]
