@@ -694,82 +694,25 @@ impl ControlTopicReader {
         timeout: Duration,
         mut on_record: impl FnMut(&ControlRecord),
     ) -> Result<usize> {
-        let deadline = tokio::time::Instant::now() + timeout;
         let consumer = Arc::clone(&self.consumer);
         let topic = self.topic.clone();
-        let watermarks =
-            tokio::task::spawn_blocking(move || consumer.fetch_watermarks(&topic, 0, timeout))
-                .await
-                .map_err(|e| Error::Timeout {
-                    what: format!("watermark query task failed: {e}"),
-                    millis: duration_millis(timeout),
-                })?;
-        let high = match watermarks {
-            Ok((low, high)) if high <= low => return Ok(0),
-            Ok((_, high)) => high,
-            Err(KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition))
-            | Err(KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition)) => {
-                warn!(
-                    control_topic = %self.topic,
-                    "control topic does not exist yet: no assignments; following it until it does"
-                );
-                return Ok(0);
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let mut read = 0;
-        let consumer = Arc::clone(&self.consumer);
-        loop {
-            // Already at the end (a second catch-up with nothing new, or a transaction marker last):
-            // librdkafka emits PARTITION_EOF only once per arrival at the end, so ask for the position,
-            // which also moves past transaction markers, instead of waiting for an event.
-            if self.position(&consumer) >= high {
-                return Ok(read);
-            }
-            let slice = (tokio::time::Instant::now() + Duration::from_millis(200)).min(deadline);
-            let next = tokio::time::timeout_at(slice, consumer.recv()).await;
-            if next.is_err() && tokio::time::Instant::now() < deadline {
-                continue;
-            }
-            match next {
-                Err(_) => {
-                    return Err(Error::Timeout {
-                        what: format!(
-                            "reading control topic {:?} to its end (offset {high}); read {read} records",
-                            self.topic
-                        ),
-                        millis: duration_millis(timeout),
-                    });
-                }
-                Ok(Ok(message)) => {
-                    let offset = message.offset();
-                    let record = self.apply(offset, message.key(), message.payload());
-                    drop(message);
-                    on_record(&record);
-                    read += 1;
-                    if offset + 1 >= high {
-                        return Ok(read);
-                    }
-                }
-                // End of the log at fetch time, which is at or past `high`: this also covers
-                // transaction markers, which occupy offsets but are never delivered.
-                Ok(Err(KafkaError::PartitionEOF(_))) => return Ok(read),
-                Ok(Err(e)) => self.transient_error(&e).await,
-            }
+        let read = read_to_end(
+            &consumer,
+            &topic,
+            "control topic",
+            timeout,
+            |offset, key, value| {
+                on_record(&self.apply(offset, key, value));
+            },
+        )
+        .await?;
+        if read.is_none() {
+            warn!(
+                control_topic = %self.topic,
+                "control topic does not exist yet: no assignments; following it until it does"
+            );
         }
-    }
-
-    /// The next offset this reader will deliver on partition 0 (librdkafka's application position; -1
-    /// before the first record).
-    fn position(&self, consumer: &StreamConsumer<ReaderContext>) -> i64 {
-        consumer
-            .position()
-            .ok()
-            .and_then(|tpl| {
-                tpl.find_partition(&self.topic, 0)
-                    .and_then(|e| e.offset().to_raw())
-            })
-            .unwrap_or(-1)
+        Ok(read.unwrap_or(0))
     }
 
     /// Wait for the next record (end-of-log events and transient errors are logged and skipped).
@@ -824,18 +767,91 @@ impl ControlTopicReader {
     }
 
     async fn transient_error(&mut self, e: &KafkaError) {
-        // librdkafka retries by itself (and ReaderContext has logged the event); note it at most
-        // every 10 s and back off a little so a persistent error cannot spin.
-        let now = Instant::now();
-        if self
-            .last_error_log
-            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10))
-        {
-            debug!(control_topic = %self.topic, error = %e, "control topic consumer error (retrying)");
-            self.last_error_log = Some(now);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        back_off(&self.topic, e, &mut self.last_error_log).await;
     }
+}
+
+/// Read partition 0 of `topic` from the consumer's position up to the high watermark as of this
+/// call, passing each record's offset, key and value to `on_record`; returns how many were read, or
+/// `None` if the topic does not exist (yet). `what` names the topic's role in errors.
+///
+/// librdkafka emits PARTITION_EOF only once per arrival at the end, so a reader already at the end
+/// (a second catch-up with nothing new, or a log ending in a transaction marker, which occupies an
+/// offset but is never delivered) would wait for it in vain, and one left over from an earlier call
+/// says nothing about this one. Instead the consumer's position, which also moves past transaction
+/// markers, is compared with the watermark before reading, on such an event, and whenever nothing
+/// arrived for a short slice. Errors with [`Error::Timeout`] if the end is not reached in
+/// `timeout`.
+pub(crate) async fn read_to_end(
+    consumer: &Arc<StreamConsumer<ReaderContext>>,
+    topic: &str,
+    what: &str,
+    timeout: Duration,
+    mut on_record: impl FnMut(i64, Option<&[u8]>, Option<&[u8]>),
+) -> Result<Option<usize>> {
+    const SLICE: Duration = Duration::from_millis(200);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = |detail: String| Error::Timeout {
+        what: format!("reading {what} {topic:?} to its end: {detail}"),
+        millis: duration_millis(timeout),
+    };
+    let probe = Arc::clone(consumer);
+    let name = topic.to_owned();
+    let watermarks = tokio::task::spawn_blocking(move || probe.fetch_watermarks(&name, 0, timeout))
+        .await
+        .map_err(|e| timed_out(format!("watermark query task failed: {e}")))?;
+    let high = match watermarks {
+        Ok((low, high)) if high <= low => return Ok(Some(0)),
+        Ok((_, high)) => high,
+        Err(KafkaError::MetadataFetch(
+            RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
+        )) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let at_end = || {
+        consumer
+            .position()
+            .ok()
+            .and_then(|tpl| tpl.find_partition(topic, 0)?.offset().to_raw())
+            .is_some_and(|position| position >= high)
+    };
+    if at_end() {
+        return Ok(Some(0));
+    }
+    let mut read = 0;
+    let mut last_error_log = None;
+    loop {
+        let slice = (tokio::time::Instant::now() + SLICE).min(deadline);
+        match tokio::time::timeout_at(slice, consumer.recv()).await {
+            Ok(Ok(message)) => {
+                let offset = message.offset();
+                on_record(offset, message.key(), message.payload());
+                read += 1;
+                if offset + 1 >= high {
+                    return Ok(Some(read));
+                }
+            }
+            // An end-of-partition event may be left over from an earlier arrival at the end (a
+            // catch-up that stopped at the watermark before it came): only the position decides.
+            Err(_) | Ok(Err(KafkaError::PartitionEOF(_))) if at_end() => return Ok(Some(read)),
+            Err(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(timed_out(format!("offset {high} not reached; read {read}")));
+            }
+            Err(_) | Ok(Err(KafkaError::PartitionEOF(_))) => {}
+            Ok(Err(e)) => back_off(topic, &e, &mut last_error_log).await,
+        }
+    }
+}
+
+/// After a consumer error: librdkafka retries by itself (and [`ReaderContext`] has logged the
+/// event); note it at most every 10 s and back off a little so a persistent error cannot spin.
+async fn back_off(topic: &str, e: &KafkaError, last_log: &mut Option<Instant>) {
+    let now = Instant::now();
+    if last_log.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10)) {
+        debug!(topic, error = %e, "consumer error (retrying)");
+        *last_log = Some(now);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
 pub(crate) fn duration_millis(d: Duration) -> u64 {

@@ -39,13 +39,12 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use serde::{Deserialize, Serialize};
-use tracing::{debug, warn};
+use tracing::warn;
 
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
-use crate::kafka::control::{self, ControlTopicStatus, ReaderContext, duration_millis};
+use crate::kafka::control::{self, ControlTopicStatus, ReaderContext};
 
 /// Default name of the handoff topic.
 pub const DEFAULT_HANDOFF_TOPIC: &str = "_dkg.handoff";
@@ -575,53 +574,20 @@ impl HandoffReader {
         timeout: Duration,
         mut on_record: impl FnMut(HandoffRecord),
     ) -> Result<usize> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let consumer = Arc::clone(&self.consumer);
-        let topic = self.topic.clone();
-        let watermarks =
-            tokio::task::spawn_blocking(move || consumer.fetch_watermarks(&topic, 0, timeout))
-                .await
-                .map_err(|e| Error::Timeout {
-                    what: format!("handoff watermark query task failed: {e}"),
-                    millis: duration_millis(timeout),
-                })?;
-        let high = match watermarks {
-            Ok((low, high)) if high <= low => return Ok(0),
-            Ok((_, high)) => high,
-            Err(KafkaError::MetadataFetch(
-                RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
-            )) => return Ok(0),
-            Err(e) => return Err(e.into()),
-        };
-        let mut read = 0;
-        loop {
-            match tokio::time::timeout_at(deadline, self.consumer.recv()).await {
-                Err(_) => {
-                    return Err(Error::Timeout {
-                        what: format!(
-                            "reading handoff topic {:?} to its end (offset {high}); read {read}",
-                            self.topic
-                        ),
-                        millis: duration_millis(timeout),
-                    });
-                }
-                Ok(Ok(m)) => {
-                    let offset = m.offset();
-                    let entry = decode(m.key(), m.payload());
-                    drop(m);
-                    on_record(HandoffRecord { offset, entry });
-                    read += 1;
-                    if offset + 1 >= high {
-                        return Ok(read);
-                    }
-                }
-                Ok(Err(KafkaError::PartitionEOF(_))) => return Ok(read),
-                Ok(Err(e)) => {
-                    debug!(handoff_topic = %self.topic, error = %e, "handoff reader error (retrying)");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
+        let read = control::read_to_end(
+            &self.consumer,
+            &self.topic,
+            "handoff topic",
+            timeout,
+            |offset, key, value| {
+                on_record(HandoffRecord {
+                    offset,
+                    entry: decode(key, value),
+                });
+            },
+        )
+        .await?;
+        Ok(read.unwrap_or(0))
     }
 
     /// The next record (end-of-log events and transient errors are skipped). Cancellation safe.

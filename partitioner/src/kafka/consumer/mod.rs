@@ -1584,29 +1584,24 @@ impl DkgConsumerBuilder {
         let name = topic.clone();
         let timeout = remaining();
         let count = tokio::task::spawn_blocking(move || {
-            let md = probe.fetch_metadata(Some(&name), timeout)?;
-            Ok::<usize, KafkaError>(
-                md.topics()
-                    .iter()
-                    .find(|t| t.name() == name)
-                    .map_or(0, |t| t.partitions().len()),
-            )
+            use crate::kafka::router::PartitionCountSource as _;
+            probe.partition_count(&name, timeout)
         })
         .await
         .map_err(|e| Error::Timeout {
             what: format!("metadata task failed: {e}"),
             millis: duration_millis(self.startup_timeout),
         })??;
-        if count == 0 {
+        let Some(count) = count else {
             return Err(Error::InvalidConfig {
                 field: "topic",
-                reason: format!("topic {topic:?} does not exist (or has no partitions)"),
+                reason: format!("topic {topic:?} does not exist"),
             });
-        }
+        };
         let now = Instant::now();
         {
             let mut core = shared.core();
-            core.set_partitions(u32::try_from(count).unwrap_or(u32::MAX), now);
+            core.set_partitions(count, now);
             core.tick(now, handoff::now_ms());
         }
 
