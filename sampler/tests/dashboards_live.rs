@@ -8,7 +8,8 @@
 //! substituted), and the stack must tell its story: the hash topic's hottest partition's consumer
 //! falls behind while the DKG topic's consumers keep up.
 //!
-//! Needs `prometheus` on PATH (or `DKG_PROMETHEUS_BIN`): `.ci/run` installs Debian's package. A missing
+//! Needs `prometheus` on PATH (or `DKG_PROMETHEUS_BIN`): `scripts/setup` (run by `scripts/test`)
+//! installs Debian's package. A missing
 //! Prometheus or broker fails the test.
 #![allow(clippy::unwrap_used)]
 
@@ -121,7 +122,7 @@ fn prometheus_bin() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "prometheus not found on PATH: install it (Debian: apt-get install -y prometheus; \
-                 .ci/run does) or set DKG_PROMETHEUS_BIN"
+                 scripts/setup does) or set DKG_PROMETHEUS_BIN"
             )
         })
 }
