@@ -66,6 +66,12 @@
 //!
 //! [`Producer`]: rdkafka::producer::Producer
 
+use std::time::Duration;
+
+/// Default limit of a builder's `build` (the router's, the producer's and the consumer's):
+/// reading the control and handoff topics to their ends, ensuring them, the first metadata.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub mod consumer;
 pub mod control;
 pub mod handoff;
@@ -73,14 +79,15 @@ pub mod metrics;
 pub mod ordering;
 pub mod producer;
 pub mod router;
+pub mod topic;
 
 pub use consumer::{
     ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, DkgRecord, EpochChange, NoHooks,
 };
 pub use control::{
-    AssignmentBook, ControlRecord, ControlTopicReader, ControlTopicStatus, ControlUpdate,
-    DEFAULT_CONTROL_TOPIC, RejectReason, connection_config, ensure_control_topic,
-    publish_assignment, publisher_config, retract_assignment,
+    AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,
+    RejectReason, connection_config, ensure_control_topic, publish_assignment, publisher_config,
+    retract_assignment,
 };
 pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
