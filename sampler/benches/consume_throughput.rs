@@ -2,7 +2,7 @@
 //! broker, 16-byte keys and 100-byte values; memory at its configured bound on 10^7 distinct keys).
 //!
 //! Part 1 pre-fills a topic, then alternates, in the same run, a bare `BaseConsumer` that only counts
-//! (the baseline: librdkafka's own cost) and the sampler's real consume loop (`src/run/consume.rs` with its
+//! (the baseline: librdkafka's own cost) and the sampler's real consume loop (`src/sidecar/ingest.rs` with its
 //! `Window`, compiled in here via `#[path]`), each from a fresh consumer group on the same records, and prints
 //! the median rates and the ratio. Rates are measured from the 1024th record to the last, so the group join
 //! does not count. Part 2 feeds 10^7 distinct keys into a `Window` in process and reports the summary's
@@ -15,12 +15,12 @@
 #![allow(clippy::unwrap_used)]
 
 #[allow(dead_code)]
-#[path = "../src/run/window.rs"]
+#[path = "../src/sidecar/window.rs"]
 mod window;
 
 #[allow(dead_code)]
-#[path = "../src/run/consume.rs"]
-mod consume;
+#[path = "../src/sidecar/ingest.rs"]
+mod ingest;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -37,7 +37,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
-use consume::{ConsumeLoop, Shared};
+use ingest::{ConsumeLoop, Shared};
 use window::{RecordSampler, Window};
 
 const PARTITIONS: u32 = 12;
@@ -126,7 +126,7 @@ fn config(bootstrap: &str, group: &str) -> ClientConfig {
     let mut base = ClientConfig::new();
     base.set("bootstrap.servers", bootstrap);
     // The sampler's own consumer settings, for both sides: the difference is the observe work.
-    consume::consumer_config(&base, group, "earliest", 60_000)
+    ingest::consumer_config(&base, group, "earliest", 60_000)
 }
 
 /// Bare consumer: poll and count.
@@ -187,7 +187,7 @@ fn sampler(bootstrap: &str, topic: &str, records: u64, round: u32, ratio: f64) -
     lp.run(Some(records));
     let (t0, t1) = watcher.join().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    handle.send(consume::Command::Snapshot {
+    handle.send(ingest::Command::Snapshot {
         decay: 0.5,
         reply: tx,
     });

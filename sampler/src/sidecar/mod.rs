@@ -1,4 +1,5 @@
-//! `dkg-sampler run`: the sidecar that learns a live topic's key skew and publishes DKG assignments.
+//! `dkg-sampler run`: the sidecar (this folder), which learns a live topic's key skew and publishes DKG
+//! assignments.
 //!
 //! # Data flow
 //! ```text
@@ -13,8 +14,8 @@
 //!       └──read_committed──> ControlView (current assignment, max epoch) ──> /assignment, decisions
 //! ```
 //!
-//! Module map: [`window`] (the learning window: decay vs ring, sampling), [`consume`] (the hot consume
-//! loop), [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
+//! Module map: [`window`] (the learning window: decay vs ring, sampling), [`ingest`] (the hot loop consuming
+//! the data topic), [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
 //! instances, mergeable sketches), [`metrics`] and [`http`] (Prometheus and the endpoints).
 //!
 //! References: DKG (Rivetti, Querzoni, Anceaume, Busnel, Sericola, DEBS 2015), SpaceSaving (Metwally,
@@ -27,9 +28,9 @@
 //! group, the sketch is retracted, producers flush; a second signal exits at once.
 
 pub mod cluster;
-pub mod consume;
 pub mod decide;
 pub mod http;
+pub mod ingest;
 pub mod metrics;
 pub mod publish;
 pub mod window;
@@ -51,9 +52,9 @@ use rdkafka::types::RDKafkaRespErr;
 use tokio::sync::watch;
 
 use self::cluster::{DEFAULT_SKETCHES_TOPIC, Peers, ShippedSketch, Shipper};
-use self::consume::{Command, ConsumeLoop, ConsumerHandle, Shared};
 use self::decide::{Current, Decision, Policy, Situation};
 use self::http::{Health, HttpState};
+use self::ingest::{Command, ConsumeLoop, ConsumerHandle, Shared};
 use self::metrics::SamplerMetrics;
 use self::publish::{ControlView, PublishFailure, Publisher, PublisherState};
 use self::window::{IntervalSnapshot, RecordSampler, Window};
@@ -675,7 +676,7 @@ async fn run_sampler(
     )
     .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?;
     let stats_ms = s.interval.as_millis().clamp(1000, 10_000) as u64;
-    let mut consumer_config = consume::consumer_config(
+    let mut consumer_config = ingest::consumer_config(
         &s.connection,
         &s.group_id,
         &s.args.auto_offset_reset,
