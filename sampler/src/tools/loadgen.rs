@@ -1,11 +1,12 @@
 //! `dkg-sampler loadgen`: produce Zipf-skewed keyed records through the DKG producer wrapper (or a
 //! plain rdkafka producer with `--plain`) and report where they landed.
 //!
-//! Keys: rank `r` of a Zipf(`--keys`, `--alpha`) law (rejection-inversion sampling, O(1) per record)
-//! is mapped through a seeded random permutation of `0..keys` to an id, and the key is the id in
-//! decimal. Without the permutation the hottest keys would be "0", "1", ... and the hash placement
-//! would depend on how those particular strings hash. The same `--seed` gives the same key sequence,
-//! so a `--plain` run and a wrapper run are directly comparable.
+//! Keys: the tools' one workload generator ([`super::workload::ZipfKeys`], the same as `simulate`'s):
+//! rank `r` of a Zipf(`--keys`, `--alpha`) law (alias method, O(1) per record) is mapped through a seeded
+//! random permutation of `0..keys` to an id, and the key is the id in decimal. Without the permutation
+//! the hottest keys would be "0", "1", ... and the hash placement would depend on how those particular
+//! strings hash. The same `--seed` gives the same key sequence, so a `--plain` run and a wrapper run are
+//! directly comparable.
 //!
 //! The table at the end counts records per partition from the delivery reports (where the broker
 //! stored them), with each partition's share and the imbalance `max/mean - 1`.
@@ -18,10 +19,6 @@ use clap::Parser;
 use dkg_partitioner::imbalance;
 use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Zipf};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -30,6 +27,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
+
+use super::workload::ZipfKeys;
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
 #[derive(Debug, Parser)]
@@ -248,10 +247,14 @@ impl Tally {
 }
 
 async fn generate(args: Args) -> Result<(), LoadgenError> {
-    let zipf =
-        Zipf::new(f64::from(args.keys), args.alpha).map_err(|e| LoadgenError::InvalidArgument {
+    // Keys: Zipf rank -> permuted id -> decimal string.
+    let mut zipf =
+        ZipfKeys::new(args.keys, args.alpha, args.seed).ok_or(LoadgenError::InvalidArgument {
             flag: "alpha",
-            reason: e.to_string(),
+            reason: format!(
+                "no Zipf law over {} keys with alpha {}",
+                args.keys, args.alpha
+            ),
         })?;
     let mut user_config = ClientConfig::new();
     user_config.set("bootstrap.servers", &args.bootstrap_servers);
@@ -303,10 +306,6 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
         Sender::Dkg(producer)
     };
 
-    // Keys: Zipf rank -> permuted id -> decimal string.
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let mut ids: Vec<u32> = (0..args.keys).collect();
-    ids.shuffle(&mut rng);
     let payload = vec![b'x'; args.value_bytes];
 
     let bar = ProgressBar::new(args.count);
@@ -337,10 +336,8 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
                 tokio::time::sleep(due - elapsed).await;
             }
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let rank = (zipf.sample(&mut rng) as u32).clamp(1, args.keys) - 1;
         key.clear();
-        let _ = write!(key, "{}", ids[rank as usize]);
+        let _ = write!(key, "{}", zipf.next_id());
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
             .key(key.as_bytes())
             .payload(&payload);
