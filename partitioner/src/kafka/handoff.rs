@@ -31,20 +31,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rdkafka::ClientContext;
-use rdkafka::Offset;
-use rdkafka::TopicPartitionList;
 use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
-use crate::kafka::control::{self, ControlTopicStatus, ReaderContext};
+use crate::kafka::control;
+use crate::kafka::topic::{CompactedReader, Ensured};
 
 /// Default name of the handoff topic.
 pub const DEFAULT_HANDOFF_TOPIC: &str = "_dkg.handoff";
@@ -388,7 +384,7 @@ pub async fn ensure_handoff_topic<C: ClientContext>(
     admin: &AdminClient<C>,
     name: &str,
     replication: i32,
-) -> Result<ControlTopicStatus> {
+) -> Result<Ensured> {
     control::ensure_control_topic(admin, name, replication).await
 }
 
@@ -532,14 +528,13 @@ pub struct HandoffRecord {
 /// [`HandoffReader::next_record`] live. Same consumer settings as the control-topic reader (no
 /// group, no commits, `fetch.wait.max.ms=100`).
 pub struct HandoffReader {
-    consumer: Arc<StreamConsumer<ReaderContext>>,
-    topic: String,
+    reader: CompactedReader,
 }
 
 impl fmt::Debug for HandoffReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandoffReader")
-            .field("topic", &self.topic)
+            .field("topic", &self.reader.topic())
             .finish_non_exhaustive()
     }
 }
@@ -547,23 +542,13 @@ impl fmt::Debug for HandoffReader {
 impl HandoffReader {
     /// A reader of `handoff_topic` (connection settings from `connection`).
     pub fn new(connection: &ClientConfig, handoff_topic: &str) -> Result<Self> {
-        let mut config = control::connection_config(connection);
-        config
-            .set("group.id", "dkg-handoff-reader")
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest")
-            .set("fetch.wait.max.ms", "100")
-            .set("isolation.level", "read_committed")
-            .set("allow.auto.create.topics", "false");
-        let consumer: StreamConsumer<ReaderContext> = config.create_with_context(ReaderContext)?;
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(handoff_topic, 0, Offset::Beginning)?;
-        consumer.assign(&tpl)?;
         Ok(Self {
-            consumer: Arc::new(consumer),
-            topic: handoff_topic.to_owned(),
+            reader: CompactedReader::new(
+                &control::connection_config(connection),
+                handoff_topic,
+                "handoff topic",
+                "dkg-handoff-reader",
+            )?,
         })
     }
 
@@ -574,39 +559,26 @@ impl HandoffReader {
         timeout: Duration,
         mut on_record: impl FnMut(HandoffRecord),
     ) -> Result<usize> {
-        let read = control::read_to_end(
-            &self.consumer,
-            &self.topic,
-            "handoff topic",
-            timeout,
-            |offset, key, value| {
+        let read = self
+            .reader
+            .read_to_end(timeout, |offset, key, value| {
                 on_record(HandoffRecord {
                     offset,
                     entry: decode(key, value),
                 });
-            },
-        )
-        .await?;
+            })
+            .await?;
         Ok(read.unwrap_or(0))
     }
 
     /// The next record (end-of-log events and transient errors are skipped). Cancellation safe.
     pub async fn next_record(&mut self) -> HandoffRecord {
-        loop {
-            match self.consumer.recv().await {
-                Ok(m) => {
-                    return HandoffRecord {
-                        offset: m.offset(),
-                        entry: decode(m.key(), m.payload()),
-                    };
-                }
-                Err(KafkaError::PartitionEOF(_)) => {}
-                Err(e) => {
-                    warn!(handoff_topic = %self.topic, error = %e, "handoff reader error (retrying)");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
+        self.reader
+            .next(|offset, key, value| HandoffRecord {
+                offset,
+                entry: decode(key, value),
+            })
+            .await
     }
 }
 

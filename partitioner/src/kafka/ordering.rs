@@ -43,20 +43,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::ClientContext;
-use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kafka::control::duration_millis;
 use crate::kafka::handoff::{
     BARRIER_HEADER, BarrierSet, HandoffWriter, Lease, PRODUCER_HEADER, ProducerId, now_ms,
 };
+use crate::kafka::producer::enqueue;
 use crate::kafka::router::DkgRouter;
+use crate::kafka::topic::duration_millis;
 
 #[repr(align(64))]
 #[derive(Debug, Default)]
@@ -365,22 +364,14 @@ impl<C: ClientContext + 'static> Task<C> {
         let headers = barrier_headers(epoch, &self.id);
         let mut deliveries = Vec::with_capacity(count as usize);
         for p in 0..count {
-            let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+            let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
                 .partition(p as i32)
                 .headers(headers.clone());
-            loop {
-                match self.producer.send_result(record) {
-                    Ok(d) => {
-                        deliveries.push(d);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        record = r;
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    Err((e, _)) => return Err(e.into()),
-                }
-            }
+            // Bounded by BARRIER_TIMEOUT around the whole barrier set.
+            let delivery = enqueue(&self.producer, record, Duration::from_millis(10), || true)
+                .await
+                .map_err(|(e, _)| Error::from(e))?;
+            deliveries.push(delivery);
         }
         let mut offsets = vec![-1_i64; count as usize];
         for d in deliveries {

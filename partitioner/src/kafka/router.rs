@@ -15,7 +15,6 @@ use std::time::Duration;
 use arc_swap::{ArcSwap, ArcSwapOption};
 use prometheus::{IntCounter, Registry};
 use rdkafka::ClientContext;
-use rdkafka::admin::AdminClient;
 use rdkafka::client::Client;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
@@ -34,10 +33,9 @@ use tracing::{debug, info, warn};
 use crate::assignment::{Assignment, Route};
 use crate::error::{Error, Result};
 use crate::hash::kafka_partition;
-use crate::kafka::control::{
-    self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC, duration_millis,
-};
+use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::metrics::{ProducerMetrics, RouteCounters, TopicStatus};
+use crate::kafka::topic::{self, duration_millis};
 
 /// Name of the header carrying the epoch (decimal ASCII) of the assignment that placed a record.
 ///
@@ -952,21 +950,12 @@ impl DkgRouterBuilder {
             .unwrap_or_else(|| self.connection.clone());
 
         if self.ensure_control_topic {
-            let admin: AdminClient<_> = consumer_config.create()?;
-            let ensured = tokio::time::timeout_at(
-                deadline,
-                control::ensure_control_topic(
-                    &admin,
-                    &self.control_topic,
-                    self.control_topic_replication,
-                ),
+            topic::ensure(
+                &consumer_config,
+                &control::control_topic_spec(&self.control_topic, self.control_topic_replication),
+                deadline.saturating_duration_since(tokio::time::Instant::now()),
             )
-            .await
-            .map_err(|_| Error::Timeout {
-                what: format!("ensuring control topic {:?}", self.control_topic),
-                millis: duration_millis(self.startup_timeout),
-            })??;
-            debug!(control_topic = %self.control_topic, ?ensured, "control topic ready");
+            .await?;
         }
 
         let metrics = ProducerMetrics::new()?;

@@ -164,12 +164,12 @@ use tracing::{debug, error, info, warn};
 
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
-use crate::kafka::control::{
-    self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC, duration_millis,
-};
+use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffEntry, HandoffKey, HandoffReader, HandoffWriter,
 };
+
+use crate::kafka::topic::{self, duration_millis};
 
 use self::core::{Core, CoreConfig, Incoming, Outcome};
 pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
@@ -1513,20 +1513,12 @@ impl DkgConsumerBuilder {
         let connection = control::connection_config(&self.config);
 
         if self.ensure_handoff_topic {
-            let admin: rdkafka::admin::AdminClient<_> = connection.create()?;
-            tokio::time::timeout(
+            topic::ensure(
+                &connection,
+                &control::control_topic_spec(&self.handoff_topic, self.handoff_topic_replication),
                 remaining(),
-                handoff::ensure_handoff_topic(
-                    &admin,
-                    &self.handoff_topic,
-                    self.handoff_topic_replication,
-                ),
             )
-            .await
-            .map_err(|_| Error::Timeout {
-                what: format!("ensuring handoff topic {:?}", self.handoff_topic),
-                millis: duration_millis(self.startup_timeout),
-            })??;
+            .await?;
         }
 
         let mut config = self.config.clone();
