@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use dkg_partitioner::kafka::control;
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -124,8 +125,8 @@ async fn wait_for_topic(
     .await
 }
 
-/// Make sure the control topic (unless `--dry-run`) and the sketches topic (sampler groups) exist.
-/// `Ok(false)`: stopped meanwhile; an existing but misconfigured control topic is an error.
+/// Make sure the control topic (unless `--dry-run`) and the sketches topic (sampler groups) exist and
+/// are compacted single-partition topics. `Ok(false)`: stopped meanwhile.
 async fn prepare_topics(
     s: &Settings,
     admin: &Admin,
@@ -133,60 +134,56 @@ async fn prepare_topics(
     http: &HttpState,
 ) -> Result<bool, RunError> {
     let replication = s.args.replication_factor;
+    let mut specs = Vec::new();
     if !s.args.dry_run {
-        let name = &s.args.cluster.control_topic;
-        // Misconfigured is final (retrying cannot fix it): end the retries, then report it.
-        let misconfigured = Mutex::new(None);
-        let ok = with_backoff(
-            "preparing the control topic",
-            s.max_backoff,
-            stop,
-            http,
-            || {
-                let misconfigured = &misconfigured;
-                async move {
-                    match control::ensure_control_topic(admin.as_ref(), name, replication).await {
-                        Ok(_) => Ok(()),
-                        Err(e @ dkg_partitioner::Error::ControlTopicMisconfigured { .. }) => {
-                            *misconfigured.lock().unwrap_or_else(PoisonError::into_inner) =
-                                Some(e.to_string());
-                            Ok(())
-                        }
-                        Err(e) => Err(e.to_string()),
-                    }
-                }
-            },
-        )
-        .await;
-        if ok.is_none() {
-            return Ok(false);
-        }
-        if let Some(e) = misconfigured
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
-            return Err(RunError::Setup(e));
-        }
+        let spec = control::control_topic_spec(&s.args.cluster.control_topic, replication);
+        specs.push(("preparing the control topic", spec));
     }
     if !s.standalone {
-        let name = &s.args.sketches_topic;
-        let ok = with_backoff(
-            "preparing the sketches topic",
-            s.max_backoff,
-            stop,
-            http,
-            || async move {
-                cluster::ensure_sketches_topic(admin.as_ref(), name, replication)
-                    .await
-                    .map_err(|e| e.to_string())
-            },
-        )
-        .await;
-        if ok.is_none() {
+        let spec = cluster::sketches_topic_spec(&s.args.sketches_topic, replication);
+        specs.push(("preparing the sketches topic", spec));
+    }
+    for (what, spec) in &specs {
+        if !ensure_compacted(s, admin, what, spec, stop, http).await? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// [`topic::ensure_compacted`] with backoff while the broker is unreachable; an existing but
+/// misconfigured topic is final (retrying cannot fix it): an error naming what to fix.
+async fn ensure_compacted(
+    s: &Settings,
+    admin: &Admin,
+    what: &str,
+    spec: &TopicSpec,
+    stop: &mut watch::Receiver<bool>,
+    http: &HttpState,
+) -> Result<bool, RunError> {
+    let misconfigured = Mutex::new(None);
+    let ok = with_backoff(what, s.max_backoff, stop, http, || {
+        let misconfigured = &misconfigured;
+        async move {
+            match topic::ensure_compacted(admin.as_ref(), spec, topic::ADMIN_TIMEOUT).await {
+                Ok(_) => Ok(()),
+                Err(e @ dkg_partitioner::Error::ControlTopicMisconfigured { .. }) => {
+                    *misconfigured.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(e.to_string());
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    })
+    .await;
+    if let Some(e) = misconfigured
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
+        return Err(RunError::Setup(e));
+    }
+    Ok(ok.is_some())
 }
 
 /// Start following the control topic (with backoff); `None` if stopped meanwhile.

@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use dkg_partitioner::imbalance;
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
 use indicatif::{ProgressBar, ProgressStyle};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -150,6 +149,15 @@ pub enum LoadgenError {
         flag: &'static str,
         /// Why.
         reason: String,
+    },
+    /// Creating the topic (--create-partitions) failed.
+    #[error("creating topic {topic:?}: {source}")]
+    CreateTopic {
+        /// The topic.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: dkg_partitioner::Error,
     },
     /// Some records were not delivered.
     #[error("{failed} of {total} records were not delivered; first error: {first}")]
@@ -430,47 +438,16 @@ async fn ensure_topic(args: &Args, config: &ClientConfig) -> Result<u32, Loadgen
             bootstrap: args.bootstrap_servers.clone(),
         });
     };
-    let admin: AdminClient<DefaultClientContext> =
-        config.create().map_err(kafka("creating an admin client"))?;
-    let new_topic = NewTopic::new(
-        &args.topic,
-        i32::try_from(partitions).unwrap_or(i32::MAX),
-        TopicReplication::Fixed(-1),
-    );
-    let results = admin
-        .create_topics(
-            [&new_topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
-        )
-        .await
-        .map_err(kafka(format!("creating topic {:?}", args.topic)))?;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((_, code)) => {
-                return Err(LoadgenError::Kafka {
-                    what: format!("creating topic {:?}", args.topic),
-                    source: KafkaError::AdminOp(code),
-                });
-            }
-        }
-    }
-    info!(topic = %args.topic, partitions, "created the topic");
     // Wait until the metadata shows it, so the first records do not race the creation.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let n = count(&probe)?;
-        if n > 0 {
-            return Ok(n);
-        }
-        if Instant::now() > deadline {
-            return Err(LoadgenError::MissingTopic {
-                topic: args.topic.clone(),
-                bootstrap: args.bootstrap_servers.clone(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let spec = TopicSpec::new(&args.topic, partitions);
+    topic::create_and_wait(config, &spec, Duration::from_secs(30))
+        .await
+        .map_err(|source| LoadgenError::CreateTopic {
+            topic: args.topic.clone(),
+            source,
+        })?;
+    info!(topic = %args.topic, partitions, "created the topic");
+    count(&probe)
 }
 
 fn print_report(args: &Args, tally: &Tally, elapsed: Duration) {

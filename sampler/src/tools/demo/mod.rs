@@ -29,8 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::BaseConsumer;
 
@@ -151,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hash.topic, dkg.topic, args.partitions, args.bootstrap_servers
     );
     runtime.block_on(create_topics(
-        &admin,
+        &args.bootstrap_servers,
         &[&hash.topic, &dkg.topic],
         args.partitions,
     ))?;
@@ -298,25 +299,17 @@ fn free_local_addr() -> anyhow::Result<SocketAddr> {
     Ok(l.local_addr()?)
 }
 
-async fn create_topics(
-    admin: &AdminClient<DefaultClientContext>,
-    topics: &[&str],
-    partitions: u32,
-) -> anyhow::Result<()> {
-    let partitions = i32::try_from(partitions).context("partition count")?;
-    let new: Vec<NewTopic<'_>> = topics
-        .iter()
-        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
-        .collect();
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let results = admin
-        .create_topics(&new, &opts)
-        .await
-        .context("creating the demo topics (is the broker up? scripts/kafka start)")?;
-    for r in results {
-        if let Err((topic, code)) = r {
-            bail!("creating topic {topic}: {code}");
-        }
+/// Create the demo's fresh topics and wait until every partition has a leader.
+async fn create_topics(bootstrap: &str, topics: &[&str], partitions: u32) -> anyhow::Result<()> {
+    let mut connection = ClientConfig::new();
+    connection.set("bootstrap.servers", bootstrap);
+    for name in topics {
+        let spec = TopicSpec::new(*name, partitions).replication(1);
+        topic::create_and_wait(&connection, &spec, Duration::from_secs(30))
+            .await
+            .with_context(|| {
+                format!("creating the demo topic {name} (is the broker up? scripts/kafka start)")
+            })?;
     }
     Ok(())
 }
