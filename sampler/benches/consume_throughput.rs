@@ -8,8 +8,8 @@
 //! does not count. Part 2 feeds 10^7 distinct keys into a `Window` in process and reports the summary's
 //! len/capacity and the process RSS.
 //!
-//! Run: `cargo bench -p dkg-sampler --bench consume_throughput` (broker: `scripts/kafka start`;
-//! `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092; `DKG_BENCH_RECORDS` the record count, default 2,000,000;
+//! Run: `cargo bench -p dkg-sampler --bench consume_throughput` (broker: `scripts/kafka start`, a missing
+//! one fails the run; `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092; `DKG_BENCH_RECORDS` the record count, default 2,000,000;
 //! `DKG_BENCH_ROUNDS` the rounds, default 5).
 
 #![allow(clippy::unwrap_used)]
@@ -31,12 +31,11 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
+use dkg_testkit::broker::{create_topic, unique_topic};
 use ingest::{ConsumeLoop, Shared};
 use window::{RecordSampler, Window};
 
@@ -80,17 +79,7 @@ fn prefill(bootstrap: &str, topic: &str, records: u64) {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .create()
-            .unwrap();
-        let t = NewTopic::new(topic, PARTITIONS as i32, TopicReplication::Fixed(1));
-        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-        for r in admin.create_topics([&t], &opts).await.unwrap() {
-            r.unwrap_or_else(|(t, e)| panic!("create {t}: {e}"));
-        }
-    });
+    rt.block_on(create_topic(bootstrap, topic, PARTITIONS, &[]));
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "20")
@@ -278,20 +267,14 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs benches in test mode: keep that quick.
     let test_mode =
         std::env::args().any(|a| a == "--test") || !std::env::args().any(|a| a == "--bench");
-    let bootstrap = std::env::var("DKG_TEST_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    // Fails loudly without a broker (the same probe as the tests).
+    let bootstrap = dkg_testkit::broker::bootstrap();
     let records = env_u64(
         "DKG_BENCH_RECORDS",
         if test_mode { 20_000 } else { 2_000_000 },
     );
     let rounds = env_u64("DKG_BENCH_ROUNDS", if test_mode { 1 } else { 5 }) as u32;
-    let topic = format!(
-        "bench-consume-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
+    let topic = unique_topic("bench-consume");
     if !test_mode {
         // First, while the process is small: the RSS numbers then show the sketch alone.
         memory_bound();

@@ -32,7 +32,7 @@ fn foreign_assignment(topic: &str, epoch: u64) -> Assignment {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn epochs_continue_from_the_control_topic_after_every_restart() {
     let topic = unique_topic("sampler-restart");
-    create_topic(&bootstrap(), &topic, 4).await;
+    create_topic(&bootstrap(), &topic, 4, &[]).await;
     publish_raw(&foreign_assignment(&topic, 41)).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
