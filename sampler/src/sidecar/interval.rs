@@ -51,13 +51,7 @@ pub(super) struct Clients {
 pub(super) struct Driver<'a> {
     s: &'a Settings,
     http: Arc<HttpState>,
-    admin: Arc<AdminClient<DefaultClientContext>>,
-    consumer: ConsumerHandle,
-    shared: Arc<Shared>,
-    control: ControlView,
-    peers: Arc<Peers>,
-    shipper: Option<Shipper>,
-    publisher: Publisher,
+    io: Clients,
     /// The partition count the window learns for.
     partitions: u32,
     /// Decayed per-partition record counts (leader's view), for the share gauges.
@@ -123,25 +117,10 @@ impl<'a> Driver<'a> {
         partitions: u32,
         dry_current: Option<Arc<Assignment>>,
     ) -> Self {
-        let Clients {
-            admin,
-            consumer,
-            shared,
-            control,
-            peers,
-            shipper,
-            publisher,
-        } = clients;
         Self {
             s,
             http,
-            admin,
-            consumer,
-            shared,
-            control,
-            peers,
-            shipper,
-            publisher,
+            io: clients,
             partitions,
             partition_window: BTreeMap::new(),
             awaiting_coverage: false,
@@ -156,7 +135,7 @@ impl<'a> Driver<'a> {
 
     /// This member's shipper (sampler groups), to retract its sketch at shutdown.
     pub(super) fn shipper(&self) -> Option<&Shipper> {
-        self.shipper.as_ref()
+        self.io.shipper.as_ref()
     }
 
     fn metrics(&self) -> &SamplerMetrics {
@@ -181,13 +160,13 @@ impl<'a> Driver<'a> {
     }
 
     fn show_publisher_state(&self) {
-        let state = self.publisher.state().as_str();
+        let state = self.io.publisher.state().as_str();
         self.http.update_health(|h| h.publisher = state);
     }
 
     async fn snapshot(&self) -> Result<IntervalSnapshot, RunError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if !self.consumer.send(Command::Snapshot {
+        if !self.io.consumer.send(Command::Snapshot {
             decay: self.s.args.decay,
             reply: tx,
         }) {
@@ -207,7 +186,7 @@ impl<'a> Driver<'a> {
         // The first interval starts when the group has given us partitions, so it is a full interval.
         let waited = Instant::now();
         let mut warned = false;
-        while self.shared.ownership().generation == 0 {
+        while self.io.shared.ownership().generation == 0 {
             if *stop.borrow() {
                 return Ok(());
             }
@@ -272,10 +251,10 @@ impl<'a> Driver<'a> {
     async fn measure(&mut self) -> Result<Option<Measured>, RunError> {
         let topic = self.topic();
         // Re-read the partition count; on a change the old window says nothing about the new placement.
-        match topic_partitions(&self.admin, topic).await {
+        match topic_partitions(&self.io.admin, topic).await {
             Ok(k) if k != self.partitions => {
                 tracing::warn!(topic = %topic, from = self.partitions, to = k, "partition count changed: starting a new window");
-                self.consumer.send(Command::Reset { partitions: k });
+                self.io.consumer.send(Command::Reset { partitions: k });
                 self.partitions = k;
                 self.partition_window.clear();
                 self.awaiting_coverage = true;
@@ -305,6 +284,7 @@ impl<'a> Driver<'a> {
             .with_label_values(&[topic])
             .inc_by(snap.sampled);
         let lag: Vec<(u32, f64)> = self
+            .io
             .shared
             .lag()
             .into_iter()
@@ -315,7 +295,7 @@ impl<'a> Driver<'a> {
             tracing::debug!(topic = %topic, keyless = snap.keyless, "keyless records (counted as load, not learned)");
         }
 
-        let ownership = self.shared.ownership();
+        let ownership = self.io.shared.ownership();
         let elapsed = snap.elapsed.as_secs_f64().max(1e-3);
         let owned = owned_partitions(self.s.standalone, &ownership.partitions, self.partitions);
         let own_rates = partition_rates(&owned, &snap.partition_counts, elapsed);
@@ -337,7 +317,8 @@ impl<'a> Driver<'a> {
             return Ok(None);
         }
         let fresh_peers =
-            self.peers
+            self.io
+                .peers
                 .fresh(&self.s.group_id, self.partitions, &self.s.member_id, me.now);
         let view = cluster::merge_view(
             &me.snap.window,
@@ -369,7 +350,7 @@ impl<'a> Driver<'a> {
         if self.awaiting_coverage {
             tracing::info!(topic = %topic, partitions = self.partitions, "every partition is consumed again: starting a clean window");
             self.awaiting_coverage = false;
-            self.consumer.send(Command::Reset {
+            self.io.consumer.send(Command::Reset {
                 partitions: self.partitions,
             });
             return Ok(None);
@@ -379,7 +360,7 @@ impl<'a> Driver<'a> {
 
     /// Ship this member's window and rates to the sketches topic (sampler groups only).
     async fn ship(&self, me: &Measured) {
-        let Some(shipper) = &self.shipper else {
+        let Some(shipper) = &self.io.shipper else {
             return;
         };
         let doc = ShippedSketch {
@@ -403,12 +384,16 @@ impl<'a> Driver<'a> {
     /// Report this member's role, epoch and ownership; `false` (after stepping down) unless it leads.
     fn announce_role(&mut self, me: &Measured) -> bool {
         let topic = self.topic();
-        let current = self.current(self.control.state().current);
+        let current = self.current(self.io.control.state().current);
         let epoch_now = current.as_ref().map_or(0, |a| a.epoch());
         let m = self.metrics().clone();
         m.epoch.with_label_values(&[topic]).set(epoch_now as f64);
         let leader = self.s.standalone || me.ownership.owns_partition_zero();
-        let consumer_error = self.shared.last_error().map(|e| format!("consumer: {e}"));
+        let consumer_error = self
+            .io
+            .shared
+            .last_error()
+            .map(|e| format!("consumer: {e}"));
         let intervals = self.intervals;
         self.http.update_health(|h| {
             h.owned = me.owned.clone();
@@ -421,8 +406,8 @@ impl<'a> Driver<'a> {
         self.serve_assignment(current.as_deref());
         if !leader {
             m.clear_global();
-            self.publisher.deactivate();
-            let publisher = self.publisher.state().as_str();
+            self.io.publisher.deactivate();
+            let publisher = self.io.publisher.state().as_str();
             self.http.update_health(|h| {
                 h.publisher = publisher;
                 h.members = 0;
@@ -506,8 +491,8 @@ impl<'a> Driver<'a> {
         &mut self,
         generation: u64,
     ) -> Option<(bool, u64, Option<Arc<Assignment>>)> {
-        let was_active = self.publisher.state() == PublisherState::Active;
-        let may_publish = match self.publisher.activate(generation).await {
+        let was_active = self.io.publisher.state() == PublisherState::Active;
+        let may_publish = match self.io.publisher.activate(generation).await {
             Ok(ok) => ok,
             Err(e) => {
                 tracing::warn!("cannot become the publisher this interval: {e}");
@@ -518,7 +503,7 @@ impl<'a> Driver<'a> {
             self.caught_up = false;
         }
         let control = if may_publish && !self.caught_up {
-            match self.control.catch_up().await {
+            match self.io.control.catch_up().await {
                 Ok(c) => {
                     self.caught_up = true;
                     c
@@ -529,7 +514,7 @@ impl<'a> Driver<'a> {
                 }
             }
         } else {
-            self.control.state()
+            self.io.control.state()
         };
         Some((may_publish, control.max_epoch, control.current))
     }
@@ -568,9 +553,9 @@ impl<'a> Driver<'a> {
         if !may_publish && !self.s.args.dry_run {
             tracing::warn!(
                 topic = %topic,
-                publisher = self.publisher.state().as_str(),
+                publisher = self.io.publisher.state().as_str(),
                 "would publish epoch {epoch} ({reason}) but this instance does not hold the transactional id {:?}",
-                self.publisher.transactional_id()
+                self.io.publisher.transactional_id()
             );
             self.show_publisher_state();
             return end_or_fail(self.once(), || {
@@ -584,6 +569,7 @@ impl<'a> Driver<'a> {
             self.dry_current = Some(Arc::clone(&assignment));
         } else {
             let failure = match self
+                .io
                 .publisher
                 .publish(&assignment, me.ownership.generation)
                 .await
@@ -597,7 +583,7 @@ impl<'a> Driver<'a> {
                         predicted_imbalance = fresh_imbalance,
                         "published a new assignment ({reason})"
                     );
-                    self.control.note_published(Arc::clone(&assignment));
+                    self.io.control.note_published(Arc::clone(&assignment));
                     None
                 }
                 Err(PublishFailure::Fenced) => Some("fenced by another instance".to_owned()),
@@ -621,7 +607,7 @@ impl<'a> Driver<'a> {
         m.epoch.with_label_values(&[topic]).set(epoch as f64);
         self.serve_assignment(Some(&assignment));
         let publishes = self.publishes;
-        let publisher = self.publisher.state().as_str();
+        let publisher = self.io.publisher.state().as_str();
         self.http.update_health(|h| {
             h.epoch = epoch;
             h.publishes = publishes;
