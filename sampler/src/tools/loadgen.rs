@@ -280,59 +280,99 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
         None => None,
     };
 
-    let sender = if args.plain {
-        let producer: FutureProducer = producer_config(&user_config)
-            .create()
-            .map_err(kafka("creating the producer"))?;
-        Sender::Plain(producer)
-    } else {
-        let producer = DkgProducer::builder(user_config.clone())
-            .control_topic(&args.control_topic)
-            .topics([args.topic.as_str()])
-            .metrics(&registry)
-            .ordering(args.ordering)
-            .build()
-            .await?;
-        match producer.router().assignment(&args.topic) {
-            Some(a) if a.partitions() == partitions => info!(
-                topic = %args.topic,
-                epoch = a.epoch(),
-                "producing through the DKG wrapper with assignment epoch {}", a.epoch()
-            ),
-            Some(a) => info!(
-                topic = %args.topic,
-                epoch = a.epoch(),
-                "the assignment is for {} partitions, the topic has {partitions}: Kafka's default placement",
-                a.partitions()
-            ),
-            None => info!(
-                topic = %args.topic,
-                "no assignment on {}: Kafka's default placement until one is published",
-                args.control_topic
-            ),
-        }
-        Sender::Dkg(producer)
-    };
-
-    let payload = vec![b'x'; args.value_bytes];
-
-    let bar = ProgressBar::new(args.count);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} records {per_sec} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-
+    let sender = make_sender(&args, &user_config, &registry, partitions).await?;
+    let bar = progress_bar(args.count);
     let mut tally = Tally {
         per_partition: vec![0; partitions as usize],
         failed: 0,
         first_error: None,
         delivered,
     };
+    let start = Instant::now();
+    produce(&args, &sender, &mut zipf, &mut tally, &bar, start).await?;
+    if let Sender::Dkg(producer) = &sender {
+        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
+        producer.close().await?;
+    }
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+
+    print_report(&args, &tally, elapsed);
+    if tally.failed > 0 {
+        return Err(LoadgenError::DeliveryFailed {
+            failed: tally.failed,
+            total: args.count,
+            first: tally.first_error.unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// The producer: a plain one (`--plain`) or the DKG wrapper, which logs the assignment it starts with.
+async fn make_sender(
+    args: &Args,
+    user_config: &ClientConfig,
+    registry: &prometheus::Registry,
+    partitions: u32,
+) -> Result<Sender, LoadgenError> {
+    if args.plain {
+        let producer: FutureProducer = producer_config(user_config)
+            .create()
+            .map_err(kafka("creating the producer"))?;
+        return Ok(Sender::Plain(producer));
+    }
+    let producer = DkgProducer::builder(user_config.clone())
+        .control_topic(&args.control_topic)
+        .topics([args.topic.as_str()])
+        .metrics(registry)
+        .ordering(args.ordering)
+        .build()
+        .await?;
+    match producer.router().assignment(&args.topic) {
+        Some(a) if a.partitions() == partitions => info!(
+            topic = %args.topic,
+            epoch = a.epoch(),
+            "producing through the DKG wrapper with assignment epoch {}", a.epoch()
+        ),
+        Some(a) => info!(
+            topic = %args.topic,
+            epoch = a.epoch(),
+            "the assignment is for {} partitions, the topic has {partitions}: Kafka's default placement",
+            a.partitions()
+        ),
+        None => info!(
+            topic = %args.topic,
+            "no assignment on {}: Kafka's default placement until one is published",
+            args.control_topic
+        ),
+    }
+    Ok(Sender::Dkg(producer))
+}
+
+fn progress_bar(count: u64) -> ProgressBar {
+    let bar = ProgressBar::new(count);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} records {per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Send `--count` records (paced to `--rate` from `start`), at most `--max-in-flight` awaiting their
+/// delivery report; then flush and settle every report.
+async fn produce(
+    args: &Args,
+    sender: &Sender,
+    zipf: &mut ZipfKeys,
+    tally: &mut Tally,
+    bar: &ProgressBar,
+    start: Instant,
+) -> Result<(), LoadgenError> {
+    let payload = vec![b'x'; args.value_bytes];
     let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
     let max_in_flight = args.max_in_flight as usize;
-    let start = Instant::now();
     let mut key = String::with_capacity(12);
     for i in 0..args.count {
         if let Some(rate) = args.rate {
@@ -389,21 +429,6 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
     for future in in_flight.drain(..) {
         tally.settle(future).await;
         bar.inc(1);
-    }
-    if let Sender::Dkg(producer) = &sender {
-        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
-        producer.close().await?;
-    }
-    bar.finish_and_clear();
-    let elapsed = start.elapsed();
-
-    print_report(&args, &tally, elapsed);
-    if tally.failed > 0 {
-        return Err(LoadgenError::DeliveryFailed {
-            failed: tally.failed,
-            total: args.count,
-            first: tally.first_error.unwrap_or_default(),
-        });
     }
     Ok(())
 }
