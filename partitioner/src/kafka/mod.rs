@@ -66,6 +66,12 @@
 //!
 //! [`Producer`]: rdkafka::producer::Producer
 
+use std::time::Duration;
+
+/// Default limit of a builder's `build` (the router's, the producer's and the consumer's):
+/// reading the control and handoff topics to their ends, ensuring them, the first metadata.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub mod consumer;
 pub mod control;
 pub mod handoff;
