@@ -1,15 +1,13 @@
 //! The assignment document: exact shape, round trips, and hostile input (every bad document gets a
 //! typed error, nothing panics).
 
-mod common;
-
-use common::assignment::{heavy, parts, sample};
 use dkg_partitioner::assignment::{
     MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
 use dkg_partitioner::{
     Assignment, BucketHash, Error, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES, Params,
 };
+use dkg_testkit::fixtures::{heavy, parts, sample};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

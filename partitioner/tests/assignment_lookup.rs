@@ -1,15 +1,13 @@
 //! The O(1) lookup: heavy keys by exact bytes, everything else through the bucket table, always a
 //! valid partition.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::assignment::{heavy, parts, sample};
 use dkg_partitioner::{
     Assignment, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED, Route,
     kafka_partition, murmur2_seeded, to_positive,
 };
+use dkg_testkit::fixtures::{heavy, parts, sample};
 use proptest::prelude::*;
 
 /// With Kafka's seed and an identity table of `k` buckets, the bucket route must reproduce Kafka's

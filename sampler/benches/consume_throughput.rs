@@ -2,25 +2,25 @@
 //! broker, 16-byte keys and 100-byte values; memory at its configured bound on 10^7 distinct keys).
 //!
 //! Part 1 pre-fills a topic, then alternates, in the same run, a bare `BaseConsumer` that only counts
-//! (the baseline: librdkafka's own cost) and the sampler's real consume loop (`src/run/consume.rs` with its
+//! (the baseline: librdkafka's own cost) and the sampler's real consume loop (`src/sidecar/ingest.rs` with its
 //! `Window`, compiled in here via `#[path]`), each from a fresh consumer group on the same records, and prints
 //! the median rates and the ratio. Rates are measured from the 1024th record to the last, so the group join
 //! does not count. Part 2 feeds 10^7 distinct keys into a `Window` in process and reports the summary's
 //! len/capacity and the process RSS.
 //!
-//! Run: `cargo bench -p dkg-sampler --bench consume_throughput` (broker: `scripts/kafka start`;
-//! `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092; `DKG_BENCH_RECORDS` the record count, default 2,000,000;
+//! Run: `cargo bench -p dkg-sampler --bench consume_throughput` (broker: `scripts/kafka start`, a missing
+//! one fails the run; `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092; `DKG_BENCH_RECORDS` the record count, default 2,000,000;
 //! `DKG_BENCH_ROUNDS` the rounds, default 5).
 
 #![allow(clippy::unwrap_used)]
 
 #[allow(dead_code)]
-#[path = "../src/run/window.rs"]
+#[path = "../src/sidecar/window.rs"]
 mod window;
 
 #[allow(dead_code)]
-#[path = "../src/run/consume.rs"]
-mod consume;
+#[path = "../src/sidecar/ingest.rs"]
+mod ingest;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -31,13 +31,12 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
-use consume::{ConsumeLoop, Shared};
+use dkg_testkit::broker::{create_topic, unique_topic};
+use ingest::{ConsumeLoop, Shared};
 use window::{RecordSampler, Window};
 
 const PARTITIONS: u32 = 12;
@@ -80,17 +79,7 @@ fn prefill(bootstrap: &str, topic: &str, records: u64) {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .create()
-            .unwrap();
-        let t = NewTopic::new(topic, PARTITIONS as i32, TopicReplication::Fixed(1));
-        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-        for r in admin.create_topics([&t], &opts).await.unwrap() {
-            r.unwrap_or_else(|(t, e)| panic!("create {t}: {e}"));
-        }
-    });
+    rt.block_on(create_topic(bootstrap, topic, PARTITIONS, &[]));
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "20")
@@ -126,7 +115,7 @@ fn config(bootstrap: &str, group: &str) -> ClientConfig {
     let mut base = ClientConfig::new();
     base.set("bootstrap.servers", bootstrap);
     // The sampler's own consumer settings, for both sides: the difference is the observe work.
-    consume::consumer_config(&base, group, "earliest", 60_000)
+    ingest::consumer_config(&base, group, "earliest", 60_000)
 }
 
 /// Bare consumer: poll and count.
@@ -187,7 +176,7 @@ fn sampler(bootstrap: &str, topic: &str, records: u64, round: u32, ratio: f64) -
     lp.run(Some(records));
     let (t0, t1) = watcher.join().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    handle.send(consume::Command::Snapshot {
+    handle.send(ingest::Command::Snapshot {
         decay: 0.5,
         reply: tx,
     });
@@ -278,20 +267,14 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs benches in test mode: keep that quick.
     let test_mode =
         std::env::args().any(|a| a == "--test") || !std::env::args().any(|a| a == "--bench");
-    let bootstrap = std::env::var("DKG_TEST_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    // Fails loudly without a broker (the same probe as the tests).
+    let bootstrap = dkg_testkit::broker::bootstrap();
     let records = env_u64(
         "DKG_BENCH_RECORDS",
         if test_mode { 20_000 } else { 2_000_000 },
     );
     let rounds = env_u64("DKG_BENCH_ROUNDS", if test_mode { 1 } else { 5 }) as u32;
-    let topic = format!(
-        "bench-consume-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
+    let topic = unique_topic("bench-consume");
     if !test_mode {
         // First, while the process is small: the RSS numbers then show the sketch alone.
         memory_bound();

@@ -1,7 +1,9 @@
 //! `dkg-sampler`: the DKG sidecar and its offline tools.
 //!
-//! One module per subcommand, each with `pub struct Args` (clap derive) and `pub fn run(args)`. To add a
-//! subcommand: a module, a variant of [`Command`], and one arm in [`main`].
+//! Layout: [`sidecar`] is the long-running service (`run`); [`tools`] holds the offline and operator tools
+//! (`simulate`, `inspect`, `loadgen`, `consume`, `demo`). Each subcommand's module has `pub struct Args`
+//! (clap derive) and `pub fn run(args)`. To add a subcommand: a module, a variant of [`Command`], and one
+//! arm in [`main`].
 
 // The clap doc comments are also `--help` texts, which write placeholders as `<topic>`.
 #![allow(rustdoc::invalid_html_tags)]
@@ -11,14 +13,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-mod consume;
-mod demo;
-mod inspect;
-mod loadgen;
-mod run;
+mod cli;
 mod serve;
 mod shutdown;
-mod simulate;
+mod sidecar;
+mod tools;
 
 /// Skew-aware key partitioning for Apache Kafka (DKG, DEBS 2015): learns a topic's key distribution,
 /// publishes partition assignments, and simulates DKG offline.
@@ -37,7 +36,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Compare DKG with Kafka's hash partitioner and the optimum on Zipf streams or key traces.
-    Simulate(simulate::Args),
+    Simulate(tools::simulate::Args),
     /// The sidecar: learn a live topic's key skew, publish DKG assignments, serve Prometheus metrics.
     ///
     /// Consumes the topic in its own consumer group, keeps a decayed window of key frequencies
@@ -48,16 +47,16 @@ enum Command {
     /// partitions and ship their windows to --sketches-topic; the owner of partition 0 merges and
     /// publishes. Serves /metrics (Prometheus), /assignment and /healthz on --metrics-addr. Every flag
     /// also reads the DKG_* variable shown.
-    Run(run::Args),
+    Run(sidecar::Args),
     /// Print a topic's current assignment from the control topic as JSON.
-    Inspect(inspect::Args),
+    Inspect(tools::inspect::Args),
     /// Produce Zipf-skewed records through the DKG producer (or a plain one) and show the spread.
-    Loadgen(loadgen::Args),
+    Loadgen(tools::loadgen::Args),
     /// Consume a topic as a consumer group of DkgConsumers with a simulated cost per record, serve
     /// their dkg_consumer_* metrics, and print how the records spread over partitions and members.
-    Consume(consume::Args),
+    Consume(tools::consume::Args),
     /// Live terminal demo: the same skewed workload through Kafka's hash and through DKG, side by side.
-    Demo(demo::Args),
+    Demo(tools::demo::Args),
 }
 
 fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
@@ -76,12 +75,12 @@ fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
 fn run(cli: Cli) -> anyhow::Result<()> {
     init_tracing(cli.log_level.as_deref())?;
     match cli.command {
-        Command::Simulate(args) => simulate::run(args),
-        Command::Run(args) => run::run(args).map_err(Into::into),
-        Command::Inspect(args) => inspect::run(args).map_err(Into::into),
-        Command::Loadgen(args) => loadgen::run(args).map_err(Into::into),
-        Command::Consume(args) => consume::run(args).map_err(Into::into),
-        Command::Demo(args) => demo::run(args),
+        Command::Simulate(args) => tools::simulate::run(args),
+        Command::Run(args) => sidecar::run(args).map_err(Into::into),
+        Command::Inspect(args) => tools::inspect::run(args).map_err(Into::into),
+        Command::Loadgen(args) => tools::loadgen::run(args).map_err(Into::into),
+        Command::Consume(args) => tools::consume::run(args).map_err(Into::into),
+        Command::Demo(args) => tools::demo::run(args),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `/metrics` over HTTP for the subcommands that export a Prometheus registry (`loadgen`, `consume`).
 //! The library only registers metrics in a caller's registry; serving them is the binary's job.
-//! (`run` has its own server in `run::http`, with its sampler-specific endpoints.)
+//! (`run` has its own server in `sidecar::http`, with its sampler-specific endpoints.)
 
 use std::net::SocketAddr;
 

@@ -158,7 +158,7 @@ fn summary(out: &Output, topic: &str) -> Summary {
 async fn consume_processes_every_record_once_and_stops_at_count() {
     let topic = unique_topic("consume-count");
     let group = format!("{topic}-group");
-    create_topic(&bootstrap(), &topic, 6).await;
+    create_topic(&bootstrap(), &topic, 6, &[]).await;
     let produced = produce(&topic, 3000).await;
 
     tokio::task::block_in_place(|| {
@@ -196,7 +196,7 @@ async fn consume_processes_every_record_once_and_stops_at_count() {
 async fn consume_serves_consumer_metrics_and_closes_cleanly_on_sigterm() {
     let topic = unique_topic("consume-sigterm");
     let group = format!("{topic}-group");
-    create_topic(&bootstrap(), &topic, 4).await;
+    create_topic(&bootstrap(), &topic, 4, &[]).await;
     let produced = produce(&topic, 2000).await;
 
     tokio::task::block_in_place(|| {

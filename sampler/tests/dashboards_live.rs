@@ -26,7 +26,7 @@ use dashboards_common::{
     Macros, PanelQuery, dashboards, queries, read_yaml, repo_root, substitute, variables,
 };
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use serde_json::Value as Json;
 use serde_yaml_ng::Value as Yaml;
@@ -154,22 +154,18 @@ fn bootstrap_servers() -> String {
         .to_string()
 }
 
-fn create_topics(bootstrap: &str, topics: &[&str], partitions: i32) {
+fn create_topics(bootstrap: &str, topics: &[&str], partitions: u32) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let new: Vec<NewTopic<'_>> = topics
-        .iter()
-        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
-        .collect();
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in rt.block_on(admin.create_topics(&new, &opts)).unwrap() {
-        r.unwrap_or_else(|(t, e)| panic!("creating {t}: {e}"));
+    for topic in topics {
+        rt.block_on(dkg_testkit::broker::create_topic(
+            bootstrap,
+            topic,
+            partitions,
+            &[],
+        ));
     }
 }
 

@@ -17,7 +17,7 @@ fn epoch_of(h: &serde_json::Value) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampler_follows_drift_and_holds_still_on_a_stable_distribution() {
     let topic = unique_topic("sampler-drift");
-    create_topic(&bootstrap(), &topic, PARTITIONS).await;
+    create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
         alpha: 1.0,

@@ -11,7 +11,7 @@ use common::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_serves_the_assignment_it_would_publish_and_publishes_nothing() {
     let topic = unique_topic("sampler-dry-run");
-    create_topic(&bootstrap(), &topic, 6).await;
+    create_topic(&bootstrap(), &topic, 6, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
         alpha: 1.2,

@@ -6,33 +6,18 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, Params};
+use dkg_partitioner::Assignment;
+use dkg_testkit::fixtures::assignment;
 
 fn foreign_assignment(topic: &str, epoch: u64) -> Assignment {
     // Another publisher's document: its own bucket layout (8 buckets), not the sampler's.
-    Assignment::new(AssignmentParts {
-        topic: topic.to_owned(),
-        partitions: 4,
-        epoch,
-        bucket_hash: BucketHash::default(),
-        table: (0..8).map(|b| b % 4).collect(),
-        heavy: vec![],
-        params: Params {
-            theta: 0.1,
-            epsilon: 0.05,
-            mu: 2.0,
-            window_records: 1,
-        },
-        created_at_ms: 1,
-        predicted_load: vec![0.25; 4],
-    })
-    .expect("valid assignment")
+    assignment(topic, 4, epoch, (0..8).map(|b| b % 4).collect(), &[])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn epochs_continue_from_the_control_topic_after_every_restart() {
     let topic = unique_topic("sampler-restart");
-    create_topic(&bootstrap(), &topic, 4).await;
+    create_topic(&bootstrap(), &topic, 4, &[]).await;
     publish_raw(&foreign_assignment(&topic, 41)).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),

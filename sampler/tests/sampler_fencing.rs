@@ -21,7 +21,7 @@ fn publisher(s: &Sampler) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
     let topic = unique_topic("sampler-fencing");
-    create_topic(&bootstrap(), &topic, 6).await;
+    create_topic(&bootstrap(), &topic, 6, &[]).await;
     let txn = format!("dkg-sampler.fencing-test.{topic}");
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),

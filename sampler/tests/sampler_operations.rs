@@ -28,7 +28,7 @@ async fn a_missing_topic_is_reported_and_awaited_then_used() {
         assert!(body.contains("\"state\":\"waiting\""), "{body}");
         assert!(s.log().contains("retrying in"), "it retries with backoff");
     });
-    create_topic(&bootstrap(), &topic, 3).await;
+    create_topic(&bootstrap(), &topic, 3, &[]).await;
     tokio::task::block_in_place(|| {
         wait_for(
             "the sampler to run once the topic exists",
@@ -95,7 +95,7 @@ fn an_unreachable_broker_is_retried_and_sigterm_still_exits_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_on_an_idle_topic_fails_clearly_and_publishes_nothing() {
     let topic = unique_topic("sampler-idle");
-    create_topic(&bootstrap(), &topic, 2).await;
+    create_topic(&bootstrap(), &topic, 2, &[]).await;
     tokio::task::block_in_place(|| {
         let mut s = Sampler::start("idle", &topic, &["--once", "--interval-secs", "1"]);
         let status = s.wait_exit(Duration::from_secs(60));

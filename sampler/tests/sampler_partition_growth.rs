@@ -14,7 +14,7 @@ use rdkafka::client::DefaultClientContext;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_count() {
     let topic = unique_topic("sampler-growth");
-    create_topic(&bootstrap(), &topic, 3).await;
+    create_topic(&bootstrap(), &topic, 3, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
         alpha: 1.0,

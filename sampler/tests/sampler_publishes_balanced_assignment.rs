@@ -25,7 +25,7 @@ struct Interval {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampler_brings_observed_imbalance_to_the_key_grouping_bound_within_two_intervals() {
     let topic = unique_topic("sampler-e2e");
-    create_topic(&bootstrap(), &topic, PARTITIONS).await;
+    create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
         alpha: ALPHA,

@@ -52,7 +52,7 @@ fn generation_spanning_both_halves(from: u64) -> (u64, Vec<Vec<u8>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_epoch() {
     let topic = unique_topic("sampler-two");
-    create_topic(&bootstrap(), &topic, PARTITIONS).await;
+    create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
         alpha: 1.2,

@@ -4,8 +4,6 @@
 use std::time::Duration;
 
 use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 
 pub type BoxError = Box<dyn std::error::Error>;
 
@@ -18,25 +16,11 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// A client configuration with just the bootstrap servers.
-pub fn config(bootstrap: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", bootstrap);
-    c
-}
+pub use dkg_testkit::broker::client_config as config;
 
-/// Whether a broker answers a metadata request at `bootstrap`.
+/// Whether a broker answers a metadata request at `bootstrap` (within 10 s).
 pub fn check_broker(bootstrap: &str) -> Result<(), String> {
-    let probe: BaseConsumer = config(bootstrap)
-        .set("log_level", "2")
-        .create()
-        .map_err(|e| e.to_string())?;
-    let md = probe
-        .fetch_metadata(None, Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    if md.brokers().is_empty() {
-        return Err("metadata lists no broker".to_owned());
-    }
-    Ok(())
+    dkg_testkit::broker::check_broker(bootstrap, Duration::from_secs(10))
 }
 
 /// Create `name` with `partitions` partitions and wait until every partition has a leader, so

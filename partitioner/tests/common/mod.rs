@@ -2,24 +2,22 @@
 //! started by `scripts/kafka start` (`scripts/test` and `.ci/run` start it): a missing broker fails the test with
 //! a clear message; nothing here skips.
 //!
-//! Include with `mod common;` from a test file.
+//! Include with `mod common;` from a test file. What both crates' tests need (the broker probe, unique
+//! topics, topic creation, assignment fixtures) is in the `dkg-testkit` crate.
 
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
-pub mod assignment;
-#[cfg(feature = "kafka")]
-mod broker;
 #[cfg(feature = "kafka")]
 pub mod producer;
 #[cfg(feature = "kafka")]
 pub mod scenario;
 
+// The broker probe, unique topics and topic creation are shared with the sampler's tests.
 #[cfg(feature = "kafka")]
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use broker::{
+pub use dkg_testkit::broker::{
     BROKER_CHECK_TIMEOUT, DEFAULT_BOOTSTRAP, bootstrap, check_broker, create_topic, unique_topic,
-    wait_for_topic,
 };
 
 use std::path::PathBuf;

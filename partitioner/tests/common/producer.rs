@@ -1,84 +1,19 @@
-//! Helpers for the producer-wrapper tests (`tests/producer_*.rs`): assignments to publish, a raw
-//! control-topic publisher, consuming a topic back, reading metrics.
+//! Helpers for the producer-wrapper tests (`tests/producer_*.rs`): assignments to publish (from
+//! `dkg-testkit`'s fixtures), a raw control-topic publisher, consuming a topic back, reading metrics.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use dkg_partitioner::kafka::{DkgRouter, publisher_config};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
-use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 
-/// A client config pointing at the test broker.
-pub fn client_config(bootstrap: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", bootstrap);
-    c
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
-
-/// A valid assignment for `topic`: bucket table `table`, heavy keys `(key, partition)`.
-pub fn assignment(
-    topic: &str,
-    partitions: u32,
-    epoch: u64,
-    table: Vec<u32>,
-    heavy: &[(&[u8], u32)],
-) -> Assignment {
-    Assignment::new(AssignmentParts {
-        topic: topic.to_owned(),
-        partitions,
-        epoch,
-        bucket_hash: BucketHash::default(),
-        table,
-        heavy: heavy
-            .iter()
-            .map(|(k, p)| HeavyKey {
-                key: k.to_vec(),
-                partition: *p,
-                weight: 1000,
-            })
-            .collect(),
-        params: Params {
-            theta: 0.01,
-            epsilon: 0.001,
-            mu: 4.0,
-            window_records: 100_000,
-        },
-        created_at_ms: now_ms(),
-        predicted_load: vec![1.0 / f64::from(partitions); partitions as usize],
-    })
-    .expect("test assignment is valid")
-}
-
-/// An assignment whose bucket table is rotated by `epoch`, so consecutive epochs place most keys
-/// differently: bucket b -> (b + epoch) % partitions, 4 buckets per partition.
-pub fn rotating_assignment(topic: &str, partitions: u32, epoch: u64) -> Assignment {
-    let buckets = partitions * 4;
-    let shift = (epoch % u64::from(partitions)) as u32;
-    let table = (0..buckets).map(|b| (b + shift) % partitions).collect();
-    assignment(topic, partitions, epoch, table, &[])
-}
-
-/// An assignment sending every non-heavy key to `partition`.
-pub fn constant_assignment(
-    topic: &str,
-    partitions: u32,
-    epoch: u64,
-    partition: u32,
-    heavy: &[(&[u8], u32)],
-) -> Assignment {
-    assignment(topic, partitions, epoch, vec![partition; 8], heavy)
-}
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use dkg_testkit::broker::client_config;
+#[allow(unused_imports)]
+pub use dkg_testkit::fixtures::{assignment, constant_assignment, now_ms, rotating_assignment};
 
 /// A producer for raw control-topic records (large values allowed, lz4).
 pub fn raw_publisher(bootstrap: &str) -> FutureProducer {

@@ -2,8 +2,8 @@
 //! real single-node broker that `scripts/kafka start` runs (`.ci/run` starts it); a missing broker FAILS the
 //! test with a clear message, nothing skips.
 //!
-//! - [`bootstrap`], [`unique_topic`], [`create_topic`]: the broker (copied from the partitioner's test helpers:
-//!   another crate).
+//! - [`bootstrap`], [`unique_topic`], [`create_topic`], [`free_addr`], [`http_get`], [`wait_for`]: from
+//!   `dkg-testkit`, shared with the partitioner's tests.
 //! - [`Sampler`]: a `dkg-sampler run` child process with its HTTP endpoints, stopped by SIGTERM.
 //! - [`Workload`]: a Zipf-skewed keyed stream produced in the background, through `DkgProducer` (following the
 //!   control topic) or a plain producer, whose hot keys can be switched (drift).
@@ -13,164 +13,29 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::net::SocketAddr;
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
 use dkg_partitioner::kafka::DkgProducer;
+pub use dkg_testkit::broker::{bootstrap, create_topic, unique_topic};
+use dkg_testkit::process::LoggedChild;
+pub use dkg_testkit::process::{free_addr, http_get, wait_for};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
-/// Broker address when `DKG_TEST_BOOTSTRAP` is not set: the default of `scripts/kafka`.
-pub const DEFAULT_BOOTSTRAP: &str = "127.0.0.1:9092";
-
 /// The default control topic (the sampler's and the producer's default).
 pub const CONTROL_TOPIC: &str = "_dkg.assignments";
-
-/// The bootstrap address of the test broker; PANICS if no broker answers within 10 s.
-pub fn bootstrap() -> String {
-    static CHECKED: OnceLock<String> = OnceLock::new();
-    CHECKED
-        .get_or_init(|| {
-            let addr = std::env::var("DKG_TEST_BOOTSTRAP")
-                .ok()
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_BOOTSTRAP.to_owned());
-            let consumer: BaseConsumer = ClientConfig::new()
-                .set("bootstrap.servers", &addr)
-                .set("log_level", "2")
-                .create()
-                .expect("create a metadata client");
-            match consumer.fetch_metadata(None, Duration::from_secs(10)) {
-                Ok(md) if !md.brokers().is_empty() => {}
-                other => panic!(
-                    "no Kafka broker answered at {addr} ({:?}). These tests need the real broker: start it \
-                     with scripts/kafka start, or point DKG_TEST_BOOTSTRAP at one.",
-                    other.err()
-                ),
-            }
-            addr
-        })
-        .clone()
-}
-
-/// A topic name no other test or run uses.
-pub fn unique_topic(prefix: &str) -> String {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default();
-    format!(
-        "{prefix}-{}-{millis}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// Create `name` with `partitions` partitions and wait until every partition has a leader.
-pub async fn create_topic(bootstrap: &str, name: &str, partitions: u32) {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .expect("admin client");
-    let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in admin
-        .create_topics([&topic], &opts)
-        .await
-        .expect("CreateTopics")
-    {
-        if let Err((t, code)) = r {
-            panic!("CreateTopics {t} failed: {code}");
-        }
-    }
-    let (b, n) = (bootstrap.to_owned(), name.to_owned());
-    tokio::task::spawn_blocking(move || {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &b)
-            .create()
-            .expect("client");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(md) = consumer.fetch_metadata(Some(&n), Duration::from_secs(5))
-                && let Some(t) = md.topics().iter().find(|t| t.name() == n)
-                && t.error().is_none()
-                && t.partitions().len() == partitions as usize
-                && t.partitions().iter().all(|p| p.leader() >= 0)
-            {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("topic {n} not ready");
-    })
-    .await
-    .expect("wait for topic");
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
-pub fn free_addr() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind :0");
-    l.local_addr().expect("local addr")
-}
-
-/// `GET path` on `addr`: (status, body). Plain HTTP/1.1 over std, no client dependency.
-pub fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad response: {head}")))?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    Ok((status, body))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
-}
 
 /// One sample of the Prometheus text format.
 #[derive(Debug, Clone)]
@@ -228,9 +93,8 @@ pub fn parse_metrics(text: &str) -> Vec<Sample> {
 /// test panics.
 pub struct Sampler {
     pub name: String,
-    child: Option<Child>,
     pub addr: SocketAddr,
-    log: PathBuf,
+    process: LoggedChild,
 }
 
 impl Sampler {
@@ -239,29 +103,23 @@ impl Sampler {
         let addr = free_addr();
         let log =
             std::env::temp_dir().join(format!("{}-{name}.log", unique_topic("dkg-sampler-test")));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+        command
             .arg("run")
             .args(["--bootstrap-servers", &bootstrap(), "--topic", topic])
             .args(["--metrics-addr", &addr.to_string()])
             .args(extra)
-            .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn")
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("log fd"))
-            .stderr(file)
-            .spawn()
-            .expect("spawn dkg-sampler");
+            .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn");
         Self {
             name: name.to_owned(),
-            child: Some(child),
             addr,
-            log,
+            process: LoggedChild::spawn(&format!("sampler {name}"), command, log),
         }
     }
 
     /// The process's log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.process.log()
     }
 
     /// `GET path`.
@@ -306,64 +164,17 @@ impl Sampler {
 
     /// Whether the process has exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
+        self.process.exited()
     }
 
     /// Wait for the process to exit by itself (e.g. `--once`), at most `timeout`.
     pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.exited() {
-                self.child = None;
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not exit within {timeout:?}:\n{}",
-                self.name,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.process.wait_exit(timeout)
     }
 
     /// SIGTERM, then wait for a graceful exit (at most `timeout`).
     pub fn terminate(&mut self, timeout: Duration) -> ExitStatus {
-        if let Some(child) = &self.child {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-        }
-        self.wait_exit(timeout)
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "----- log of sampler {} -----\n{}\n----- end of {} -----",
-                self.name,
-                self.log(),
-                self.name
-            );
-        }
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.process.terminate(timeout)
     }
 }
 
@@ -378,21 +189,6 @@ pub fn find(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f
                     .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
         })
         .map(|s| s.value)
-}
-
-/// Poll `f` every 100 ms until it returns `Some`, at most `timeout`; panics with `what` otherwise.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The 16-byte key of Zipf rank `rank` (1 = most frequent) in key space `generation`: switching the

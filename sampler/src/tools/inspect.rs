@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_partitioner::kafka::{ControlTopicReader, DEFAULT_CONTROL_TOPIC};
-use rdkafka::config::ClientConfig;
+use dkg_partitioner::kafka::ControlTopicReader;
+
+use crate::cli::{BadKafkaConfig, ClusterArgs};
 
 /// Print the current DKG assignment of a topic as JSON.
 #[derive(Debug, Parser)]
@@ -17,17 +18,9 @@ use rdkafka::config::ClientConfig;
                   dkg-sampler inspect --bootstrap-servers 127.0.0.1:9092 --topic orders --control-topic my.assignments"
 )]
 pub struct Args {
-    /// Kafka bootstrap servers (host:port[,host:port...]).
-    #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
-    pub bootstrap_servers: String,
-
-    /// The data topic whose assignment to print.
-    #[arg(long, env = "DKG_TOPIC")]
-    pub topic: String,
-
-    /// The compacted control topic assignments are published to.
-    #[arg(long, env = "DKG_CONTROL_TOPIC", default_value = DEFAULT_CONTROL_TOPIC)]
-    pub control_topic: String,
+    /// The cluster, the data topic whose assignment to print and the control topic to read.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 
     /// Give up reading the control topic to its end after this many seconds.
     #[arg(long, env = "DKG_INSPECT_TIMEOUT_SECS", default_value_t = 30)]
@@ -60,6 +53,9 @@ pub enum InspectError {
         #[source]
         source: dkg_partitioner::Error,
     },
+    /// A `--kafka-config` entry is malformed.
+    #[error("invalid --kafka-config: {0}")]
+    KafkaConfig(#[from] BadKafkaConfig),
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[from] std::io::Error),
@@ -77,23 +73,23 @@ pub fn run(args: Args) -> Result<(), InspectError> {
 }
 
 async fn current_assignment_json(args: &Args) -> Result<String, InspectError> {
+    let cluster = &args.cluster;
     let read_error = |source| InspectError::Read {
-        control_topic: args.control_topic.clone(),
+        control_topic: cluster.control_topic.clone(),
         source,
     };
-    let mut connection = ClientConfig::new();
-    connection.set("bootstrap.servers", &args.bootstrap_servers);
+    let connection = cluster.client_config("dkg-sampler-inspect")?;
     let mut reader =
-        ControlTopicReader::new(&connection, &args.control_topic).map_err(read_error)?;
+        ControlTopicReader::new(&connection, &cluster.control_topic).map_err(read_error)?;
     let records = reader
         .catch_up(Duration::from_secs(args.timeout_secs), |_| {})
         .await
         .map_err(read_error)?;
-    match reader.book().get(&args.topic) {
+    match reader.book().get(&cluster.topic) {
         Some(assignment) => Ok(assignment.to_json_pretty()),
         None => Err(InspectError::NoAssignment {
-            topic: args.topic.clone(),
-            control_topic: args.control_topic.clone(),
+            topic: cluster.topic.clone(),
+            control_topic: cluster.control_topic.clone(),
             records,
         }),
     }

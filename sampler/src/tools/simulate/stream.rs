@@ -1,12 +1,15 @@
 //! An in-memory key stream: interned distinct keys plus the record sequence as key indices.
 //!
 //! Interning lets every per-key decision (a hash, an assignment lookup) be computed once per distinct
-//! key instead of once per record; the per-record work is then an array index.
+//! key instead of once per record; the per-record work is then an array index. Streams come from a key
+//! trace or from the tools' Zipf workload ([`generate`], see [`crate::tools::workload`]).
 
 use std::path::Path;
 
 use ahash::AHashMap;
 use anyhow::{Context, bail};
+
+use crate::tools::workload::ZipfKeys;
 
 /// Distinct keys (as bytes) and the records as indices into them.
 #[derive(Clone, Debug)]
@@ -112,11 +115,40 @@ impl Stream {
     }
 }
 
+/// Parameters of one synthetic stream.
+#[derive(Clone, Copy, Debug)]
+pub struct ZipfSpec {
+    /// Key universe size.
+    pub n: u32,
+    /// Zipf exponent (>= 0; 0 is uniform).
+    pub alpha: f64,
+    /// Records in the stream.
+    pub m: usize,
+    /// RNG seed: the permutation and the draws are a pure function of it.
+    pub seed: u64,
+}
+
+/// Generates the stream from the tools' workload ([`ZipfKeys`]): a per-seed random permutation of key
+/// ids, then `m` i.i.d. Zipf draws.
+///
+/// Key index `r` in the returned [`Stream`] is the key of rank `r + 1`, so `Stream::counts()[0]` is the
+/// count of the most probable key; its bytes are the decimal string of its permuted id.
+pub fn generate(spec: &ZipfSpec) -> Option<Stream> {
+    let mut zipf = ZipfKeys::new(spec.n, spec.alpha, spec.seed)?;
+    let mut records = Vec::with_capacity(spec.m);
+    for _ in 0..spec.m {
+        records.push(zipf.next_rank());
+    }
+    let keys = zipf.ids().iter().map(|id| id.to_string().into_bytes());
+    Some(Stream::from_parts(keys, records))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::tools::workload::zipf_probabilities;
 
     /// (trace bytes, expected distinct keys, expected records)
     type Case = (&'static [u8], &'static [&'static [u8]], &'static [u32]);
@@ -154,5 +186,60 @@ mod tests {
         assert_eq!(s.counts(), vec![1, 0, 3]);
         assert_eq!(s.counts_of(&s.records()[..2]), vec![1, 0, 1]);
         assert_eq!(s.len(), 4);
+    }
+
+    /// Empirical frequencies of 4 * 10^5 draws are within 5 standard errors of p_i for every rank, and the
+    /// chi-square statistic is plausible for the degrees of freedom.
+    #[test]
+    fn empirical_frequencies_match_zipf() {
+        for &alpha in &[0.5, 1.0, 1.5] {
+            let n = 200;
+            let m = 400_000;
+            let stream = generate(&ZipfSpec {
+                n,
+                alpha,
+                m,
+                seed: 42,
+            })
+            .unwrap();
+            let counts = stream.counts();
+            let p = zipf_probabilities(n, alpha);
+            let mut chi2 = 0.0;
+            for (i, (&c, &pi)) in counts.iter().zip(&p).enumerate() {
+                let expected = pi * m as f64;
+                let sd = (m as f64 * pi * (1.0 - pi)).sqrt();
+                assert!(
+                    (c as f64 - expected).abs() <= 5.0 * sd + 1.0,
+                    "alpha={alpha} rank={} count={c} expected={expected:.1} sd={sd:.1}",
+                    i + 1
+                );
+                chi2 += (c as f64 - expected).powi(2) / expected;
+            }
+            // df = 199: mean 199, sd ~ 20; 320 is ~6 sd out.
+            assert!(chi2 < 320.0, "alpha={alpha} chi2={chi2}");
+        }
+    }
+
+    #[test]
+    fn generation_is_reproducible_and_permuted() {
+        let spec = ZipfSpec {
+            n: 1000,
+            alpha: 1.0,
+            m: 10_000,
+            seed: 3,
+        };
+        let a = generate(&spec).unwrap();
+        let b = generate(&spec).unwrap();
+        assert_eq!(a.records(), b.records());
+        assert_eq!(a.key(0), b.key(0));
+        let c = generate(&ZipfSpec { seed: 4, ..spec }).unwrap();
+        // Different seeds permute ids differently (the chance that 5 top ranks coincide is ~1e-15).
+        assert!((0..5).any(|r| a.key(r) != c.key(r)));
+        // Every id 0..n appears exactly once as a key.
+        let mut ids: Vec<u32> = (0..1000)
+            .map(|r| std::str::from_utf8(a.key(r)).unwrap().parse().unwrap())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..1000).collect::<Vec<u32>>());
     }
 }

@@ -26,13 +26,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dkg_partitioner::dkg::Sketch;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use dkg_partitioner::kafka::topic::TopicSpec;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
@@ -89,40 +87,13 @@ impl ShippedSketch {
     }
 }
 
-/// Make sure the sketches topic exists (compacted, 1 partition). An existing topic is used as it is.
-pub async fn ensure_sketches_topic(
-    admin: &AdminClient<DefaultClientContext>,
-    name: &str,
-    replication: i32,
-) -> Result<(), RunError> {
-    let max_bytes = (MAX_SKETCH_BYTES + 1024 * 1024).to_string();
-    let topic = NewTopic::new(name, 1, TopicReplication::Fixed(replication))
-        .set("cleanup.policy", "compact")
-        .set("max.message.bytes", &max_bytes)
-        // Short segments: only a closed segment is compacted, and readers start from recent offsets anyway.
-        .set("segment.ms", "600000")
-        .set("min.cleanable.dirty.ratio", "0.1");
-    let opts = AdminOptions::new()
-        .request_timeout(Some(Duration::from_secs(10)))
-        .operation_timeout(Some(Duration::from_secs(10)));
-    let results = admin
-        .create_topics([&topic], &opts)
-        .await
-        .map_err(|e| RunError::Kafka {
-            what: format!("creating the sketches topic {name:?}"),
-            source: e,
-        })?;
-    match results.into_iter().next() {
-        Some(Ok(_)) => {
-            tracing::info!(topic = name, "created the sketches topic");
-            Ok(())
-        }
-        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => Ok(()),
-        Some(Err((_, code))) => Err(RunError::Setup(format!(
-            "cannot create the sketches topic {name:?}: {code} (create it by hand: 1 partition, \
-             cleanup.policy=compact)"
-        ))),
-    }
+/// The sketches topic: compacted, 1 partition, room for the largest sketch, short segments (only a
+/// closed segment is compacted, and readers start from recent offsets anyway).
+pub fn sketches_topic_spec(name: &str, replication: i32) -> TopicSpec {
+    TopicSpec::compacted(name, MAX_SKETCH_BYTES + 1024 * 1024)
+        .replication(replication)
+        .config("segment.ms", "600000")
+        .config("min.cleanable.dirty.ratio", "0.1")
 }
 
 /// Ships this instance's windows (plain idempotent producer: a lost or repeated sketch only delays a

@@ -1,4 +1,5 @@
-//! Synthetic Zipf key streams.
+//! The one synthetic workload of the tools: Zipf-distributed keys, shared by `simulate` (its streams),
+//! `loadgen` (the records it produces) and so `demo` (which runs `loadgen`).
 //!
 //! Key of rank `i` (1-based) has probability `p_i = i^-alpha / H(n, alpha)` (Zipf's law, as in the DKG
 //! paper's evaluation). Records are drawn i.i.d. with Walker's alias method in Vose's numerically stable
@@ -7,14 +8,14 @@
 //!
 //! Ranks are mapped to key ids by a random permutation (per seed), and a key's bytes are the decimal
 //! string of its id. Without the permutation the hot keys would be "0", "1", "2", ... and any result
-//! would depend on how murmur2 happens to hash those particular strings.
+//! would depend on how murmur2 happens to hash those particular strings. The permutation and then the
+//! draws come from one ChaCha8 generator seeded with the seed, so a seed fixes the whole key sequence
+//! (simulate's tests and its figures in BENCHMARKS.md depend on this exact stream).
 
 use rand::Rng;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
-
-use super::stream::Stream;
 
 /// Unnormalised Zipf weights `1 / i^alpha` for ranks `i = 1..=n`.
 pub fn zipf_weights(n: u32, alpha: f64) -> Vec<f64> {
@@ -96,34 +97,43 @@ impl AliasTable {
     }
 }
 
-/// Parameters of one synthetic stream.
-#[derive(Clone, Copy, Debug)]
-pub struct ZipfSpec {
-    /// Key universe size.
-    pub n: u32,
-    /// Zipf exponent (>= 0; 0 is uniform).
-    pub alpha: f64,
-    /// Records in the stream.
-    pub m: usize,
-    /// RNG seed: the permutation and the draws are a pure function of it.
-    pub seed: u64,
+/// A seeded Zipf key sequence: a random permutation of the ids `0..n`, then i.i.d. draws of ranks.
+#[derive(Clone, Debug)]
+pub struct ZipfKeys {
+    table: AliasTable,
+    /// `ids[r]`: the id of the key of 0-based rank `r`.
+    ids: Vec<u32>,
+    rng: ChaCha8Rng,
 }
 
-/// Generates the stream: a per-seed random permutation of key ids, then `m` i.i.d. Zipf draws.
-///
-/// Key index `r` in the returned [`Stream`] is the key of rank `r + 1`, so `Stream::counts()[0]` is the
-/// count of the most probable key; its bytes are the decimal string of its permuted id.
-pub fn generate(spec: &ZipfSpec) -> Option<Stream> {
-    let table = AliasTable::new(&zipf_weights(spec.n, spec.alpha))?;
-    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
-    let mut ids: Vec<u32> = (0..spec.n).collect();
-    ids.shuffle(&mut rng);
-    let mut records = Vec::with_capacity(spec.m);
-    for _ in 0..spec.m {
-        records.push(table.sample(&mut rng));
+impl ZipfKeys {
+    /// `n` keys with exponent `alpha` (>= 0; 0 is uniform). `None` if `n` is 0 or the weights are
+    /// unusable (`alpha` not finite).
+    pub fn new(n: u32, alpha: f64, seed: u64) -> Option<Self> {
+        let table = AliasTable::new(&zipf_weights(n, alpha))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut ids: Vec<u32> = (0..n).collect();
+        ids.shuffle(&mut rng);
+        Some(Self { table, ids, rng })
     }
-    let keys = ids.iter().map(|id| id.to_string().into_bytes());
-    Some(Stream::from_parts(keys, records))
+
+    /// The 0-based rank of the next record's key (0 is the most probable key).
+    #[inline]
+    pub fn next_rank(&mut self) -> u32 {
+        self.table.sample(&mut self.rng)
+    }
+
+    /// The id of the next record's key (its bytes are the id in decimal).
+    #[inline]
+    pub fn next_id(&mut self) -> u32 {
+        let rank = self.next_rank();
+        self.ids[rank as usize]
+    }
+
+    /// The ids by rank: `ids()[r]` is the id of the key of 0-based rank `r`.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
 }
 
 #[cfg(test)]
@@ -169,58 +179,21 @@ mod tests {
         }
     }
 
-    /// Empirical frequencies of 4 * 10^5 draws are within 5 standard errors of p_i for every rank, and the
-    /// chi-square statistic is plausible for the degrees of freedom.
     #[test]
-    fn empirical_frequencies_match_zipf() {
-        for &alpha in &[0.5, 1.0, 1.5] {
-            let n = 200;
-            let m = 400_000;
-            let stream = generate(&ZipfSpec {
-                n,
-                alpha,
-                m,
-                seed: 42,
-            })
-            .unwrap();
-            let counts = stream.counts();
-            let p = zipf_probabilities(n, alpha);
-            let mut chi2 = 0.0;
-            for (i, (&c, &pi)) in counts.iter().zip(&p).enumerate() {
-                let expected = pi * m as f64;
-                let sd = (m as f64 * pi * (1.0 - pi)).sqrt();
-                assert!(
-                    (c as f64 - expected).abs() <= 5.0 * sd + 1.0,
-                    "alpha={alpha} rank={} count={c} expected={expected:.1} sd={sd:.1}",
-                    i + 1
-                );
-                chi2 += (c as f64 - expected).powi(2) / expected;
-            }
-            // df = 199: mean 199, sd ~ 20; 320 is ~6 sd out.
-            assert!(chi2 < 320.0, "alpha={alpha} chi2={chi2}");
-        }
-    }
-
-    #[test]
-    fn generation_is_reproducible_and_permuted() {
-        let spec = ZipfSpec {
-            n: 1000,
-            alpha: 1.0,
-            m: 10_000,
-            seed: 3,
-        };
-        let a = generate(&spec).unwrap();
-        let b = generate(&spec).unwrap();
-        assert_eq!(a.records(), b.records());
-        assert_eq!(a.key(0), b.key(0));
-        let c = generate(&ZipfSpec { seed: 4, ..spec }).unwrap();
-        // Different seeds permute ids differently (the chance that 5 top ranks coincide is ~1e-15).
-        assert!((0..5).any(|r| a.key(r) != c.key(r)));
-        // Every id 0..n appears exactly once as a key.
-        let mut ids: Vec<u32> = (0..1000)
-            .map(|r| std::str::from_utf8(a.key(r)).unwrap().parse().unwrap())
-            .collect();
+    fn keys_follow_the_seed_and_permute_every_id() {
+        let mut a = ZipfKeys::new(1000, 1.0, 3).unwrap();
+        let mut b = ZipfKeys::new(1000, 1.0, 3).unwrap();
+        let draws: Vec<u32> = (0..1000).map(|_| a.next_id()).collect();
+        assert_eq!(draws, (0..1000).map(|_| b.next_id()).collect::<Vec<_>>());
+        let mut ids = a.ids().to_vec();
         ids.sort_unstable();
         assert_eq!(ids, (0..1000).collect::<Vec<u32>>());
+        // next_id is the permuted id of next_rank.
+        let mut c = ZipfKeys::new(1000, 1.0, 3).unwrap();
+        let ranks: Vec<u32> = (0..1000).map(|_| c.next_rank()).collect();
+        let via_rank: Vec<u32> = ranks.iter().map(|&r| c.ids()[r as usize]).collect();
+        assert_eq!(via_rank, draws);
+        assert!(ZipfKeys::new(0, 1.0, 3).is_none());
+        assert!(ZipfKeys::new(10, f64::NAN, 3).is_none());
     }
 }

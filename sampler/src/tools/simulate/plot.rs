@@ -15,7 +15,7 @@ use plotters::style::FontStyle;
 use super::algorithms::Algorithm;
 use super::report::Row;
 
-const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+const FONT: &[u8] = include_bytes!("../../../../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 /// Smallest lambda (percent) the log axis shows.
 const FLOOR_PCT: f64 = 0.1;
@@ -73,7 +73,7 @@ pub fn draw(
         .fold(FLOOR_PCT * 10.0, f64::max)
         * 2.0;
     // Slightly below the floor so that the floor's own tick (0.1) is labelled.
-    let y_range = (FLOOR_PCT * 0.8..y_top).log_scale();
+    let y_range = FLOOR_PCT * 0.8..y_top;
 
     // One extra cell holds the legend.
     let cells = ks.len() + 1;
@@ -93,60 +93,88 @@ pub fn draw(
         )
         .map_err(err)?;
     let panels = body.split_evenly((rows_n, cols));
-
     for (panel, &k) in panels.iter().zip(&ks) {
-        let mut chart = ChartBuilder::on(panel)
-            .caption(format!("k = {k} partitions"), (FAMILY, 20))
-            .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x_range.clone(), y_range.clone())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("Zipf α")
-            .y_desc("λ mean (%)")
-            .x_label_formatter(&|x| format!("{x:.1}"))
-            .y_label_formatter(&|y| {
-                if *y >= 1.0 {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y}")
-                }
-            })
-            .label_style((FAMILY, 14))
-            .axis_desc_style((FAMILY, 15))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(err)?;
-        for &algorithm in algorithms {
-            let points: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|r| r.cell.k == k && r.algorithm == algorithm)
-                .filter_map(|r| {
-                    r.cell
-                        .alpha
-                        .map(|a| (a, r.lambda_mean_pct().max(FLOOR_PCT)))
-                })
-                .collect();
-            let (colour, dashed) = style(algorithm);
-            let line = colour.stroke_width(2);
-            if dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, line))
-                    .map_err(err)?;
-            } else {
-                chart
-                    .draw_series(LineSeries::new(points.iter().copied(), line))
-                    .map_err(err)?;
-            }
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                .map_err(err)?;
-        }
+        let ranges = (x_range.clone(), y_range.clone());
+        draw_panel(panel, k, rows, algorithms, ranges)
+            .with_context(|| format!("drawing {}", path.display()))?;
     }
-
     let legend = panels.get(ks.len()).context("legend panel")?;
+    draw_legend(legend, algorithms, subtitle)
+        .with_context(|| format!("drawing {}", path.display()))?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+/// The x range and the (logarithmic) y range of every panel.
+type Ranges = (std::ops::Range<f64>, std::ops::Range<f64>);
+
+fn plot_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
+    anyhow!("{e}")
+}
+
+/// One panel: lambda against alpha for partition count `k`, one line per algorithm.
+fn draw_panel(
+    panel: &Area<'_>,
+    k: u32,
+    rows: &[Row],
+    algorithms: &[Algorithm],
+    (x_range, y_range): Ranges,
+) -> anyhow::Result<()> {
+    let mut chart = ChartBuilder::on(panel)
+        .caption(format!("k = {k} partitions"), (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_range, y_range.log_scale())
+        .map_err(plot_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("Zipf α")
+        .y_desc("λ mean (%)")
+        .x_label_formatter(&|x| format!("{x:.1}"))
+        .y_label_formatter(&|y| {
+            if *y >= 1.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y}")
+            }
+        })
+        .label_style((FAMILY, 14))
+        .axis_desc_style((FAMILY, 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(plot_error)?;
+    for &algorithm in algorithms {
+        let points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.cell.k == k && r.algorithm == algorithm)
+            .filter_map(|r| {
+                r.cell
+                    .alpha
+                    .map(|a| (a, r.lambda_mean_pct().max(FLOOR_PCT)))
+            })
+            .collect();
+        let (colour, dashed) = style(algorithm);
+        let line = colour.stroke_width(2);
+        if dashed {
+            chart
+                .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, line))
+                .map_err(plot_error)?;
+        } else {
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), line))
+                .map_err(plot_error)?;
+        }
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(plot_error)?;
+    }
+    Ok(())
+}
+
+/// The legend cell: one sample line per algorithm, then the run's notes.
+fn draw_legend(legend: &Area<'_>, algorithms: &[Algorithm], subtitle: &str) -> anyhow::Result<()> {
     let mut y = 40;
     for &algorithm in algorithms {
         let (colour, dashed) = style(algorithm);
@@ -156,23 +184,23 @@ pub fn draw(
             for x in (x0..x1).step_by(14) {
                 legend
                     .draw(&PathElement::new(vec![(x, y), ((x + 8).min(x1), y)], line))
-                    .map_err(err)?;
+                    .map_err(plot_error)?;
             }
         } else {
             legend
                 .draw(&PathElement::new(vec![(x0, y), (x1, y)], line))
-                .map_err(err)?;
+                .map_err(plot_error)?;
         }
         legend
             .draw(&Circle::new((90, y), 4, colour.filled()))
-            .map_err(err)?;
+            .map_err(plot_error)?;
         legend
             .draw(&Text::new(
                 algorithm.name(),
                 (135, y - 10),
                 (FAMILY, 20).into_font(),
             ))
-            .map_err(err)?;
+            .map_err(plot_error)?;
         y += 30;
     }
     let notes = subtitle
@@ -181,10 +209,9 @@ pub fn draw(
     for line in notes.flat_map(|l| wrap(l, 60)) {
         legend
             .draw(&Text::new(line, (60, y), (FAMILY, 15).into_font()))
-            .map_err(err)?;
+            .map_err(plot_error)?;
         y += 22;
     }
-    root.present().map_err(err)?;
     Ok(())
 }
 

@@ -1,11 +1,12 @@
 //! `dkg-sampler loadgen`: produce Zipf-skewed keyed records through the DKG producer wrapper (or a
 //! plain rdkafka producer with `--plain`) and report where they landed.
 //!
-//! Keys: rank `r` of a Zipf(`--keys`, `--alpha`) law (rejection-inversion sampling, O(1) per record)
-//! is mapped through a seeded random permutation of `0..keys` to an id, and the key is the id in
-//! decimal. Without the permutation the hottest keys would be "0", "1", ... and the hash placement
-//! would depend on how those particular strings hash. The same `--seed` gives the same key sequence,
-//! so a `--plain` run and a wrapper run are directly comparable.
+//! Keys: the tools' one workload generator ([`super::workload::ZipfKeys`], the same as `simulate`'s):
+//! rank `r` of a Zipf(`--keys`, `--alpha`) law (alias method, O(1) per record) is mapped through a seeded
+//! random permutation of `0..keys` to an id, and the key is the id in decimal. Without the permutation
+//! the hottest keys would be "0", "1", ... and the hash placement would depend on how those particular
+//! strings hash. The same `--seed` gives the same key sequence, so a `--plain` run and a wrapper run are
+//! directly comparable.
 //!
 //! The table at the end counts records per partition from the delivery reports (where the broker
 //! stored them), with each partition's share and the imbalance `max/mean - 1`.
@@ -16,20 +17,17 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use dkg_partitioner::imbalance;
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Zipf};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
+
+use super::workload::ZipfKeys;
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
 #[derive(Debug, Parser)]
@@ -152,6 +150,15 @@ pub enum LoadgenError {
         /// Why.
         reason: String,
     },
+    /// Creating the topic (--create-partitions) failed.
+    #[error("creating topic {topic:?}: {source}")]
+    CreateTopic {
+        /// The topic.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: dkg_partitioner::Error,
+    },
     /// Some records were not delivered.
     #[error("{failed} of {total} records were not delivered; first error: {first}")]
     DeliveryFailed {
@@ -248,10 +255,14 @@ impl Tally {
 }
 
 async fn generate(args: Args) -> Result<(), LoadgenError> {
-    let zipf =
-        Zipf::new(f64::from(args.keys), args.alpha).map_err(|e| LoadgenError::InvalidArgument {
+    // Keys: Zipf rank -> permuted id -> decimal string.
+    let mut zipf =
+        ZipfKeys::new(args.keys, args.alpha, args.seed).ok_or(LoadgenError::InvalidArgument {
             flag: "alpha",
-            reason: e.to_string(),
+            reason: format!(
+                "no Zipf law over {} keys with alpha {}",
+                args.keys, args.alpha
+            ),
         })?;
     let mut user_config = ClientConfig::new();
     user_config.set("bootstrap.servers", &args.bootstrap_servers);
@@ -269,63 +280,99 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
         None => None,
     };
 
-    let sender = if args.plain {
-        let producer: FutureProducer = producer_config(&user_config)
-            .create()
-            .map_err(kafka("creating the producer"))?;
-        Sender::Plain(producer)
-    } else {
-        let producer = DkgProducer::builder(user_config.clone())
-            .control_topic(&args.control_topic)
-            .topics([args.topic.as_str()])
-            .metrics(&registry)
-            .ordering(args.ordering)
-            .build()
-            .await?;
-        match producer.router().assignment(&args.topic) {
-            Some(a) if a.partitions() == partitions => info!(
-                topic = %args.topic,
-                epoch = a.epoch(),
-                "producing through the DKG wrapper with assignment epoch {}", a.epoch()
-            ),
-            Some(a) => info!(
-                topic = %args.topic,
-                epoch = a.epoch(),
-                "the assignment is for {} partitions, the topic has {partitions}: Kafka's default placement",
-                a.partitions()
-            ),
-            None => info!(
-                topic = %args.topic,
-                "no assignment on {}: Kafka's default placement until one is published",
-                args.control_topic
-            ),
-        }
-        Sender::Dkg(producer)
-    };
-
-    // Keys: Zipf rank -> permuted id -> decimal string.
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let mut ids: Vec<u32> = (0..args.keys).collect();
-    ids.shuffle(&mut rng);
-    let payload = vec![b'x'; args.value_bytes];
-
-    let bar = ProgressBar::new(args.count);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} records {per_sec} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-
+    let sender = make_sender(&args, &user_config, &registry, partitions).await?;
+    let bar = progress_bar(args.count);
     let mut tally = Tally {
         per_partition: vec![0; partitions as usize],
         failed: 0,
         first_error: None,
         delivered,
     };
+    let start = Instant::now();
+    produce(&args, &sender, &mut zipf, &mut tally, &bar, start).await?;
+    if let Sender::Dkg(producer) = &sender {
+        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
+        producer.close().await?;
+    }
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+
+    print_report(&args, &tally, elapsed);
+    if tally.failed > 0 {
+        return Err(LoadgenError::DeliveryFailed {
+            failed: tally.failed,
+            total: args.count,
+            first: tally.first_error.unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// The producer: a plain one (`--plain`) or the DKG wrapper, which logs the assignment it starts with.
+async fn make_sender(
+    args: &Args,
+    user_config: &ClientConfig,
+    registry: &prometheus::Registry,
+    partitions: u32,
+) -> Result<Sender, LoadgenError> {
+    if args.plain {
+        let producer: FutureProducer = producer_config(user_config)
+            .create()
+            .map_err(kafka("creating the producer"))?;
+        return Ok(Sender::Plain(producer));
+    }
+    let producer = DkgProducer::builder(user_config.clone())
+        .control_topic(&args.control_topic)
+        .topics([args.topic.as_str()])
+        .metrics(registry)
+        .ordering(args.ordering)
+        .build()
+        .await?;
+    match producer.router().assignment(&args.topic) {
+        Some(a) if a.partitions() == partitions => info!(
+            topic = %args.topic,
+            epoch = a.epoch(),
+            "producing through the DKG wrapper with assignment epoch {}", a.epoch()
+        ),
+        Some(a) => info!(
+            topic = %args.topic,
+            epoch = a.epoch(),
+            "the assignment is for {} partitions, the topic has {partitions}: Kafka's default placement",
+            a.partitions()
+        ),
+        None => info!(
+            topic = %args.topic,
+            "no assignment on {}: Kafka's default placement until one is published",
+            args.control_topic
+        ),
+    }
+    Ok(Sender::Dkg(producer))
+}
+
+fn progress_bar(count: u64) -> ProgressBar {
+    let bar = ProgressBar::new(count);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} records {per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Send `--count` records (paced to `--rate` from `start`), at most `--max-in-flight` awaiting their
+/// delivery report; then flush and settle every report.
+async fn produce(
+    args: &Args,
+    sender: &Sender,
+    zipf: &mut ZipfKeys,
+    tally: &mut Tally,
+    bar: &ProgressBar,
+    start: Instant,
+) -> Result<(), LoadgenError> {
+    let payload = vec![b'x'; args.value_bytes];
     let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
     let max_in_flight = args.max_in_flight as usize;
-    let start = Instant::now();
     let mut key = String::with_capacity(12);
     for i in 0..args.count {
         if let Some(rate) = args.rate {
@@ -337,10 +384,8 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
                 tokio::time::sleep(due - elapsed).await;
             }
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let rank = (zipf.sample(&mut rng) as u32).clamp(1, args.keys) - 1;
         key.clear();
-        let _ = write!(key, "{}", ids[rank as usize]);
+        let _ = write!(key, "{}", zipf.next_id());
         let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
             .key(key.as_bytes())
             .payload(&payload);
@@ -385,21 +430,6 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
         tally.settle(future).await;
         bar.inc(1);
     }
-    if let Sender::Dkg(producer) = &sender {
-        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
-        producer.close().await?;
-    }
-    bar.finish_and_clear();
-    let elapsed = start.elapsed();
-
-    print_report(&args, &tally, elapsed);
-    if tally.failed > 0 {
-        return Err(LoadgenError::DeliveryFailed {
-            failed: tally.failed,
-            total: args.count,
-            first: tally.first_error.unwrap_or_default(),
-        });
-    }
     Ok(())
 }
 
@@ -433,47 +463,16 @@ async fn ensure_topic(args: &Args, config: &ClientConfig) -> Result<u32, Loadgen
             bootstrap: args.bootstrap_servers.clone(),
         });
     };
-    let admin: AdminClient<DefaultClientContext> =
-        config.create().map_err(kafka("creating an admin client"))?;
-    let new_topic = NewTopic::new(
-        &args.topic,
-        i32::try_from(partitions).unwrap_or(i32::MAX),
-        TopicReplication::Fixed(-1),
-    );
-    let results = admin
-        .create_topics(
-            [&new_topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
-        )
-        .await
-        .map_err(kafka(format!("creating topic {:?}", args.topic)))?;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((_, code)) => {
-                return Err(LoadgenError::Kafka {
-                    what: format!("creating topic {:?}", args.topic),
-                    source: KafkaError::AdminOp(code),
-                });
-            }
-        }
-    }
-    info!(topic = %args.topic, partitions, "created the topic");
     // Wait until the metadata shows it, so the first records do not race the creation.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let n = count(&probe)?;
-        if n > 0 {
-            return Ok(n);
-        }
-        if Instant::now() > deadline {
-            return Err(LoadgenError::MissingTopic {
-                topic: args.topic.clone(),
-                bootstrap: args.bootstrap_servers.clone(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let spec = TopicSpec::new(&args.topic, partitions);
+    topic::create_and_wait(config, &spec, Duration::from_secs(30))
+        .await
+        .map_err(|source| LoadgenError::CreateTopic {
+            topic: args.topic.clone(),
+            source,
+        })?;
+    info!(topic = %args.topic, partitions, "created the topic");
+    count(&probe)
 }
 
 fn print_report(args: &Args, tally: &Tally, elapsed: Duration) {

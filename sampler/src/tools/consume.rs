@@ -201,12 +201,6 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
         .group_id
         .clone()
         .unwrap_or_else(|| format!("dkg-consume.{}", args.topic));
-    let prefix = args.member_prefix.clone().unwrap_or_else(|| {
-        std::env::var("HOSTNAME")
-            .ok()
-            .filter(|h| !h.trim().is_empty())
-            .unwrap_or_else(|| format!("consume-{}", std::process::id()))
-    });
     let registry = prometheus::Registry::new();
     let total = Arc::new(AtomicU64::new(0));
     let health = Arc::new(Health {
@@ -217,22 +211,96 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
         owned: Mutex::new(BTreeMap::new()),
     });
     if let Some(addr) = args.metrics_addr {
-        let h = Arc::clone(&health);
-        let routes = axum::Router::new().route(
-            "/healthz",
-            axum::routing::get(move || {
-                let h = Arc::clone(&h);
-                async move { h.response() }
-            }),
-        );
-        crate::serve::serve_metrics(addr, registry.clone(), routes)
-            .await
-            .map_err(|source| ConsumeError::Listen { addr, source })?;
+        serve(addr, &registry, &health).await?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     crate::shutdown::spawn_signal_handler(stop_tx.clone(), "closing the members");
 
-    // Members join concurrently: a group of N waits for one rebalance round, not N in turn.
+    let consumers = build_members(&args, &group, &registry).await?;
+    #[allow(clippy::cast_precision_loss)]
+    let capacity = match args.work_us {
+        0 => "no simulated cost".to_owned(),
+        us => format!(
+            "each member processes at most {:.0} records/s",
+            1e6 / us as f64
+        ),
+    };
+    info!(
+        topic = %args.topic,
+        group = %group,
+        members = args.members,
+        work_us = args.work_us,
+        "consuming; {capacity}"
+    );
+    health.state.store(RUNNING, Ordering::Release);
+
+    let start = Instant::now();
+    if let Some(secs) = args.duration_secs {
+        let stop = stop_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            let _ = stop.send(true);
+        });
+    }
+    let member = Member {
+        health: Arc::clone(&health),
+        work: Work::new(Duration::from_micros(args.work_us)),
+        total,
+        limit: args.count,
+        stop_tx,
+        stop: stop_rx,
+    };
+    let reports = run_members(consumers, &member).await;
+    let elapsed = start.elapsed();
+    print!("{}", summary(&args, &group, &reports, elapsed));
+
+    let failed: Vec<&String> = reports
+        .iter()
+        .filter_map(|r| r.close.as_ref().err())
+        .collect();
+    if let Some(first) = failed.first() {
+        return Err(ConsumeError::Close {
+            failed: failed.len(),
+            members: reports.len(),
+            first: (*first).clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Serve the members' metrics and `/healthz` at `addr` for the rest of the run.
+async fn serve(
+    addr: SocketAddr,
+    registry: &prometheus::Registry,
+    health: &Arc<Health>,
+) -> Result<(), ConsumeError> {
+    let h = Arc::clone(health);
+    let routes = axum::Router::new().route(
+        "/healthz",
+        axum::routing::get(move || {
+            let h = Arc::clone(&h);
+            async move { h.response() }
+        }),
+    );
+    crate::serve::serve_metrics(addr, registry.clone(), routes)
+        .await
+        .map(drop)
+        .map_err(|source| ConsumeError::Listen { addr, source })
+}
+
+/// Build the `--members` consumers. They join concurrently: a group of N waits for one rebalance
+/// round, not N in turn. If one fails, the others are closed and its error returned.
+async fn build_members(
+    args: &Args,
+    group: &str,
+    registry: &prometheus::Registry,
+) -> Result<Vec<DkgConsumer>, ConsumeError> {
+    let prefix = args.member_prefix.clone().unwrap_or_else(|| {
+        std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.trim().is_empty())
+            .unwrap_or_else(|| format!("consume-{}", std::process::id()))
+    });
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", &args.bootstrap_servers)
@@ -244,10 +312,10 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
         member_config.set("client.id", &name);
         let builder = DkgConsumer::builder(member_config)
             .topic(&args.topic)
-            .group(&group)
+            .group(group)
             .control_topic(&args.control_topic)
             .member(&name)
-            .metrics(&registry);
+            .metrics(registry);
         builds.push(tokio::spawn(async move {
             builder.build().await.map_err(|source| ConsumeError::Build {
                 member: name,
@@ -274,83 +342,39 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
         }
         return Err(e);
     }
-    #[allow(clippy::cast_precision_loss)]
-    let capacity = match args.work_us {
-        0 => "no simulated cost".to_owned(),
-        us => format!(
-            "each member processes at most {:.0} records/s",
-            1e6 / us as f64
-        ),
-    };
-    info!(
-        topic = %args.topic,
-        group = %group,
-        members = args.members,
-        work_us = args.work_us,
-        "consuming; {capacity}"
-    );
-    health.state.store(RUNNING, Ordering::Release);
+    Ok(consumers)
+}
 
-    let start = Instant::now();
-    if let Some(secs) = args.duration_secs {
-        let stop = stop_tx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(secs)).await;
-            let _ = stop.send(true);
-        });
-    }
-    let work = Duration::from_micros(args.work_us);
+/// Run every consumer as a member like `template` until the stop fires (count, duration or signal);
+/// each then closes. Their reports (a failed task stops the others and has none).
+async fn run_members(consumers: Vec<DkgConsumer>, template: &Member) -> Vec<MemberReport> {
     let tasks: Vec<_> = consumers
         .into_iter()
-        .map(|c| {
-            let member = Member {
-                health: Arc::clone(&health),
-                work: Work::new(work),
-                total: Arc::clone(&total),
-                limit: args.count,
-                stop_tx: stop_tx.clone(),
-                stop: stop_rx.clone(),
-            };
-            tokio::spawn(member.run(c))
-        })
+        .map(|c| tokio::spawn(template.clone().run(c)))
         .collect();
     {
-        let health = Arc::clone(&health);
-        let mut stop = stop_rx.clone();
+        let health = Arc::clone(&template.health);
+        let mut stop = template.stop.clone();
         tokio::spawn(async move {
             let _ = stop.wait_for(|s| *s).await;
             health.state.store(STOPPING, Ordering::Release);
         });
     }
-    // Members return only once the stop fired (count, duration or signal): each then closes.
     let mut reports = Vec::new();
     for t in tasks {
         match t.await {
             Ok(r) => reports.push(r),
             Err(e) => {
                 warn!("a member task failed: {e}");
-                let _ = stop_tx.send(true);
+                let _ = template.stop_tx.send(true);
             }
         }
     }
-    let elapsed = start.elapsed();
-    print!("{}", summary(&args, &group, &reports, elapsed));
-
-    let failed: Vec<&String> = reports
-        .iter()
-        .filter_map(|r| r.close.as_ref().err())
-        .collect();
-    if let Some(first) = failed.first() {
-        return Err(ConsumeError::Close {
-            failed: failed.len(),
-            members: reports.len(),
-            first: (*first).clone(),
-        });
-    }
-    Ok(())
+    reports
 }
 
 /// One group member's loop.
+#[derive(Clone)]
 struct Member {
     health: Arc<Health>,
     work: Work,
@@ -423,7 +447,7 @@ impl Member {
 
 /// The simulated processing cost of one member (see the module docs): a debt in nanoseconds,
 /// paid by sleeping in quanta.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Work {
     per_record_ns: i128,
     /// Owed wait minus credit from oversleeping (negative = credit).

@@ -19,7 +19,6 @@ mod algorithms;
 mod plot;
 mod report;
 mod stream;
-mod zipf;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -36,7 +35,7 @@ pub use algorithms::{Algorithm, DkgOverrides, ThetaRule};
 use algorithms::{Outcome, Prepared, bound, dkg_config};
 use report::{Cell, Row};
 use stream::Stream;
-use zipf::ZipfSpec;
+use stream::ZipfSpec;
 
 /// Arguments of `dkg-sampler simulate`.
 #[derive(Debug, clap::Args)]
@@ -312,7 +311,7 @@ impl Plan {
                     m: self.m,
                     seed: self.rng_seed.wrapping_add(seed as u64),
                 };
-                let stream = zipf::generate(&spec)
+                let stream = stream::generate(&spec)
                     .with_context(|| format!("cannot build a Zipf distribution for {spec:?}"))?;
                 self.evaluate(&stream, source, seed, 0..self.ks.len())
             }

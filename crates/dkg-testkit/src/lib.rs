@@ -1,0 +1,17 @@
+//! Helpers shared by the integration tests and benches of `dkg-partitioner` and `dkg-sampler`, so each
+//! is written once:
+//!
+//! - [`broker`] (feature `kafka`): the real single-node broker that `scripts/kafka start` runs. A
+//!   missing broker FAILS the test with a clear message ([`broker::bootstrap`] panics); nothing here
+//!   skips. Unique topic names, topic creation through the partitioner's topic layer.
+//! - [`fixtures`]: valid `Assignment`s and their parts for tests.
+//! - [`process`]: child processes with their output in a log file (printed when a test fails), free
+//!   local ports, a minimal HTTP GET, polling with a deadline.
+//!
+//! Test-only (`publish = false`): the helpers panic instead of returning errors, which is what a test
+//! wants.
+
+#[cfg(feature = "kafka")]
+pub mod broker;
+pub mod fixtures;
+pub mod process;

@@ -1,0 +1,887 @@
+//! One interval of the sidecar, in four stages:
+//!
+//! 1. **measure** ([`Driver::measure`]): re-read the partition count, take the consumer's snapshot of the
+//!    window, count what this member consumed and on which partitions;
+//! 2. **merge** ([`Driver::merge`]): ship this member's window to its peers; the leader (the owner of
+//!    partition 0, or a standalone `--once` / `--dry-run`) merges the fresh peers' windows into the
+//!    topic-wide view and checks that every partition is covered;
+//! 3. **decide** ([`Driver::decide`]): take the transactional id, choose the next epoch, build a fresh
+//!    assignment and let the hysteresis of [`super::decide`] compare it with the current one;
+//! 4. **publish** ([`Driver::publish`]): commit it (a transaction on the control topic) or, with
+//!    `--dry-run`, only serve it.
+//!
+//! Each stage returns `Ok(None)` to end the interval early (nothing to do, or not this member's job) and
+//! `Err(RunError::Once(..))` where `--once` must fail. The arithmetic of the stages is in pure functions
+//! at the end of the file, with unit tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dkg_partitioner::assignment::Assignment;
+use dkg_partitioner::dkg::{Build, Sketch, imbalance};
+use rdkafka::admin::AdminClient;
+use rdkafka::client::DefaultClientContext;
+use tokio::sync::watch;
+
+use super::cluster::{self, MergedView, Peers, ShippedSketch, Shipper};
+use super::decide::{self, Current, Decision, PublishReason, Situation};
+use super::http::HttpState;
+use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
+use super::metrics::SamplerMetrics;
+use super::publish::{ControlView, PublishFailure, Publisher, PublisherState};
+use super::settings::Settings;
+use super::startup::{TopicProblem, topic_partitions};
+use super::window::IntervalSnapshot;
+use super::{RunError, now_ms};
+
+/// The clients the driver works with (made by [`super::startup`]).
+pub(super) struct Clients {
+    pub admin: Arc<AdminClient<DefaultClientContext>>,
+    pub consumer: ConsumerHandle,
+    pub shared: Arc<Shared>,
+    pub control: ControlView,
+    pub peers: Arc<Peers>,
+    /// Sampler groups only.
+    pub shipper: Option<Shipper>,
+    pub publisher: Publisher,
+}
+
+/// The per-interval logic.
+pub(super) struct Driver<'a> {
+    s: &'a Settings,
+    http: Arc<HttpState>,
+    io: Clients,
+    /// The partition count the window learns for.
+    partitions: u32,
+    /// Decayed per-partition record counts (leader's view), for the share gauges.
+    partition_window: BTreeMap<u32, f64>,
+    /// The partition count changed: restart the window once the group consumes every partition.
+    awaiting_coverage: bool,
+    /// The control topic was read to its end since this instance took the transactional id.
+    caught_up: bool,
+    /// "Partitions not consumed" was logged for the current gap.
+    uncovered_logged: bool,
+    /// `--dry-run`: what it would have published last.
+    dry_current: Option<Arc<Assignment>>,
+    last_published: u64,
+    publishes: u64,
+    intervals: u64,
+}
+
+/// How an interval ended.
+pub(super) enum Tick {
+    Continue,
+    /// `--once` is done.
+    Done,
+}
+
+/// What this member measured in the interval.
+struct Measured {
+    snap: IntervalSnapshot,
+    /// When the interval ended (unix millis).
+    now: u64,
+    /// Length of the interval in seconds (at least 1 ms).
+    elapsed: f64,
+    ownership: Ownership,
+    /// The partitions this member reports on.
+    owned: Vec<u32>,
+    /// Records per second on each owned (or observed) partition.
+    own_rates: BTreeMap<u32, f64>,
+}
+
+/// A fresh assignment the hysteresis chose to publish.
+struct Plan {
+    build: Build,
+    epoch: u64,
+    reason: PublishReason,
+    fresh_imbalance: f64,
+    /// This instance holds the transactional id (always false with `--dry-run`, which needs none).
+    may_publish: bool,
+}
+
+/// `--once` fails with `message`; otherwise the interval just ends.
+fn end_or_fail<T>(once: bool, message: impl FnOnce() -> String) -> Result<Option<T>, RunError> {
+    if once {
+        Err(RunError::Once(message()))
+    } else {
+        Ok(None)
+    }
+}
+
+impl<'a> Driver<'a> {
+    pub(super) fn new(
+        s: &'a Settings,
+        http: Arc<HttpState>,
+        clients: Clients,
+        partitions: u32,
+        dry_current: Option<Arc<Assignment>>,
+    ) -> Self {
+        Self {
+            s,
+            http,
+            io: clients,
+            partitions,
+            partition_window: BTreeMap::new(),
+            awaiting_coverage: false,
+            caught_up: false,
+            uncovered_logged: false,
+            dry_current,
+            last_published: 0,
+            publishes: 0,
+            intervals: 0,
+        }
+    }
+
+    /// This member's shipper (sampler groups), to retract its sketch at shutdown.
+    pub(super) fn shipper(&self) -> Option<&Shipper> {
+        self.io.shipper.as_ref()
+    }
+
+    fn metrics(&self) -> &SamplerMetrics {
+        &self.http.metrics
+    }
+
+    fn topic(&self) -> &'a str {
+        &self.s.args.cluster.topic
+    }
+
+    fn once(&self) -> bool {
+        self.s.args.once
+    }
+
+    /// The current assignment: the control topic's, or with `--dry-run` what it would have published.
+    fn current(&self, control: Option<Arc<Assignment>>) -> Option<Arc<Assignment>> {
+        if self.s.args.dry_run {
+            self.dry_current.clone()
+        } else {
+            control
+        }
+    }
+
+    fn show_publisher_state(&self) {
+        let state = self.io.publisher.state().as_str();
+        self.http.update_health(|h| h.publisher = state);
+    }
+
+    async fn snapshot(&self) -> Result<IntervalSnapshot, RunError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if !self.io.consumer.send(Command::Snapshot {
+            decay: self.s.args.decay,
+            reply: tx,
+        }) {
+            return Err(RunError::Setup("the consumer thread stopped".into()));
+        }
+        match tokio::time::timeout(Duration::from_secs(30), rx).await {
+            Ok(Ok(snap)) => Ok(snap),
+            Ok(Err(_)) => Err(RunError::Setup("the consumer thread stopped".into())),
+            Err(_) => Err(RunError::Setup(
+                "the consumer thread did not answer within 30 s".into(),
+            )),
+        }
+    }
+
+    /// Run intervals until `stop` fires (or `--once` is done).
+    pub(super) async fn run(&mut self, stop: &mut watch::Receiver<bool>) -> Result<(), RunError> {
+        // The first interval starts when the group has given us partitions, so it is a full interval.
+        let waited = Instant::now();
+        let mut warned = false;
+        while self.io.shared.ownership().generation == 0 {
+            if *stop.borrow() {
+                return Ok(());
+            }
+            if !warned && waited.elapsed() > Duration::from_secs(30) {
+                tracing::warn!(group_id = %self.s.group_id, "no partitions assigned after 30 s; still waiting for the consumer group");
+                warned = true;
+            }
+            self.http.update_health(|h| {
+                h.state = "waiting";
+                h.message = Some("joining the consumer group".into());
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = stop.wait_for(|s| *s) => return Ok(()),
+            }
+        }
+        let _ = self.snapshot().await?; // discard: start the first interval now
+        self.http.update_health(|h| {
+            h.state = "running";
+            h.message = None;
+            h.partitions = self.partitions;
+        });
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.s.interval,
+            self.s.interval,
+        );
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = stop.wait_for(|s| *s) => return Ok(()),
+            }
+            let outcome = self.tick().await;
+            self.show_publisher_state();
+            match outcome {
+                Ok(Tick::Continue) => {}
+                Ok(Tick::Done) => return Ok(()),
+                Err(e @ RunError::Once(_)) => return Err(e),
+                Err(e) => {
+                    tracing::warn!("interval skipped: {e}");
+                    self.http.update_health(|h| h.message = Some(e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// One interval: measure -> merge -> decide -> publish.
+    async fn tick(&mut self) -> Result<Tick, RunError> {
+        let Some(measured) = self.measure().await? else {
+            return Ok(Tick::Continue);
+        };
+        let Some(view) = self.merge(&measured).await? else {
+            return Ok(Tick::Continue);
+        };
+        let Some(plan) = self.decide(&measured, &view).await? else {
+            return Ok(Tick::Continue);
+        };
+        self.publish(&measured, plan).await
+    }
+
+    /// Stage 1: the partition count, the consumer's snapshot and this member's own observations.
+    async fn measure(&mut self) -> Result<Option<Measured>, RunError> {
+        let topic = self.topic();
+        // Re-read the partition count; on a change the old window says nothing about the new placement.
+        match topic_partitions(&self.io.admin, topic).await {
+            Ok(k) if k != self.partitions => {
+                tracing::warn!(topic = %topic, from = self.partitions, to = k, "partition count changed: starting a new window");
+                self.io.consumer.send(Command::Reset { partitions: k });
+                self.partitions = k;
+                self.partition_window.clear();
+                self.awaiting_coverage = true;
+                self.http.update_health(|h| h.partitions = k);
+                return Ok(None);
+            }
+            Ok(_) => {}
+            Err(TopicProblem::Missing) => {
+                tracing::warn!(topic = %topic, "topic no longer exists; waiting for it");
+                return Ok(None);
+            }
+            Err(TopicProblem::Unreachable(e) | TopicProblem::Other(e)) => {
+                tracing::warn!(topic = %topic, "cannot read the topic's metadata ({e}); deciding on the known partition count");
+            }
+        }
+        let snap = self.snapshot().await?;
+        if snap.window.partitions() != self.partitions {
+            // A reset is still in flight.
+            return Ok(None);
+        }
+        self.intervals += 1;
+        let m = self.metrics();
+        m.records_consumed
+            .with_label_values(&[topic])
+            .inc_by(snap.consumed);
+        m.records_sampled
+            .with_label_values(&[topic])
+            .inc_by(snap.sampled);
+        let lag: Vec<(u32, f64)> = self
+            .io
+            .shared
+            .lag()
+            .into_iter()
+            .map(|(p, l)| (p, l as f64))
+            .collect();
+        m.set_per_partition(&m.consumer_lag, &lag);
+        if snap.keyless > 0 {
+            tracing::debug!(topic = %topic, keyless = snap.keyless, "keyless records (counted as load, not learned)");
+        }
+
+        let ownership = self.io.shared.ownership();
+        let elapsed = snap.elapsed.as_secs_f64().max(1e-3);
+        let owned = owned_partitions(self.s.standalone, &ownership.partitions, self.partitions);
+        let own_rates = partition_rates(&owned, &snap.partition_counts, elapsed);
+        Ok(Some(Measured {
+            snap,
+            now: now_ms(),
+            elapsed,
+            ownership,
+            owned,
+            own_rates,
+        }))
+    }
+
+    /// Stage 2: ship this member's window; on the leader, the topic-wide view once every partition is
+    /// covered by a fresh member.
+    async fn merge(&mut self, me: &Measured) -> Result<Option<MergedView>, RunError> {
+        self.ship(me).await;
+        if !self.announce_role(me) {
+            return Ok(None);
+        }
+        let fresh_peers =
+            self.io
+                .peers
+                .fresh(&self.s.group_id, self.partitions, &self.s.member_id, me.now);
+        let view = cluster::merge_view(
+            &me.snap.window,
+            me.snap.window_samples,
+            &me.own_rates,
+            me.now,
+            &fresh_peers,
+        );
+        self.observe_metrics(&view.window, &view.partition_rates, me.elapsed);
+        self.http.update_health(|h| h.members = view.members);
+
+        // Decide only on data from every partition: after a partition-count change the group needs a
+        // metadata refresh and a rebalance to consume the new partitions, and a member that died without
+        // leaving holds its partitions until its session times out.
+        let topic = self.topic();
+        let missing = uncovered(
+            self.partitions,
+            &me.ownership.partitions,
+            fresh_peers.iter().map(|p| p.owned.as_slice()),
+        );
+        if !missing.is_empty() {
+            if !self.uncovered_logged {
+                tracing::info!(topic = %topic, uncovered = ?missing, "not deciding: no fresh member consumes these partitions yet");
+                self.uncovered_logged = true;
+            }
+            return Ok(None);
+        }
+        self.uncovered_logged = false;
+        if self.awaiting_coverage {
+            tracing::info!(topic = %topic, partitions = self.partitions, "every partition is consumed again: starting a clean window");
+            self.awaiting_coverage = false;
+            self.io.consumer.send(Command::Reset {
+                partitions: self.partitions,
+            });
+            return Ok(None);
+        }
+        Ok(Some(view))
+    }
+
+    /// Ship this member's window and rates to the sketches topic (sampler groups only).
+    async fn ship(&self, me: &Measured) {
+        let Some(shipper) = &self.io.shipper else {
+            return;
+        };
+        let doc = ShippedSketch {
+            format: cluster::SKETCH_FORMAT.into(),
+            version: cluster::SKETCH_VERSION,
+            topic: self.topic().to_owned(),
+            group_id: self.s.group_id.clone(),
+            member_id: self.s.member_id.clone(),
+            created_at_ms: me.now,
+            interval_ms: u64::try_from(self.s.interval.as_millis()).unwrap_or(u64::MAX),
+            owned: me.owned.clone(),
+            partition_rates: me.own_rates.clone(),
+            window_samples: me.snap.window_samples,
+            sketch: me.snap.window.clone(),
+        };
+        if let Err(e) = shipper.ship(&doc, Duration::from_secs(10)).await {
+            tracing::warn!("could not ship this member's window: {e}");
+        }
+    }
+
+    /// Report this member's role, epoch and ownership; `false` (after stepping down) unless it leads.
+    fn announce_role(&mut self, me: &Measured) -> bool {
+        let topic = self.topic();
+        let current = self.current(self.io.control.state().current);
+        let epoch_now = current.as_ref().map_or(0, |a| a.epoch());
+        let m = self.metrics().clone();
+        m.epoch.with_label_values(&[topic]).set(epoch_now as f64);
+        let leader = self.s.standalone || me.ownership.owns_partition_zero();
+        let consumer_error = self
+            .io
+            .shared
+            .last_error()
+            .map(|e| format!("consumer: {e}"));
+        let intervals = self.intervals;
+        self.http.update_health(|h| {
+            h.owned = me.owned.clone();
+            h.intervals = intervals;
+            h.last_interval_ms = me.now;
+            h.epoch = epoch_now;
+            h.role = if leader { "leader" } else { "member" };
+            h.message = consumer_error;
+        });
+        self.serve_assignment(current.as_deref());
+        if !leader {
+            m.clear_global();
+            self.io.publisher.deactivate();
+            let publisher = self.io.publisher.state().as_str();
+            self.http.update_health(|h| {
+                h.publisher = publisher;
+                h.members = 0;
+            });
+        }
+        leader
+    }
+
+    /// Stage 3: whether to publish a fresh assignment, and which one.
+    async fn decide(&mut self, me: &Measured, view: &MergedView) -> Result<Option<Plan>, RunError> {
+        let topic = self.topic();
+        let m = self.metrics().clone();
+        if view.window.total() == 0 {
+            m.predicted_imbalance.reset();
+            return end_or_fail(self.once(), || {
+                format!(
+                    "no keyed records in the interval of {:.1} s on topic {topic:?}; nothing published",
+                    me.elapsed
+                )
+            });
+        }
+        if self.once() && view.window_samples < self.s.policy.min_samples as f64 {
+            // Before taking the transactional id: a failed --once must not fence a running sampler.
+            return Err(RunError::Once(format!(
+                "only {:.0} sampled records in the interval (--min-samples {}); nothing published",
+                view.window_samples, self.s.policy.min_samples
+            )));
+        }
+        let Some((may_publish, control_max_epoch, control_current)) =
+            self.take_publisher(me.ownership.generation).await
+        else {
+            return Ok(None);
+        };
+        let current = self.current(control_current);
+        let epoch = next_epoch(
+            control_max_epoch,
+            self.last_published,
+            current.as_ref().map_or(0, |a| a.epoch()),
+        );
+        let window = &view.window;
+        let build = window
+            .build(topic, epoch, me.now, current.as_deref())
+            .map_err(|e| RunError::Setup(format!("building an assignment: {e}")))?;
+        let fresh_imbalance = window
+            .predict(&build.assignment)
+            .map_or(build.predicted_imbalance, |l| imbalance(&l));
+        let current_state = current_state(current.as_deref(), self.partitions, window);
+        self.show_predictions(window, &build, fresh_imbalance, current_state);
+
+        let decision = decide::decide(
+            &self.s.policy,
+            &Situation {
+                partitions: self.partitions,
+                window_samples: view.window_samples,
+                current: current_state,
+                fresh_imbalance,
+                force: self.once(),
+            },
+        );
+        match decision {
+            Decision::Keep(reason) => {
+                let epoch_now = current.as_ref().map_or(0, |a| a.epoch());
+                tracing::info!(topic = %topic, epoch = epoch_now, "keeping the current assignment: {reason}");
+                end_or_fail(self.once(), || format!("{reason}; nothing published"))
+            }
+            Decision::Publish(reason) => Ok(Some(Plan {
+                build,
+                epoch,
+                reason,
+                fresh_imbalance,
+                may_publish,
+            })),
+        }
+    }
+
+    /// Hold the transactional id before choosing an epoch (see publish.rs): once after taking it, read
+    /// the control topic to its end; afterwards no one else can commit, and the live view suffices.
+    /// Returns whether this instance may publish, with the control topic's max epoch and current
+    /// assignment; `None` ends the interval (the catch-up failed).
+    async fn take_publisher(
+        &mut self,
+        generation: u64,
+    ) -> Option<(bool, u64, Option<Arc<Assignment>>)> {
+        let was_active = self.io.publisher.state() == PublisherState::Active;
+        let may_publish = match self.io.publisher.activate(generation).await {
+            Ok(ok) => ok,
+            Err(e) => {
+                tracing::warn!("cannot become the publisher this interval: {e}");
+                false
+            }
+        };
+        if may_publish && !was_active {
+            self.caught_up = false;
+        }
+        let control = if may_publish && !self.caught_up {
+            match self.io.control.catch_up().await {
+                Ok(c) => {
+                    self.caught_up = true;
+                    c
+                }
+                Err(e) => {
+                    tracing::warn!("{e}; not publishing this interval");
+                    return None;
+                }
+            }
+        } else {
+            self.io.control.state()
+        };
+        Some((may_publish, control.max_epoch, control.current))
+    }
+
+    /// The predicted-imbalance and heavy-hitter gauges of this interval's candidates.
+    fn show_predictions(&self, window: &Sketch, build: &Build, fresh: f64, current: Current) {
+        let m = self.metrics();
+        let topic = self.topic();
+        let placement =
+            |p: &str, v: f64| m.predicted_imbalance.with_label_values(&[topic, p]).set(v);
+        placement("hash", imbalance(&window.predict_hash()));
+        placement("fresh", fresh);
+        match current {
+            Current::Predicted { imbalance } => placement("current", imbalance),
+            _ => {
+                let _ = m
+                    .predicted_imbalance
+                    .remove_label_values(&[topic, "current"]);
+            }
+        }
+        m.heavy_hitters
+            .with_label_values(&[topic])
+            .set(build.heavy_hitters as f64);
+    }
+
+    /// Stage 4: commit the plan to the control topic (with `--dry-run`: only serve it).
+    async fn publish(&mut self, me: &Measured, plan: Plan) -> Result<Tick, RunError> {
+        let topic = self.topic();
+        let Plan {
+            build,
+            epoch,
+            reason,
+            fresh_imbalance,
+            may_publish,
+        } = plan;
+        if !may_publish && !self.s.args.dry_run {
+            tracing::warn!(
+                topic = %topic,
+                publisher = self.io.publisher.state().as_str(),
+                "would publish epoch {epoch} ({reason}) but this instance does not hold the transactional id {:?}",
+                self.io.publisher.transactional_id()
+            );
+            self.show_publisher_state();
+            return end_or_fail(self.once(), || {
+                "not allowed to publish (fenced or no transactional id)".into()
+            })
+            .map(|_: Option<()>| Tick::Continue);
+        }
+        let assignment = Arc::new(build.assignment);
+        if self.s.args.dry_run {
+            tracing::info!(topic = %topic, epoch, moved = build.moved_share, "dry run: would publish ({reason})");
+            self.dry_current = Some(Arc::clone(&assignment));
+        } else {
+            let failure = match self
+                .io
+                .publisher
+                .publish(&assignment, me.ownership.generation)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(
+                        topic = %topic,
+                        epoch,
+                        heavy_hitters = build.heavy_hitters,
+                        moved_share = build.moved_share,
+                        predicted_imbalance = fresh_imbalance,
+                        "published a new assignment ({reason})"
+                    );
+                    self.io.control.note_published(Arc::clone(&assignment));
+                    None
+                }
+                Err(PublishFailure::Fenced) => Some("fenced by another instance".to_owned()),
+                Err(PublishFailure::Retry(e)) => {
+                    tracing::warn!(topic = %topic, "publishing epoch {epoch} failed ({e}); retrying next interval");
+                    Some(format!("publishing failed: {e}"))
+                }
+            };
+            if let Some(failure) = failure {
+                self.show_publisher_state();
+                return end_or_fail(self.once(), || failure).map(|_: Option<()>| Tick::Continue);
+            }
+        }
+        self.last_published = epoch;
+        self.publishes += 1;
+        let m = self.metrics();
+        m.publishes.with_label_values(&[topic]).inc();
+        m.moved_share
+            .with_label_values(&[topic])
+            .set(build.moved_share);
+        m.epoch.with_label_values(&[topic]).set(epoch as f64);
+        self.serve_assignment(Some(&assignment));
+        let publishes = self.publishes;
+        let publisher = self.io.publisher.state().as_str();
+        self.http.update_health(|h| {
+            h.epoch = epoch;
+            h.publishes = publishes;
+            h.publisher = publisher;
+        });
+        Ok(if self.once() {
+            Tick::Done
+        } else {
+            Tick::Continue
+        })
+    }
+
+    fn serve_assignment(&self, a: Option<&Assignment>) {
+        self.http.set_assignment(a.map(Assignment::to_json));
+    }
+
+    /// Observed and window metrics of the topic-wide view.
+    fn observe_metrics(&mut self, window: &Sketch, rates: &BTreeMap<u32, f64>, elapsed: f64) {
+        let m = self.metrics().clone();
+        let topic = m.topic();
+        let k = self.partitions;
+        let rate_vec: Vec<(u32, f64)> = rates
+            .iter()
+            .filter(|(p, _)| **p < k)
+            .map(|(&p, &r)| (p, r))
+            .collect();
+        m.set_per_partition(&m.partition_rate, &rate_vec);
+        // Observed imbalance over the partitions someone reported (all of them once the group is stable).
+        let loads: Vec<f64> = rate_vec.iter().map(|(_, r)| *r).collect();
+        m.observed_imbalance
+            .with_label_values(&[topic])
+            .set(imbalance(&loads));
+        let shares = decay_window_shares(
+            &mut self.partition_window,
+            &rate_vec,
+            elapsed,
+            self.s.args.decay,
+            k,
+        );
+        m.set_per_partition(&m.partition_share, &shares);
+        m.set_top_keys(&top_key_shares(window, usize::from(self.s.args.top_n)));
+        m.bound
+            .with_label_values(&[topic])
+            .set(key_grouping_bound(window, k));
+    }
+}
+
+/// The partitions a member reports on: its own, or every partition for a standalone instance that has
+/// not been assigned any (yet).
+fn owned_partitions(standalone: bool, assigned: &BTreeSet<u32>, partitions: u32) -> Vec<u32> {
+    if standalone && assigned.is_empty() {
+        (0..partitions).collect()
+    } else {
+        assigned.iter().copied().collect()
+    }
+}
+
+/// Records per second per partition: every owned partition (0 when idle) and every partition that
+/// delivered records in the interval (`counts[p]` over `elapsed` seconds).
+fn partition_rates(owned: &[u32], counts: &[u64], elapsed: f64) -> BTreeMap<u32, f64> {
+    let mut rates: BTreeMap<u32, f64> = owned.iter().map(|&p| (p, 0.0)).collect();
+    for (p, &c) in counts.iter().enumerate() {
+        if c > 0 || rates.contains_key(&(p as u32)) {
+            rates.insert(p as u32, c as f64 / elapsed);
+        }
+    }
+    rates
+}
+
+/// Partitions in `0..partitions` that neither this member nor a fresh peer consumes.
+fn uncovered<'p>(
+    partitions: u32,
+    own: &BTreeSet<u32>,
+    peers: impl Iterator<Item = &'p [u32]>,
+) -> Vec<u32> {
+    let mut covered = own.clone();
+    for owned in peers {
+        covered.extend(owned.iter().copied());
+    }
+    (0..partitions).filter(|p| !covered.contains(p)).collect()
+}
+
+/// The next epoch: above everything on the control topic, everything this instance published and the
+/// current assignment.
+fn next_epoch(control_max: u64, last_published: u64, current: u64) -> u64 {
+    control_max.max(last_published).max(current) + 1
+}
+
+/// What the window says about the current assignment.
+fn current_state(current: Option<&Assignment>, partitions: u32, window: &Sketch) -> Current {
+    match current {
+        None => Current::None,
+        Some(a) if a.partitions() != partitions => Current::OtherPartitionCount {
+            partitions: a.partitions(),
+        },
+        Some(a) => match window.predict(a) {
+            Some(loads) => Current::Predicted {
+                imbalance: imbalance(&loads),
+            },
+            None => Current::Unpredictable,
+        },
+    }
+}
+
+/// Decay the per-partition record counts like the sketch, add this interval's, drop partitions `>= k`;
+/// each partition's share of the total.
+fn decay_window_shares(
+    window: &mut BTreeMap<u32, f64>,
+    rates: &[(u32, f64)],
+    elapsed: f64,
+    decay: f64,
+    k: u32,
+) -> Vec<(u32, f64)> {
+    for v in window.values_mut() {
+        *v *= decay;
+    }
+    for (p, r) in rates {
+        *window.entry(*p).or_insert(0.0) += r * elapsed;
+    }
+    window.retain(|p, _| *p < k);
+    let total: f64 = window.values().sum();
+    window
+        .iter()
+        .map(|(&p, &c)| (p, if total > 0.0 { c / total } else { 0.0 }))
+        .collect()
+}
+
+/// The `n` heaviest keys of the window with their share of it.
+fn top_key_shares(window: &Sketch, n: usize) -> Vec<(Vec<u8>, f64)> {
+    let total = window.total();
+    window
+        .summary()
+        .top(n)
+        .iter()
+        .map(|c| {
+            let share = if total > 0 {
+                c.count as f64 / total as f64
+            } else {
+                0.0
+            };
+            (c.key.to_vec(), share)
+        })
+        .collect()
+}
+
+/// Key-grouping lower bound `max(1, k * p1) - 1` with the most frequent key's GUARANTEED count
+/// (count - error), so it stays a lower bound.
+fn key_grouping_bound(window: &Sketch, k: u32) -> f64 {
+    let total = window.total();
+    let p1 = window.summary().top(1).first().map_or(0.0, |c| {
+        if total > 0 {
+            c.count.saturating_sub(c.error) as f64 / total as f64
+        } else {
+            0.0
+        }
+    });
+    (f64::from(k) * p1).max(1.0) - 1.0
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dkg_partitioner::dkg::DkgConfig;
+
+    use super::*;
+
+    fn sketch(partitions: u32, keys: &[(&[u8], u64)]) -> Sketch {
+        let mut s = Sketch::new(&DkgConfig::paper(), partitions).unwrap();
+        for (key, weight) in keys {
+            s.observe_weighted(key, *weight);
+        }
+        s
+    }
+
+    #[test]
+    fn a_standalone_instance_without_partitions_reports_on_all() {
+        let none = BTreeSet::new();
+        assert_eq!(owned_partitions(true, &none, 3), vec![0, 1, 2]);
+        assert!(owned_partitions(false, &none, 3).is_empty());
+        let some: BTreeSet<u32> = [2, 0].into();
+        assert_eq!(owned_partitions(true, &some, 3), vec![0, 2]);
+        assert_eq!(owned_partitions(false, &some, 3), vec![0, 2]);
+    }
+
+    #[test]
+    fn rates_cover_owned_idle_partitions_and_any_that_delivered() {
+        // Owns 0 and 2; partition 1 delivered leftovers from before a rebalance; 3 is idle and not owned.
+        let rates = partition_rates(&[0, 2], &[10, 4, 0, 0], 2.0);
+        assert_eq!(rates, BTreeMap::from([(0, 5.0), (1, 2.0), (2, 0.0)]));
+        // Counts shorter than the owned list (a reset in flight): owned partitions stay at 0.
+        assert_eq!(partition_rates(&[5], &[], 1.0), BTreeMap::from([(5, 0.0)]));
+    }
+
+    #[test]
+    fn uncovered_lists_partitions_nobody_consumes() {
+        let own: BTreeSet<u32> = [0].into();
+        let peers: [&[u32]; 2] = [&[1, 2], &[2]];
+        assert_eq!(uncovered(5, &own, peers.into_iter()), vec![3, 4]);
+        assert!(uncovered(3, &own, peers.into_iter()).is_empty());
+        assert_eq!(
+            uncovered(2, &BTreeSet::new(), std::iter::empty()),
+            vec![0, 1]
+        );
+    }
+
+    #[test]
+    fn the_next_epoch_exceeds_every_known_one() {
+        assert_eq!(next_epoch(0, 0, 0), 1);
+        assert_eq!(next_epoch(7, 3, 5), 8);
+        assert_eq!(next_epoch(2, 9, 5), 10);
+        assert_eq!(next_epoch(2, 3, 11), 12);
+    }
+
+    #[test]
+    fn the_current_assignment_is_judged_on_the_window() {
+        let window = sketch(4, &[(b"hot", 1000), (b"a", 10), (b"b", 10)]);
+        assert_eq!(current_state(None, 4, &window), Current::None);
+        let built = window.build("t", 1, 0, None).unwrap().assignment;
+        match current_state(Some(&built), 4, &window) {
+            Current::Predicted { imbalance: i } => {
+                let expected = imbalance(&window.predict(&built).unwrap());
+                assert!((i - expected).abs() < 1e-12, "{i} vs {expected}");
+            }
+            other => panic!("expected a prediction, got {other:?}"),
+        }
+        assert_eq!(
+            current_state(Some(&built), 6, &window),
+            Current::OtherPartitionCount { partitions: 4 }
+        );
+        // Same partition count, another bucket layout: not predictable on this window.
+        let finer = Sketch::new(&DkgConfig::builder().mu(16.0).build().unwrap(), 4).unwrap();
+        let mut finer = finer;
+        finer.observe_weighted(b"hot", 1000);
+        let other = finer.build("t", 1, 0, None).unwrap().assignment;
+        assert_eq!(
+            current_state(Some(&other), 4, &window),
+            Current::Unpredictable
+        );
+    }
+
+    #[test]
+    fn window_shares_decay_and_forget_removed_partitions() {
+        let mut w = BTreeMap::new();
+        let shares = decay_window_shares(&mut w, &[(0, 30.0), (1, 10.0)], 1.0, 0.5, 2);
+        assert_eq!(shares, vec![(0, 0.75), (1, 0.25)]);
+        // Next interval: old counts halve (15, 5), new ones add (0 + 5, 5 + 15) -> 20 and 20.
+        let shares = decay_window_shares(&mut w, &[(0, 5.0), (1, 15.0)], 1.0, 0.5, 2);
+        assert_eq!(shares, vec![(0, 0.5), (1, 0.5)]);
+        // The topic shrank to one partition: partition 1 is dropped, 0 holds everything.
+        let shares = decay_window_shares(&mut w, &[(1, 99.0)], 1.0, 0.5, 1);
+        assert_eq!(shares, vec![(0, 1.0)]);
+        // Nothing left at all: shares are 0, never NaN.
+        let mut empty = BTreeMap::from([(0, 0.0)]);
+        assert_eq!(
+            decay_window_shares(&mut empty, &[], 1.0, 0.5, 1),
+            vec![(0, 0.0)]
+        );
+    }
+
+    #[test]
+    fn top_keys_and_bound_use_the_window_shares() {
+        let window = sketch(4, &[(b"hot", 600), (b"warm", 300), (b"cold", 100)]);
+        let top = top_key_shares(&window, 2);
+        assert_eq!(top.len(), 2);
+        assert_eq!(top[0].0, b"hot".to_vec());
+        assert!((top[0].1 - 0.6).abs() < 1e-12);
+        assert_eq!(top[1].0, b"warm".to_vec());
+        // k * p1 = 4 * 0.6 = 2.4: the best key grouping is at least 140 % imbalanced.
+        assert!((key_grouping_bound(&window, 4) - 1.4).abs() < 1e-12);
+        // No key above 1/k: the bound is 0.
+        assert_eq!(key_grouping_bound(&window, 1), 0.0);
+        let empty = sketch(4, &[]);
+        assert!(top_key_shares(&empty, 3).is_empty());
+        assert_eq!(key_grouping_bound(&empty, 4), 0.0);
+    }
+}

@@ -1,0 +1,264 @@
+//! The sidecar's flags ([`Args`]) and their validation into [`Settings`]: every range is checked before
+//! anything connects, so a bad flag is a clear error naming it, never a retry loop.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use dkg_partitioner::dkg::{DEFAULT_MU, DkgConfig};
+use dkg_partitioner::hash::BucketHash;
+use rdkafka::config::ClientConfig;
+
+use super::RunError;
+use super::cluster::DEFAULT_SKETCHES_TOPIC;
+use super::decide::Policy;
+use crate::cli::ClusterArgs;
+
+/// Learn a topic's key skew and publish DKG assignments (the sidecar).
+///
+/// Consumes the topic in its own consumer group, keeps a decayed window of key frequencies (SpaceSaving +
+/// bucket counters), and every interval builds a migration-aware assignment for the topic's current
+/// partition count. It publishes (transactionally, so one publisher per topic) when there is none yet or
+/// when the current one's predicted imbalance exceeds --imbalance-threshold and a fresh one improves it
+/// by more than --improvement-margin. Several instances with the same --group-id share the topic's
+/// partitions, ship their windows to --sketches-topic, and the owner of partition 0 merges and publishes.
+/// Serves /metrics (Prometheus), /assignment and /healthz on --metrics-addr.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dkg-sampler run --bootstrap-servers 127.0.0.1:9092 --topic orders\n  \
+                  dkg-sampler run --bootstrap-servers 127.0.0.1:9092 --topic orders --dry-run --interval-secs 10\n  \
+                  DKG_BOOTSTRAP_SERVERS=kafka:9092 DKG_TOPIC=orders dkg-sampler run --once"
+)]
+pub struct Args {
+    /// The cluster, the data topic to learn and the control topic to publish to.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// The compacted topic where several sampler instances exchange their windows (created if missing).
+    #[arg(long, env = "DKG_SKETCHES_TOPIC", default_value = DEFAULT_SKETCHES_TOPIC)]
+    pub sketches_topic: String,
+
+    /// Seconds between decisions (each interval: snapshot the window, build, maybe publish, decay).
+    #[arg(long, env = "DKG_INTERVAL_SECS", default_value_t = 30.0)]
+    pub interval_secs: f64,
+
+    /// Address of the HTTP server for /metrics, /assignment and /healthz.
+    #[arg(long, env = "DKG_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub metrics_addr: SocketAddr,
+
+    /// Compute and serve what would be published (metrics, /assignment), publish nothing. Consumes in its
+    /// own group (default `dkg-sampler.<topic>.dry-run`), never touches the transactional id.
+    #[arg(long, env = "DKG_DRY_RUN")]
+    pub dry_run: bool,
+
+    /// Learn for one interval, publish (regardless of hysteresis), exit. Exits non-zero if the interval
+    /// held fewer than --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
+    #[arg(long, env = "DKG_ONCE")]
+    pub once: bool,
+
+    /// Fraction of the records to observe, in (0, 1]; kept records are weighted back by 1/ratio, so
+    /// frequencies stay unbiased (records are chosen at random, not by key).
+    #[arg(long, env = "DKG_SAMPLE_RATIO", default_value_t = 1.0)]
+    pub sample_ratio: f64,
+
+    /// Consumer group of the sampler instances of this topic [default: dkg-sampler.<topic>].
+    #[arg(long, env = "DKG_GROUP_ID")]
+    pub group_id: Option<String>,
+
+    /// This instance's id in the sketches topic and client ids [default: <hostname>-<pid>-<random>].
+    #[arg(long, env = "DKG_MEMBER_ID")]
+    pub member_id: Option<String>,
+
+    /// Transactional id of the publisher; one per topic fences duplicate publishers
+    /// [default: dkg-sampler.<topic>].
+    #[arg(long, env = "DKG_TRANSACTIONAL_ID")]
+    pub transactional_id: Option<String>,
+
+    /// Heavy-hitter threshold as a share of the window, in (0, 1] [default: min(0.25 / k, 0.1)].
+    #[arg(long, env = "DKG_THETA")]
+    pub theta: Option<f64>,
+
+    /// SpaceSaving error bound as a share of the window, in (0, 1]; memory is ceil(1/epsilon) counters
+    /// [default: theta / 2].
+    #[arg(long, env = "DKG_EPSILON")]
+    pub epsilon: Option<f64>,
+
+    /// Buckets per partition (ceil(mu * k) buckets for the non-heavy keys).
+    #[arg(long, env = "DKG_MU", default_value_t = DEFAULT_MU)]
+    pub mu: f64,
+
+    /// Seed of the bucket hash (murmur2) [default: the library's].
+    #[arg(long, env = "DKG_BUCKET_SEED")]
+    pub bucket_seed: Option<u32>,
+
+    /// Factor the window is multiplied by after each interval, in [0, 1): 0.5 = a half-life of one
+    /// interval; 0 = the window is the last interval only.
+    #[arg(long, env = "DKG_DECAY", default_value_t = 0.5)]
+    pub decay: f64,
+
+    /// Republish only when the current assignment's predicted imbalance (max/mean - 1) exceeds this ratio.
+    #[arg(long, env = "DKG_IMBALANCE_THRESHOLD", default_value_t = 0.10)]
+    pub imbalance_threshold: f64,
+
+    /// ... and a fresh assignment lowers it by more than this ratio (raised automatically to 3 standard
+    /// deviations of the sampling noise on small windows).
+    #[arg(long, env = "DKG_IMPROVEMENT_MARGIN", default_value_t = 0.05)]
+    pub improvement_margin: f64,
+
+    /// Sampled records the window must hold before any decision.
+    #[arg(long, env = "DKG_MIN_SAMPLES", default_value_t = 1000)]
+    pub min_samples: u64,
+
+    /// Heavy keys exported as dkg_sampler_heavy_key_share_ratio series (0-20).
+    #[arg(long, env = "DKG_TOP_N", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=20))]
+    pub top_n: u8,
+
+    /// Where a new consumer group starts reading the topic.
+    #[arg(long, env = "DKG_AUTO_OFFSET_RESET", default_value = "latest", value_parser = ["latest", "earliest"])]
+    pub auto_offset_reset: String,
+
+    /// Replication factor for the control and sketches topics when the sampler creates them (-1 = the
+    /// broker's default.replication.factor).
+    #[arg(long, env = "DKG_REPLICATION_FACTOR", default_value_t = -1, allow_negative_numbers = true)]
+    pub replication_factor: i32,
+
+    /// Cap of the exponential backoff while the broker is unreachable or the topic missing.
+    #[arg(long, env = "DKG_MAX_BACKOFF_SECS", default_value_t = 30.0)]
+    pub max_backoff_secs: f64,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub args: Args,
+    pub interval: Duration,
+    pub group_id: String,
+    pub member_id: String,
+    pub transactional_id: String,
+    pub dkg: DkgConfig,
+    pub policy: Policy,
+    pub connection: ClientConfig,
+    pub max_backoff: Duration,
+    /// Leader by construction (--once, --dry-run: standalone, own group).
+    pub standalone: bool,
+}
+
+pub(super) fn invalid(flag: &'static str, reason: impl Into<String>) -> RunError {
+    RunError::InvalidArgument {
+        flag,
+        reason: reason.into(),
+    }
+}
+
+fn in_unit(flag: &'static str, v: f64, zero_ok: bool, one_ok: bool) -> Result<(), RunError> {
+    let ok =
+        v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) && (v < 1.0 || (one_ok && v == 1.0));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(flag, format!("{v} is outside its range")))
+    }
+}
+
+impl Settings {
+    pub fn from_args(args: Args) -> Result<Self, RunError> {
+        if args.cluster.topic.is_empty() {
+            return Err(invalid("topic", "empty"));
+        }
+        if !(args.interval_secs.is_finite() && args.interval_secs >= 0.1) {
+            return Err(invalid(
+                "interval-secs",
+                format!("{} (must be >= 0.1)", args.interval_secs),
+            ));
+        }
+        in_unit("sample-ratio", args.sample_ratio, false, true)?;
+        in_unit("decay", args.decay, true, false)?;
+        if !(args.imbalance_threshold.is_finite() && args.imbalance_threshold >= 0.0) {
+            return Err(invalid("imbalance-threshold", "must be >= 0"));
+        }
+        if !(args.improvement_margin.is_finite() && args.improvement_margin >= 0.0) {
+            return Err(invalid("improvement-margin", "must be >= 0"));
+        }
+        if !(args.max_backoff_secs.is_finite() && args.max_backoff_secs >= 0.1) {
+            return Err(invalid("max-backoff-secs", "must be >= 0.1"));
+        }
+        if args.once && args.dry_run {
+            return Err(invalid("once", "cannot be combined with --dry-run"));
+        }
+        let mut builder = DkgConfig::builder().mu(args.mu);
+        if let Some(t) = args.theta {
+            builder = builder.theta(t);
+        }
+        if let Some(e) = args.epsilon {
+            builder = builder.epsilon(e);
+        }
+        if let Some(seed) = args.bucket_seed {
+            builder = builder.bucket_hash(BucketHash::Murmur2 { seed });
+        }
+        let dkg = builder
+            .build()
+            .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?;
+        let group_id = args.group_id.clone().unwrap_or_else(|| {
+            let base = format!("dkg-sampler.{}", args.cluster.topic);
+            if args.dry_run {
+                format!("{base}.dry-run")
+            } else if args.once {
+                format!("{base}.once")
+            } else {
+                base
+            }
+        });
+        let member_id = args.member_id.clone().unwrap_or_else(default_member_id);
+        if member_id.is_empty() || member_id.contains('/') {
+            return Err(invalid("member-id", "must be non-empty and without '/'"));
+        }
+        let transactional_id = args
+            .transactional_id
+            .clone()
+            .unwrap_or_else(|| format!("dkg-sampler.{}", args.cluster.topic));
+        let connection = args
+            .cluster
+            .client_config(&format!("dkg-sampler-{member_id}"))
+            .map_err(|e| invalid("kafka-config", e.to_string()))?;
+        Ok(Self {
+            interval: Duration::from_secs_f64(args.interval_secs),
+            group_id,
+            member_id,
+            transactional_id,
+            dkg,
+            policy: Policy {
+                imbalance_threshold: args.imbalance_threshold,
+                improvement_margin: args.improvement_margin,
+                min_samples: args.min_samples,
+                noise_z: Policy::default().noise_z,
+            },
+            connection,
+            max_backoff: Duration::from_secs_f64(args.max_backoff_secs),
+            standalone: args.once || args.dry_run,
+            args,
+        })
+    }
+}
+
+fn default_member_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "sampler".to_owned());
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let nonce = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos()))
+        ^ std::process::id().rotate_left(16);
+    format!("{host}-{}-{:04x}", std::process::id(), nonce & 0xffff)
+}
