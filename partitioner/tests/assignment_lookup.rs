@@ -1,8 +1,9 @@
 //! The O(1) lookup: heavy keys by exact bytes, everything else through the bucket table, always a
 //! valid partition.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use dkg_partitioner::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
 use dkg_partitioner::{
     Assignment, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED, Route,
     kafka_partition, murmur2_seeded, to_positive,
@@ -150,8 +151,9 @@ fn keys_colliding_in_the_hash_are_told_apart_by_their_bytes() {
     }
 }
 
+/// Many heavy keys, several per bucket (about 2.4 on average, none over the per-bucket bound).
 #[test]
-fn many_heavy_keys_exercise_probe_chains() {
+fn many_heavy_keys_fill_shared_buckets() {
     let n = 20_000_u32;
     let partitions = 97;
     let heavy_keys: Vec<HeavyKey> = (0..n)
@@ -163,7 +165,7 @@ fn many_heavy_keys_exercise_probe_chains() {
             )
         })
         .collect();
-    let table: Vec<u32> = (0..1024).map(|b| (b * 7) % partitions).collect();
+    let table: Vec<u32> = (0..8192).map(|b| (b * 7) % partitions).collect();
     let a = Assignment::new(parts(partitions, table, heavy_keys)).expect("valid");
     for i in 0..n {
         let key = format!("heavy-{i}");
@@ -192,6 +194,25 @@ fn assignment_is_shareable_across_threads() {
     check::<Assignment>();
 }
 
+/// The generated heavy keys less those past `MAX_HEAVY_KEYS_PER_BUCKET` in their bucket (a valid
+/// document holds no more).
+fn within_bucket_bound(
+    heavy_map: BTreeMap<Vec<u8>, u32>,
+    seed: u32,
+    buckets: usize,
+) -> BTreeMap<Vec<u8>, u32> {
+    let hash = BucketHash::Murmur2 { seed };
+    let mut per_bucket = vec![0_usize; buckets];
+    heavy_map
+        .into_iter()
+        .filter(|(key, _)| {
+            let n = &mut per_bucket[hash.bucket(key, buckets as u32) as usize];
+            *n += 1;
+            *n <= MAX_HEAVY_KEYS_PER_BUCKET
+        })
+        .collect()
+}
+
 fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
     (1_u32..=64, 1_usize..=300, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
         (
@@ -203,6 +224,7 @@ fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
             ),
         )
             .prop_map(move |(table, heavy_map)| {
+                let heavy_map = within_bucket_bound(heavy_map, seed, table.len());
                 let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
                 let heavy_keys = heavy_map
                     .into_iter()
@@ -341,7 +363,7 @@ fn colliding_pair_of_length(seed: u32, len: usize) -> (Vec<u8>, Vec<u8>) {
 /// Same hash and same length, so same bucket and nothing but the bytes to tell them apart: for
 /// the inline comparison (8 and 16 bytes) and the out-of-line one (5 and 20 bytes), with one key
 /// heavy (it alone in its bucket: compared inline against the other) and both heavy (the bucket
-/// goes to the overflow table).
+/// goes to its run).
 #[test]
 fn equal_hash_and_length_keys_are_told_apart_by_their_bytes() {
     for len in [5, 8, 16, 20] {
@@ -453,7 +475,7 @@ fn every_slot_width_routes_by_the_rule() {
 }
 
 /// A single bucket holds every heavy key, of every length class: all of them are found through
-/// the overflow table, everything else routes to the bucket.
+/// its run, everything else routes to the bucket.
 #[test]
 fn a_bucket_with_many_heavy_keys_routes_them_all() {
     let keys: Vec<Vec<u8>> = [0_usize, 3, 8, 12, 16, 17, 40, 100]
@@ -475,7 +497,7 @@ fn a_bucket_with_many_heavy_keys_routes_them_all() {
 }
 
 /// Heavy keys packed into few buckets (so buckets share groups, hold one heavy key inline, or
-/// several in the overflow table).
+/// several in a run, up to the per-bucket bound).
 fn arb_crowded_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
     (1_u32..=8, 1_usize..=6, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
         (
@@ -487,6 +509,7 @@ fn arb_crowded_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)>
             ),
         )
             .prop_map(move |(table, heavy_map)| {
+                let heavy_map = within_bucket_bound(heavy_map, seed, table.len());
                 let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
                 let heavy_keys = heavy_map
                     .into_iter()

@@ -47,8 +47,12 @@
 //!   an index given by the outcome. Keys of 8 to 16 bytes are compared inline; shorter and longer
 //!   ones (the bytes between the first and last 8 compared in an arena) in an out-of-line path;
 //! - buckets holding two or more heavy keys (rare: about `heavy^2 / (2 * buckets)` of them) name
-//!   no group; the bounds check on the group index sends their keys to an open-addressing table
-//!   of those heavy keys, matched by hash, length and bytes.
+//!   no group but a *run*: their heavy keys side by side, at most [`MAX_HEAVY_KEYS_PER_BUCKET`],
+//!   matched by hash, length and bytes. The slot's value is past the last group, so the bounds
+//!   check on the group index is the branch to the run, and the run's index is the slot's value
+//!   minus the group count: O(1) to find, a bounded scan to match. Keys that collide in the bucket
+//!   hash (murmur2 collisions are easy to craft) therefore cost at most that bounded scan, and a
+//!   document's build stays O(n log n), whatever its heavy keys.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
 //! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.3x Kafka's own murmur2 placement of the
@@ -80,6 +84,11 @@ pub const MAX_PARTITIONS: u32 = 1_000_000;
 pub const MAX_BUCKETS: u32 = 1 << 22;
 /// Largest number of heavy keys accepted.
 pub const MAX_HEAVY_KEYS: usize = 1_000_000;
+/// Most heavy keys one bucket may hold (they are matched by a scan of the bucket's run). A learner
+/// with `h` heavy keys over `b` buckets puts about `h^2 / (2 b)` buckets at two keys; 17 in one bucket
+/// happens only when someone chose colliding keys, so documents with more are rejected (`invalid`) and
+/// [`Sketch::build`](crate::Sketch::build) never writes one.
+pub const MAX_HEAVY_KEYS_PER_BUCKET: usize = 16;
 /// Longest heavy key accepted, in bytes. Longer keys cannot be heavy; they route by bucket.
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
@@ -168,7 +177,8 @@ impl Assignment {
     ///
     /// Checks: the topic is a legal Kafka topic name; `1 <= partitions <= MAX_PARTITIONS`;
     /// `1 <= table.len() <= MAX_BUCKETS`; every table entry and heavy partition `< partitions`;
-    /// at most [`MAX_HEAVY_KEYS`] heavy keys, each at most [`MAX_KEY_BYTES`] long, no key twice;
+    /// at most [`MAX_HEAVY_KEYS`] heavy keys, each at most [`MAX_KEY_BYTES`] long, no key twice, at
+    /// most [`MAX_HEAVY_KEYS_PER_BUCKET`] in one bucket;
     /// `predicted_load.len() == partitions`, every share finite and `>= 0`; params finite and `>= 0`.
     pub fn new(parts: AssignmentParts) -> Result<Self> {
         validate_topic(&parts.topic)?;
@@ -525,10 +535,6 @@ impl FastRem {
     }
 }
 
-/// The slot of a bucket holding two or more heavy keys, in every slot width: never a valid group
-/// index (groups are fewer than the width's maximum), so the lookup's bounds check on `groups`
-/// doubles as the branch to the overflow table.
-const MULTI: u32 = u32::MAX;
 /// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
 /// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
 const LIGHT: u32 = u32::MAX;
@@ -556,33 +562,19 @@ struct Group {
     partitions: [u32; 2],
 }
 
-/// One slot of the overflow table: a heavy key whose bucket holds other heavy keys too.
+/// A heavy key of a bucket that holds other heavy keys too: one entry of that bucket's run.
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+struct Shared {
     /// The key's bucket hash.
     hash: u32,
-    /// Key length, or [`EMPTY`]. Heavy keys are at most [`MAX_KEY_BYTES`] long.
+    /// Key length. Heavy keys are at most [`MAX_KEY_BYTES`] long.
     len: u32,
     /// Offset of the key bytes in the arena.
     start: u32,
     partition: u32,
 }
 
-const EMPTY: u32 = u32::MAX;
-const EMPTY_SLOT: Slot = Slot {
-    hash: 0,
-    len: EMPTY,
-    start: 0,
-    partition: 0,
-};
-
-/// Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the overflow table's home slot takes the top bits
-/// of `h * 2^64 / phi`. Keys in the overflow table share their bucket with other heavy keys, so they
-/// agree on `h % buckets`; the low bits of `h` alone would pile them up whenever the bucket count
-/// is a power of two.
-const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// Bucket -> group index, in the narrowest width that holds every group index and [`MULTI`].
+/// Bucket -> group index, or past the groups a run index, in the narrowest width that holds them.
 ///
 /// The lookup's cost follows its L1 footprint closely (measured: a `u8` slot table instead of `u16`
 /// takes 3 points off the `partition_for` ratio), so small assignments get 1 byte per bucket.
@@ -594,23 +586,12 @@ enum Slots {
 }
 
 impl Slots {
-    /// `slots` hold group indices `< groups` or [`MULTI`].
-    fn new(slots: Vec<u32>, groups: usize) -> Self {
-        // MULTI (u32::MAX) saturates to the narrow type's maximum, still past the last group.
-        if groups < usize::from(u8::MAX) {
-            Self::U8(
-                slots
-                    .iter()
-                    .map(|&s| s.min(u32::from(u8::MAX)) as u8)
-                    .collect(),
-            )
-        } else if groups < usize::from(u16::MAX) {
-            Self::U16(
-                slots
-                    .iter()
-                    .map(|&s| s.min(u32::from(u16::MAX)) as u16)
-                    .collect(),
-            )
+    /// `slots` hold indices `< targets` (groups, then runs).
+    fn new(slots: Vec<u32>, targets: usize) -> Self {
+        if targets <= usize::from(u8::MAX) + 1 {
+            Self::U8(slots.iter().map(|&s| s as u8).collect())
+        } else if targets <= usize::from(u16::MAX) + 1 {
+            Self::U16(slots.iter().map(|&s| s as u16).collect())
         } else {
             Self::U32(slots.into_boxed_slice())
         }
@@ -638,14 +619,13 @@ impl Slots {
 /// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
 #[derive(Clone)]
 struct Lookup {
-    /// Bucket -> group index, or [`MULTI`] (as the width's maximum).
+    /// Bucket -> group index, or `groups.len() + r` for a bucket whose heavy keys are run `r`.
     slots: Slots,
     groups: Box<[Group]>,
-    /// Heavy keys of buckets with several of them: open addressing, linear probing, a power-of-two
-    /// number (>= 2) of slots at most half full.
-    overflow: Box<[Slot]>,
-    /// `64 - log2(overflow.len())`.
-    overflow_shift: u32,
+    /// Heavy keys of buckets with several of them, each bucket's keys side by side (heaviest first).
+    shared: Box<[Shared]>,
+    /// Run `r` is `shared[runs[r].0..runs[r].1]`, at most [`MAX_HEAVY_KEYS_PER_BUCKET`] long.
+    runs: Box<[(u32, u32)]>,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
     buckets: FastRem,
@@ -658,7 +638,8 @@ impl fmt::Debug for Lookup {
             .field("buckets", &self.buckets.d)
             .field("slot_bytes", &self.slots.width())
             .field("groups", &self.groups.len())
-            .field("overflow_slots", &self.overflow.len())
+            .field("shared_keys", &self.shared.len())
+            .field("runs", &self.runs.len())
             .field("arena_bytes", &self.arena.len())
             .finish_non_exhaustive()
     }
@@ -685,15 +666,26 @@ impl Lookup {
 
         // Heavy-key groups first, one per bucket with exactly one heavy key; then every other
         // bucket names a group with its partition, made only for partitions no heavy-key group has.
-        // Not yet assigned (distinct from MULTI).
+        // Not yet assigned (distinct from RUN and from every index).
         const NONE: u32 = u32::MAX - 1;
+        // A bucket of several heavy keys, until the group count is known.
+        const RUN: u32 = u32::MAX - 2;
         let mut groups: Vec<Group> = Vec::new();
         let mut slots: Vec<u32> = vec![NONE; parts.table.len()];
         let mut partition_group = vec![NONE; parts.partitions as usize];
-        let mut spilled = Vec::new();
+        let mut shared = Vec::new();
+        // (bucket, run index): their slots are set once the group count is known.
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        let mut run_buckets: Vec<usize> = Vec::new();
         for run in keys.chunk_by(|a, b| a.0 == b.0) {
             let bucket = run[0].0 as usize;
             let bucket_partition = parts.table[bucket];
+            if run.len() > MAX_HEAVY_KEYS_PER_BUCKET {
+                return Err(invalid(format!(
+                    "bucket {bucket} holds {} heavy keys, at most {MAX_HEAVY_KEYS_PER_BUCKET} are allowed",
+                    run.len()
+                )));
+            }
             if let [(_, i, _, start)] = *run {
                 // At most buckets + partitions groups: far below u32::MAX.
                 let index = groups.len() as u32;
@@ -710,16 +702,28 @@ impl Lookup {
                     partitions: [hk.partition, bucket_partition],
                 });
             } else {
-                slots[bucket] = MULTI;
-                spilled.extend(run.iter().map(|&(_, i, hash, start)| {
-                    let slot = Slot {
+                let first = shared.len();
+                for &(_, i, hash, start) in run {
+                    let key = &heavy(i).key;
+                    // Equal keys share a bucket, so a duplicate meets its twin in this run (at
+                    // most MAX_HEAVY_KEYS_PER_BUCKET long: the pairwise check is bounded).
+                    let twin = shared[first..].iter().any(|s: &Shared| {
+                        s.hash == hash && arena_key(&arena, s.start, s.len) == Some(key.as_slice())
+                    });
+                    if twin {
+                        return Err(duplicate(key));
+                    }
+                    shared.push(Shared {
                         hash,
-                        len: heavy(i).key.len() as u32,
+                        len: key.len() as u32,
                         start,
                         partition: heavy(i).partition,
-                    };
-                    (std::cmp::Reverse(heavy(i).weight), i, slot)
-                }));
+                    });
+                }
+                slots[bucket] = RUN;
+                run_buckets.push(bucket);
+                // At most MAX_HEAVY_KEYS entries: fits in u32.
+                runs.push((first as u32, shared.len() as u32));
             }
         }
         for (slot, &p) in slots.iter_mut().zip(&parts.table) {
@@ -738,32 +742,15 @@ impl Lookup {
             }
             *slot = *shared;
         }
-        // Heaviest first, so the most frequent keys sit nearest their home slot.
-        spilled.sort_by_key(|&(weight, i, _)| (weight, i));
-        let capacity = (spilled.len() * 2).next_power_of_two().max(2);
-        let overflow_shift = 64 - capacity.trailing_zeros();
-        let mut overflow = vec![EMPTY_SLOT; capacity];
-        for (_, _, new) in spilled {
-            let key = arena_key(&arena, new.start, new.len);
-            let mut pos = overflow_home(new.hash, overflow_shift);
-            loop {
-                let slot = &mut overflow[pos];
-                if slot.len == EMPTY {
-                    *slot = new;
-                    break;
-                }
-                // Equal keys always share a bucket, so a duplicate meets its twin here.
-                if slot.hash == new.hash && arena_key(&arena, slot.start, slot.len) == key {
-                    return Err(duplicate(key.unwrap_or_default()));
-                }
-                pos = (pos + 1) & (capacity - 1);
-            }
+        for (r, &bucket) in run_buckets.iter().enumerate() {
+            // groups + runs <= 2 * buckets + partitions: far below u32::MAX.
+            slots[bucket] = (groups.len() + r) as u32;
         }
         Ok(Self {
-            slots: Slots::new(slots, groups.len()),
+            slots: Slots::new(slots, groups.len() + runs.len()),
             groups: groups.into_boxed_slice(),
-            overflow: overflow.into_boxed_slice(),
-            overflow_shift,
+            shared: shared.into_boxed_slice(),
+            runs: runs.into_boxed_slice(),
             arena: arena.into_boxed_slice(),
             buckets,
         })
@@ -777,7 +764,7 @@ impl Lookup {
     /// with the group's key, and picks one of the group's two partitions by the outcome. The
     /// branches left depend only on the key's length (which a topic's keys tend to share) and on
     /// whether the bucket holds several heavy keys (rare: the bounds check of `groups` sends
-    /// those to the overflow table).
+    /// those to the bucket's run).
     ///
     /// Every instruction here shows in the `partition_for` bench (this path is ~25 instructions
     /// against murmur2's ~65), and so do branch layout and the L1 footprint; a select written as
@@ -794,7 +781,7 @@ impl Lookup {
     #[inline(always)]
     fn resolve(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
         let Some(group) = self.groups.get(slot) else {
-            return self.overflow_partition(parts, h, key);
+            return self.run_partition(slot, parts, h, key);
         };
         // 8 to 16 bytes: the first and last 8 bytes and the length are the whole key.
         let (Some(head), Some(last), true) = (key.first_chunk(), key.last_chunk(), key.len() <= 16)
@@ -837,42 +824,38 @@ impl Lookup {
         (group.partitions[usize::from(differs)], route)
     }
 
-    /// The partition of `key`, whose bucket holds several heavy keys: an exact probe of the
-    /// overflow table, else the bucket's partition.
+    /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
+    /// groups): an exact match in the bucket's run, else the bucket's partition. The run is at most
+    /// [`MAX_HEAVY_KEYS_PER_BUCKET`] long, so colliding keys cannot make this slow.
     #[cold]
     #[inline(never)]
-    fn overflow_partition(&self, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+    fn run_partition(
+        &self,
+        slot: usize,
+        parts: &AssignmentParts,
+        h: u32,
+        key: &[u8],
+    ) -> (u32, Route) {
         let bucket = parts
             .table
             .get(self.buckets.rem(to_positive(h)) as usize)
             .copied()
             .unwrap_or(0);
-        let mask = self.overflow.len().wrapping_sub(1);
-        let mut pos = overflow_home(h, self.overflow_shift);
-        // An empty slot ends every probe (the table is at most half full); the bound only makes
-        // termination obvious.
-        for _ in 0..self.overflow.len() {
-            let Some(slot) = self.overflow.get(pos) else {
-                break;
-            };
-            if slot.len == EMPTY {
-                break;
-            }
-            if slot.hash == h
-                && slot.len as usize == key.len()
-                && arena_key(&self.arena, slot.start, slot.len) == Some(key)
+        let run = slot
+            .checked_sub(self.groups.len())
+            .and_then(|r| self.runs.get(r))
+            .and_then(|&(from, to)| self.shared.get(from as usize..to as usize))
+            .unwrap_or_default();
+        for s in run {
+            if s.hash == h
+                && s.len as usize == key.len()
+                && arena_key(&self.arena, s.start, s.len) == Some(key)
             {
-                return (slot.partition, Route::Heavy);
+                return (s.partition, Route::Heavy);
             }
-            pos = (pos + 1) & mask;
         }
         (bucket, Route::Bucket)
     }
-}
-
-#[inline]
-fn overflow_home(h: u32, shift: u32) -> usize {
-    (u64::from(h).wrapping_mul(FIBONACCI) >> shift) as usize
 }
 
 #[inline]
@@ -1065,7 +1048,7 @@ mod tests {
     }
 
     /// Parts with one bucket per partition (so one group per partition) plus one bucket holding
-    /// two heavy keys (no group: the [`MULTI`] slot).
+    /// two heavy keys (no group: a run, named by the slot past the last group).
     fn parts_with_groups(partitions: u32) -> (AssignmentParts, [Vec<u8>; 2]) {
         let mut table: Vec<u32> = (0..partitions).collect();
         table.push(0);
@@ -1107,11 +1090,11 @@ mod tests {
     }
 
     /// Around the width limits the slot of a bucket with several heavy keys must still be past
-    /// the last group (the bounds check is what sends it to the overflow table), and every other
-    /// slot must name its group.
+    /// the last group (the bounds check is what sends it to the run), and every other slot must
+    /// name its group. Groups + runs = partitions + 1 indices must fit the width.
     #[test]
-    fn slot_width_boundaries_keep_multi_past_the_last_group() {
-        for (partitions, width) in [(253, 1), (254, 1), (255, 2), (65_533, 2), (65_535, 4)] {
+    fn slot_width_boundaries_keep_runs_past_the_last_group() {
+        for (partitions, width) in [(254, 1), (255, 1), (256, 2), (65_535, 2), (65_536, 4)] {
             let (parts, pair) = parts_with_groups(partitions);
             let a = Assignment::new(parts).expect("valid");
             assert_eq!(a.index.slots.width(), width, "{partitions} partitions");

@@ -27,8 +27,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::assignment::{
-    Assignment, AssignmentParts, HeavyKey, MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_KEY_BYTES,
-    MAX_PARTITIONS, Params,
+    Assignment, AssignmentParts, HeavyKey, MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_HEAVY_KEYS_PER_BUCKET,
+    MAX_KEY_BYTES, MAX_PARTITIONS, Params,
 };
 use crate::error::{Error, Result};
 use crate::hash::{BucketHash, kafka_partition};
@@ -743,12 +743,22 @@ impl Sketch {
     /// Heavy keys by guaranteed count `>= theta * N` (sorted by key bytes) and buckets minus heavy mass.
     ///
     /// Keys longer than [`MAX_KEY_BYTES`] cannot be pinned in an assignment: they stay in their bucket. At
-    /// most [`MAX_HEAVY_KEYS`] keys (the heaviest) are pinned.
+    /// most [`MAX_HEAVY_KEYS`] keys (the heaviest) are pinned, and at most [`MAX_HEAVY_KEYS_PER_BUCKET`] of one
+    /// bucket.
     fn jobs(&self) -> Jobs<'_> {
         let threshold = ((self.theta * self.total() as f64).ceil() as u64).max(1);
         let mut heavy = self.summary.heavy_hitters(threshold);
         heavy.retain(|c| c.key.len() <= MAX_KEY_BYTES);
         heavy.truncate(MAX_HEAVY_KEYS);
+        // The heaviest MAX_HEAVY_KEYS_PER_BUCKET of a bucket are pinned, the rest stay in their bucket
+        // (their load is counted there): a document never holds more, so every reader accepts it.
+        // Only keys chosen to collide get here; `heavy` is sorted heaviest first.
+        let mut per_bucket = vec![0u8; self.bucket_weights.len()];
+        heavy.retain(|c| {
+            let n = &mut per_bucket[self.bucket_of(c.key) as usize];
+            *n = n.saturating_add(1);
+            usize::from(*n) <= MAX_HEAVY_KEYS_PER_BUCKET
+        });
         heavy.sort_unstable_by(|x, y| x.key.cmp(y.key));
         let mut buckets = self.bucket_weights.clone();
         for c in &heavy {
