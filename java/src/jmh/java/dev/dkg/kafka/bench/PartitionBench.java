@@ -27,16 +27,17 @@ import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Cost of one keyed placement: the plug-in ({@code DkgPartitioner.partition()}, the {@code DkgRouter} under it and
- * the bare {@code Assignment} lookup) against the client's own keyed placement of the same keys ({@code BuiltInPartitioner.partitionForKey} and the spelled-out
- * {@code toPositive(murmur2(k)) % n}). The realistic case of BENCHMARKS.md "Lookup speed": 12 partitions, 64 * 12
- * buckets, 50 heavy keys (the Zipf head), a Zipf(1.0) stream over 10^4 keys; key lengths 6, 16 and 36 bytes.
- * Target: dkg at most 1.5x the client's placement. Each invocation places {@value #BATCH} keys.
+ * the bare {@code Assignment} lookup) against the client's own keyed placement of the same keys
+ * ({@code BuiltInPartitioner.partitionForKey} and the spelled-out {@code toPositive(murmur2(k)) % n}). The
+ * realistic case of BENCHMARKS.md "Lookup speed": 12 partitions, 64 * 12 buckets, 50 heavy keys (the Zipf head),
+ * a Zipf(1.0) stream over 10^4 keys; key lengths 6, 16 and 36 bytes. Target: {@code dkgPartitioner} at most 1.5x
+ * {@code builtInPartitionForKey}. Each invocation places {@value #BATCH} keys; scores are per key.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

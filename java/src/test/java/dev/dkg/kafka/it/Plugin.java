@@ -10,9 +10,9 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 
 /**
- * What the integration tests read from the plug-in: its metrics as a producer reports them ({@code metrics()}, names from {@link DkgMetrics}),
- * and its {@code Assignment} lookup as the second, in-process expectation. One place, so the metric names live
- * here only.
+ * What the integration tests read from the plug-in: its metrics as a producer reports them ({@code metrics()},
+ * names from {@link DkgMetrics}), and its {@code Assignment} lookup as the second, in-process expectation. One
+ * place, so the metric names live here only.
  */
 public final class Plugin {
     private Plugin() {}
