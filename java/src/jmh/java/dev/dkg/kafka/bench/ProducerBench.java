@@ -10,9 +10,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -45,7 +42,7 @@ public final class ProducerBench {
 
     private ProducerBench() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         int records = Integer.getInteger("dkg.bench.records", 1_000_000);
         int rounds = Integer.getInteger("dkg.bench.rounds", 5);
         int publications = Integer.getInteger("dkg.bench.publications", 20);
@@ -113,7 +110,7 @@ public final class ProducerBench {
                 + "target >= 0.97%n", median(sorted), sorted[0], sorted[sorted.length - 1], rounds);
     }
 
-    private static void adoption(int publications) throws InterruptedException, ExecutionException, TimeoutException {
+    private static void adoption(int publications) {
         String topic = Broker.uniqueTopic("bench-adoption");
         Broker.createTopic(topic, PARTITIONS);
         String control = Broker.createControlTopic("bench-adoption");
@@ -122,7 +119,7 @@ public final class ProducerBench {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Broker.dkgProducerConfig(control));
                 KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             // The plug-in registers a topic's metrics when it first places a record for it.
-            producer.send(new ProducerRecord<>(topic, probe, probe)).get(30, TimeUnit.SECONDS);
+            Broker.ack(producer.send(new ProducerRecord<>(topic, probe, probe)), "the first probe");
             for (int epoch = 1; epoch <= publications; epoch++) {
                 int target = epoch % PARTITIONS;
                 Broker.publish(publisher, control, Doc.constant(topic, PARTITIONS, epoch, target, List.of()));
@@ -130,8 +127,7 @@ public final class ProducerBench {
                 int e = epoch;
                 Broker.waitUntil("epoch " + epoch, Duration.ofSeconds(30), () -> Plugin.epoch(producer, topic) == e);
                 waitsMs.add((System.nanoTime() - published) / 1e6);
-                int got = producer.send(new ProducerRecord<>(topic, probe, probe)).get(30, TimeUnit.SECONDS)
-                        .partition();
+                int got = Broker.ack(producer.send(new ProducerRecord<>(topic, probe, probe)), "a probe").partition();
                 if (got != target) {
                     throw new IllegalStateException("epoch " + epoch + " in force but the probe went to " + got);
                 }

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -30,6 +31,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
@@ -194,10 +196,15 @@ public final class Broker {
     /** Publishes raw {@code value} (null = tombstone) under {@code key} on the control topic, waiting for the ack. */
     public static void publishRaw(KafkaProducer<byte[], byte[]> publisher, String controlTopic, byte[] key,
             byte[] value) {
+        ack(publisher.send(new ProducerRecord<>(controlTopic, 0, key, value)), "control record to " + controlTopic);
+    }
+
+    /** Waits (at most 30 s) for a send's acknowledgement; fails the test naming {@code what} if it fails. */
+    public static RecordMetadata ack(Future<RecordMetadata> send, String what) {
         try {
-            publisher.send(new ProducerRecord<>(controlTopic, 0, key, value)).get(30, TimeUnit.SECONDS);
+            return send.get(30, TimeUnit.SECONDS);
         } catch (InterruptedException | ExecutionException | TimeoutException e) {
-            throw new AssertionError("control-topic record not delivered to " + controlTopic, e);
+            throw new AssertionError("send of " + what + " failed", e);
         }
     }
 

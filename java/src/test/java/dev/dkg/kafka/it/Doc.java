@@ -1,7 +1,6 @@
 package dev.dkg.kafka.it;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
@@ -75,21 +74,9 @@ public final class Doc {
         return new Doc(topic, partitions, epoch, table, heavy);
     }
 
-    /** A heavy key given as UTF-8 text. */
-    public static Heavy heavy(String key, int partition) {
-        return new Heavy(key.getBytes(StandardCharsets.UTF_8), partition);
-    }
-
+    /** The data topic (the document's {@code topic}, and its control-record key). */
     public String topic() {
         return topic;
-    }
-
-    public int partitions() {
-        return partitions;
-    }
-
-    public long epoch() {
-        return epoch;
     }
 
     /** The same document under another epoch. */
@@ -143,10 +130,5 @@ public final class Doc {
             }
         }
         return table[Utils.toPositive(Utils.murmur2(key)) % table.length];
-    }
-
-    /** The heavy keys. */
-    public List<Heavy> heavy() {
-        return new ArrayList<>(heavy);
     }
 }

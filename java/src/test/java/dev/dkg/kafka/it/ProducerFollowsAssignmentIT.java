@@ -11,9 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -38,12 +35,8 @@ class ProducerFollowsAssignmentIT {
         List<Integer> out = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             byte[] value = (phase + "-" + i).getBytes(StandardCharsets.UTF_8);
-            try {
-                out.add(producer.send(new ProducerRecord<>(topic, keys.get(i), value)).get(30, TimeUnit.SECONDS)
-                        .partition());
-            } catch (InterruptedException | ExecutionException | TimeoutException e) {
-                throw new AssertionError("send " + phase + "-" + i + " failed", e);
-            }
+            out.add(Broker.ack(producer.send(new ProducerRecord<>(topic, keys.get(i), value)), phase + "-" + i)
+                    .partition());
         }
         return out;
     }

@@ -1,10 +1,10 @@
 package dev.dkg.kafka.it;
 
+import static org.apache.kafka.common.utils.Utils.utf8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,10 +12,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -40,7 +38,7 @@ class ProducerRejectsHostileIT {
         String otherTopic = Broker.uniqueTopic("hostile-other");
         Broker.createTopic(topic, PARTITIONS);
         String control = Broker.createControlTopic("hostile");
-        byte[] hot = "hot".getBytes(StandardCharsets.UTF_8);
+        byte[] hot = utf8("hot");
         // The last good assignment: the hot key on 1, every other key on 3, epoch 5.
         Doc good = Doc.constant(topic, PARTITIONS, 5, 3, List.of(new Doc.Heavy(hot, 1)));
         String goodJson = good.json();
@@ -48,7 +46,7 @@ class ProducerRejectsHostileIT {
         assertNotEquals(goodJson, version2);
         String outOfRange = goodJson.replace("\"table\":[3,", "\"table\":[17,");
         assertNotEquals(goodJson, outOfRange);
-        byte[] key = topic.getBytes(StandardCharsets.UTF_8);
+        byte[] key = utf8(topic);
         byte[] oversize = new byte[MAX_ASSIGNMENT_BYTES + 1];
         Arrays.fill(oversize, (byte) ' ');
         List<Hostile> hostile = List.of(
@@ -121,16 +119,8 @@ class ProducerRejectsHostileIT {
         }
     }
 
-    private static byte[] utf8(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
-
     private static RecordMetadata get(Future<RecordMetadata> ack) {
-        try {
-            return ack.get(30, TimeUnit.SECONDS);
-        } catch (InterruptedException | ExecutionException | TimeoutException e) {
-            throw new AssertionError("send failed", e);
-        }
+        return Broker.ack(ack, "a record of the data topic");
     }
 
     private static void sleep(long ms) {
