@@ -22,8 +22,10 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -271,16 +273,18 @@ public final class Broker {
 
     /** The end offset of every partition of {@code topic}, by partition number. */
     public static long[] endOffsets(String topic) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
-        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
-            int n = consumer.partitionsFor(topic, Duration.ofSeconds(10)).size();
-            List<TopicPartition> tps = IntStream.range(0, n).mapToObj(i -> new TopicPartition(topic, i))
-                    .collect(Collectors.toList());
-            Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofSeconds(10));
-            return tps.stream().mapToLong(end::get).toArray();
+        try (Admin admin = admin()) {
+            int n = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic)
+                    .partitions().size();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (int i = 0; i < n; i++) {
+                latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+            }
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> end = admin.listOffsets(latest).all()
+                    .get(10, TimeUnit.SECONDS);
+            return IntStream.range(0, n).mapToLong(i -> end.get(new TopicPartition(topic, i)).offset()).toArray();
+        } catch (InterruptedException | ExecutionException | TimeoutException e) {
+            throw new AssertionError("ListOffsets " + topic + " failed", e);
         }
     }
 

@@ -56,6 +56,8 @@ class ConnectSourceIT {
         worker.put("offset.flush.interval.ms", "1000");
         worker.put("listeners", "http://127.0.0.1:0");
         worker.put("connector.client.config.override.policy", "All");
+        // The test connector is on the classpath without a ServiceLoader manifest: find it by scanning, no warning.
+        worker.put("plugin.discovery", "only_scan");
         Map<String, String> connector = new HashMap<>();
         connector.put("name", "skewed-" + System.nanoTime());
         connector.put("connector.class", SkewedSourceConnector.class.getName());
