@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
@@ -79,19 +78,15 @@ class ConnectSourceIT {
             assertTrue(created.get(60, TimeUnit.SECONDS).created(), "connector created");
 
             BitSet seen = new BitSet(RECORDS);
-            List<String> misplaced = new ArrayList<>();
+            Doc.Placement placement = doc.placement();
             Map<String, Integer> byKey = new HashMap<>();
             Broker.consumeAll(topic, RECORDS, Duration.ofSeconds(90), r -> {
-                String key = new String(r.key(), StandardCharsets.UTF_8);
                 seen.set(Integer.parseInt(new String(r.value(), StandardCharsets.UTF_8)));
-                int want = doc.expectedPartition(r.key());
-                if (r.partition() != want && misplaced.size() < 20) {
-                    misplaced.add(key + " on " + r.partition() + ", expected " + want);
-                }
-                byKey.merge(key, 1, Integer::sum);
+                placement.accept(r);
+                byKey.merge(new String(r.key(), StandardCharsets.UTF_8), 1, Integer::sum);
             });
             assertEquals(RECORDS, seen.cardinality(), "every emitted record arrived");
-            assertTrue(misplaced.isEmpty(), "misplaced: " + misplaced);
+            placement.assertPlaced();
             // The stream is skewed and the heavy keys were placed by the document's heavy list.
             assertTrue(byKey.get(new String(Zipf.key(1), StandardCharsets.UTF_8)) > RECORDS / 20, "rank 1 is hot");
             assertEquals(0, doc.expectedPartition(Zipf.key(1)));

@@ -1,11 +1,16 @@
 package dev.dkg.kafka.it;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Random;
 import java.util.StringJoiner;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.utils.Utils;
 
 /**
@@ -87,6 +92,49 @@ public final class Doc {
     /** The same document for another topic name (the {@code topic} field). */
     public Doc withTopic(String newTopic) {
         return new Doc(newTopic, partitions, epoch, table, heavy, seed);
+    }
+
+    /**
+     * A consumer-side check of records placed by this document: {@link Placement#accept} each record read back,
+     * then {@link Placement#assertPlaced}.
+     */
+    public Placement placement() {
+        return new Placement(this);
+    }
+
+    /** Records checked against a document's placement. */
+    public static final class Placement implements Consumer<ConsumerRecord<byte[], byte[]>> {
+        private final Doc doc;
+        private final List<String> misplaced = new ArrayList<>();
+        private long records;
+        private long moved;
+
+        private Placement(Doc doc) {
+            this.doc = doc;
+        }
+
+        @Override
+        public void accept(ConsumerRecord<byte[], byte[]> r) {
+            int want = doc.expectedPartition(r.key());
+            records++;
+            if (want != Broker.kafkaPartition(r.key(), doc.partitions)) {
+                moved++;
+            }
+            if (r.partition() != want && misplaced.size() < 20) {
+                misplaced.add(new String(r.key(), StandardCharsets.UTF_8) + " on " + r.partition() + ", expected "
+                        + want);
+            }
+        }
+
+        /**
+         * Every record was on its expected partition, and most of them (over half) on one Kafka's own placement
+         * would not have chosen, so the check tells the document's placement from the client's.
+         */
+        public void assertPlaced() {
+            assertTrue(misplaced.isEmpty(), "misplaced: " + misplaced);
+            assertTrue(records > 0, "no records checked");
+            assertTrue(moved * 2 > records, moved + " of " + records + " records placed apart from Kafka's hashing");
+        }
     }
 
     /** The document's compact JSON text (the control-topic value). */

@@ -8,7 +8,6 @@ import dev.dkg.kafka.streams.DkgStreamPartitioner;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -73,16 +72,12 @@ class StreamsPartitionerIT {
                 .to(out, Produced.with(Serdes.String(), Serdes.String()).withStreamPartitioner(partitioner));
 
         Set<String> seen = new HashSet<>();
-        List<String> misplaced = new ArrayList<>();
+        Doc.Placement placement = doc.placement();
         try (KafkaStreams streams = new KafkaStreams(builder.build(), props)) {
             streams.start();
             Broker.consumeAll(out, RECORDS, Duration.ofSeconds(90), r -> {
                 seen.add(new String(r.value(), StandardCharsets.UTF_8));
-                int want = doc.expectedPartition(r.key());
-                if (r.partition() != want && misplaced.size() < 20) {
-                    misplaced.add(new String(r.key(), StandardCharsets.UTF_8) + " on " + r.partition() + ", expected "
-                            + want);
-                }
+                placement.accept(r);
             });
             streams.close(Duration.ofSeconds(30));
         } finally {
@@ -92,6 +87,6 @@ class StreamsPartitionerIT {
         assertEquals(1, partitioner.router().assignment(out).epoch(), "the assignment in force");
         assertTrue(partitioner.router().records(out, Route.HEAVY) > RECORDS / 20, "the hot key went the heavy route");
         assertTrue(partitioner.router().records(out, Route.BUCKET) > 0, "the other keys went by bucket");
-        assertTrue(misplaced.isEmpty(), "misplaced: " + misplaced);
+        placement.assertPlaced();
     }
 }
