@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dkg.kafka.Assignment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -28,7 +29,6 @@ import org.junit.jupiter.api.Test;
  */
 class ProducerRejectsHostileIT {
     private static final int PARTITIONS = 4;
-    private static final int MAX_ASSIGNMENT_BYTES = 8 * 1024 * 1024;
 
     private record Hostile(byte[] key, byte[] value, String reason) {}
 
@@ -47,7 +47,7 @@ class ProducerRejectsHostileIT {
         String outOfRange = goodJson.replace("\"table\":[3,", "\"table\":[17,");
         assertNotEquals(goodJson, outOfRange);
         byte[] key = utf8(topic);
-        byte[] oversize = new byte[MAX_ASSIGNMENT_BYTES + 1];
+        byte[] oversize = new byte[Assignment.MAX_ASSIGNMENT_BYTES + 1];
         Arrays.fill(oversize, (byte) ' ');
         List<Hostile> hostile = List.of(
                 new Hostile(key, utf8("{\"format\":\"dkg.assignment\","), "malformed_json"),
@@ -111,11 +111,14 @@ class ProducerRejectsHostileIT {
             assertEquals(2, get(producer.send(new ProducerRecord<>(topic, hot, utf8("hot6")))).partition());
         }
 
-        // A producer started now reads the same history to the same result.
+        // A producer started now reads the same history to the same result, rejecting the same records.
         try (KafkaProducer<byte[], byte[]> late = new KafkaProducer<>(Broker.dkgProducerConfig(control))) {
             assertEquals(2, get(late.send(new ProducerRecord<>(topic, hot, utf8("late")))).partition());
             assertEquals(6, Plugin.epoch(late, topic));
             assertEquals(0, Plugin.epoch(late, otherTopic));
+            for (Map.Entry<String, Long> e : wanted.entrySet()) {
+                assertEquals(e.getValue(), Plugin.rejected(late.metrics(), e.getKey()), "late producer: " + e.getKey());
+            }
         }
     }
 
