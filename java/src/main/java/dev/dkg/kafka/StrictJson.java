@@ -61,6 +61,8 @@ final class StrictJson {
             double[] predictedLoad) {}
 
     private static final long U32_MAX = 0xffff_ffffL;
+    /** floor((2^64 - 1) / 10); the remainder is 5. */
+    private static final long U64_MAX_DIV_10 = 1844674407370955161L;
 
     private final byte[] b;
     private int pos;
@@ -592,8 +594,8 @@ final class StrictJson {
         } else {
             while (pos < b.length && b[pos] >= '0' && b[pos] <= '9') {
                 int d = b[pos] - '0';
-                // v * 10 + d overflows u64 iff v > (2^64 - 1 - d) / 10.
-                if (Long.compareUnsigned(v, Long.divideUnsigned(-1L - d, 10)) > 0) {
+                // v * 10 + d overflows u64 iff v > floor((2^64 - 1) / 10), or equals it and d > 5.
+                if (Long.compareUnsigned(v, U64_MAX_DIV_10) > 0 || (v == U64_MAX_DIV_10 && d > 5)) {
                     overflow = true;
                 }
                 v = v * 10 + d;
