@@ -816,6 +816,13 @@ fn reject_cases() -> Vec<Reject> {
         reject("version_null", M, "version is null.", edit(r#""version":1"#, r#""version":null"#)),
         reject("duplicate_version", M, "version twice (same value).", edit(r#""version":1"#, r#""version":1,"version":1"#)),
         reject("duplicate_member", M, "topic twice (same value).", edit(r#""topic":"orders""#, r#""topic":"orders","topic":"orders""#)),
+        reject("duplicate_member_bucket_hash", M, "bucket_hash.seed twice.", edit(r#""seed":625341585"#, r#""seed":625341585,"seed":625341585"#)),
+        reject("duplicate_member_heavy", M, "A heavy entry with partition twice.", edit(r#""partition":1"#, r#""partition":1,"partition":1"#)),
+        reject("duplicate_member_params", M, "params.mu twice.", edit(r#""mu":4.0"#, r#""mu":4.0,"mu":4.0"#)),
+        reject("array_v2_three_elements", M, "An array [\"dkg.assignment\", 2, 0]: the pre-read accepts exactly two elements.", br#"["dkg.assignment",2,0]"#.to_vec()),
+        reject("string_lone_surrogate", M, "A lone surrogate escape \\ud800 in the topic.", edit(r#""topic":"orders""#, r#""topic":"\ud800""#)),
+        reject("string_control_character", M, "An unescaped control character (0x01) inside the topic string.", edit(r#""topic":"orders""#, "\"topic\":\"ord\u{1}ers\"")),
+        reject("partitions_negative_zero", M, "partitions -0.", edit(r#""partitions":3"#, r#""partitions":-0"#)),
         // Unknown and missing members.
         reject("unknown_member", M, "An unknown top-level member.", edit(r#""epoch":7"#, r#""epoch":7,"salt":1"#)),
         reject("unknown_member_null", M, "An unknown top-level member with value null.", edit(r#""epoch":7"#, r#""epoch":7,"comment":null"#)),
