@@ -63,15 +63,15 @@ public final class Assignment {
     private final int slotShift;
 
     private Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
-        validateTopic(d.topic());
-        if (d.partitions() == 0) {
+        validateTopic(d.topic);
+        if (d.partitions == 0) {
             throw invalid("partitions must be at least 1");
         }
-        long partitions = d.partitions() & 0xffff_ffffL;
+        long partitions = d.partitions & 0xffff_ffffL;
         if (partitions > MAX_PARTITIONS) {
             throw tooLarge("partitions", partitions, MAX_PARTITIONS);
         }
-        int[] table = d.table();
+        int[] table = d.table;
         if (table.length == 0) {
             throw invalid("the bucket table must have at least 1 bucket");
         }
@@ -79,11 +79,11 @@ public final class Assignment {
             throw tooLarge("buckets", table.length, MAX_BUCKETS);
         }
         for (int p : table) {
-            if (Integer.compareUnsigned(p, d.partitions()) >= 0) {
-                throw outOfRange(d.topic(), p, d.partitions());
+            if (Integer.compareUnsigned(p, d.partitions) >= 0) {
+                throw outOfRange(d.topic, p, d.partitions);
             }
         }
-        StrictJson.HeavyIn[] heavy = d.heavy();
+        StrictJson.HeavyIn[] heavy = d.heavy;
         if (heavy.length > MAX_HEAVY_KEYS) {
             throw tooLarge("heavy keys", heavy.length, MAX_HEAVY_KEYS);
         }
@@ -94,8 +94,8 @@ public final class Assignment {
             if (keys[i].length > MAX_KEY_BYTES) {
                 throw tooLarge("heavy key bytes", keys[i].length, MAX_KEY_BYTES);
             }
-            if (Integer.compareUnsigned(heavy[i].partition(), d.partitions()) >= 0) {
-                throw outOfRange(d.topic(), heavy[i].partition(), d.partitions());
+            if (Integer.compareUnsigned(heavy[i].partition(), d.partitions) >= 0) {
+                throw outOfRange(d.topic, heavy[i].partition(), d.partitions);
             }
             heavyPartitions[i] = heavy[i].partition();
             heavyWeights[i] = heavy[i].weight();
@@ -104,7 +104,7 @@ public final class Assignment {
         if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
             throw tooLarge("total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
         }
-        double[] load = d.predictedLoad();
+        double[] load = d.predictedLoad;
         if (load.length != partitions) {
             throw invalid("predicted_load has " + load.length + " entries, expected one per partition ("
                     + partitions + ")");
@@ -115,25 +115,25 @@ public final class Assignment {
             }
         }
         String[] names = {"theta", "epsilon", "mu"};
-        double[] values = {d.theta(), d.epsilon(), d.mu()};
+        double[] values = {d.theta, d.epsilon, d.mu};
         for (int i = 0; i < names.length; i++) {
             if (!(Double.isFinite(values[i]) && values[i] >= 0.0)) {
                 throw invalid("params." + names[i] + " = " + values[i] + " is not a finite non-negative number");
             }
         }
-        this.topic = d.topic();
-        this.partitions = d.partitions();
-        this.epoch = d.epoch();
-        this.seed = d.bucketSeed();
+        this.topic = d.topic;
+        this.partitions = d.partitions;
+        this.epoch = d.epoch;
+        this.seed = d.bucketSeed;
         this.table = table;
         this.heavyKeys = keys;
         this.heavyPartitions = heavyPartitions;
         this.heavyWeights = heavyWeights;
-        this.theta = d.theta();
-        this.epsilon = d.epsilon();
-        this.mu = d.mu();
-        this.windowRecords = d.windowRecords();
-        this.createdAtMs = d.createdAtMs();
+        this.theta = d.theta;
+        this.epsilon = d.epsilon;
+        this.mu = d.mu;
+        this.windowRecords = d.windowRecords;
+        this.createdAtMs = d.createdAtMs;
         this.predictedLoad = load;
 
         int bits = 1;
@@ -184,11 +184,11 @@ public final class Assignment {
         } catch (StrictJson.Malformed e) {
             throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
         }
-        if (doc.table().length != (doc.buckets() & 0xffff_ffffL)) {
-            throw invalid("bucket table has " + doc.table().length + " entries, expected "
-                    + Integer.toUnsignedString(doc.buckets()));
+        if (doc.table.length != (doc.buckets & 0xffff_ffffL)) {
+            throw invalid("bucket table has " + doc.table.length + " entries, expected "
+                    + Integer.toUnsignedString(doc.buckets));
         }
-        StrictJson.HeavyIn[] heavy = doc.heavy();
+        StrictJson.HeavyIn[] heavy = doc.heavy;
         byte[][] keys = new byte[heavy.length][];
         for (int i = 0; i < heavy.length; i++) {
             keys[i] = decodeKey(i, heavy[i].keyB64());

@@ -96,8 +96,9 @@ final class ControlFollower implements Runnable {
                     router.assignments().size());
         } catch (RuntimeException e) {
             closeQuietly(consumer);
-            throw e instanceof KafkaException ? (KafkaException) e
-                    : new KafkaException("DKG: reading control topic " + topic + " failed", e);
+            // Name the setting: the consumer's own message ("Timeout expired while fetching topic metadata") does not.
+            throw new KafkaException("DKG: could not read control topic " + topic + " to its end within " + timeoutMs
+                    + " ms (" + DkgConfig.STARTUP_TIMEOUT_MS_CONFIG + "): " + e.getMessage(), e);
         }
         Thread t = new Thread(f, "dkg-control-follower-" + topic);
         t.setDaemon(true);

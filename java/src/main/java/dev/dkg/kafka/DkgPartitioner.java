@@ -87,7 +87,7 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
                 return keyless(topic, keyBytes, valueBytes, cluster, n);
             }
             return router.partition(topic, keyBytes, n);
-        } catch (RuntimeException | Error e) {
+        } catch (RuntimeException e) {
             // Never fail a send over placement: count it and answer like Kafka's default partitioner would.
             try {
                 router.countError();

@@ -2,7 +2,7 @@ package dev.dkg.kafka;
 
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.PartitionInfo;
@@ -25,7 +25,8 @@ final class StickyPartition {
 
     private static final class Current {
         final int partition;
-        final AtomicInteger bytes = new AtomicInteger();
+        /** Bytes sent to it; a long so that no batch size can make it wrap. */
+        final AtomicLong bytes = new AtomicLong();
 
         Current(int partition) {
             this.partition = partition;

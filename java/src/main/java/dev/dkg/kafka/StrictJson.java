@@ -5,7 +5,11 @@ import java.nio.CharBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.stream.DoubleStream;
+import java.util.stream.IntStream;
 
 /**
  * A small, strict reader of the assignment document (format {@code dkg.assignment}, version 1) that accepts and
@@ -45,22 +49,25 @@ final class StrictJson {
     record HeavyIn(String keyB64, int partition, long weight) {}
 
     /** The second pass: every v1 field, unvalidated beyond its JSON type and integer range. */
-    record Document(
-            String topic,
-            int partitions,
-            long epoch,
-            int bucketSeed,
-            int buckets,
-            int[] table,
-            HeavyIn[] heavy,
-            double theta,
-            double epsilon,
-            double mu,
-            long windowRecords,
-            long createdAtMs,
-            double[] predictedLoad) {}
+    static final class Document {
+        String topic;
+        int partitions;
+        long epoch;
+        int bucketSeed;
+        int buckets;
+        int[] table;
+        HeavyIn[] heavy;
+        double theta;
+        double epsilon;
+        double mu;
+        long windowRecords;
+        long createdAtMs;
+        double[] predictedLoad;
+    }
 
     private static final long U32_MAX = 0xffff_ffffL;
+    /** floor((2^64 - 1) / 10); the remainder is 5. */
+    private static final long U64_MAX_DIV_10 = 1844674407370955161L;
 
     private final byte[] b;
     private int pos;
@@ -151,196 +158,120 @@ final class StrictJson {
 
     static Document readDocument(byte[] bytes) throws Malformed {
         StrictJson r = new StrictJson(bytes);
-        String topic = null;
-        int partitions = 0;
-        long epoch = 0;
-        long bucketSeed = -1;
-        int buckets = 0;
-        int[] table = null;
-        HeavyIn[] heavy = null;
-        double[] params = null;
-        long windowRecords = 0;
-        long createdAtMs = 0;
-        double[] predictedLoad = null;
-        int seen = 0;
-        r.expectObjectStart();
-        if (!r.emptyObject()) {
-            do {
-                int field = r.field(DOC_FIELDS, seen);
-                seen |= 1 << field;
-                switch (field) {
-                    case 0:
-                        r.readString();
-                        break;
-                    case 1:
-                        r.readU64();
-                        break;
-                    case 2:
-                        topic = r.readString();
-                        break;
-                    case 3:
-                        partitions = r.readU32();
-                        break;
-                    case 4:
-                        epoch = r.readU64();
-                        break;
-                    case 5:
-                        bucketSeed = r.readBucketHash();
-                        break;
-                    case 6:
-                        buckets = r.readU32();
-                        break;
-                    case 7:
-                        table = r.readU32Array();
-                        break;
-                    case 8:
-                        heavy = r.readHeavy();
-                        break;
-                    case 9: {
-                        long[] window = new long[1];
-                        params = r.readParams(window);
-                        windowRecords = window[0];
-                        break;
-                    }
-                    case 10:
-                        createdAtMs = r.readU64();
-                        break;
-                    default:
-                        predictedLoad = r.readF64Array();
-                        break;
-                }
-            } while (r.moreFields());
-        }
-        r.requireAll(DOC_FIELDS, seen);
+        Document d = new Document();
+        r.readObject(DOC_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                    r.readString();
+                    break;
+                case 1:
+                    r.readU64();
+                    break;
+                case 2:
+                    d.topic = r.readString();
+                    break;
+                case 3:
+                    d.partitions = r.readU32();
+                    break;
+                case 4:
+                    d.epoch = r.readU64();
+                    break;
+                case 5:
+                    d.bucketSeed = r.readBucketHash();
+                    break;
+                case 6:
+                    d.buckets = r.readU32();
+                    break;
+                case 7:
+                    d.table = r.readU32Array();
+                    break;
+                case 8:
+                    d.heavy = r.readHeavy();
+                    break;
+                case 9:
+                    r.readParams(d);
+                    break;
+                case 10:
+                    d.createdAtMs = r.readU64();
+                    break;
+                default:
+                    d.predictedLoad = r.readF64Array();
+                    break;
+            }
+        });
         r.end();
-        return new Document(topic, partitions, epoch, (int) bucketSeed, buckets,
-                table, heavy, params[0], params[1], params[2], windowRecords, createdAtMs, predictedLoad);
+        return d;
     }
 
     private static final String[] BUCKET_FIELDS = {"function", "seed"};
 
     /** {@code {"function":"murmur2","seed":N}} (serde's internally tagged enum): the seed's 32 bits. */
-    private long readBucketHash() throws Malformed {
-        expectObjectStart();
-        String function = null;
-        long seed = 0;
-        int seen = 0;
-        if (!emptyObject()) {
-            do {
-                int field = field(BUCKET_FIELDS, seen);
-                seen |= 1 << field;
-                if (field == 0) {
-                    function = readString();
-                } else {
-                    seed = readU32() & U32_MAX;
-                }
-            } while (moreFields());
+    private int readBucketHash() throws Malformed {
+        String[] function = new String[1];
+        int[] seed = new int[1];
+        readObject(BUCKET_FIELDS, field -> {
+            if (field == 0) {
+                function[0] = readString();
+            } else {
+                seed[0] = readU32();
+            }
+        });
+        if (!"murmur2".equals(function[0])) {
+            throw error("unknown variant `" + function[0] + "`, expected `murmur2`");
         }
-        if ((seen & 1) == 0) {
-            throw error("missing field `function`");
-        }
-        if (!"murmur2".equals(function)) {
-            throw error("unknown variant `" + function + "`, expected `murmur2`");
-        }
-        requireAll(BUCKET_FIELDS, seen);
-        return seed;
+        return seed[0];
     }
 
     private static final String[] HEAVY_FIELDS = {"key_b64", "partition", "weight"};
 
     private HeavyIn[] readHeavy() throws Malformed {
-        expectWs('[');
-        HeavyIn[] out = new HeavyIn[8];
-        int n = 0;
-        if (peekWs() == ']') {
-            pos++;
-            return new HeavyIn[0];
-        }
-        do {
-            expectObjectStart();
-            String key = null;
-            int partition = 0;
-            long weight = 0;
-            int seen = 0;
-            if (!emptyObject()) {
-                do {
-                    int field = field(HEAVY_FIELDS, seen);
-                    seen |= 1 << field;
-                    switch (field) {
-                        case 0:
-                            key = readString();
-                            break;
-                        case 1:
-                            partition = readU32();
-                            break;
-                        default:
-                            weight = readU64();
-                            break;
-                    }
-                } while (moreFields());
-            }
-            requireAll(HEAVY_FIELDS, seen);
-            if (n == out.length) {
-                out = Arrays.copyOf(out, n * 2);
-            }
-            out[n++] = new HeavyIn(key, partition, weight);
-        } while (moreElements());
-        return Arrays.copyOf(out, n);
+        List<HeavyIn> out = new ArrayList<>();
+        readArray(() -> {
+            String[] key = new String[1];
+            long[] numbers = new long[2];
+            readObject(HEAVY_FIELDS, field -> {
+                if (field == 0) {
+                    key[0] = readString();
+                } else {
+                    numbers[field - 1] = field == 1 ? readU32() : readU64();
+                }
+            });
+            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1]));
+        });
+        return out.toArray(new HeavyIn[0]);
     }
 
     private static final String[] PARAM_FIELDS = {"theta", "epsilon", "mu", "window_records"};
 
-    private double[] readParams(long[] windowRecords) throws Malformed {
-        expectObjectStart();
-        double[] out = new double[3];
-        int seen = 0;
-        if (!emptyObject()) {
-            do {
-                int field = field(PARAM_FIELDS, seen);
-                seen |= 1 << field;
-                if (field == 3) {
-                    windowRecords[0] = readU64();
-                } else {
-                    out[field] = readF64();
-                }
-            } while (moreFields());
-        }
-        requireAll(PARAM_FIELDS, seen);
-        return out;
+    private void readParams(Document d) throws Malformed {
+        readObject(PARAM_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                    d.theta = readF64();
+                    break;
+                case 1:
+                    d.epsilon = readF64();
+                    break;
+                case 2:
+                    d.mu = readF64();
+                    break;
+                default:
+                    d.windowRecords = readU64();
+                    break;
+            }
+        });
     }
 
     private int[] readU32Array() throws Malformed {
-        expectWs('[');
-        if (peekWs() == ']') {
-            pos++;
-            return new int[0];
-        }
-        int[] out = new int[16];
-        int n = 0;
-        do {
-            if (n == out.length) {
-                out = Arrays.copyOf(out, n * 2);
-            }
-            out[n++] = readU32();
-        } while (moreElements());
-        return Arrays.copyOf(out, n);
+        IntStream.Builder out = IntStream.builder();
+        readArray(() -> out.add(readU32()));
+        return out.build().toArray();
     }
 
     private double[] readF64Array() throws Malformed {
-        expectWs('[');
-        if (peekWs() == ']') {
-            pos++;
-            return new double[0];
-        }
-        double[] out = new double[16];
-        int n = 0;
-        do {
-            if (n == out.length) {
-                out = Arrays.copyOf(out, n * 2);
-            }
-            out[n++] = readF64();
-        } while (moreElements());
-        return Arrays.copyOf(out, n);
+        DoubleStream.Builder out = DoubleStream.builder();
+        readArray(() -> out.add(readF64()));
+        return out.build().toArray();
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -354,13 +285,42 @@ final class StrictJson {
         pos++;
     }
 
-    /** After {@code {}: true (and consumed) if the object is empty. */
-    private boolean emptyObject() throws Malformed {
+    @FunctionalInterface
+    private interface Member {
+        void read(int field) throws Malformed;
+    }
+
+    @FunctionalInterface
+    private interface Element {
+        void read() throws Malformed;
+    }
+
+    /** An object with exactly the members {@code names}, in any order, each once; {@code member} reads values. */
+    private void readObject(String[] names, Member member) throws Malformed {
+        expectObjectStart();
+        int seen = 0;
         if (peekWs() == '}') {
             pos++;
-            return true;
+        } else {
+            do {
+                int field = field(names, seen);
+                seen |= 1 << field;
+                member.read(field);
+            } while (moreFields());
         }
-        return false;
+        requireAll(names, seen);
+    }
+
+    /** An array; {@code element} reads each element. */
+    private void readArray(Element element) throws Malformed {
+        expectWs('[');
+        if (peekWs() == ']') {
+            pos++;
+            return;
+        }
+        do {
+            element.read();
+        } while (moreElements());
     }
 
     /** Reads {@code "name":} and returns the field's index; unknown or repeated fields are errors. */
@@ -460,37 +420,7 @@ final class StrictJson {
                 buf[n++] = (byte) c;
                 continue;
             }
-            if (pos >= b.length) {
-                throw error("EOF while parsing a string");
-            }
-            int e = b[pos++];
-            switch (e) {
-                case '"':
-                case '\\':
-                case '/':
-                    buf[n++] = (byte) e;
-                    break;
-                case 'b':
-                    buf[n++] = '\b';
-                    break;
-                case 'f':
-                    buf[n++] = '\f';
-                    break;
-                case 'n':
-                    buf[n++] = '\n';
-                    break;
-                case 'r':
-                    buf[n++] = '\r';
-                    break;
-                case 't':
-                    buf[n++] = '\t';
-                    break;
-                case 'u':
-                    n = unicodeEscape(buf, n);
-                    break;
-                default:
-                    throw error("invalid escape");
-            }
+            n = escape(buf, n);
         }
         try {
             CharBuffer chars = StandardCharsets.UTF_8.newDecoder()
@@ -501,6 +431,53 @@ final class StrictJson {
         } catch (CharacterCodingException e) {
             throw error("invalid unicode code point");
         }
+    }
+
+    /**
+     * After a backslash: one escape, decoded into {@code buf} at {@code n} (returns the new length); with
+     * {@code buf == null} only checked, as serde_json's {@code ignore_str} does (surrogates of a {@code \\u}
+     * escape are not).
+     */
+    private int escape(byte[] buf, int n) throws Malformed {
+        if (pos >= b.length) {
+            throw error("EOF while parsing a string");
+        }
+        int e = b[pos++];
+        byte out;
+        switch (e) {
+            case '"':
+            case '\\':
+            case '/':
+                out = (byte) e;
+                break;
+            case 'b':
+                out = '\b';
+                break;
+            case 'f':
+                out = '\f';
+                break;
+            case 'n':
+                out = '\n';
+                break;
+            case 'r':
+                out = '\r';
+                break;
+            case 't':
+                out = '\t';
+                break;
+            case 'u':
+                if (buf == null) {
+                    hex4();
+                    return n;
+                }
+                return unicodeEscape(buf, n);
+            default:
+                throw error("invalid escape");
+        }
+        if (buf != null) {
+            buf[n++] = out;
+        }
+        return n;
     }
 
     /** After {@code \\u}: decodes the escape (and its low surrogate) into UTF-8 at {@code buf[n]}. */
@@ -592,8 +569,8 @@ final class StrictJson {
         } else {
             while (pos < b.length && b[pos] >= '0' && b[pos] <= '9') {
                 int d = b[pos] - '0';
-                // v * 10 + d overflows u64 iff v > (2^64 - 1 - d) / 10.
-                if (Long.compareUnsigned(v, Long.divideUnsigned(-1L - d, 10)) > 0) {
+                // v * 10 + d overflows u64 iff v > floor((2^64 - 1) / 10), or equals it and d > 5.
+                if (Long.compareUnsigned(v, U64_MAX_DIV_10) > 0 || (v == U64_MAX_DIV_10 && d > 5)) {
                     overflow = true;
                 }
                 v = v * 10 + d;
@@ -766,26 +743,7 @@ final class StrictJson {
                 throw error("control character (\\u0000-\\u001F) found while parsing a string");
             }
             if (c == '\\') {
-                if (pos >= b.length) {
-                    throw error("EOF while parsing a string");
-                }
-                int e = b[pos++];
-                switch (e) {
-                    case '"':
-                    case '\\':
-                    case '/':
-                    case 'b':
-                    case 'f':
-                    case 'n':
-                    case 'r':
-                    case 't':
-                        break;
-                    case 'u':
-                        hex4();
-                        break;
-                    default:
-                        throw error("invalid escape");
-                }
+                escape(null, 0);
             }
         }
     }
