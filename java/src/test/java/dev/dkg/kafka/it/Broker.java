@@ -227,8 +227,8 @@ public final class Broker {
 
     /**
      * Reads every partition of {@code topic} from the beginning until {@code expected} records were seen, calling
-     * {@code sink} per record; fails after {@code timeout}. Returns the number read (records past {@code expected}
-     * that arrived in the same poll are passed and counted too, so a duplicate shows).
+     * {@code sink} per record, then on to the end of the log, so records past {@code expected} (duplicates) are
+     * passed and counted too; fails after {@code timeout}. Returns the number read.
      */
     public static long consumeAll(String topic, long expected, Duration timeout,
             Consumer<ConsumerRecord<byte[], byte[]>> sink) {

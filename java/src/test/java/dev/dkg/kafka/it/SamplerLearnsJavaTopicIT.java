@@ -1,17 +1,23 @@
 package dev.dkg.kafka.it;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -88,11 +94,14 @@ class SamplerLearnsJavaTopicIT {
             assertTrue(Plugin.records(producer.metrics(), topic, "fallback") >= PHASE_RECORDS,
                     "phase 1 was hash-placed");
 
-            // The sampler learns phase 1 from the beginning of the topic and publishes.
+            // The sampler learns phase 1 from the beginning of the topic and publishes. It catches up on a backlog
+            // partition by partition, so a decision at its first interval could miss the hot key's partition: it
+            // decides only once its window holds 98% of phase 1 (barely decayed).
+            String metricsAddr = "127.0.0.1:" + freePort();
             sampler = new ProcessBuilder(bin.toString(), "run", "--bootstrap-servers", Broker.bootstrap(), "--topic",
                     topic, "--control-topic", control, "--sketches-topic", Broker.uniqueTopic("sampler-sketches"),
-                    "--interval-secs", "2", "--metrics-addr", "127.0.0.1:" + freePort(), "--min-samples", "50000",
-                    "--auto-offset-reset", "earliest")
+                    "--interval-secs", "2", "--metrics-addr", metricsAddr, "--auto-offset-reset", "earliest",
+                    "--min-samples", Integer.toString(PHASE_RECORDS * 49 / 50), "--decay", "0.999")
                     .redirectErrorStream(true).redirectOutput(log).start();
             Process running = sampler;
             Broker.waitUntil("the plug-in to adopt the sampler's first assignment", Duration.ofSeconds(90), () -> {
@@ -101,25 +110,52 @@ class SamplerLearnsJavaTopicIT {
                 }
                 return Plugin.epoch(producer, topic) >= 1;
             });
+            long epoch = Plugin.epoch(producer, topic);
+            String view = samplerView(metricsAddr);
+            // Phase 2 measures that one assignment: no later epoch may switch placement in the middle of it.
+            stopSampler(sampler);
 
             // Phase 2: the same stream, now placed by the assignment.
             produce(producer, topic, zipf, PHASE_RECORDS);
             double dkgImbalance = Broker.imbalance(hashed, Broker.endOffsets(topic));
-            String summary = String.format("hash phase %.3f, DKG phase %.3f, key-grouping bound %.3f", hashImbalance,
-                    dkgImbalance, bound);
+            assertEquals(epoch, Plugin.epoch(producer, topic), "phase 2 ran under one epoch");
+            String summary = String.format("hash phase %.3f, DKG phase (epoch %d) %.3f, key-grouping bound %.3f; "
+                    + "the sampler's view: %s", hashImbalance, epoch, dkgImbalance, bound, view);
             System.out.println("sampler learns a Java-written topic: " + summary);
             assertTrue(hashImbalance > 0.8, "hash placement should be far off balance: " + summary);
             assertTrue(dkgImbalance < 0.3, "DKG placement should be near the bound: " + summary + "\n" + readLog(log));
             assertTrue(dkgImbalance < hashImbalance / 3, summary);
         } finally {
             if (sampler != null) {
-                sampler.destroy();
-                if (!sampler.waitFor(10, TimeUnit.SECONDS)) {
-                    sampler.destroyForcibly();
-                }
+                stopSampler(sampler);
             }
         }
         Files.deleteIfExists(log.toPath());
+    }
+
+    /** SIGTERM, then SIGKILL if it has not exited within 10 s. */
+    private static void stopSampler(Process sampler) throws InterruptedException {
+        sampler.destroy();
+        if (!sampler.waitFor(10, TimeUnit.SECONDS)) {
+            sampler.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The sampler's own imbalance and epoch metrics (from its /metrics), for the test's messages. */
+    private static String samplerView(String addr) {
+        try {
+            HttpResponse<String> r = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(URI.create("http://" + addr + "/metrics")).timeout(Duration.ofSeconds(5))
+                            .build(), HttpResponse.BodyHandlers.ofString());
+            return r.body().lines().filter(l -> l.startsWith("dkg_sampler_epoch") || l.startsWith("dkg_sampler_")
+                    && l.contains("imbalance_ratio") || l.startsWith("dkg_sampler_key_grouping_bound_ratio"))
+                    .collect(Collectors.joining("; "));
+        } catch (IOException e) {
+            return "(no /metrics: " + e + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(interrupted)";
+        }
     }
 
     private static String readLog(File log) {
