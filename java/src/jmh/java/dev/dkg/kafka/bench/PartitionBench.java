@@ -37,7 +37,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * ({@code BuiltInPartitioner.partitionForKey} and the spelled-out {@code toPositive(murmur2(k)) % n}). The
  * realistic case of BENCHMARKS.md "Lookup speed": 12 partitions, 64 * 12 buckets, 50 heavy keys (the Zipf head),
  * a Zipf(1.0) stream over 10^4 keys; key lengths 6, 16 and 36 bytes. Target: {@code dkgPartitioner} at most 1.5x
- * {@code builtInPartitionForKey}. Each invocation places {@value #BATCH} keys; scores are per key.
+ * {@code builtInWithCluster} (the producer's own keyed path, partition count lookup included). Each invocation
+ * places {@value #BATCH} keys; scores are per key.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -132,6 +133,20 @@ public class PartitionBench {
         int acc = 0;
         for (byte[] k : stream) {
             acc += assignment.partitionFor(k);
+        }
+        return acc;
+    }
+
+    /**
+     * What {@code KafkaProducer} does for a keyed record without a {@code partitioner.class}: the partition count
+     * from the Cluster, then {@code BuiltInPartitioner.partitionForKey}. The baseline for {@link #dkgPartitioner}.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int builtInWithCluster() {
+        int acc = 0;
+        for (byte[] k : stream) {
+            acc += BuiltInPartitioner.partitionForKey(k, cluster.partitionsForTopic(TOPIC).size());
         }
         return acc;
     }
