@@ -1,8 +1,6 @@
 package dev.dkg.kafka;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -234,7 +232,6 @@ public final class DkgRouter implements AutoCloseable {
      * every topic routed or assigned. Call at most once.
      */
     public void bindMetrics(PluginMetrics pluginMetrics) {
-        List<TopicState> existing;
         synchronized (metricsLock) {
             if (metrics != null) {
                 throw new IllegalStateException("DkgRouter metrics are already bound");
@@ -249,8 +246,7 @@ public final class DkgRouter implements AutoCloseable {
             add(pluginMetrics, DkgMetrics.PARTITIONER_ERRORS_TOTAL,
                     "Unexpected failures inside partition(), answered by Kafka's default placement.",
                     new LinkedHashMap<>(), (config, now) -> errors.sum());
-            existing = new ArrayList<>(topics.values());
-            for (TopicState s : existing) {
+            for (TopicState s : topics.values()) {
                 if (!s.registered) {
                     registerTopic(pluginMetrics, s);
                 }
