@@ -103,7 +103,8 @@ public final class DkgRouter implements AutoCloseable {
     /**
      * The partition of a keyed record: the assignment's if one is in effect for {@code topic} with exactly
      * {@code numPartitions} partitions, else Kafka's default {@code toPositive(murmur2(key)) % numPartitions}.
-     * Never throws, never blocks; always in {@code [0, numPartitions)}, and 0 if {@code numPartitions <= 0}.
+     * Never blocks; always in {@code [0, numPartitions)}; 0 if {@code numPartitions <= 0} or for a null key
+     * (keyless records are the caller's to place). {@code topic} must not be null.
      */
     public int partition(String topic, byte[] key, int numPartitions) {
         TopicState s = state(topic);
