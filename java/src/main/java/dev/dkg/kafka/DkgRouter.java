@@ -1,8 +1,6 @@
 package dev.dkg.kafka;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -105,7 +103,8 @@ public final class DkgRouter implements AutoCloseable {
     /**
      * The partition of a keyed record: the assignment's if one is in effect for {@code topic} with exactly
      * {@code numPartitions} partitions, else Kafka's default {@code toPositive(murmur2(key)) % numPartitions}.
-     * Never throws, never blocks; always in {@code [0, numPartitions)}, and 0 if {@code numPartitions <= 0}.
+     * Never blocks; always in {@code [0, numPartitions)}; 0 if {@code numPartitions <= 0} or for a null key
+     * (keyless records are the caller's to place). {@code topic} must not be null.
      */
     public int partition(String topic, byte[] key, int numPartitions) {
         TopicState s = state(topic);
@@ -234,7 +233,6 @@ public final class DkgRouter implements AutoCloseable {
      * every topic routed or assigned. Call at most once.
      */
     public void bindMetrics(PluginMetrics pluginMetrics) {
-        List<TopicState> existing;
         synchronized (metricsLock) {
             if (metrics != null) {
                 throw new IllegalStateException("DkgRouter metrics are already bound");
@@ -249,8 +247,7 @@ public final class DkgRouter implements AutoCloseable {
             add(pluginMetrics, DkgMetrics.PARTITIONER_ERRORS_TOTAL,
                     "Unexpected failures inside partition(), answered by Kafka's default placement.",
                     new LinkedHashMap<>(), (config, now) -> errors.sum());
-            existing = new ArrayList<>(topics.values());
-            for (TopicState s : existing) {
+            for (TopicState s : topics.values()) {
                 if (!s.registered) {
                     registerTopic(pluginMetrics, s);
                 }
