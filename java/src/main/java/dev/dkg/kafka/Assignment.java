@@ -1,0 +1,438 @@
+package dev.dkg.kafka;
+
+import java.util.Arrays;
+import java.util.Base64;
+
+/**
+ * A validated, immutable DKG assignment (document format {@code dkg.assignment}, version 1) and its O(1) lookup.
+ *
+ * <p>DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing Systems",
+ * DEBS 2015) places a key at {@code heavy[key]} if it is a heavy hitter, else at {@code table[bucket(key)]} with
+ * {@code bucket(key) = toPositive(murmur2(key, seed)) % buckets}. A key is heavy only if all its bytes equal a
+ * heavy key's. Reference: {@code partitioner/src/assignment.rs} ({@code Assignment::from_json},
+ * {@code Assignment::new}, {@code Assignment::route}) and {@code docs/spec.md}; this class must accept, reject and
+ * route exactly as they do (the golden vectors under {@code spec/vectors} check it).
+ *
+ * <p>Decoding ({@link #fromJson}) checks, in this order: size (over {@link #MAX_ASSIGNMENT_BYTES}:
+ * {@code oversize}), JSON shape ({@code malformed_json}, see {@link StrictJson}), format name
+ * ({@code malformed_json}), version ({@code unsupported_version}), {@code buckets} against the table length
+ * ({@code invalid}), heavy-key base64 ({@code invalid}), then the invariants of {@code Assignment::new}: topic name,
+ * partition count ({@code invalid} if 0, {@code oversize} over {@link #MAX_PARTITIONS}), bucket count, table and
+ * heavy partitions in range ({@code out_of_range}), heavy-key count and sizes ({@code oversize}), predicted load,
+ * parameters, duplicate heavy keys ({@code invalid}).
+ */
+public final class Assignment {
+    /** The {@code format} field of every assignment document. */
+    public static final String FORMAT_NAME = "dkg.assignment";
+    /** The document version this build reads. */
+    public static final long FORMAT_VERSION = 1;
+    /** Largest encoded document accepted (checked before parsing). */
+    public static final int MAX_ASSIGNMENT_BYTES = 8 * 1024 * 1024;
+    /** Largest partition count accepted. */
+    public static final int MAX_PARTITIONS = 1_000_000;
+    /** Largest bucket count accepted. */
+    public static final int MAX_BUCKETS = 1 << 22;
+    /** Largest number of heavy keys accepted. */
+    public static final int MAX_HEAVY_KEYS = 1_000_000;
+    /** Longest heavy key accepted, in bytes. */
+    public static final int MAX_KEY_BYTES = 64 * 1024;
+    /** Largest total size of all heavy keys, in bytes. */
+    public static final long MAX_HEAVY_KEY_BYTES_TOTAL = 256L * 1024 * 1024;
+    /** Longest legal Kafka topic name. */
+    public static final int MAX_TOPIC_LEN = 249;
+
+    private final String topic;
+    private final int partitions;
+    private final long epoch;
+    private final int seed;
+    private final int[] table;
+    private final byte[][] heavyKeys;
+    private final int[] heavyPartitions;
+    private final long[] heavyWeights;
+    private final double theta;
+    private final double epsilon;
+    private final double mu;
+    private final long windowRecords;
+    private final long createdAtMs;
+    private final double[] predictedLoad;
+
+    // The heavy-key index: open addressing over the keys' bucket hashes, linear probing, at most half full.
+    // slotRef holds heavy index + 1 (0 = empty); a match needs the same 32-bit hash and the same bytes.
+    private final int[] slotHash;
+    private final int[] slotRef;
+    private final int slotShift;
+
+    private Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
+        validateTopic(d.topic);
+        if (d.partitions == 0) {
+            throw invalid("partitions must be at least 1");
+        }
+        long partitions = d.partitions & 0xffff_ffffL;
+        if (partitions > MAX_PARTITIONS) {
+            throw tooLarge("partitions", partitions, MAX_PARTITIONS);
+        }
+        int[] table = d.table;
+        if (table.length == 0) {
+            throw invalid("the bucket table must have at least 1 bucket");
+        }
+        if (table.length > MAX_BUCKETS) {
+            throw tooLarge("buckets", table.length, MAX_BUCKETS);
+        }
+        for (int p : table) {
+            if (Integer.compareUnsigned(p, d.partitions) >= 0) {
+                throw outOfRange(d.topic, p, d.partitions);
+            }
+        }
+        StrictJson.HeavyIn[] heavy = d.heavy;
+        if (heavy.length > MAX_HEAVY_KEYS) {
+            throw tooLarge("heavy keys", heavy.length, MAX_HEAVY_KEYS);
+        }
+        long keyBytes = 0;
+        int[] heavyPartitions = new int[heavy.length];
+        long[] heavyWeights = new long[heavy.length];
+        for (int i = 0; i < heavy.length; i++) {
+            if (keys[i].length > MAX_KEY_BYTES) {
+                throw tooLarge("heavy key bytes", keys[i].length, MAX_KEY_BYTES);
+            }
+            if (Integer.compareUnsigned(heavy[i].partition(), d.partitions) >= 0) {
+                throw outOfRange(d.topic, heavy[i].partition(), d.partitions);
+            }
+            heavyPartitions[i] = heavy[i].partition();
+            heavyWeights[i] = heavy[i].weight();
+            keyBytes += keys[i].length;
+        }
+        if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
+            throw tooLarge("total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
+        }
+        double[] load = d.predictedLoad;
+        if (load.length != partitions) {
+            throw invalid("predicted_load has " + load.length + " entries, expected one per partition ("
+                    + partitions + ")");
+        }
+        for (int i = 0; i < load.length; i++) {
+            if (!(Double.isFinite(load[i]) && load[i] >= 0.0)) {
+                throw invalid("predicted_load[" + i + "] = " + load[i] + " is not a finite non-negative share");
+            }
+        }
+        String[] names = {"theta", "epsilon", "mu"};
+        double[] values = {d.theta, d.epsilon, d.mu};
+        for (int i = 0; i < names.length; i++) {
+            if (!(Double.isFinite(values[i]) && values[i] >= 0.0)) {
+                throw invalid("params." + names[i] + " = " + values[i] + " is not a finite non-negative number");
+            }
+        }
+        this.topic = d.topic;
+        this.partitions = d.partitions;
+        this.epoch = d.epoch;
+        this.seed = d.bucketSeed;
+        this.table = table;
+        this.heavyKeys = keys;
+        this.heavyPartitions = heavyPartitions;
+        this.heavyWeights = heavyWeights;
+        this.theta = d.theta;
+        this.epsilon = d.epsilon;
+        this.mu = d.mu;
+        this.windowRecords = d.windowRecords;
+        this.createdAtMs = d.createdAtMs;
+        this.predictedLoad = load;
+
+        int bits = 1;
+        while ((1 << bits) < 2 * keys.length) {
+            bits++;
+        }
+        this.slotShift = 32 - bits;
+        this.slotHash = new int[1 << bits];
+        this.slotRef = new int[1 << bits];
+        int mask = (1 << bits) - 1;
+        for (int i = 0; i < keys.length; i++) {
+            int h = Murmur2.hash(keys[i], seed);
+            int at = home(h);
+            while (slotRef[at] != 0) {
+                if (slotHash[at] == h && Arrays.equals(keys[slotRef[at] - 1], keys[i])) {
+                    throw invalid("heavy key listed twice (base64 " + display(Base64.getEncoder().encodeToString(keys[i]))
+                            + ")");
+                }
+                at = (at + 1) & mask;
+            }
+            slotHash[at] = h;
+            slotRef[at] = i + 1;
+        }
+    }
+
+    /**
+     * Decodes and validates a JSON document (see the class comment for the checks and their order).
+     *
+     * @throws AssignmentException with the {@link RejectReason} the Rust decoder reports for the same bytes
+     */
+    public static Assignment fromJson(byte[] bytes) throws AssignmentException {
+        if (bytes.length > MAX_ASSIGNMENT_BYTES) {
+            throw tooLarge("assignment bytes", bytes.length, MAX_ASSIGNMENT_BYTES);
+        }
+        StrictJson.Document doc;
+        try {
+            // Format and version first, so a newer document reports its version rather than its shape.
+            StrictJson.Header header = StrictJson.readHeader(bytes);
+            if (!FORMAT_NAME.equals(header.format())) {
+                throw new AssignmentException(RejectReason.MALFORMED_JSON, "not a DKG assignment: format \""
+                        + display(header.format()) + "\", expected \"" + FORMAT_NAME + "\"");
+            }
+            if (header.version() != FORMAT_VERSION) {
+                throw new AssignmentException(RejectReason.UNSUPPORTED_VERSION, "unsupported assignment format version "
+                        + Long.toUnsignedString(header.version()) + " (this build reads version " + FORMAT_VERSION + ")");
+            }
+            doc = StrictJson.readDocument(bytes);
+        } catch (StrictJson.Malformed e) {
+            throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
+        }
+        if (doc.table.length != (doc.buckets & 0xffff_ffffL)) {
+            throw invalid("bucket table has " + doc.table.length + " entries, expected "
+                    + Integer.toUnsignedString(doc.buckets));
+        }
+        StrictJson.HeavyIn[] heavy = doc.heavy;
+        byte[][] keys = new byte[heavy.length][];
+        for (int i = 0; i < heavy.length; i++) {
+            keys[i] = decodeKey(i, heavy[i].keyB64());
+        }
+        return new Assignment(doc, keys);
+    }
+
+    /** Standard alphabet with canonical padding (what the Rust {@code base64} STANDARD engine accepts). */
+    private static byte[] decodeKey(int index, String text) throws AssignmentException {
+        byte[] key;
+        try {
+            key = Base64.getDecoder().decode(text);
+        } catch (IllegalArgumentException e) {
+            throw invalid("heavy key #" + index + ": invalid base64: " + e.getMessage());
+        }
+        // Java's decoder also takes missing padding and non-zero trailing bits; canonical text re-encodes to itself.
+        if (!Base64.getEncoder().encodeToString(key).equals(text)) {
+            throw invalid("heavy key #" + index + ": invalid base64: not canonical padded base64");
+        }
+        return key;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Lookup.
+
+    /** The partition for {@code key}: O(1), allocation-free, never throws, always in {@code [0, partitions())}. */
+    public int partitionFor(byte[] key) {
+        int r = lookup(key);
+        return r < 0 ? -1 - r : r;
+    }
+
+    /** Which route {@link #partitionFor} takes for {@code key}: {@link Route#HEAVY} or {@link Route#BUCKET}. */
+    public Route route(byte[] key) {
+        return lookup(key) < 0 ? Route.HEAVY : Route.BUCKET;
+    }
+
+    /** The bucket of {@code key} (heavy or not): {@code toPositive(murmur2(key, seed)) % buckets()}. */
+    public int bucket(byte[] key) {
+        return Murmur2.toPositive(Murmur2.hash(key, seed)) % table.length;
+    }
+
+    /** The partition, as {@code p} for the bucket route and {@code -1 - p} for a heavy key (one hash, no allocation). */
+    int lookup(byte[] key) {
+        int h = Murmur2.hash(key, seed);
+        if (heavyKeys.length != 0) {
+            int mask = slotRef.length - 1;
+            for (int at = home(h); ; at = (at + 1) & mask) {
+                int ref = slotRef[at];
+                if (ref == 0) {
+                    break;
+                }
+                if (slotHash[at] == h && Arrays.equals(heavyKeys[ref - 1], key)) {
+                    return -1 - heavyPartitions[ref - 1];
+                }
+            }
+        }
+        return table[Murmur2.toPositive(h) % table.length];
+    }
+
+    /** Fibonacci hashing (Knuth, TAOCP 3, 6.4): the top bits of {@code h * 2^32 / phi}. */
+    private int home(int h) {
+        return (h * 0x9E3779B9) >>> slotShift;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Document fields.
+
+    /** The data topic. */
+    public String topic() {
+        return topic;
+    }
+
+    /** The partition count the assignment was made for. */
+    public int partitions() {
+        return partitions;
+    }
+
+    /** The epoch (an unsigned 64-bit number; compare with {@link Long#compareUnsigned}). */
+    public long epoch() {
+        return epoch;
+    }
+
+    /** The bucket hash seed ({@code bucket_hash.seed}, 32 bits). */
+    public int bucketSeed() {
+        return seed;
+    }
+
+    /** The bucket count. */
+    public int buckets() {
+        return table.length;
+    }
+
+    /** Bucket to partition (a copy). */
+    public int[] table() {
+        return table.clone();
+    }
+
+    /** Number of heavy keys. */
+    public int heavyCount() {
+        return heavyKeys.length;
+    }
+
+    /** Heavy key {@code i} in document order (a copy). */
+    public byte[] heavyKey(int i) {
+        return heavyKeys[i].clone();
+    }
+
+    /** The partition of heavy key {@code i}. */
+    public int heavyPartition(int i) {
+        return heavyPartitions[i];
+    }
+
+    /** The weight of heavy key {@code i} (unsigned 64-bit). */
+    public long heavyWeight(int i) {
+        return heavyWeights[i];
+    }
+
+    /** {@code params.theta}. */
+    public double theta() {
+        return theta;
+    }
+
+    /** {@code params.epsilon}. */
+    public double epsilon() {
+        return epsilon;
+    }
+
+    /** {@code params.mu}. */
+    public double mu() {
+        return mu;
+    }
+
+    /** {@code params.window_records} (unsigned 64-bit). */
+    public long windowRecords() {
+        return windowRecords;
+    }
+
+    /** Creation time, unix milliseconds, as the publisher's clock read it (unsigned 64-bit). */
+    public long createdAtMs() {
+        return createdAtMs;
+    }
+
+    /** Predicted share of records per partition (a copy). */
+    public double[] predictedLoad() {
+        return predictedLoad.clone();
+    }
+
+    /**
+     * Equality of the document fields (as the Rust {@code PartialEq}: floats compare with {@code ==}, so
+     * {@code 0.0} equals {@code -0.0}). An identical re-publication under the current epoch is a no-op; any other
+     * document under it is an {@code epoch_conflict}.
+     */
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof Assignment)) {
+            return false;
+        }
+        Assignment a = (Assignment) o;
+        if (!(topic.equals(a.topic) && partitions == a.partitions && epoch == a.epoch && seed == a.seed
+                && Arrays.equals(table, a.table) && heavyKeys.length == a.heavyKeys.length
+                && Arrays.equals(heavyPartitions, a.heavyPartitions) && Arrays.equals(heavyWeights, a.heavyWeights)
+                && theta == a.theta && epsilon == a.epsilon && mu == a.mu && windowRecords == a.windowRecords
+                && createdAtMs == a.createdAtMs && predictedLoad.length == a.predictedLoad.length)) {
+            return false;
+        }
+        for (int i = 0; i < heavyKeys.length; i++) {
+            if (!Arrays.equals(heavyKeys[i], a.heavyKeys[i])) {
+                return false;
+            }
+        }
+        for (int i = 0; i < predictedLoad.length; i++) {
+            if (predictedLoad[i] != a.predictedLoad[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public int hashCode() {
+        // Consistent with equals: no float field (0.0 and -0.0 are equal but hash differently).
+        int h = topic.hashCode();
+        h = 31 * h + partitions;
+        h = 31 * h + Long.hashCode(epoch);
+        h = 31 * h + seed;
+        h = 31 * h + Arrays.hashCode(table);
+        h = 31 * h + Arrays.hashCode(heavyPartitions);
+        return h;
+    }
+
+    @Override
+    public String toString() {
+        return "Assignment{topic=" + topic + ", partitions=" + partitions + ", epoch=" + Long.toUnsignedString(epoch)
+                + ", buckets=" + table.length + ", heavy=" + heavyKeys.length + ", createdAtMs="
+                + Long.toUnsignedString(createdAtMs) + "}";
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Validation helpers.
+
+    /** Kafka's {@code Topic.validate}: 1 to 249 characters of {@code [a-zA-Z0-9._-]}, and not "." or "..". */
+    static void validateTopic(String topic) throws AssignmentException {
+        String why = null;
+        if (topic.isEmpty()) {
+            why = "empty";
+        } else if (topic.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_TOPIC_LEN) {
+            why = "longer than 249 characters";
+        } else if (topic.equals(".") || topic.equals("..")) {
+            why = "'.' and '..' are reserved";
+        } else {
+            for (int i = 0; i < topic.length(); i++) {
+                char c = topic.charAt(i);
+                boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
+                        || c == '_' || c == '-';
+                if (!ok) {
+                    why = "only ASCII letters, digits, '.', '_' and '-' are allowed";
+                    break;
+                }
+            }
+        }
+        if (why != null) {
+            throw invalid("invalid topic name \"" + display(topic) + "\": " + why);
+        }
+    }
+
+    private static AssignmentException invalid(String what) {
+        return new AssignmentException(RejectReason.INVALID, what);
+    }
+
+    private static AssignmentException tooLarge(String what, long actual, long limit) {
+        return new AssignmentException(RejectReason.OVERSIZE,
+                "assignment too large: " + what + " is " + actual + ", limit " + limit);
+    }
+
+    private static AssignmentException outOfRange(String topic, int partition, int partitions) {
+        return new AssignmentException(RejectReason.OUT_OF_RANGE, "topic \"" + display(topic) + "\": partition "
+                + Integer.toUnsignedString(partition) + " out of range (topic has " + partitions + " partitions)");
+    }
+
+    /** Errors echo strings from untrusted documents: keep them short. */
+    static String display(String s) {
+        return s.codePointCount(0, s.length()) <= 64 ? s : s.substring(0, s.offsetByCodePoints(0, 64)) + "...";
+    }
+}

@@ -1,0 +1,27 @@
+package dev.dkg.kafka;
+
+/**
+ * Names of the metrics a {@link DkgRouter} registers in the client's metrics (through
+ * {@link org.apache.kafka.common.metrics.PluginMetrics}: group {@code plugins}, with the client's tags
+ * {@code config=partitioner.class} and {@code class=DkgPartitioner}). Each matches a Rust producer metric
+ * ({@code partitioner/src/kafka/metrics.rs}): {@code dkg_producer_X} there is {@code dkg-producer-X} here.
+ */
+public final class DkgMetrics {
+    /** Records placed, by {@code topic} and {@code route} (heavy, bucket, fallback, keyless); a counter. */
+    public static final String RECORDS_TOTAL = "dkg-producer-records-total";
+    /** Epoch of the topic's current assignment, 0 = none; by {@code topic}. */
+    public static final String EPOCH = "dkg-producer-epoch";
+    /**
+     * 1 while the topic's assignment routes records, 0 while there is none or its partition count differs
+     * from the one the producer last saw; by {@code topic}.
+     */
+    public static final String ASSIGNMENT_IN_EFFECT = "dkg-producer-assignment-in-effect";
+    /** Seconds since the assignment's {@code created_at_ms} (publisher's clock), NaN without one; by {@code topic}. */
+    public static final String ASSIGNMENT_AGE_SECONDS = "dkg-producer-assignment-age-seconds";
+    /** Control-topic records rejected, by {@code reason} (the {@link RejectReason} labels); a counter. */
+    public static final String ASSIGNMENTS_REJECTED_TOTAL = "dkg-producer-assignments-rejected-total";
+    /** Unexpected failures inside {@code partition()} answered by the fallback placement; a counter. */
+    public static final String PARTITIONER_ERRORS_TOTAL = "dkg-producer-partitioner-errors-total";
+
+    private DkgMetrics() {}
+}

@@ -1,0 +1,126 @@
+package dev.dkg.kafka;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.producer.Partitioner;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.metrics.Monitorable;
+import org.apache.kafka.common.metrics.PluginMetrics;
+
+/**
+ * A Kafka producer partitioner that places every keyed record exactly where the Rust {@code DkgProducer} does.
+ * Enable it with {@code partitioner.class=dev.dkg.kafka.DkgPartitioner}; the optional {@code dkg.*} settings are
+ * in {@link DkgConfig}.
+ *
+ * <p>Keyed records: the topic's DKG assignment from the control topic if one is in effect with the topic's
+ * partition count (from the {@code Cluster} the producer passes), else Kafka's default
+ * {@code toPositive(murmur2(key)) % numPartitions} (no assignment yet, after a tombstone, or while the partition
+ * counts differ). Keyless records: sticky placement like the built-in partitioner (see {@link StickyPartition}).
+ * {@code partition()} never blocks, never throws and always returns an existing partition: an unexpected failure
+ * is counted ({@link DkgMetrics#PARTITIONER_ERRORS_TOTAL}) and answered by the default placement. With no known
+ * partition (an unknown topic or an empty {@code Cluster}, which {@code KafkaProducer} never passes: it waits for
+ * the topic's metadata first) it returns 0.
+ *
+ * <p>Metrics go to the producer's own metrics ({@link Monitorable}; names in {@link DkgMetrics}).
+ */
+public final class DkgPartitioner implements Partitioner, Monitorable {
+    /** Kafka's default {@code batch.size}. */
+    static final int DEFAULT_BATCH_SIZE = 16384;
+
+    private DkgRouter router;
+    private boolean ownsRouter;
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private final ConcurrentHashMap<String, StickyPartition> sticky = new ConcurrentHashMap<>();
+
+    /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
+    public DkgPartitioner() {}
+
+    /** A partitioner over an existing router (not closed by {@link #close()}) with the given {@code batch.size}. */
+    public DkgPartitioner(DkgRouter router, int batchSize) {
+        this.router = router;
+        this.batchSize = Math.max(1, batchSize);
+    }
+
+    /**
+     * Reads {@code batch.size} and the {@code dkg.*} settings, then starts following the control topic (or uses
+     * the router given as {@link DkgConfig#ROUTER_INSTANCE_CONFIG}).
+     *
+     * @throws ConfigException on a bad setting
+     * @throws org.apache.kafka.common.KafkaException if the control topic is not read to its end in time
+     */
+    @Override
+    public void configure(Map<String, ?> configs) {
+        long batch = DkgRouter.longConfig(configs, ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE);
+        // batch.size=0 (no batching) still needs a positive stickiness bound; the built-in uses at least 1 byte too.
+        batchSize = (int) Math.max(1, Math.min(batch, Integer.MAX_VALUE));
+        Object given = configs.get(DkgConfig.ROUTER_INSTANCE_CONFIG);
+        if (given != null) {
+            if (!(given instanceof DkgRouter)) {
+                throw new ConfigException(DkgConfig.ROUTER_INSTANCE_CONFIG, given.getClass().getName(),
+                        "must be a dev.dkg.kafka.DkgRouter instance");
+            }
+            router = (DkgRouter) given;
+            ownsRouter = false;
+        } else {
+            router = DkgRouter.start(configs);
+            ownsRouter = true;
+        }
+    }
+
+    /** Registers the metrics in the producer's metrics (Kafka calls this after {@link #configure}). */
+    @Override
+    public void withPluginMetrics(PluginMetrics metrics) {
+        if (ownsRouter && router != null) {
+            router.bindMetrics(metrics);
+        }
+    }
+
+    @Override
+    public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
+            Cluster cluster) {
+        int n = 0;
+        try {
+            n = cluster.partitionsForTopic(topic).size();
+            if (keyBytes == null) {
+                return keyless(topic, keyBytes, valueBytes, cluster, n);
+            }
+            return router.partition(topic, keyBytes, n);
+        } catch (RuntimeException e) {
+            // Never fail a send over placement: count it and answer like Kafka's default partitioner would.
+            try {
+                router.countError();
+            } catch (RuntimeException ignored) {
+                // Not even counting works (no router): the answer below still stands.
+            }
+            return keyBytes == null || n <= 0 ? 0 : Murmur2.kafkaPartition(keyBytes, n);
+        }
+    }
+
+    private int keyless(String topic, byte[] keyBytes, byte[] valueBytes, Cluster cluster, int n) {
+        router.countKeyless(topic);
+        if (n <= 0) {
+            return 0;
+        }
+        StickyPartition s = sticky.get(topic);
+        if (s == null) {
+            s = sticky.computeIfAbsent(topic, StickyPartition::new);
+        }
+        int bytes = (valueBytes == null ? 0 : valueBytes.length) + StickyPartition.RECORD_OVERHEAD;
+        return s.next(cluster, n, bytes, batchSize);
+    }
+
+    /** The router this partitioner routes with. */
+    public DkgRouter router() {
+        return router;
+    }
+
+    /** Stops the control-topic follower (unless the router was given by the application). */
+    @Override
+    public void close() {
+        if (ownsRouter && router != null) {
+            router.close();
+        }
+    }
+}

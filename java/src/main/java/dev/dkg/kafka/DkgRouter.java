@@ -1,0 +1,352 @@
+package dev.dkg.kafka;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.metrics.Measurable;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The routing state shared by {@link DkgPartitioner} and {@link dev.dkg.kafka.streams.DkgStreamPartitioner}: the
+ * current assignment per topic, kept current by a background follower of the control topic, and the lock-free
+ * keyed lookup ({@link #partition}). The Java counterpart of the Rust {@code DkgRouter}
+ * ({@code partitioner/src/kafka/router.rs}).
+ *
+ * <p>Hot path: one {@link ConcurrentHashMap} read for the topic's state, one volatile read of its assignment, the
+ * O(1) {@link Assignment} lookup, one {@link LongAdder} increment. No lock, no allocation (except the first record
+ * of a topic never seen before), no I/O, never throws. An assignment routes only while its partition count equals
+ * the count the caller passes (from the producer's {@code Cluster}); otherwise, and without an assignment, keys go
+ * where Kafka's default partitioner puts them: {@code toPositive(murmur2(key)) % numPartitions}.
+ */
+public final class DkgRouter implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DkgRouter.class);
+    private static final Route[] ROUTES = Route.values();
+    private static final RejectReason[] REASONS = RejectReason.values();
+
+    /** One data topic: its assignment (swapped atomically by the follower) and counters. */
+    static final class TopicState {
+        final String topic;
+        volatile Assignment assignment;
+        /** The partition count the producer last routed with (for the in-effect gauge); 0 = none yet. */
+        volatile int lastPartitions;
+        final LongAdder[] records = new LongAdder[ROUTES.length];
+        boolean registered;
+
+        TopicState(String topic) {
+            this.topic = topic;
+            for (int i = 0; i < records.length; i++) {
+                records[i] = new LongAdder();
+            }
+        }
+    }
+
+    private final String controlTopic;
+    private final ConcurrentHashMap<String, TopicState> topics = new ConcurrentHashMap<>();
+    /** Written only by the follower (under {@code this}); read by the metrics and {@link #assignments()}. */
+    private final AssignmentBook book;
+    private final LongAdder[] rejected = new LongAdder[REASONS.length];
+    private final LongAdder errors = new LongAdder();
+    private final Object metricsLock = new Object();
+    private PluginMetrics metrics;
+    private volatile ControlFollower follower;
+
+    private DkgRouter(String controlTopic, int maxValueBytes) {
+        this.controlTopic = controlTopic;
+        this.book = new AssignmentBook(maxValueBytes);
+        for (int i = 0; i < rejected.length; i++) {
+            rejected[i] = new LongAdder();
+        }
+    }
+
+    /**
+     * Starts a router from a Kafka client configuration: reads {@link DkgConfig}'s settings and the connection
+     * settings (bootstrap servers, security, SASL, SSL), reads the control topic to its end (bounded by
+     * {@link DkgConfig#STARTUP_TIMEOUT_MS_CONFIG}) and then follows it in a daemon thread until {@link #close()}.
+     * A control topic that does not exist yet reads as empty and is followed once it exists.
+     *
+     * @throws ConfigException on a bad {@code dkg.*} setting
+     * @throws org.apache.kafka.common.KafkaException if the control topic cannot be read to its end in time
+     */
+    public static DkgRouter start(Map<String, ?> configs) {
+        String topic = stringConfig(configs, DkgConfig.CONTROL_TOPIC_CONFIG, DkgConfig.CONTROL_TOPIC_DEFAULT);
+        long timeoutMs = longConfig(configs, DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, DkgConfig.STARTUP_TIMEOUT_MS_DEFAULT);
+        if (timeoutMs < 0) {
+            throw new ConfigException(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, timeoutMs, "must be >= 0");
+        }
+        long maxBytes = longConfig(configs, DkgConfig.MAX_ASSIGNMENT_BYTES_CONFIG, Assignment.MAX_ASSIGNMENT_BYTES);
+        if (maxBytes < 0) {
+            throw new ConfigException(DkgConfig.MAX_ASSIGNMENT_BYTES_CONFIG, maxBytes, "must be >= 0");
+        }
+        DkgRouter router = new DkgRouter(topic, (int) Math.min(maxBytes, Assignment.MAX_ASSIGNMENT_BYTES));
+        router.follower = ControlFollower.start(router, ControlFollower.consumerConfig(configs), topic, timeoutMs);
+        return router;
+    }
+
+    /** A router without a follower (tests, or callers that feed control records themselves via {@link #apply}). */
+    public static DkgRouter detached(String controlTopic) {
+        return new DkgRouter(controlTopic, Assignment.MAX_ASSIGNMENT_BYTES);
+    }
+
+    /** The control topic followed. */
+    public String controlTopic() {
+        return controlTopic;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Hot path.
+
+    /**
+     * The partition of a keyed record: the assignment's if one is in effect for {@code topic} with exactly
+     * {@code numPartitions} partitions, else Kafka's default {@code toPositive(murmur2(key)) % numPartitions}.
+     * Never blocks; always in {@code [0, numPartitions)}; 0 if {@code numPartitions <= 0} or for a null key
+     * (keyless records are the caller's to place). {@code topic} must not be null.
+     */
+    public int partition(String topic, byte[] key, int numPartitions) {
+        TopicState s = state(topic);
+        if (numPartitions <= 0 || key == null) {
+            s.records[Route.FALLBACK.ordinal()].increment();
+            return 0;
+        }
+        if (s.lastPartitions != numPartitions) {
+            s.lastPartitions = numPartitions;
+        }
+        Assignment a = s.assignment;
+        if (a != null && a.partitions() == numPartitions) {
+            int r = a.lookup(key);
+            // Guaranteed by Assignment; re-checked (one compare) so no bug elsewhere can pick a missing partition.
+            if (r >= 0 && r < numPartitions) {
+                s.records[Route.BUCKET.ordinal()].increment();
+                return r;
+            }
+            int p = -1 - r;
+            if (r < 0 && p < numPartitions) {
+                s.records[Route.HEAVY.ordinal()].increment();
+                return p;
+            }
+        }
+        s.records[Route.FALLBACK.ordinal()].increment();
+        return Murmur2.kafkaPartition(key, numPartitions);
+    }
+
+    /** Counts a keyless record of {@code topic} (placed by the caller). */
+    void countKeyless(String topic) {
+        state(topic).records[Route.KEYLESS.ordinal()].increment();
+    }
+
+    /** Counts an unexpected failure answered by the fallback placement. */
+    void countError() {
+        errors.increment();
+    }
+
+    private TopicState state(String topic) {
+        TopicState s = topics.get(topic);
+        return s != null ? s : register(topic);
+    }
+
+    private TopicState register(String topic) {
+        TopicState s = topics.computeIfAbsent(topic, TopicState::new);
+        synchronized (metricsLock) {
+            if (metrics != null && !s.registered) {
+                registerTopic(metrics, s);
+            }
+        }
+        return s;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Control records.
+
+    /**
+     * Applies one control-topic record (the follower calls this for every record, in log order). A rejection is
+     * logged and counted; the topic's last good assignment stays.
+     */
+    public ControlUpdate apply(byte[] key, byte[] value) {
+        ControlUpdate u;
+        synchronized (book) {
+            u = book.apply(key, value);
+            switch (u.outcome()) {
+                case ACCEPTED:
+                    state(u.topic()).assignment = u.assignment();
+                    LOG.debug("DKG: adopted assignment for topic {} epoch {} from {}", u.topic(),
+                            Long.toUnsignedString(u.assignment().epoch()), controlTopic);
+                    break;
+                case RETRACTED:
+                    state(u.topic()).assignment = null;
+                    LOG.info("DKG: assignment of topic {} retracted; Kafka's default placement until the next one",
+                            u.topic());
+                    break;
+                case REJECTED:
+                    rejected[u.reason().ordinal()].increment();
+                    LOG.warn("DKG: rejected a record of control topic {} (topic {}, reason {}): {}; the last good "
+                            + "assignment stays", controlTopic, u.topic() == null ? "<none>" : u.topic(), u.reason(),
+                            u.detail());
+                    break;
+                default:
+                    break;
+            }
+        }
+        return u;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Inspection.
+
+    /** The assignment currently adopted for {@code topic} (in effect only while partition counts match), or null. */
+    public Assignment assignment(String topic) {
+        TopicState s = topics.get(topic);
+        return s == null ? null : s.assignment;
+    }
+
+    /** The adopted assignments by topic (an immutable snapshot). */
+    public Map<String, Assignment> assignments() {
+        synchronized (book) {
+            return book.snapshot();
+        }
+    }
+
+    /** Records of {@code topic} placed by {@code route} so far. */
+    public long records(String topic, Route route) {
+        TopicState s = topics.get(topic);
+        return s == null ? 0 : s.records[route.ordinal()].sum();
+    }
+
+    /** Control records rejected for {@code reason} so far. */
+    public long rejected(RejectReason reason) {
+        return rejected[reason.ordinal()].sum();
+    }
+
+    /** Unexpected failures answered by the fallback placement so far. */
+    public long errors() {
+        return errors.sum();
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Metrics.
+
+    /**
+     * Registers this router's metrics in a client's metrics (see {@link DkgMetrics}). Per-topic metrics appear for
+     * every topic routed or assigned. Call at most once.
+     */
+    public void bindMetrics(PluginMetrics pluginMetrics) {
+        synchronized (metricsLock) {
+            if (metrics != null) {
+                throw new IllegalStateException("DkgRouter metrics are already bound");
+            }
+            metrics = pluginMetrics;
+            for (RejectReason r : REASONS) {
+                LongAdder counter = rejected[r.ordinal()];
+                add(pluginMetrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL,
+                        "Control-topic records rejected, by reason; the last good assignment stays.",
+                        tags("reason", r.label()), (config, now) -> counter.sum());
+            }
+            add(pluginMetrics, DkgMetrics.PARTITIONER_ERRORS_TOTAL,
+                    "Unexpected failures inside partition(), answered by Kafka's default placement.",
+                    new LinkedHashMap<>(), (config, now) -> errors.sum());
+            for (TopicState s : topics.values()) {
+                if (!s.registered) {
+                    registerTopic(pluginMetrics, s);
+                }
+            }
+        }
+    }
+
+    private static void registerTopic(PluginMetrics m, TopicState s) {
+        s.registered = true;
+        for (Route route : ROUTES) {
+            LongAdder counter = s.records[route.ordinal()];
+            LinkedHashMap<String, String> tags = tags("topic", s.topic);
+            tags.put("route", route.label());
+            add(m, DkgMetrics.RECORDS_TOTAL, "Records placed by the DKG partitioner, by route.", tags,
+                    (config, now) -> counter.sum());
+        }
+        add(m, DkgMetrics.EPOCH, "Epoch of the topic's current DKG assignment (0 = none).", tags("topic", s.topic),
+                (config, now) -> {
+                    Assignment a = s.assignment;
+                    return a == null ? 0 : unsignedToDouble(a.epoch());
+                });
+        add(m, DkgMetrics.ASSIGNMENT_IN_EFFECT,
+                "1 while the topic's assignment routes records; 0 while there is none or its partition count "
+                        + "differs from the topic's.",
+                tags("topic", s.topic), (config, now) -> {
+                    Assignment a = s.assignment;
+                    return a != null && a.partitions() == s.lastPartitions ? 1 : 0;
+                });
+        add(m, DkgMetrics.ASSIGNMENT_AGE_SECONDS,
+                "Seconds since the topic's assignment was created (its created_at_ms); NaN without one.",
+                tags("topic", s.topic), (config, now) -> {
+                    Assignment a = s.assignment;
+                    if (a == null) {
+                        return Double.NaN;
+                    }
+                    long created = a.createdAtMs();
+                    // Clock skew between the publisher and this host can make it negative: clamp to 0.
+                    return created < 0 || created > now ? 0.0 : (now - created) / 1000.0;
+                });
+    }
+
+    private static void add(PluginMetrics m, String name, String description, LinkedHashMap<String, String> tags,
+            Measurable value) {
+        try {
+            MetricName metricName = m.metricName(name, description, tags);
+            m.addMetric(metricName, value);
+        } catch (RuntimeException e) {
+            // Closed metrics (the producer is closing) or a duplicate: metrics are best effort, routing is not.
+            LOG.debug("DKG: could not register metric {} {}: {}", name, tags, e.toString());
+        }
+    }
+
+    private static LinkedHashMap<String, String> tags(String key, String value) {
+        LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+        tags.put(key, value);
+        return tags;
+    }
+
+    private static double unsignedToDouble(long v) {
+        return v >= 0 ? v : (v >>> 1) * 2.0 + (v & 1);
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Config helpers.
+
+    static String stringConfig(Map<String, ?> configs, String key, String dflt) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        String s = v.toString().trim();
+        if (s.isEmpty()) {
+            throw new ConfigException(key, v, "must not be empty");
+        }
+        return s;
+    }
+
+    static long longConfig(Map<String, ?> configs, String key, long dflt) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        if (v instanceof Number) {
+            return ((Number) v).longValue();
+        }
+        try {
+            return Long.parseLong(v.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(key, v, "must be an integer");
+        }
+    }
+
+    /** Stops the follower (if any) and waits briefly for it; the router keeps routing by what it last knew. */
+    @Override
+    public void close() {
+        ControlFollower f = follower;
+        if (f != null) {
+            follower = null;
+            f.close();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package dev.dkg.kafka;
+
+/**
+ * Kafka's murmur2 (bit-exact with {@code org.apache.kafka.common.utils.Utils.murmur2}, which the default
+ * partitioner uses as {@code toPositive(murmur2(key)) % numPartitions}) and the seeded variant DKG uses as its
+ * bucket hash. Austin Appleby's MurmurHash2, 32-bit, little-endian word reads, Kafka's length mixing and tail
+ * handling. Reference: {@code partitioner/src/hash.rs} (the Rust implementation this must equal).
+ */
+public final class Murmur2 {
+    /** Seed of Kafka's murmur2. */
+    public static final int KAFKA_SEED = 0x9747b28c;
+
+    private static final int M = 0x5bd1e995;
+    private static final int R = 24;
+
+    private Murmur2() {}
+
+    /** Kafka's murmur2 of {@code data}. */
+    public static int hash(byte[] data) {
+        return hash(data, KAFKA_SEED);
+    }
+
+    /** MurmurHash2 of {@code data} with an explicit seed (Kafka's length mixing and tail handling). */
+    public static int hash(byte[] data, int seed) {
+        final int length = data.length;
+        int h = seed ^ length;
+        final int words = length >>> 2;
+        for (int i = 0; i < words; i++) {
+            final int o = i << 2;
+            int k = (data[o] & 0xff) | ((data[o + 1] & 0xff) << 8) | ((data[o + 2] & 0xff) << 16)
+                    | ((data[o + 3] & 0xff) << 24);
+            k *= M;
+            k ^= k >>> R;
+            k *= M;
+            h *= M;
+            h ^= k;
+        }
+        final int tail = length & ~3;
+        // The C/Java switch with fallthrough: bytes 2, 1, 0 of the tail, then one multiply.
+        final int rest = length & 3;
+        if (rest == 3) {
+            h ^= (data[tail + 2] & 0xff) << 16;
+        }
+        if (rest >= 2) {
+            h ^= (data[tail + 1] & 0xff) << 8;
+        }
+        if (rest >= 1) {
+            h ^= data[tail] & 0xff;
+            h *= M;
+        }
+        h ^= h >>> 13;
+        h *= M;
+        h ^= h >>> 15;
+        return h;
+    }
+
+    /** Kafka's {@code Utils.toPositive}: clears the sign bit (not {@code abs}, which breaks on MIN_VALUE). */
+    public static int toPositive(int h) {
+        return h & 0x7fffffff;
+    }
+
+    /**
+     * Kafka's default keyed placement, {@code toPositive(murmur2(key)) % partitions}; 0 when {@code partitions
+     * <= 0} (there is no valid answer; callers must not produce to such a topic).
+     */
+    public static int kafkaPartition(byte[] key, int partitions) {
+        if (partitions <= 0) {
+            return 0;
+        }
+        return toPositive(hash(key)) % partitions;
+    }
+}

@@ -1,0 +1,33 @@
+package dev.dkg.kafka;
+
+/** Which rule placed a record: the {@code route} tag of {@code dkg-producer-records-total}. */
+public enum Route {
+    /** The key is a heavy hitter of the current assignment. */
+    HEAVY("heavy"),
+    /** The key went through the current assignment's bucket table. */
+    BUCKET("bucket"),
+    /**
+     * No assignment in effect (none, retracted, or its partition count differs from the topic's): Kafka's
+     * default placement {@code toPositive(murmur2(key)) % partitions}.
+     */
+    FALLBACK("fallback"),
+    /** A record without a key: sticky placement, like Kafka's built-in partitioner. */
+    KEYLESS("keyless");
+
+    private final String label;
+
+    Route(String label) {
+        this.label = label;
+    }
+
+    /** The metric label, e.g. {@code "heavy"}. */
+    public String label() {
+        return label;
+    }
+
+    /** The label. */
+    @Override
+    public String toString() {
+        return label;
+    }
+}

@@ -1,0 +1,821 @@
+package dev.dkg.kafka;
+
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.DoubleStream;
+import java.util.stream.IntStream;
+
+/**
+ * A small, strict reader of the assignment document (format {@code dkg.assignment}, version 1) that accepts and
+ * rejects exactly what the Rust decoder does ({@code Assignment::from_json} in {@code partitioner/src/assignment.rs},
+ * which is serde_json 1.x with {@code deny_unknown_fields} and {@code float_roundtrip}).
+ *
+ * <p>Why not a general JSON library: none is on kafka-clients' classpath for users, and the rules that matter here
+ * are the ones generic parsers make awkward: unknown or duplicate fields are errors at every level, integers must
+ * be plain JSON integers inside the exact range of their Rust type ({@code u32}, {@code u64}: no sign, fraction or
+ * exponent), strings must be valid UTF-8 without lone surrogates, and nothing may follow the document.
+ *
+ * <p>Like the Rust decoder it reads in two passes:
+ * <ol>
+ *   <li>{@link #readHeader}: {@code format} and {@code version} only, skipping every other value the way
+ *       serde_json's {@code ignore_value} does (syntax checked, but skipped strings are not UTF-8-checked, skipped
+ *       numbers have no range, and nesting is unbounded), so a newer document reports its version rather than a
+ *       shape error. Like serde's derived struct visitor, it also takes the two-element array form
+ *       {@code ["dkg.assignment", 1]};</li>
+ *   <li>{@link #readDocument}: the whole document, an object with exactly the v1 fields.</li>
+ * </ol>
+ * Every failure is a {@link Malformed}; the caller maps it to {@link RejectReason#MALFORMED_JSON}.
+ */
+final class StrictJson {
+    /** Not a v1 document's JSON (syntax, types, ranges, missing / unknown / duplicate fields). */
+    static final class Malformed extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        Malformed(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
+    record Header(String format, long version) {}
+
+    /** The heavy keys as read: key text still base64. */
+    record HeavyIn(String keyB64, int partition, long weight) {}
+
+    /** The second pass: every v1 field, unvalidated beyond its JSON type and integer range. */
+    static final class Document {
+        String topic;
+        int partitions;
+        long epoch;
+        int bucketSeed;
+        int buckets;
+        int[] table;
+        HeavyIn[] heavy;
+        double theta;
+        double epsilon;
+        double mu;
+        long windowRecords;
+        long createdAtMs;
+        double[] predictedLoad;
+    }
+
+    private static final long U32_MAX = 0xffff_ffffL;
+    /** floor((2^64 - 1) / 10); the remainder is 5. */
+    private static final long U64_MAX_DIV_10 = 1844674407370955161L;
+
+    private final byte[] b;
+    private int pos;
+
+    private StrictJson(byte[] bytes) {
+        this.b = bytes;
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Pass 1: the header.
+
+    static Header readHeader(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        String format = null;
+        long version = 0;
+        boolean haveVersion = false;
+        int c = r.peekValueStart();
+        if (c == '{') {
+            r.pos++;
+            if (r.peekWs() == '}') {
+                r.pos++;
+            } else {
+                while (true) {
+                    r.expectWs('"');
+                    String key = r.readStringBody();
+                    r.expectWs(':');
+                    switch (key) {
+                        case "format":
+                            if (format != null) {
+                                throw r.error("duplicate field `format`");
+                            }
+                            format = r.readString();
+                            break;
+                        case "version":
+                            if (haveVersion) {
+                                throw r.error("duplicate field `version`");
+                            }
+                            version = r.readU64();
+                            haveVersion = true;
+                            break;
+                        default:
+                            r.skipValue();
+                    }
+                    int next = r.nextWs();
+                    if (next == '}') {
+                        break;
+                    }
+                    if (next != ',') {
+                        throw r.error("expected `,` or `}`");
+                    }
+                }
+            }
+        } else if (c == '[') {
+            // serde's derived visit_seq: the fields by position, exactly two elements.
+            r.pos++;
+            if (r.peekWs() == ']') {
+                throw r.error("invalid length 0, expected struct Header with 2 elements");
+            }
+            format = r.readString();
+            if (r.nextWs() != ',') {
+                throw r.error("invalid length 1, expected struct Header with 2 elements");
+            }
+            version = r.readU64();
+            haveVersion = true;
+            if (r.nextWs() != ']') {
+                throw r.error("trailing elements in the header array");
+            }
+        } else {
+            throw r.error("invalid type: expected struct Header");
+        }
+        r.end();
+        if (format == null) {
+            throw r.error("missing field `format`");
+        }
+        if (!haveVersion) {
+            throw r.error("missing field `version`");
+        }
+        return new Header(format, version);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Pass 2: the document.
+
+    private static final String[] DOC_FIELDS = {
+        "format", "version", "topic", "partitions", "epoch", "bucket_hash", "buckets", "table", "heavy", "params",
+        "created_at_ms", "predicted_load"
+    };
+
+    static Document readDocument(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        Document d = new Document();
+        r.readObject(DOC_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                    r.readString();
+                    break;
+                case 1:
+                    r.readU64();
+                    break;
+                case 2:
+                    d.topic = r.readString();
+                    break;
+                case 3:
+                    d.partitions = r.readU32();
+                    break;
+                case 4:
+                    d.epoch = r.readU64();
+                    break;
+                case 5:
+                    d.bucketSeed = r.readBucketHash();
+                    break;
+                case 6:
+                    d.buckets = r.readU32();
+                    break;
+                case 7:
+                    d.table = r.readU32Array();
+                    break;
+                case 8:
+                    d.heavy = r.readHeavy();
+                    break;
+                case 9:
+                    r.readParams(d);
+                    break;
+                case 10:
+                    d.createdAtMs = r.readU64();
+                    break;
+                default:
+                    d.predictedLoad = r.readF64Array();
+                    break;
+            }
+        });
+        r.end();
+        return d;
+    }
+
+    private static final String[] BUCKET_FIELDS = {"function", "seed"};
+
+    /** {@code {"function":"murmur2","seed":N}} (serde's internally tagged enum): the seed's 32 bits. */
+    private int readBucketHash() throws Malformed {
+        String[] function = new String[1];
+        int[] seed = new int[1];
+        readObject(BUCKET_FIELDS, field -> {
+            if (field == 0) {
+                function[0] = readString();
+            } else {
+                seed[0] = readU32();
+            }
+        });
+        if (!"murmur2".equals(function[0])) {
+            throw error("unknown variant `" + function[0] + "`, expected `murmur2`");
+        }
+        return seed[0];
+    }
+
+    private static final String[] HEAVY_FIELDS = {"key_b64", "partition", "weight"};
+
+    private HeavyIn[] readHeavy() throws Malformed {
+        List<HeavyIn> out = new ArrayList<>();
+        readArray(() -> {
+            String[] key = new String[1];
+            long[] numbers = new long[2];
+            readObject(HEAVY_FIELDS, field -> {
+                if (field == 0) {
+                    key[0] = readString();
+                } else {
+                    numbers[field - 1] = field == 1 ? readU32() : readU64();
+                }
+            });
+            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1]));
+        });
+        return out.toArray(new HeavyIn[0]);
+    }
+
+    private static final String[] PARAM_FIELDS = {"theta", "epsilon", "mu", "window_records"};
+
+    private void readParams(Document d) throws Malformed {
+        readObject(PARAM_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                    d.theta = readF64();
+                    break;
+                case 1:
+                    d.epsilon = readF64();
+                    break;
+                case 2:
+                    d.mu = readF64();
+                    break;
+                default:
+                    d.windowRecords = readU64();
+                    break;
+            }
+        });
+    }
+
+    private int[] readU32Array() throws Malformed {
+        IntStream.Builder out = IntStream.builder();
+        readArray(() -> out.add(readU32()));
+        return out.build().toArray();
+    }
+
+    private double[] readF64Array() throws Malformed {
+        DoubleStream.Builder out = DoubleStream.builder();
+        readArray(() -> out.add(readF64()));
+        return out.build().toArray();
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Objects and arrays of known shape.
+
+    /** serde's {@code Obj}: only a JSON object (not the array form serde's derive also takes). */
+    private void expectObjectStart() throws Malformed {
+        if (peekValueStart() != '{') {
+            throw error("invalid type: expected a JSON object");
+        }
+        pos++;
+    }
+
+    @FunctionalInterface
+    private interface Member {
+        void read(int field) throws Malformed;
+    }
+
+    @FunctionalInterface
+    private interface Element {
+        void read() throws Malformed;
+    }
+
+    /** An object with exactly the members {@code names}, in any order, each once; {@code member} reads values. */
+    private void readObject(String[] names, Member member) throws Malformed {
+        expectObjectStart();
+        int seen = 0;
+        if (peekWs() == '}') {
+            pos++;
+        } else {
+            do {
+                int field = field(names, seen);
+                seen |= 1 << field;
+                member.read(field);
+            } while (moreFields());
+        }
+        requireAll(names, seen);
+    }
+
+    /** An array; {@code element} reads each element. */
+    private void readArray(Element element) throws Malformed {
+        expectWs('[');
+        if (peekWs() == ']') {
+            pos++;
+            return;
+        }
+        do {
+            element.read();
+        } while (moreElements());
+    }
+
+    /** Reads {@code "name":} and returns the field's index; unknown or repeated fields are errors. */
+    private int field(String[] names, int seen) throws Malformed {
+        expectWs('"');
+        String key = readStringBody();
+        for (int i = 0; i < names.length; i++) {
+            if (names[i].equals(key)) {
+                if ((seen & (1 << i)) != 0) {
+                    throw error("duplicate field `" + key + "`");
+                }
+                expectWs(':');
+                return i;
+            }
+        }
+        throw error("unknown field `" + key + "`");
+    }
+
+    /** After a member: true if {@code ,} (another member follows), false on {@code }}. */
+    private boolean moreFields() throws Malformed {
+        int c = nextWs();
+        if (c == ',') {
+            return true;
+        }
+        if (c == '}') {
+            return false;
+        }
+        throw error("expected `,` or `}`");
+    }
+
+    /** After an element: true if {@code ,} (another element follows), false on {@code ]}. */
+    private boolean moreElements() throws Malformed {
+        int c = nextWs();
+        if (c == ',') {
+            return true;
+        }
+        if (c == ']') {
+            return false;
+        }
+        throw error("expected `,` or `]`");
+    }
+
+    private void requireAll(String[] names, int seen) throws Malformed {
+        for (int i = 0; i < names.length; i++) {
+            if ((seen & (1 << i)) == 0) {
+                throw error("missing field `" + names[i] + "`");
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Scalars.
+
+    /** A JSON string, strictly: valid UTF-8, no control characters, valid escapes, paired surrogates. */
+    private String readString() throws Malformed {
+        if (peekValueStart() != '"') {
+            throw error("invalid type: expected a string");
+        }
+        pos++;
+        return readStringBody();
+    }
+
+    /** The rest of a string whose opening quote was consumed. */
+    private String readStringBody() throws Malformed {
+        final int start = pos;
+        // Fast path: printable ASCII without escapes.
+        while (pos < b.length) {
+            int c = b[pos];
+            if (c == '"') {
+                String s = new String(b, start, pos - start, StandardCharsets.ISO_8859_1);
+                pos++;
+                return s;
+            }
+            if (c < 0x20 || c == '\\') {
+                break;
+            }
+            pos++;
+        }
+        byte[] buf = new byte[Math.max(16, (pos - start) * 2)];
+        int n = pos - start;
+        System.arraycopy(b, start, buf, 0, n);
+        while (true) {
+            if (pos >= b.length) {
+                throw error("EOF while parsing a string");
+            }
+            int c = b[pos++] & 0xff;
+            if (c == '"') {
+                break;
+            }
+            if (n + 4 > buf.length) {
+                buf = Arrays.copyOf(buf, buf.length * 2);
+            }
+            if (c < 0x20) {
+                throw error("control character (\\u0000-\\u001F) found while parsing a string");
+            }
+            if (c != '\\') {
+                buf[n++] = (byte) c;
+                continue;
+            }
+            n = escape(buf, n);
+        }
+        try {
+            CharBuffer chars = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(buf, 0, n));
+            return chars.toString();
+        } catch (CharacterCodingException e) {
+            throw error("invalid unicode code point");
+        }
+    }
+
+    /**
+     * After a backslash: one escape, decoded into {@code buf} at {@code n} (returns the new length); with
+     * {@code buf == null} only checked, as serde_json's {@code ignore_str} does (surrogates of a {@code \\u}
+     * escape are not).
+     */
+    private int escape(byte[] buf, int n) throws Malformed {
+        if (pos >= b.length) {
+            throw error("EOF while parsing a string");
+        }
+        int e = b[pos++];
+        byte out;
+        switch (e) {
+            case '"':
+            case '\\':
+            case '/':
+                out = (byte) e;
+                break;
+            case 'b':
+                out = '\b';
+                break;
+            case 'f':
+                out = '\f';
+                break;
+            case 'n':
+                out = '\n';
+                break;
+            case 'r':
+                out = '\r';
+                break;
+            case 't':
+                out = '\t';
+                break;
+            case 'u':
+                if (buf == null) {
+                    hex4();
+                    return n;
+                }
+                return unicodeEscape(buf, n);
+            default:
+                throw error("invalid escape");
+        }
+        if (buf != null) {
+            buf[n++] = out;
+        }
+        return n;
+    }
+
+    /** After {@code \\u}: decodes the escape (and its low surrogate) into UTF-8 at {@code buf[n]}. */
+    private int unicodeEscape(byte[] buf, int n) throws Malformed {
+        int cp = hex4();
+        if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            throw error("lone leading surrogate in hex escape");
+        }
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (pos + 1 >= b.length || b[pos] != '\\' || b[pos + 1] != 'u') {
+                throw error("unexpected end of hex escape");
+            }
+            pos += 2;
+            int low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) {
+                throw error("lone leading surrogate in hex escape");
+            }
+            cp = (((cp - 0xD800) << 10) | (low - 0xDC00)) + 0x10000;
+        }
+        if (cp < 0x80) {
+            buf[n++] = (byte) cp;
+        } else if (cp < 0x800) {
+            buf[n++] = (byte) (0xC0 | (cp >> 6));
+            buf[n++] = (byte) (0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            buf[n++] = (byte) (0xE0 | (cp >> 12));
+            buf[n++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
+            buf[n++] = (byte) (0x80 | (cp & 0x3F));
+        } else {
+            buf[n++] = (byte) (0xF0 | (cp >> 18));
+            buf[n++] = (byte) (0x80 | ((cp >> 12) & 0x3F));
+            buf[n++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
+            buf[n++] = (byte) (0x80 | (cp & 0x3F));
+        }
+        return n;
+    }
+
+    private int hex4() throws Malformed {
+        if (pos + 4 > b.length) {
+            throw error("EOF while parsing a string");
+        }
+        int v = 0;
+        for (int i = 0; i < 4; i++) {
+            int c = b[pos++];
+            int d;
+            if (c >= '0' && c <= '9') {
+                d = c - '0';
+            } else if (c >= 'a' && c <= 'f') {
+                d = c - 'a' + 10;
+            } else if (c >= 'A' && c <= 'F') {
+                d = c - 'A' + 10;
+            } else {
+                throw error("invalid escape");
+            }
+            v = (v << 4) | d;
+        }
+        return v;
+    }
+
+    /** A {@code u32}: a plain JSON integer in 0..=4294967295, returned as its 32 bits. */
+    private int readU32() throws Malformed {
+        long v = readUnsigned();
+        if (Long.compareUnsigned(v, U32_MAX) > 0) {
+            throw error("invalid value: integer `" + Long.toUnsignedString(v) + "`, expected u32");
+        }
+        return (int) v;
+    }
+
+    /** A {@code u64}: a plain JSON integer in 0..=18446744073709551615, returned as its 64 bits. */
+    private long readU64() throws Malformed {
+        return readUnsigned();
+    }
+
+    private long readUnsigned() throws Malformed {
+        int c = peekValueStart();
+        if (c == '-') {
+            // A valid negative number is an "invalid value" or "invalid type" for an unsigned field.
+            scanNumber();
+            throw error("invalid value: expected an unsigned integer");
+        }
+        if (c < '0' || c > '9') {
+            throw error("invalid type: expected an unsigned integer");
+        }
+        final int start = pos;
+        long v = 0;
+        boolean overflow = false;
+        if (c == '0') {
+            pos++;
+        } else {
+            while (pos < b.length && b[pos] >= '0' && b[pos] <= '9') {
+                int d = b[pos] - '0';
+                // v * 10 + d overflows u64 iff v > floor((2^64 - 1) / 10), or equals it and d > 5.
+                if (Long.compareUnsigned(v, U64_MAX_DIV_10) > 0 || (v == U64_MAX_DIV_10 && d > 5)) {
+                    overflow = true;
+                }
+                v = v * 10 + d;
+                pos++;
+            }
+        }
+        if (pos < b.length && (b[pos] == '.' || b[pos] == 'e' || b[pos] == 'E' || (c == '0' && isDigit(b[pos])))) {
+            pos = start;
+            scanNumber();
+            throw error("invalid type: floating point, expected an unsigned integer");
+        }
+        if (overflow) {
+            // serde_json reads an integer past u64 as a float: a type error for an integer field.
+            throw error("invalid type: floating point, expected an unsigned integer");
+        }
+        return v;
+    }
+
+    /** An {@code f64}: any JSON number whose value is finite (serde_json: "number out of range"). */
+    private double readF64() throws Malformed {
+        if (peekValueStart() != '-' && !isDigit(peekByte())) {
+            throw error("invalid type: expected f64");
+        }
+        final int start = pos;
+        scanNumber();
+        double v = Double.parseDouble(new String(b, start, pos - start, StandardCharsets.ISO_8859_1));
+        if (Double.isInfinite(v)) {
+            throw error("number out of range");
+        }
+        return v;
+    }
+
+    /** Skips one number, checking JSON's grammar (no leading zeros, digits after `.` and in the exponent). */
+    private void scanNumber() throws Malformed {
+        if (pos < b.length && b[pos] == '-') {
+            pos++;
+        }
+        if (pos >= b.length || !isDigit(b[pos])) {
+            throw error("invalid number");
+        }
+        if (b[pos] == '0') {
+            pos++;
+            if (pos < b.length && isDigit(b[pos])) {
+                throw error("invalid number");
+            }
+        } else {
+            while (pos < b.length && isDigit(b[pos])) {
+                pos++;
+            }
+        }
+        if (pos < b.length && b[pos] == '.') {
+            pos++;
+            if (pos >= b.length || !isDigit(b[pos])) {
+                throw error("invalid number");
+            }
+            while (pos < b.length && isDigit(b[pos])) {
+                pos++;
+            }
+        }
+        if (pos < b.length && (b[pos] == 'e' || b[pos] == 'E')) {
+            pos++;
+            if (pos < b.length && (b[pos] == '+' || b[pos] == '-')) {
+                pos++;
+            }
+            if (pos >= b.length || !isDigit(b[pos])) {
+                throw error("invalid number");
+            }
+            while (pos < b.length && isDigit(b[pos])) {
+                pos++;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Skipping (serde_json's ignore_value): iterative, so any nesting depth is fine.
+
+    private void skipValue() throws Malformed {
+        byte[] stack = new byte[16];
+        int depth = 0;
+        while (true) {
+            int c = nextWs();
+            boolean complete = true;
+            switch (c) {
+                case 'n':
+                    literal("ull");
+                    break;
+                case 't':
+                    literal("rue");
+                    break;
+                case 'f':
+                    literal("alse");
+                    break;
+                case '"':
+                    skipStringBody();
+                    break;
+                case '[':
+                    if (peekWs() == ']') {
+                        pos++;
+                    } else {
+                        stack = push(stack, depth++, (byte) '[');
+                        complete = false;
+                    }
+                    break;
+                case '{':
+                    if (peekWs() == '}') {
+                        pos++;
+                    } else {
+                        stack = push(stack, depth++, (byte) '{');
+                        skipKey();
+                        complete = false;
+                    }
+                    break;
+                default:
+                    if (c == '-' || isDigit(c)) {
+                        pos--;
+                        scanNumber();
+                    } else {
+                        throw error("expected value");
+                    }
+            }
+            if (!complete) {
+                continue;
+            }
+            // A value ended: close containers until one continues with another member.
+            boolean another = false;
+            while (depth > 0 && !another) {
+                int next = nextWs();
+                byte frame = stack[depth - 1];
+                if (next == ',') {
+                    if (frame == '{') {
+                        skipKey();
+                    }
+                    another = true;
+                } else if (next == (frame == '{' ? '}' : ']')) {
+                    depth--;
+                } else {
+                    throw error(frame == '{' ? "expected `,` or `}`" : "expected `,` or `]`");
+                }
+            }
+            if (depth == 0) {
+                return;
+            }
+        }
+    }
+
+    private static byte[] push(byte[] stack, int depth, byte frame) {
+        byte[] s = depth == stack.length ? Arrays.copyOf(stack, depth * 2) : stack;
+        s[depth] = frame;
+        return s;
+    }
+
+    /** {@code "key":} inside a skipped object (the key's text is not checked beyond the syntax). */
+    private void skipKey() throws Malformed {
+        expectWs('"');
+        skipStringBody();
+        expectWs(':');
+    }
+
+    /** A skipped string: control characters and escapes are checked, UTF-8 and surrogates are not. */
+    private void skipStringBody() throws Malformed {
+        while (true) {
+            if (pos >= b.length) {
+                throw error("EOF while parsing a string");
+            }
+            int c = b[pos++] & 0xff;
+            if (c == '"') {
+                return;
+            }
+            if (c < 0x20) {
+                throw error("control character (\\u0000-\\u001F) found while parsing a string");
+            }
+            if (c == '\\') {
+                escape(null, 0);
+            }
+        }
+    }
+
+    private void literal(String rest) throws Malformed {
+        for (int i = 0; i < rest.length(); i++) {
+            if (pos >= b.length || b[pos] != rest.charAt(i)) {
+                throw error("expected ident");
+            }
+            pos++;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Whitespace and single bytes (JSON whitespace: space, \t, \n, \r).
+
+    private void skipWs() {
+        while (pos < b.length) {
+            byte c = b[pos];
+            if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+                return;
+            }
+            pos++;
+        }
+    }
+
+    /** The next non-whitespace byte, not consumed; -1 at the end. */
+    private int peekWs() {
+        skipWs();
+        return peekByte();
+    }
+
+    private int peekByte() {
+        return pos < b.length ? b[pos] & 0xff : -1;
+    }
+
+    /** Like {@link #peekWs} but the end of input is an error (a value was expected). */
+    private int peekValueStart() throws Malformed {
+        int c = peekWs();
+        if (c < 0) {
+            throw error("EOF while parsing a value");
+        }
+        return c;
+    }
+
+    /** The next non-whitespace byte, consumed; the end of input is an error. */
+    private int nextWs() throws Malformed {
+        int c = peekValueStart();
+        pos++;
+        return c;
+    }
+
+    private void expectWs(char want) throws Malformed {
+        int c = nextWs();
+        if (c != want) {
+            throw error("expected `" + want + "`");
+        }
+    }
+
+    /** Only whitespace may follow the document. */
+    private void end() throws Malformed {
+        skipWs();
+        if (pos != b.length) {
+            throw error("trailing characters");
+        }
+    }
+
+    private static boolean isDigit(int c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private Malformed error(String what) {
+        return new Malformed(what + " at byte " + pos);
+    }
+}

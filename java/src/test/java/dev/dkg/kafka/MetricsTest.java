@@ -1,0 +1,74 @@
+package dev.dkg.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.junit.jupiter.api.Test;
+
+class MetricsTest {
+    private static double value(Metrics metrics, String name, Map<String, String> tags) {
+        Map<String, String> all = new LinkedHashMap<>();
+        all.put("config", "partitioner.class");
+        all.put("class", "DkgPartitioner");
+        all.putAll(tags);
+        KafkaMetric m = metrics.metrics().get(new MetricName(name, "plugins", "", all));
+        assertNotNull(m, () -> "no metric " + name + " " + tags + " among " + metrics.metrics().keySet());
+        return ((Number) m.metricValue()).doubleValue();
+    }
+
+    @Test
+    void routerMetricsAppearInTheClientsMetricsWithTheRustNames() throws Exception {
+        try (Metrics metrics = new Metrics()) {
+            Map<String, String> pluginTags = new LinkedHashMap<>();
+            pluginTags.put("config", "partitioner.class");
+            pluginTags.put("class", "DkgPartitioner");
+            DkgRouter router = DkgRouter.detached("_dkg.assignments");
+            // A topic routed before the metrics were bound gets its metrics at binding time.
+            router.partition("early", Docs.utf8("k"), 3);
+            DkgPartitioner partitioner = new DkgPartitioner(router, 16384);
+            router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags));
+            assertThrows(IllegalStateException.class, () -> router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags)));
+
+            long created = System.currentTimeMillis() - 60_000;
+            router.apply(Docs.utf8("orders"), Docs.base().epoch(9).createdAtMs(created).heavy("hot", 1).bytes());
+            router.apply(Docs.utf8("orders"), Docs.utf8("nope"));
+            var cluster = Clusters.of("orders", 3);
+            partitioner.partition("orders", null, Docs.utf8("hot"), null, null, cluster);
+            partitioner.partition("orders", null, Docs.utf8("cold"), null, null, cluster);
+            partitioner.partition("orders", null, Docs.utf8("cold2"), null, null, cluster);
+            partitioner.partition("orders", null, null, null, null, cluster);
+            partitioner.partition("orders", null, Docs.utf8("x"), null, null, Clusters.of("orders", 5));
+
+            assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "early", "route", "fallback")));
+            assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "heavy")));
+            assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "bucket")));
+            assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "keyless")));
+            assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "fallback")));
+            assertEquals(9, value(metrics, DkgMetrics.EPOCH, Map.of("topic", "orders")));
+            assertEquals(0, value(metrics, DkgMetrics.EPOCH, Map.of("topic", "early")));
+            // The last record saw 5 partitions, the assignment has 3: not in effect.
+            assertEquals(0, value(metrics, DkgMetrics.ASSIGNMENT_IN_EFFECT, Map.of("topic", "orders")));
+            partitioner.partition("orders", null, Docs.utf8("x"), null, null, cluster);
+            assertEquals(1, value(metrics, DkgMetrics.ASSIGNMENT_IN_EFFECT, Map.of("topic", "orders")));
+            double age = value(metrics, DkgMetrics.ASSIGNMENT_AGE_SECONDS, Map.of("topic", "orders"));
+            assertTrue(age >= 60 && age < 600, "age " + age);
+            assertTrue(Double.isNaN(value(metrics, DkgMetrics.ASSIGNMENT_AGE_SECONDS, Map.of("topic", "early"))));
+            assertEquals(1, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, Map.of("reason", "malformed_json")));
+            for (RejectReason r : RejectReason.values()) {
+                if (r != RejectReason.MALFORMED_JSON) {
+                    assertEquals(0, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, Map.of("reason", r.label())));
+                }
+            }
+            partitioner.partition("orders", null, Docs.utf8("x"), null, null, null);
+            assertEquals(1, value(metrics, DkgMetrics.PARTITIONER_ERRORS_TOTAL, Map.of()));
+        }
+    }
+}
