@@ -21,13 +21,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use dkg_partitioner::kafka::{
     ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, control, publish_assignment,
     publisher_config,
 };
 use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::AdminClient;
 use rdkafka::producer::FutureRecord;
 
 const PARTITIONS: u32 = 6;
@@ -134,16 +135,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let control_topic = format!("keyed-counts-control-{run}");
     let handoff_topic = format!("keyed-counts-handoff-{run}");
     let admin: AdminClient<_> = config.create()?;
-    admin
-        .create_topics(
-            [&NewTopic::new(
-                &topic,
-                PARTITIONS as i32,
-                TopicReplication::Fixed(1),
-            )],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
-        )
-        .await?;
+    let spec = TopicSpec::new(&topic, PARTITIONS).replication(1);
+    topic::create_topic(&admin, &spec, Duration::from_secs(30)).await?;
     control::ensure_control_topic(&admin, &control_topic, 1).await?;
     let publisher: rdkafka::producer::FutureProducer = publisher_config(&config).create()?;
     publish_assignment(

@@ -12,11 +12,11 @@
 use std::time::Duration;
 
 use dkg_partitioner::kafka::DkgProducer;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
+use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureRecord, Producer};
-use rdkafka::types::RDKafkaErrorCode;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -59,16 +59,6 @@ async fn create_topic_if_missing(
     topic: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let admin: AdminClient<DefaultClientContext> = config.create()?;
-    let new_topic = NewTopic::new(topic, 6, TopicReplication::Fixed(-1));
-    for result in admin
-        .create_topics([&new_topic], &AdminOptions::new())
-        .await?
-    {
-        match result {
-            Ok(_) => {}
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((t, code)) => return Err(format!("creating {t}: {code}").into()),
-        }
-    }
+    topic::create_topic(&admin, &TopicSpec::new(topic, 6), Duration::from_secs(30)).await?;
     Ok(())
 }

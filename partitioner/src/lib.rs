@@ -72,24 +72,18 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod assignment;
-pub mod dkg;
-pub mod error;
-pub mod hash;
 #[cfg(feature = "kafka")]
 pub mod kafka;
-pub mod lpt;
-pub mod space_saving;
 
-pub use assignment::{
-    Assignment, AssignmentParts, FORMAT_NAME, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES,
-    Params, Route,
-};
-pub use dkg::{Build, DEFAULT_MU, DkgConfig, DkgConfigBuilder, Sketch, default_theta, imbalance};
-pub use error::{Error, Result};
-pub use hash::{
-    BucketHash, DEFAULT_BUCKET_SEED, KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded,
-    to_positive,
+// The pure core, under the paths it always had (`dkg_partitioner::assignment::...`, ...).
+pub use dkg_core::{assignment, dkg, error, hash, lpt, space_saving};
+
+pub use dkg_core::{
+    Assignment, AssignmentParts, BucketHash, Build, Counter, DEFAULT_BUCKET_SEED, DEFAULT_MU,
+    DkgConfig, DkgConfigBuilder, Error, FORMAT_NAME, FORMAT_VERSION, HeavyKey, KAFKA_MURMUR2_SEED,
+    MAX_ASSIGNMENT_BYTES, Params, Result, Route, Schedule, Sketch, SpaceSaving, StickySchedule,
+    default_theta, imbalance, kafka_partition, lpt_sticky, lpt_sticky_with_slack, murmur2,
+    murmur2_seeded, to_positive,
 };
 #[cfg(feature = "kafka")]
 pub use kafka::{
@@ -97,5 +91,3 @@ pub use kafka::{
     DkgConsumerBuilder, DkgMessage, DkgPartitioner, DkgProducer, DkgProducerBuilder, DkgRouter,
     EPOCH_HEADER, EpochChange, EpochHeader, RejectReason, RouteKind, Routing,
 };
-pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky, lpt_sticky_with_slack};
-pub use space_saving::{Counter, SpaceSaving};

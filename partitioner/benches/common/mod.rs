@@ -1,11 +1,10 @@
 //! Helpers shared by the benches that need the Kafka broker (`producer_throughput`,
 //! `consumer_throughput`): settings from the environment, a broker probe, topic creation, medians.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 pub type BoxError = Box<dyn std::error::Error>;
@@ -43,34 +42,9 @@ pub fn check_broker(bootstrap: &str) -> Result<(), String> {
 /// Create `name` with `partitions` partitions and wait until every partition has a leader, so
 /// that the first measured run does not include topic creation.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: u32) -> Result<(), BoxError> {
-    let admin: AdminClient<DefaultClientContext> = config(bootstrap).create()?;
-    let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
-    let results = admin
-        .create_topics(
-            [&topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
-        )
-        .await?;
-    for r in results {
-        r.map_err(|(t, code)| format!("creating {t}: {code}"))?;
-    }
-    let probe: BaseConsumer = config(bootstrap).create()?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let md = probe.fetch_metadata(Some(name), Duration::from_secs(5))?;
-        let ready = md.topics().iter().any(|t| {
-            t.name() == name
-                && t.partitions().len() == partitions as usize
-                && t.partitions().iter().all(|p| p.leader() >= 0)
-        });
-        if ready {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("topic {name} not ready").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let spec = TopicSpec::new(name, partitions).replication(1);
+    topic::create_and_wait(&config(bootstrap), &spec, Duration::from_secs(30)).await?;
+    Ok(())
 }
 
 /// The median of `v` (sorts it); NaN for an empty slice.

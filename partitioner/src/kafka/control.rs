@@ -9,51 +9,26 @@
 //! topic, so a reader that starts at the beginning and reads to the end knows every current
 //! assignment; a single partition gives one total order over all publications.
 //!
-//! # Validation ([`AssignmentBook`])
+//! # Validation
 //!
-//! Every value is checked before it can move a record. Rejected, with a `warn` log line, a
-//! [`RejectReason`] and the last good assignment kept:
+//! Every record goes through [`AssignmentBook::apply`] (pure, in [`dkg_protocol::book`], where the
+//! rules are listed) before it can move a record: rejected records are logged with their
+//! [`RejectReason`] and the last good assignment stays.
 //!
-//! - a missing or non-UTF-8 key (`bad_key`);
-//! - a value over the size limit, checked before parsing (`oversize`);
-//! - malformed JSON or a foreign document (`malformed_json`), an unknown format version
-//!   (`unsupported_version`), a partition outside the document's own partition count
-//!   (`out_of_range`), any other invariant [`Assignment::from_json`] checks (`invalid`);
-//! - a key that differs from the document's `topic` (`topic_mismatch`): a record cannot retarget
-//!   another topic's producers;
-//! - an epoch below the current one (`stale_epoch`), or equal to it with different content
-//!   (`epoch_conflict`). Epochs strictly increase per topic; the same epoch is one document, so a
-//!   second, different document under it means two publishers disagree and neither is trusted over
-//!   the one already in force. An identical re-publication is a harmless no-op
-//!   ([`ControlUpdate::Unchanged`]).
-//!
-//! A tombstone clears the topic's epoch floor: after a retraction any epoch is accepted again. This
-//! keeps long-running readers and freshly started ones (which may never see the retracted epochs
-//! once compaction has removed them) in agreement.
-//!
-//! An assignment whose partition count differs from the topic's current one is *not* rejected here
-//! (this module has no view of the data topic): the producer keeps it but routes by Kafka's default
-//! placement until the counts match. See [`crate::kafka::producer`].
-
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::ClientContext;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, ConsumerContext, StreamConsumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::future_producer::Delivery;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::util::AsyncRuntime;
-use rdkafka::{Offset, TopicPartitionList};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::assignment::{Assignment, MAX_ASSIGNMENT_BYTES};
 use crate::error::{Error, Result};
+use crate::kafka::topic::{self, CompactedReader, Ensured, TopicSpec};
+pub use dkg_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
 
 /// Default name of the control topic.
 pub const DEFAULT_CONTROL_TOPIC: &str = "_dkg.assignments";
@@ -62,412 +37,33 @@ pub const DEFAULT_CONTROL_TOPIC: &str = "_dkg.assignments";
 /// accepted document plus room for the record batch framing.
 pub const CONTROL_TOPIC_MAX_MESSAGE_BYTES: usize = MAX_ASSIGNMENT_BYTES + 1024 * 1024;
 
-/// Why a control-topic record was rejected. `as_str` is the `reason` label of
-/// `dkg_producer_assignments_rejected_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RejectReason {
-    /// The record has no key, or a key that is not UTF-8 (not a topic name).
-    BadKey,
-    /// The value exceeds the size limit (checked before parsing).
-    Oversize,
-    /// Not JSON, wrong shape, or not a DKG assignment document.
-    MalformedJson,
-    /// A format version this build does not read.
-    UnsupportedVersion,
-    /// A partition number outside the document's partition count.
-    OutOfRange,
-    /// Any other violated invariant of the document.
-    Invalid,
-    /// The record key differs from the document's `topic`.
-    TopicMismatch,
-    /// The epoch is below the current assignment's.
-    StaleEpoch,
-    /// The epoch equals the current assignment's but the content differs.
-    EpochConflict,
-}
-
-impl RejectReason {
-    /// Every reason, in label order (metrics pre-create one series per reason).
-    pub const ALL: [RejectReason; 9] = [
-        RejectReason::BadKey,
-        RejectReason::Oversize,
-        RejectReason::MalformedJson,
-        RejectReason::UnsupportedVersion,
-        RejectReason::OutOfRange,
-        RejectReason::Invalid,
-        RejectReason::TopicMismatch,
-        RejectReason::StaleEpoch,
-        RejectReason::EpochConflict,
-    ];
-
-    /// The metric label value.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::BadKey => "bad_key",
-            RejectReason::Oversize => "oversize",
-            RejectReason::MalformedJson => "malformed_json",
-            RejectReason::UnsupportedVersion => "unsupported_version",
-            RejectReason::OutOfRange => "out_of_range",
-            RejectReason::Invalid => "invalid",
-            RejectReason::TopicMismatch => "topic_mismatch",
-            RejectReason::StaleEpoch => "stale_epoch",
-            RejectReason::EpochConflict => "epoch_conflict",
-        }
-    }
-
-    /// Index into [`RejectReason::ALL`].
-    #[must_use]
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    fn of_parse_error(e: &Error) -> Self {
-        match e {
-            Error::TooLarge { .. } => RejectReason::Oversize,
-            Error::MalformedAssignment { .. } | Error::UnknownFormat { .. } => {
-                RejectReason::MalformedJson
-            }
-            Error::UnsupportedVersion { .. } => RejectReason::UnsupportedVersion,
-            Error::PartitionOutOfRange { .. } => RejectReason::OutOfRange,
-            _ => RejectReason::Invalid,
-        }
-    }
-}
-
-impl std::fmt::Display for RejectReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What one control-topic record did to the [`AssignmentBook`].
-#[derive(Clone, Debug)]
-pub enum ControlUpdate {
-    /// A new assignment is current for its topic.
-    Adopted(Arc<Assignment>),
-    /// A tombstone removed the topic's assignment.
-    Retracted {
-        /// The data topic.
-        topic: String,
-    },
-    /// Nothing changed: an identical re-publication of the current assignment, or a tombstone for a
-    /// topic without one.
-    Unchanged {
-        /// The data topic.
-        topic: String,
-    },
-    /// The record was rejected; the topic's last good assignment stays.
-    Rejected {
-        /// The record key as text (lossy), if there was one.
-        topic: Option<String>,
-        /// Why.
-        reason: RejectReason,
-        /// The detailed error, for the log.
-        detail: String,
-    },
-}
-
-/// The validated state of the control topic: the current assignment per data topic.
-///
-/// Pure (no I/O): feed it records in log order with [`AssignmentBook::apply`].
-#[derive(Debug, Clone)]
-pub struct AssignmentBook {
-    current: HashMap<String, Arc<Assignment>>,
-    max_value_bytes: usize,
-}
-
-impl Default for AssignmentBook {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AssignmentBook {
-    /// An empty book accepting values up to [`MAX_ASSIGNMENT_BYTES`].
-    #[must_use]
-    pub fn new() -> Self {
-        Self {
-            current: HashMap::new(),
-            max_value_bytes: MAX_ASSIGNMENT_BYTES,
-        }
-    }
-
-    /// Lower the value size limit (it can never exceed [`MAX_ASSIGNMENT_BYTES`]).
-    #[must_use]
-    pub fn with_max_value_bytes(mut self, max: usize) -> Self {
-        self.max_value_bytes = max.min(MAX_ASSIGNMENT_BYTES);
-        self
-    }
-
-    /// The value size limit in force.
-    #[must_use]
-    pub fn max_value_bytes(&self) -> usize {
-        self.max_value_bytes
-    }
-
-    /// The current assignment of `topic`.
-    #[must_use]
-    pub fn get(&self, topic: &str) -> Option<&Arc<Assignment>> {
-        self.current.get(topic)
-    }
-
-    /// All current assignments (any order).
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Assignment>> {
-        self.current.values()
-    }
-
-    /// Number of topics with a current assignment.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.current.len()
-    }
-
-    /// No topic has an assignment.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.current.is_empty()
-    }
-
-    /// Apply one control-topic record (key, value; `None` value = tombstone).
-    pub fn apply(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> ControlUpdate {
-        let topic = match key.map(std::str::from_utf8) {
-            Some(Ok(t)) if !t.is_empty() => t,
-            Some(Ok(_)) | None => {
-                return rejected(None, RejectReason::BadKey, "record has no key".into());
-            }
-            Some(Err(e)) => {
-                return rejected(
-                    key.map(|k| String::from_utf8_lossy(k).into_owned()),
-                    RejectReason::BadKey,
-                    format!("record key is not UTF-8: {e}"),
-                );
-            }
-        };
-        let Some(value) = value else {
-            return match self.current.remove(topic) {
-                Some(_) => ControlUpdate::Retracted {
-                    topic: topic.to_owned(),
-                },
-                None => ControlUpdate::Unchanged {
-                    topic: topic.to_owned(),
-                },
-            };
-        };
-        if value.len() > self.max_value_bytes {
-            return rejected(
-                Some(topic.to_owned()),
-                RejectReason::Oversize,
-                format!(
-                    "value is {} bytes, limit {}",
-                    value.len(),
-                    self.max_value_bytes
-                ),
-            );
-        }
-        let assignment = match Assignment::from_json(value) {
-            Ok(a) => a,
-            Err(e) => {
-                return rejected(
-                    Some(topic.to_owned()),
-                    RejectReason::of_parse_error(&e),
-                    e.to_string(),
-                );
-            }
-        };
-        if assignment.topic() != topic {
-            return rejected(
-                Some(topic.to_owned()),
-                RejectReason::TopicMismatch,
-                format!(
-                    "record key {topic:?} but the document is for topic {:?}",
-                    assignment.topic()
-                ),
-            );
-        }
-        if let Some(current) = self.current.get(topic) {
-            if assignment.epoch() < current.epoch() {
-                return rejected(
-                    Some(topic.to_owned()),
-                    RejectReason::StaleEpoch,
-                    format!(
-                        "epoch {} is older than the current epoch {}",
-                        assignment.epoch(),
-                        current.epoch()
-                    ),
-                );
-            }
-            if assignment.epoch() == current.epoch() {
-                if assignment == **current {
-                    return ControlUpdate::Unchanged {
-                        topic: topic.to_owned(),
-                    };
-                }
-                return rejected(
-                    Some(topic.to_owned()),
-                    RejectReason::EpochConflict,
-                    format!(
-                        "a different document under the current epoch {}",
-                        current.epoch()
-                    ),
-                );
-            }
-        }
-        let assignment = Arc::new(assignment);
-        self.current
-            .insert(topic.to_owned(), Arc::clone(&assignment));
-        ControlUpdate::Adopted(assignment)
-    }
-}
-
-fn rejected(topic: Option<String>, reason: RejectReason, detail: String) -> ControlUpdate {
-    ControlUpdate::Rejected {
-        topic,
-        reason,
-        detail,
-    }
-}
-
-/// What [`ensure_control_topic`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ControlTopicStatus {
-    /// The topic did not exist and was created.
-    Created,
-    /// The topic exists with a valid configuration.
-    Existing,
-}
-
 /// Make sure the control topic exists with the protocol's configuration.
 ///
 /// Missing: creates it with 1 partition, `cleanup.policy=compact`,
 /// `max.message.bytes` = [`CONTROL_TOPIC_MAX_MESSAGE_BYTES`] and the given replication factor
 /// (`-1` = the broker's `default.replication.factor`). Present: checks that `cleanup.policy` is
 /// exactly `compact` (with `delete` the current assignment would expire) and that it has exactly one
-/// partition; otherwise returns [`Error::ControlTopicMisconfigured`] saying what to fix.
-///
-/// Existence is probed with DescribeConfigs, never with a metadata request, so a broker with
-/// `auto.create.topics.enable=true` cannot create the control topic with the wrong configuration.
-/// The partition count of an existing topic is read with one blocking metadata request (bounded by
-/// the admin client's `socket.timeout.ms` capped at 10 s).
+/// partition; otherwise returns [`Error::ControlTopicMisconfigured`] saying what to fix. See
+/// [`topic::ensure_compacted`], which does the work (each admin request bounded by
+/// [`topic::ADMIN_TIMEOUT`]).
 pub async fn ensure_control_topic<C: ClientContext>(
     admin: &AdminClient<C>,
     name: &str,
     replication: i32,
-) -> Result<ControlTopicStatus> {
-    let timeout = Duration::from_secs(10);
-    let opts = AdminOptions::new().request_timeout(Some(timeout));
-    if describe_cleanup_policy(admin, name, &opts).await?.is_none() {
-        let max_bytes = CONTROL_TOPIC_MAX_MESSAGE_BYTES.to_string();
-        let new_topic = NewTopic::new(name, 1, TopicReplication::Fixed(replication))
-            .set("cleanup.policy", "compact")
-            .set("max.message.bytes", &max_bytes);
-        let results = admin
-            .create_topics(
-                [&new_topic],
-                &AdminOptions::new()
-                    .request_timeout(Some(timeout))
-                    .operation_timeout(Some(timeout)),
-            )
-            .await?;
-        match results.into_iter().next() {
-            Some(Ok(_)) => {
-                info!(topic = name, "created the DKG control topic");
-                return Ok(ControlTopicStatus::Created);
-            }
-            // Someone else created it meanwhile: validate theirs.
-            Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => {}
-            Some(Err((_, code))) => {
-                return Err(Error::KafkaAdmin {
-                    operation: "create_topics",
-                    resource: name.to_owned(),
-                    code,
-                });
-            }
-            None => {
-                return Err(Error::KafkaAdmin {
-                    operation: "create_topics",
-                    resource: name.to_owned(),
-                    code: RDKafkaErrorCode::Fail,
-                });
-            }
-        }
-    }
-    validate_control_topic(admin, name, &opts, timeout).await?;
-    Ok(ControlTopicStatus::Existing)
+) -> Result<Ensured> {
+    topic::ensure_compacted(
+        admin,
+        &control_topic_spec(name, replication),
+        topic::ADMIN_TIMEOUT,
+    )
+    .await
 }
 
-/// The topic's `cleanup.policy`; `Ok(None)` when the topic does not exist.
-async fn describe_cleanup_policy<C: ClientContext>(
-    admin: &AdminClient<C>,
-    name: &str,
-    opts: &AdminOptions,
-) -> Result<Option<String>> {
-    let results = admin
-        .describe_configs([&ResourceSpecifier::Topic(name)], opts)
-        .await?;
-    match results.into_iter().next() {
-        // rdkafka 0.39 drops per-resource errors: a topic that does not exist comes back as a
-        // resource without entries. An existing topic always reports its cleanup.policy.
-        Some(Ok(resource)) => Ok(resource
-            .get("cleanup.policy")
-            .map(|e| e.value.clone().unwrap_or_else(|| "delete".to_owned()))),
-        Some(Err(RDKafkaErrorCode::UnknownTopicOrPartition)) => Ok(None),
-        Some(Err(code)) => Err(Error::KafkaAdmin {
-            operation: "describe_configs",
-            resource: name.to_owned(),
-            code,
-        }),
-        None => Err(Error::KafkaAdmin {
-            operation: "describe_configs",
-            resource: name.to_owned(),
-            code: RDKafkaErrorCode::Fail,
-        }),
-    }
-}
-
-async fn validate_control_topic<C: ClientContext>(
-    admin: &AdminClient<C>,
-    name: &str,
-    opts: &AdminOptions,
-    timeout: Duration,
-) -> Result<()> {
-    let Some(policy) = describe_cleanup_policy(admin, name, opts).await? else {
-        return Err(Error::ControlTopicMisconfigured {
-            topic: name.to_owned(),
-            reason:
-                "it exists but the broker returned no configuration for it (is DescribeConfigs \
-                     allowed for this principal?): cannot check cleanup.policy"
-                    .to_owned(),
-        });
-    };
-    let policies: Vec<&str> = policy.split(',').map(str::trim).collect();
-    if policies != ["compact"] {
-        return Err(Error::ControlTopicMisconfigured {
-            topic: name.to_owned(),
-            reason: format!(
-                "cleanup.policy is {policy:?}, must be \"compact\" (with \"delete\" the current \
-                 assignment expires after retention.ms); fix: kafka-configs --alter --entity-type \
-                 topics --entity-name {name} --add-config cleanup.policy=compact"
-            ),
-        });
-    }
-    let metadata = admin.inner().fetch_metadata(Some(name), timeout)?;
-    let partitions = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == name)
-        .map_or(0, |t| t.partitions().len());
-    if partitions != 1 {
-        return Err(Error::ControlTopicMisconfigured {
-            topic: name.to_owned(),
-            reason: format!(
-                "it has {partitions} partitions, must have exactly 1 (one total order of \
-                 publications); delete and recreate it"
-            ),
-        });
-    }
-    Ok(())
+/// The spec of a control (or handoff) topic named `name`: [`TopicSpec::compacted`] with room for
+/// the largest assignment document.
+#[must_use]
+pub fn control_topic_spec(name: &str, replication: i32) -> TopicSpec {
+    TopicSpec::compacted(name, CONTROL_TOPIC_MAX_MESSAGE_BYTES).replication(replication)
 }
 
 /// A producer configuration for publishing assignments: `base` (connection settings) plus
@@ -587,23 +183,6 @@ pub fn connection_config(config: &ClientConfig) -> ClientConfig {
     out
 }
 
-/// Context of the control-topic consumer: rdkafka's default context logs every consumer error
-/// event at ERROR, including the end-of-partition events this reader asks for; those are routine
-/// here. Everything else goes to `tracing` at WARN.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReaderContext;
-
-impl ClientContext for ReaderContext {
-    fn error(&self, error: KafkaError, reason: &str) {
-        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF) {
-            return;
-        }
-        warn!(error = %error, reason, "control topic consumer");
-    }
-}
-
-impl ConsumerContext for ReaderContext {}
-
 /// One record read from the control topic and what it did.
 #[derive(Clone, Debug)]
 pub struct ControlRecord {
@@ -619,16 +198,14 @@ pub struct ControlRecord {
 /// A consumer without a consumer group (manual assignment of partition 0, no offset commits), with
 /// `fetch.wait.max.ms=100` so a publication reaches it within about 100 ms on a healthy cluster.
 pub struct ControlTopicReader {
-    consumer: Arc<StreamConsumer<ReaderContext>>,
-    topic: String,
+    reader: CompactedReader,
     book: AssignmentBook,
-    last_error_log: Option<Instant>,
 }
 
 impl std::fmt::Debug for ControlTopicReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControlTopicReader")
-            .field("topic", &self.topic)
+            .field("topic", &self.reader.topic())
             .field("book", &self.book)
             .finish_non_exhaustive()
     }
@@ -636,7 +213,8 @@ impl std::fmt::Debug for ControlTopicReader {
 
 impl ControlTopicReader {
     /// A reader of `control_topic`. `connection` supplies the bootstrap servers and security
-    /// settings (see [`connection_config`]); the reader adds its consumer settings, which win.
+    /// settings (see [`connection_config`]); the reader adds its consumer settings
+    /// ([`topic::reader_config`]), which win.
     pub fn new(connection: &ClientConfig, control_topic: &str) -> Result<Self> {
         Self::with_book(connection, control_topic, AssignmentBook::new())
     }
@@ -647,35 +225,21 @@ impl ControlTopicReader {
         control_topic: &str,
         book: AssignmentBook,
     ) -> Result<Self> {
-        let mut config = connection.clone();
-        config
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest")
-            .set("fetch.wait.max.ms", "100")
-            .set("isolation.level", "read_committed")
-            .set("allow.auto.create.topics", "false");
-        if config.get("group.id").is_none() {
-            // Never joins or commits: a name only so librdkafka's consumer is fully initialised.
-            config.set("group.id", "dkg-control-reader");
-        }
-        let consumer: StreamConsumer<ReaderContext> = config.create_with_context(ReaderContext)?;
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(control_topic, 0, Offset::Beginning)?;
-        consumer.assign(&tpl)?;
         Ok(Self {
-            consumer: Arc::new(consumer),
-            topic: control_topic.to_owned(),
+            reader: CompactedReader::new(
+                connection,
+                control_topic,
+                "control topic",
+                "dkg-control-reader",
+            )?,
             book,
-            last_error_log: None,
         })
     }
 
     /// The control topic's name.
     #[must_use]
     pub fn topic(&self) -> &str {
-        &self.topic
+        self.reader.topic()
     }
 
     /// The validated state read so far.
@@ -694,21 +258,16 @@ impl ControlTopicReader {
         timeout: Duration,
         mut on_record: impl FnMut(&ControlRecord),
     ) -> Result<usize> {
-        let consumer = Arc::clone(&self.consumer);
-        let topic = self.topic.clone();
-        let read = read_to_end(
-            &consumer,
-            &topic,
-            "control topic",
-            timeout,
-            |offset, key, value| {
-                on_record(&self.apply(offset, key, value));
-            },
-        )
-        .await?;
+        let Self { reader, book } = self;
+        let control_topic = reader.topic().to_owned();
+        let read = reader
+            .read_to_end(timeout, |offset, key, value| {
+                on_record(&apply(book, &control_topic, offset, key, value));
+            })
+            .await?;
         if read.is_none() {
             warn!(
-                control_topic = %self.topic,
+                control_topic = %control_topic,
                 "control topic does not exist yet: no assignments; following it until it does"
             );
         }
@@ -719,143 +278,52 @@ impl ControlTopicReader {
     ///
     /// Cancellation safe: dropping the future loses no record.
     pub async fn next_record(&mut self) -> ControlRecord {
-        let consumer = Arc::clone(&self.consumer);
-        loop {
-            match consumer.recv().await {
-                Ok(message) => {
-                    let offset = message.offset();
-                    let record = self.apply(offset, message.key(), message.payload());
-                    return record;
-                }
-                Err(KafkaError::PartitionEOF(_)) => {}
-                Err(e) => self.transient_error(&e).await,
-            }
-        }
-    }
-
-    fn apply(&mut self, offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> ControlRecord {
-        let update = self.book.apply(key, value);
-        match &update {
-            ControlUpdate::Rejected {
-                topic,
-                reason,
-                detail,
-            } => warn!(
-                control_topic = %self.topic,
-                offset,
-                topic = topic.as_deref().unwrap_or("<none>"),
-                reason = reason.as_str(),
-                error = %detail,
-                "rejected a control-topic record; the last good assignment stays"
-            ),
-            ControlUpdate::Adopted(a) => debug!(
-                control_topic = %self.topic,
-                offset,
-                topic = a.topic(),
-                epoch = a.epoch(),
-                "read assignment"
-            ),
-            ControlUpdate::Retracted { topic } => debug!(
-                control_topic = %self.topic,
-                offset,
-                topic = %topic,
-                "read retraction"
-            ),
-            ControlUpdate::Unchanged { .. } => {}
-        }
-        ControlRecord { offset, update }
-    }
-
-    async fn transient_error(&mut self, e: &KafkaError) {
-        back_off(&self.topic, e, &mut self.last_error_log).await;
+        let Self { reader, book } = self;
+        let control_topic = reader.topic().to_owned();
+        reader
+            .next(|offset, key, value| apply(book, &control_topic, offset, key, value))
+            .await
     }
 }
 
-/// Read partition 0 of `topic` from the consumer's position up to the high watermark as of this
-/// call, passing each record's offset, key and value to `on_record`; returns how many were read, or
-/// `None` if the topic does not exist (yet). `what` names the topic's role in errors.
-///
-/// librdkafka emits PARTITION_EOF only once per arrival at the end, so a reader already at the end
-/// (a second catch-up with nothing new, or a log ending in a transaction marker, which occupies an
-/// offset but is never delivered) would wait for it in vain, and one left over from an earlier call
-/// says nothing about this one. Instead the consumer's position, which also moves past transaction
-/// markers, is compared with the watermark before reading, on such an event, and whenever nothing
-/// arrived for a short slice. Errors with [`Error::Timeout`] if the end is not reached in
-/// `timeout`.
-pub(crate) async fn read_to_end(
-    consumer: &Arc<StreamConsumer<ReaderContext>>,
-    topic: &str,
-    what: &str,
-    timeout: Duration,
-    mut on_record: impl FnMut(i64, Option<&[u8]>, Option<&[u8]>),
-) -> Result<Option<usize>> {
-    const SLICE: Duration = Duration::from_millis(200);
-    let deadline = tokio::time::Instant::now() + timeout;
-    let timed_out = |detail: String| Error::Timeout {
-        what: format!("reading {what} {topic:?} to its end: {detail}"),
-        millis: duration_millis(timeout),
-    };
-    let probe = Arc::clone(consumer);
-    let name = topic.to_owned();
-    let watermarks = tokio::task::spawn_blocking(move || probe.fetch_watermarks(&name, 0, timeout))
-        .await
-        .map_err(|e| timed_out(format!("watermark query task failed: {e}")))?;
-    let high = match watermarks {
-        Ok((low, high)) if high <= low => return Ok(Some(0)),
-        Ok((_, high)) => high,
-        Err(KafkaError::MetadataFetch(
-            RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
-        )) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let at_end = || {
-        consumer
-            .position()
-            .ok()
-            .and_then(|tpl| tpl.find_partition(topic, 0)?.offset().to_raw())
-            .is_some_and(|position| position >= high)
-    };
-    if at_end() {
-        return Ok(Some(0));
+/// Apply one record to `book` and log what it did.
+fn apply(
+    book: &mut AssignmentBook,
+    control_topic: &str,
+    offset: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> ControlRecord {
+    let update = book.apply(key, value);
+    match &update {
+        ControlUpdate::Rejected {
+            topic,
+            reason,
+            detail,
+        } => warn!(
+            control_topic,
+            offset,
+            topic = topic.as_deref().unwrap_or("<none>"),
+            reason = reason.as_str(),
+            error = %detail,
+            "rejected a control-topic record; the last good assignment stays"
+        ),
+        ControlUpdate::Adopted(a) => debug!(
+            control_topic,
+            offset,
+            topic = a.topic(),
+            epoch = a.epoch(),
+            "read assignment"
+        ),
+        ControlUpdate::Retracted { topic } => debug!(
+            control_topic,
+            offset,
+            topic = %topic,
+            "read retraction"
+        ),
+        ControlUpdate::Unchanged { .. } => {}
     }
-    let mut read = 0;
-    let mut last_error_log = None;
-    loop {
-        let slice = (tokio::time::Instant::now() + SLICE).min(deadline);
-        match tokio::time::timeout_at(slice, consumer.recv()).await {
-            Ok(Ok(message)) => {
-                let offset = message.offset();
-                on_record(offset, message.key(), message.payload());
-                read += 1;
-                if offset + 1 >= high {
-                    return Ok(Some(read));
-                }
-            }
-            // An end-of-partition event may be left over from an earlier arrival at the end (a
-            // catch-up that stopped at the watermark before it came): only the position decides.
-            Err(_) | Ok(Err(KafkaError::PartitionEOF(_))) if at_end() => return Ok(Some(read)),
-            Err(_) if tokio::time::Instant::now() >= deadline => {
-                return Err(timed_out(format!("offset {high} not reached; read {read}")));
-            }
-            Err(_) | Ok(Err(KafkaError::PartitionEOF(_))) => {}
-            Ok(Err(e)) => back_off(topic, &e, &mut last_error_log).await,
-        }
-    }
-}
-
-/// After a consumer error: librdkafka retries by itself (and [`ReaderContext`] has logged the
-/// event); note it at most every 10 s and back off a little so a persistent error cannot spin.
-async fn back_off(topic: &str, e: &KafkaError, last_log: &mut Option<Instant>) {
-    let now = Instant::now();
-    if last_log.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10)) {
-        debug!(topic, error = %e, "consumer error (retrying)");
-        *last_log = Some(now);
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-}
-
-pub(crate) fn duration_millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    ControlRecord { offset, update }
 }
 
 #[cfg(test)]
@@ -863,133 +331,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::assignment::{AssignmentParts, Params};
-    use crate::hash::BucketHash;
-
-    fn doc(topic: &str, epoch: u64, table: Vec<u32>) -> Assignment {
-        Assignment::new(AssignmentParts {
-            topic: topic.to_owned(),
-            partitions: 3,
-            epoch,
-            bucket_hash: BucketHash::default(),
-            table,
-            heavy: vec![],
-            params: Params {
-                theta: 0.1,
-                epsilon: 0.01,
-                mu: 2.0,
-                window_records: 10,
-            },
-            created_at_ms: 1,
-            predicted_load: vec![1.0 / 3.0; 3],
-        })
-        .unwrap()
-    }
-
-    fn reason(u: &ControlUpdate) -> Option<RejectReason> {
-        match u {
-            ControlUpdate::Rejected { reason, .. } => Some(*reason),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn reasons_are_indexed_in_order() {
-        for (i, r) in RejectReason::ALL.iter().enumerate() {
-            assert_eq!(r.index(), i);
-        }
-    }
-
-    #[test]
-    fn book_accepts_newer_and_rejects_hostile_values() {
-        let mut book = AssignmentBook::new();
-        let a5 = doc("t", 5, vec![0, 1, 2]);
-        assert!(matches!(
-            book.apply(Some(b"t"), Some(&a5.to_json())),
-            ControlUpdate::Adopted(_)
-        ));
-        let oversize = vec![b' '; MAX_ASSIGNMENT_BYTES + 1];
-        let mut wrong_version = a5.to_json_pretty();
-        wrong_version = wrong_version.replacen("\"version\": 1", "\"version\": 2", 1);
-        let out_of_range = String::from_utf8(a5.to_json()).unwrap().replacen(
-            "\"table\":[0,1,2]",
-            "\"table\":[0,1,7]",
-            1,
-        );
-        type Case<'a> = (Option<&'a [u8]>, Vec<u8>, RejectReason);
-        let cases: Vec<Case<'_>> = vec![
-            (None, a5.to_json(), RejectReason::BadKey),
-            (Some(&[0xff, 0xfe]), a5.to_json(), RejectReason::BadKey),
-            (
-                Some(b"t"),
-                b"{not json".to_vec(),
-                RejectReason::MalformedJson,
-            ),
-            (
-                Some(b"t"),
-                wrong_version.into_bytes(),
-                RejectReason::UnsupportedVersion,
-            ),
-            (
-                Some(b"t"),
-                out_of_range.into_bytes(),
-                RejectReason::OutOfRange,
-            ),
-            (Some(b"t"), oversize, RejectReason::Oversize),
-            (
-                Some(b"t"),
-                doc("u", 9, vec![0]).to_json(),
-                RejectReason::TopicMismatch,
-            ),
-            (
-                Some(b"t"),
-                doc("t", 4, vec![0]).to_json(),
-                RejectReason::StaleEpoch,
-            ),
-            (
-                Some(b"t"),
-                doc("t", 5, vec![2, 1, 0]).to_json(),
-                RejectReason::EpochConflict,
-            ),
-        ];
-        for (key, value, want) in cases {
-            let got = book.apply(key, Some(&value));
-            assert_eq!(reason(&got), Some(want), "{got:?}");
-            assert_eq!(book.get("t").unwrap().epoch(), 5, "last good stays");
-        }
-        // Identical re-publication: no-op.
-        assert!(matches!(
-            book.apply(Some(b"t"), Some(&a5.to_json())),
-            ControlUpdate::Unchanged { .. }
-        ));
-        // Tombstone retracts and resets the epoch floor.
-        assert!(matches!(
-            book.apply(Some(b"t"), None),
-            ControlUpdate::Retracted { .. }
-        ));
-        assert!(book.get("t").is_none());
-        assert!(matches!(
-            book.apply(Some(b"t"), None),
-            ControlUpdate::Unchanged { .. }
-        ));
-        assert!(matches!(
-            book.apply(Some(b"t"), Some(&doc("t", 1, vec![0]).to_json())),
-            ControlUpdate::Adopted(_)
-        ));
-    }
-
-    #[test]
-    fn lower_size_limit_applies_before_parsing() {
-        let mut book = AssignmentBook::new().with_max_value_bytes(10);
-        let got = book.apply(Some(b"t"), Some(&doc("t", 1, vec![0]).to_json()));
-        assert_eq!(reason(&got), Some(RejectReason::Oversize));
-        assert_eq!(
-            AssignmentBook::new()
-                .with_max_value_bytes(usize::MAX)
-                .max_value_bytes(),
-            MAX_ASSIGNMENT_BYTES
-        );
-    }
 
     #[test]
     fn connection_config_keeps_only_connection_settings() {

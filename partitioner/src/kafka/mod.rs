@@ -73,14 +73,15 @@ pub mod metrics;
 pub mod ordering;
 pub mod producer;
 pub mod router;
+pub mod topic;
 
 pub use consumer::{
     ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, DkgRecord, EpochChange, NoHooks,
 };
 pub use control::{
-    AssignmentBook, ControlRecord, ControlTopicReader, ControlTopicStatus, ControlUpdate,
-    DEFAULT_CONTROL_TOPIC, RejectReason, connection_config, ensure_control_topic,
-    publish_assignment, publisher_config, retract_assignment,
+    AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,
+    RejectReason, connection_config, ensure_control_topic, publish_assignment, publisher_config,
+    retract_assignment,
 };
 pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,

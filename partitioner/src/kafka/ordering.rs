@@ -12,7 +12,7 @@
 //!    `dkg-barrier: E` and `dkg-producer: <id>`), through the same idempotent producer, so each
 //!    lands after all of this producer's older-epoch records of that partition.
 //! 4. When every barrier is acknowledged: the lease is rewritten with the barrier offsets
-//!    ([`Lease::barrier`]) and `assignment/<topic>/<E>` is written (history: consumers need the
+//!    ([`Lease::barrier`](crate::kafka::handoff::Lease::barrier)) and `assignment/<topic>/<E>` is written (history: consumers need the
 //!    previous epochs' assignments to know where a key used to live).
 //!
 //! If epochs arrive faster than barriers complete, intermediate epochs are skipped: a barrier of
@@ -28,7 +28,7 @@
 //!
 //! # Leases
 //!
-//! Written for every declared topic before the producer is returned ([`Lease::first_epoch`] = the
+//! Written for every declared topic before the producer is returned ([`Lease::first_epoch`](crate::kafka::handoff::Lease::first_epoch) = the
 //! epoch in effect then: nothing older was ever routed), for other topics on first use (first
 //! epoch 0, and a barrier for the current epoch right away), renewed every third of the lease
 //! duration, rewritten after each barrier set, and on [`close`](crate::kafka::DkgProducer::close)
@@ -36,27 +36,25 @@
 //! newer epochs at once; for older ones its barriers are already in the log). A producer dropped
 //! without `close` simply stops renewing: consumers stop waiting once the lease expires.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::ClientContext;
-use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kafka::control::duration_millis;
-use crate::kafka::handoff::{
-    BARRIER_HEADER, BarrierSet, HandoffWriter, Lease, PRODUCER_HEADER, ProducerId, now_ms,
-};
+use crate::kafka::handoff::{self, HandoffWriter, ProducerId, now_ms};
+use crate::kafka::producer::enqueue;
 use crate::kafka::router::DkgRouter;
+use crate::kafka::topic::duration_millis;
+use dkg_protocol::barrier::BarrierSchedule;
+use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
 
 #[repr(align(64))]
 #[derive(Debug, Default)]
@@ -111,14 +109,6 @@ impl Gate {
 /// retried.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Lease bookkeeping of one topic.
-#[derive(Debug)]
-struct TopicLease {
-    lease: Lease,
-    /// Barriers of this epoch (and all below) are in the log.
-    barrier_epoch: u64,
-}
-
 /// The ordering state of one producer instance: its id, the gate, the background task.
 pub(crate) struct Ordering {
     id: ProducerId,
@@ -151,15 +141,16 @@ impl Ordering {
         topics: &[String],
         lease: Duration,
     ) -> Result<Self> {
-        let id = ProducerId::random();
+        let id = handoff::new_producer_id();
         let gate = Arc::new(Gate::default());
+        let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
         let mut task = Task {
             producer,
             router,
             writer,
             id: id.clone(),
             lease,
-            topics: HashMap::new(),
+            schedule: BarrierSchedule::new(id.clone(), lease_ms),
             gate: Arc::clone(&gate),
         };
         for topic in topics {
@@ -223,11 +214,11 @@ impl Ordering {
 
 /// Headers of a barrier record.
 pub(crate) fn barrier_headers(epoch: u64, producer: &ProducerId) -> OwnedHeaders {
-    let epoch = epoch.to_string();
+    let mut buf = [0_u8; 20];
     OwnedHeaders::new_with_capacity(2)
         .insert(Header {
             key: BARRIER_HEADER,
-            value: Some(epoch.as_bytes()),
+            value: Some(encode_decimal(epoch, &mut buf)),
         })
         .insert(Header {
             key: PRODUCER_HEADER,
@@ -241,7 +232,7 @@ struct Task<C: ClientContext + 'static> {
     writer: HandoffWriter,
     id: ProducerId,
     lease: Duration,
-    topics: HashMap<String, TopicLease>,
+    schedule: BarrierSchedule,
     gate: Arc<Gate>,
 }
 
@@ -252,28 +243,10 @@ impl<C: ClientContext + 'static> Task<C> {
         (self.router.partition_count(topic) == Some(a.partitions())).then(|| a.epoch())
     }
 
-    fn expiry(&self) -> u64 {
-        now_ms().saturating_add(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
-    }
-
     async fn register(&mut self, topic: &str, first_epoch: u64) -> Result<()> {
-        let lease = Lease {
-            producer: self.id.clone(),
-            topic: topic.to_owned(),
-            first_epoch,
-            lease_ms: u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX),
-            expires_at_ms: self.expiry(),
-            barrier: None,
-            closed_at_epoch: None,
-        };
+        let lease = self.schedule.new_lease(topic, first_epoch, now_ms());
         self.writer.put_lease(&lease).await?;
-        self.topics.insert(
-            topic.to_owned(),
-            TopicLease {
-                lease,
-                barrier_epoch: first_epoch,
-            },
-        );
+        self.schedule.registered(lease);
         Ok(())
     }
 
@@ -309,7 +282,7 @@ impl<C: ClientContext + 'static> Task<C> {
 
     async fn register_new_topics(&mut self) {
         for topic in self.router.topics_in_use() {
-            if self.topics.contains_key(&topic) {
+            if self.schedule.contains(&topic) {
                 continue;
             }
             // Records may already have been routed under any epoch: first epoch 0, and the
@@ -325,14 +298,7 @@ impl<C: ClientContext + 'static> Task<C> {
     }
 
     async fn barriers_due(&mut self) {
-        let due: Vec<(String, u64)> = self
-            .topics
-            .iter()
-            .filter_map(|(t, l)| {
-                let e = self.epoch_in_effect(t)?;
-                (e > l.barrier_epoch).then(|| (t.clone(), e))
-            })
-            .collect();
+        let due = self.schedule.due(|t| self.epoch_in_effect(t));
         if due.is_empty() {
             return;
         }
@@ -365,22 +331,14 @@ impl<C: ClientContext + 'static> Task<C> {
         let headers = barrier_headers(epoch, &self.id);
         let mut deliveries = Vec::with_capacity(count as usize);
         for p in 0..count {
-            let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+            let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
                 .partition(p as i32)
                 .headers(headers.clone());
-            loop {
-                match self.producer.send_result(record) {
-                    Ok(d) => {
-                        deliveries.push(d);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        record = r;
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    Err((e, _)) => return Err(e.into()),
-                }
-            }
+            // Bounded by BARRIER_TIMEOUT around the whole barrier set.
+            let delivery = enqueue(&self.producer, record, Duration::from_millis(10), || true)
+                .await
+                .map_err(|(e, _)| Error::from(e))?;
+            deliveries.push(delivery);
         }
         let mut offsets = vec![-1_i64; count as usize];
         for d in deliveries {
@@ -402,14 +360,12 @@ impl<C: ClientContext + 'static> Task<C> {
                 }
             }
         }
-        let expires = self.expiry();
-        let Some(entry) = self.topics.get_mut(topic) else {
+        let Some(lease) = self
+            .schedule
+            .barrier_written(topic, epoch, offsets, now_ms())
+        else {
             return Ok(());
         };
-        entry.barrier_epoch = entry.barrier_epoch.max(epoch);
-        entry.lease.barrier = Some(BarrierSet { epoch, offsets });
-        entry.lease.expires_at_ms = expires;
-        let lease = entry.lease.clone();
         self.writer.put_lease(&lease).await?;
         if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
             self.writer.put_history(&a).await?;
@@ -419,16 +375,7 @@ impl<C: ClientContext + 'static> Task<C> {
     }
 
     async fn renew(&mut self) {
-        let expires = self.expiry();
-        let leases: Vec<Lease> = self
-            .topics
-            .values_mut()
-            .map(|l| {
-                l.lease.expires_at_ms = expires;
-                l.lease.clone()
-            })
-            .collect();
-        for lease in leases {
+        for lease in self.schedule.renew(now_ms()) {
             if let Err(e) = self.writer.put_lease(&lease).await {
                 warn!(producer = %self.id, topic = %lease.topic, error = %e,
                     "lease renewal failed: consumers stop waiting for this producer if it expires");
@@ -439,18 +386,8 @@ impl<C: ClientContext + 'static> Task<C> {
     async fn close(&mut self) -> Result<()> {
         self.register_new_topics().await;
         self.barriers_due().await;
-        let expires = self.expiry();
         let mut result = Ok(());
-        let leases: Vec<Lease> = self
-            .topics
-            .values_mut()
-            .map(|l| {
-                l.lease.expires_at_ms = expires;
-                l.lease.closed_at_epoch = Some(l.barrier_epoch);
-                l.lease.clone()
-            })
-            .collect();
-        for lease in leases {
+        for lease in self.schedule.close(now_ms()) {
             if let Err(e) = self.writer.put_lease(&lease).await {
                 result = Err(e);
             }
@@ -509,7 +446,7 @@ mod tests {
 
     #[test]
     fn barrier_headers_carry_epoch_and_producer() {
-        let id = ProducerId::random();
+        let id = handoff::new_producer_id();
         let h = barrier_headers(42, &id);
         let got: Vec<(String, Vec<u8>)> = h
             .iter()

@@ -67,13 +67,14 @@ use rdkafka::Timestamp;
 use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::error::{Error, Result};
-use crate::kafka::control::duration_millis;
+use crate::error::Result;
+use crate::kafka::control;
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
 use crate::kafka::ordering::Ordering;
 use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing, stamp_epoch};
+use crate::kafka::topic::{self};
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
 /// producers, `dkg-producer`).
@@ -241,40 +242,36 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         let gate = ordering.enter();
         let start = std::time::Instant::now();
         let queue_timeout = queue_timeout.into();
-        let mut record = self.route_record(record);
-        loop {
-            match self.producer.send_result(record) {
-                Ok(delivery) => {
-                    drop(gate);
-                    return match delivery.await {
-                        Ok(result) => result,
-                        // rdkafka's own `send` panics here ("producer unexpectedly dropped"); the
-                        // producer is alive while `self` is, so this is unreachable in practice.
-                        Err(_) => Err(canceled()),
-                    };
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                    if match queue_timeout {
-                        Timeout::Never => true,
-                        Timeout::After(t) => start.elapsed() < t,
-                    } =>
-                {
-                    record = r;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err((e, r)) => {
-                    let owned = OwnedMessage::new(
-                        r.payload.map(|p| p.to_bytes().to_vec()),
-                        r.key.map(|k| k.to_bytes().to_vec()),
-                        r.topic.to_owned(),
-                        r.timestamp
-                            .map_or(Timestamp::NotAvailable, Timestamp::CreateTime),
-                        r.partition.unwrap_or(-1),
-                        0,
-                        r.headers,
-                    );
-                    return Err((e, owned));
-                }
+        let enqueued = enqueue(
+            &self.producer,
+            self.route_record(record),
+            Duration::from_millis(100),
+            || match queue_timeout {
+                Timeout::Never => true,
+                Timeout::After(t) => start.elapsed() < t,
+            },
+        )
+        .await;
+        drop(gate);
+        match enqueued {
+            Ok(delivery) => match delivery.await {
+                Ok(result) => result,
+                // rdkafka's own `send` panics here ("producer unexpectedly dropped"); the
+                // producer is alive while `self` is, so this is unreachable in practice.
+                Err(_) => Err(canceled()),
+            },
+            Err((e, r)) => {
+                let owned = OwnedMessage::new(
+                    r.payload.map(|p| p.to_bytes().to_vec()),
+                    r.key.map(|k| k.to_bytes().to_vec()),
+                    r.topic.to_owned(),
+                    r.timestamp
+                        .map_or(Timestamp::NotAvailable, Timestamp::CreateTime),
+                    r.partition.unwrap_or(-1),
+                    0,
+                    r.headers,
+                );
+                Err((e, owned))
             }
         }
     }
@@ -522,17 +519,12 @@ impl DkgProducerBuilder {
             .build()
             .await?;
         let ordering = if self.ordering {
-            let connection = crate::kafka::control::connection_config(&self.config);
-            let admin: rdkafka::admin::AdminClient<_> = connection.create()?;
-            tokio::time::timeout(
+            topic::ensure(
+                &control::connection_config(&self.config),
+                &control::control_topic_spec(&self.handoff_topic, -1),
                 startup_timeout,
-                handoff::ensure_handoff_topic(&admin, &self.handoff_topic, -1),
             )
-            .await
-            .map_err(|_| Error::Timeout {
-                what: format!("ensuring handoff topic {:?}", self.handoff_topic),
-                millis: duration_millis(startup_timeout),
-            })??;
+            .await?;
             let writer = HandoffWriter::new(&self.config, &self.handoff_topic)?;
             Some(Arc::new(
                 Ordering::start(
@@ -553,6 +545,34 @@ impl DkgProducerBuilder {
             epoch_header: self.epoch_header,
             ordering,
         })
+    }
+}
+
+/// Hand `record` to librdkafka, retrying every `pause` while its queue is full and `keep_trying()`
+/// says so; any other error, or a full queue once `keep_trying()` is false, comes back with the
+/// record.
+#[allow(clippy::result_large_err)]
+pub(crate) async fn enqueue<'a, C, K, P>(
+    producer: &FutureProducer<C>,
+    mut record: FutureRecord<'a, K, P>,
+    pause: Duration,
+    mut keep_trying: impl FnMut() -> bool,
+) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
+where
+    C: ClientContext + 'static,
+    K: ToBytes + ?Sized,
+    P: ToBytes + ?Sized,
+{
+    loop {
+        match producer.send_result(record) {
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                if keep_trying() =>
+            {
+                record = r;
+                tokio::time::sleep(pause).await;
+            }
+            result => return result,
+        }
     }
 }
 

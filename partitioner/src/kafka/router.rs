@@ -15,7 +15,6 @@ use std::time::Duration;
 use arc_swap::{ArcSwap, ArcSwapOption};
 use prometheus::{IntCounter, Registry};
 use rdkafka::ClientContext;
-use rdkafka::admin::AdminClient;
 use rdkafka::client::Client;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
@@ -34,15 +33,12 @@ use tracing::{debug, info, warn};
 use crate::assignment::{Assignment, Route};
 use crate::error::{Error, Result};
 use crate::hash::kafka_partition;
-use crate::kafka::control::{
-    self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC, duration_millis,
-};
+use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::metrics::{ProducerMetrics, RouteCounters, TopicStatus};
+use crate::kafka::topic::{self, duration_millis};
+use dkg_protocol::headers;
 
-/// Name of the header carrying the epoch (decimal ASCII) of the assignment that placed a record.
-///
-/// Absent on records placed by Kafka's default hashing (fallback, or producers without DKG).
-pub const EPOCH_HEADER: &str = "dkg-epoch";
+pub use dkg_protocol::headers::EPOCH_HEADER;
 
 /// Which rule placed a keyed record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -127,7 +123,7 @@ impl Routing {
 #[must_use]
 pub fn stamp_epoch(headers: Option<OwnedHeaders>, epoch: u64) -> OwnedHeaders {
     let mut buf = [0_u8; 20];
-    let digits = epoch_ascii(epoch, &mut buf);
+    let digits = headers::encode_decimal(epoch, &mut buf);
     headers
         .unwrap_or_else(|| OwnedHeaders::new_with_capacity(1))
         .insert(Header {
@@ -140,33 +136,7 @@ pub fn stamp_epoch(headers: Option<OwnedHeaders>, epoch: u64) -> OwnedHeaders {
 /// `DkgConsumer` reads records by).
 #[must_use]
 pub fn epoch_of<H: Headers>(headers: &H) -> Option<u64> {
-    headers
-        .iter()
-        .filter(|h| h.key == EPOCH_HEADER)
-        .fold(None, |epoch, h| parse_decimal(h.value).or(epoch))
-}
-
-/// A `dkg-*` header value: plain decimal ASCII (no sign, no spaces) that fits a `u64`.
-pub(crate) fn parse_decimal(v: Option<&[u8]>) -> Option<u64> {
-    let v = v?;
-    if v.is_empty() || v.len() > 20 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
-/// `u64` as decimal ASCII without allocating.
-fn epoch_ascii(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
+    headers::epoch_of(headers.iter().map(|h| (h.key, h.value)))
 }
 
 /// Something that can tell a topic's current partition count (a blocking metadata request).
@@ -952,21 +922,12 @@ impl DkgRouterBuilder {
             .unwrap_or_else(|| self.connection.clone());
 
         if self.ensure_control_topic {
-            let admin: AdminClient<_> = consumer_config.create()?;
-            let ensured = tokio::time::timeout_at(
-                deadline,
-                control::ensure_control_topic(
-                    &admin,
-                    &self.control_topic,
-                    self.control_topic_replication,
-                ),
+            topic::ensure(
+                &consumer_config,
+                &control::control_topic_spec(&self.control_topic, self.control_topic_replication),
+                deadline.saturating_duration_since(tokio::time::Instant::now()),
             )
-            .await
-            .map_err(|_| Error::Timeout {
-                what: format!("ensuring control topic {:?}", self.control_topic),
-                millis: duration_millis(self.startup_timeout),
-            })??;
-            debug!(control_topic = %self.control_topic, ?ensured, "control topic ready");
+            .await?;
         }
 
         let metrics = ProducerMetrics::new()?;
@@ -1386,14 +1347,6 @@ mod tests {
             }
             let p = r.route_with_count("t", &key, count as i32).partition;
             prop_assert!(p.is_some_and(|p| p >= 0 && (p as u32) < count.max(1)));
-        }
-    }
-
-    #[test]
-    fn epoch_ascii_is_decimal() {
-        let mut buf = [0_u8; 20];
-        for n in [0_u64, 7, 10, 12_345, u64::MAX] {
-            assert_eq!(epoch_ascii(n, &mut buf), n.to_string().as_bytes());
         }
     }
 

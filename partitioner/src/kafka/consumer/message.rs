@@ -5,8 +5,7 @@ use std::sync::Arc;
 use rdkafka::Timestamp;
 use rdkafka::message::{BorrowedMessage, Headers, Message, OwnedHeaders, OwnedMessage};
 
-use crate::kafka::handoff::{BARRIER_HEADER, PRODUCER_HEADER, ProducerId};
-use crate::kafka::router::{EPOCH_HEADER, parse_decimal};
+pub(crate) use dkg_protocol::headers::DkgHeaders;
 
 /// A record handed to the application: an owned copy (key, payload, headers) plus where it came
 /// from and the DKG epoch that placed it.
@@ -235,122 +234,7 @@ impl DkgRecord<'_> {
     }
 }
 
-/// The DKG headers of a record, read in one pass.
-#[derive(Debug, Default)]
-pub(crate) struct DkgHeaders {
-    /// The record has headers (of any name).
-    pub(crate) present: bool,
-    pub(crate) epoch: Option<u64>,
-    pub(crate) barrier: Option<u64>,
-    pub(crate) producer: Option<ProducerId>,
-}
-
-impl DkgHeaders {
-    /// Read the `dkg-*` headers (the last of each name wins; malformed values are ignored).
-    pub(crate) fn read<H: Headers>(headers: Option<&H>) -> Self {
-        let mut out = Self::default();
-        let Some(headers) = headers else {
-            return out;
-        };
-        out.present = true;
-        for h in headers.iter() {
-            if !h.key.starts_with("dkg-") {
-                continue;
-            }
-            match h.key {
-                EPOCH_HEADER => out.epoch = parse_decimal(h.value).or(out.epoch),
-                BARRIER_HEADER => out.barrier = parse_decimal(h.value).or(out.barrier),
-                PRODUCER_HEADER => {
-                    if let Some(id) = h
-                        .value
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                        .and_then(ProducerId::parse)
-                    {
-                        out.producer = Some(id);
-                    }
-                }
-                _ => {}
-            }
-        }
-        out
-    }
-
-    /// A valid barrier: both headers present.
-    pub(crate) fn barrier(&self) -> Option<(ProducerId, u64)> {
-        Some((self.producer.clone()?, self.barrier?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use rdkafka::message::Header;
-
-    use super::*;
-
-    #[test]
-    fn headers_parse_table() {
-        let id = "0123456789abcdef0123456789abcdef";
-        // (headers, epoch, barrier, producer?)
-        type Case<'a> = (
-            Vec<(&'a str, Option<&'a [u8]>)>,
-            Option<u64>,
-            Option<u64>,
-            bool,
-        );
-        let cases: Vec<Case<'_>> = vec![
-            (vec![], None, None, false),
-            (vec![("dkg-epoch", Some(b"12"))], Some(12), None, false),
-            (vec![("dkg-epoch", Some(b"x1"))], None, None, false),
-            (vec![("dkg-epoch", None)], None, None, false),
-            (
-                vec![
-                    ("dkg-barrier", Some(b"3")),
-                    ("dkg-producer", Some(id.as_bytes())),
-                ],
-                None,
-                Some(3),
-                true,
-            ),
-            (
-                vec![("dkg-barrier", Some(b"3")), ("dkg-producer", Some(b"nope"))],
-                None,
-                Some(3),
-                false,
-            ),
-            (
-                vec![
-                    ("app", Some(b"1")),
-                    ("dkg-epoch", Some(b"1")),
-                    ("dkg-epoch", Some(b"2")),
-                ],
-                Some(2),
-                None,
-                false,
-            ),
-            (
-                vec![("dkg-epoch", Some(b"99999999999999999999999"))],
-                None,
-                None,
-                false,
-            ),
-        ];
-        for (hs, epoch, barrier, producer) in cases {
-            let mut owned = OwnedHeaders::new();
-            for (k, v) in &hs {
-                owned = owned.insert(Header { key: k, value: *v });
-            }
-            let got = DkgHeaders::read(Some(&owned));
-            assert_eq!(
-                (got.epoch, got.barrier, got.producer.is_some()),
-                (epoch, barrier, producer),
-                "{hs:?}"
-            );
-            assert_eq!(got.barrier().is_some(), barrier.is_some() && producer);
-            assert!(got.present);
-        }
-        let none = DkgHeaders::read::<OwnedHeaders>(None);
-        assert!(none.epoch.is_none() && !none.present);
-    }
+/// The DKG headers of an rdkafka record ([`DkgHeaders::read`] over its `(name, value)` pairs).
+pub(crate) fn dkg_headers<H: Headers>(headers: Option<&H>) -> DkgHeaders {
+    DkgHeaders::read(headers.map(|h| h.iter().map(|h| (h.key, h.value))))
 }

@@ -34,7 +34,7 @@ const NO_POSITION: i64 = -1;
 
 /// The lock-free state of one owned partition, shared between the core and the consuming side.
 #[derive(Debug)]
-pub(crate) struct Lane {
+pub struct Lane {
     /// 0: closed, every record of the partition goes through the core. `n > 0`: open to records
     /// without an epoch and to records of epochs below `n`. Written by the core only; closed for
     /// good when the partition is revoked (a new assignment gets a new lane).
@@ -46,8 +46,15 @@ pub(crate) struct Lane {
     position: AtomicI64,
 }
 
+impl Default for Lane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Lane {
-    pub(crate) fn new() -> Self {
+    /// A lane with no position and gate 0.
+    pub fn new() -> Self {
         Self {
             gate: AtomicU64::new(0),
             position: AtomicI64::new(NO_POSITION),
@@ -65,18 +72,18 @@ impl Lane {
     }
 
     /// Set by the core when it publishes (0 = closed).
-    pub(crate) fn set_gate(&self, gate: u64) {
+    pub fn set_gate(&self, gate: u64) {
         self.gate.store(gate, Ordering::Release);
     }
 
     /// The position (`None` before the first record).
-    pub(crate) fn position(&self) -> Option<i64> {
+    pub fn position(&self) -> Option<i64> {
         let p = self.position.load(Ordering::Acquire);
         (p != NO_POSITION).then_some(p)
     }
 
     /// The core took a record at `offset` (it now tracks it, or it was consumed).
-    pub(crate) fn fetched(&self, offset: i64) {
+    pub fn fetched(&self, offset: i64) {
         if offset + 1 > self.position.load(Ordering::Acquire) {
             self.position.store(offset + 1, Ordering::Release);
         }
@@ -100,14 +107,14 @@ enum InApp {
 /// The consuming side's view: the lanes of the partitions it has seen, the core's "nothing to
 /// ask" flag, and where the application's record came from. Not shared (one per consumer).
 #[derive(Debug)]
-pub(crate) struct Lanes {
+pub struct Lanes {
     by_partition: Vec<Option<Arc<Lane>>>,
     idle: Arc<AtomicBool>,
     in_app: InApp,
 }
 
 impl Lanes {
-    pub(crate) fn new(idle: Arc<AtomicBool>) -> Self {
+    pub fn new(idle: Arc<AtomicBool>) -> Self {
         Self {
             by_partition: Vec::new(),
             idle,
@@ -118,14 +125,14 @@ impl Lanes {
     /// The core has nothing to hand out or commit before the next fetch (no released record
     /// waits, no drained value awaits its commit).
     #[inline]
-    pub(crate) fn core_idle(&self) -> bool {
+    pub fn core_idle(&self) -> bool {
         self.idle.load(Ordering::Acquire)
     }
 
     /// Hand a fetched data record (not a barrier) to the application without the core, if its
     /// partition's gate admits it. Returns whether it did; if not, the core must decide.
     #[inline]
-    pub(crate) fn take(&mut self, partition: u32, offset: i64, epoch: Option<u64>) -> bool {
+    pub fn take(&mut self, partition: u32, offset: i64, epoch: Option<u64>) -> bool {
         let Some(Some(lane)) = self.by_partition.get(partition as usize) else {
             return false;
         };
@@ -140,7 +147,7 @@ impl Lanes {
 
     /// Whether [`Lanes::take`] would take the record (for tests that cross-check the core).
     #[cfg(test)]
-    pub(crate) fn admits(&self, partition: u32, offset: i64, epoch: Option<u64>) -> bool {
+    pub fn admits(&self, partition: u32, offset: i64, epoch: Option<u64>) -> bool {
         self.by_partition
             .get(partition as usize)
             .and_then(Option::as_ref)
@@ -148,14 +155,14 @@ impl Lanes {
     }
 
     /// The core handed the application its record.
-    pub(crate) fn took_from_core(&mut self) {
+    pub fn took_from_core(&mut self) {
         self.in_app = InApp::Core;
     }
 
     /// The application's record is processed. Returns whether the core handed it out (then the
     /// caller tells the core).
     #[inline]
-    pub(crate) fn processed(&mut self) -> bool {
+    pub fn processed(&mut self) -> bool {
         match std::mem::replace(&mut self.in_app, InApp::None) {
             InApp::None => false,
             InApp::Core => true,
@@ -170,7 +177,7 @@ impl Lanes {
 
     /// After the core decided about a record of `partition` (under its lock): keep `lane`, the
     /// partition's current lane (a new one after a re-assignment, `None` if not owned).
-    pub(crate) fn refresh(&mut self, partition: u32, lane: Option<&Arc<Lane>>) {
+    pub fn refresh(&mut self, partition: u32, lane: Option<&Arc<Lane>>) {
         let i = partition as usize;
         if self.by_partition.len() <= i {
             self.by_partition.resize(i + 1, None);

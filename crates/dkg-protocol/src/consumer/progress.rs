@@ -2,7 +2,7 @@
 //! what the partition has therefore drained, and the commit metadata that carries both across a
 //! change of owner. Pure (no Kafka, no clock: callers pass `now_ms`).
 //!
-//! Definitions (see the module docs of [`crate::kafka::consumer`] for the protocol):
+//! Definitions (see the module docs of [`crate::consumer`] for the protocol):
 //!
 //! - A barrier of producer `y` for epoch `E` at offset `b` is **passed** once no record below `b`
 //!   with an epoch below `E` is unprocessed. `passed[y]` is the highest such epoch, with its
@@ -25,20 +25,20 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kafka::handoff::{Lease, ProducerId};
+use crate::handoff::{Lease, ProducerId};
 
 /// Commit metadata format version.
 const META_VERSION: u64 = 1;
 
 /// Kafka's default `offset.metadata.max.bytes`.
-pub(crate) const DEFAULT_MAX_METADATA_BYTES: usize = 4096;
+pub const DEFAULT_MAX_METADATA_BYTES: usize = 4096;
 
 /// A passed barrier: its epoch and offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "(u64, i64)", into = "(u64, i64)")]
-pub(crate) struct PassedAt {
-    pub(crate) epoch: u64,
-    pub(crate) offset: i64,
+pub struct PassedAt {
+    pub epoch: u64,
+    pub offset: i64,
 }
 
 impl From<(u64, i64)> for PassedAt {
@@ -57,25 +57,25 @@ impl From<PassedAt> for (u64, i64) {
 /// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<barrier offset>],...},"n":<next offset>,
 /// "u":[<unprocessed offsets in [committed, n), as deltas from the committed offset>]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct CommitMeta {
+pub struct CommitMeta {
     #[serde(rename = "v")]
-    pub(crate) version: u64,
+    pub version: u64,
     #[serde(rename = "d")]
-    pub(crate) drained: u64,
+    pub drained: u64,
     #[serde(rename = "p")]
-    pub(crate) passed: BTreeMap<ProducerId, PassedAt>,
+    pub passed: BTreeMap<ProducerId, PassedAt>,
     /// Fetch position when committed.
     #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) next: Option<i64>,
+    pub next: Option<i64>,
     /// Unprocessed offsets in `[committed, next)`, ascending, as deltas from the committed offset.
     #[serde(rename = "u", default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) unprocessed: Vec<i64>,
+    pub unprocessed: Vec<i64>,
 }
 
 impl CommitMeta {
     /// Parse commit metadata; `None` for an empty string (fresh group, or offsets reset by a tool)
     /// and for anything this build does not read (logged by the caller).
-    pub(crate) fn parse(s: &str) -> Option<Result<Self, String>> {
+    pub fn parse(s: &str) -> Option<Result<Self, String>> {
         if s.is_empty() {
             return None;
         }
@@ -107,7 +107,7 @@ struct Pending {
 
 /// The progress state of one owned partition.
 #[derive(Debug, Default)]
-pub(crate) struct PartitionProgress {
+pub struct PartitionProgress {
     passed: BTreeMap<ProducerId, PassedAt>,
     pending: Vec<Pending>,
     /// From the committed metadata at assignment: `(E, b)` = records below `b` with an epoch below
@@ -121,7 +121,7 @@ pub(crate) struct PartitionProgress {
 
 impl PartitionProgress {
     /// The state of a newly assigned partition, from its committed offset and metadata.
-    pub(crate) fn from_meta(meta: Option<&CommitMeta>, committed: Option<i64>) -> Self {
+    pub fn from_meta(meta: Option<&CommitMeta>, committed: Option<i64>) -> Self {
         let passed = meta.map(|m| m.passed.clone()).unwrap_or_default();
         let mut skip: Vec<PassedAt> = passed.values().copied().collect();
         skip.sort_by_key(|p| std::cmp::Reverse(p.offset));
@@ -142,25 +142,25 @@ impl PartitionProgress {
     }
 
     /// `passed[producer]` (0 = none).
-    pub(crate) fn passed(&self, producer: &ProducerId) -> u64 {
+    pub fn passed(&self, producer: &ProducerId) -> u64 {
         self.passed.get(producer).map_or(0, |p| p.epoch)
     }
 
     /// Every producer's passed epoch.
-    pub(crate) fn passed_epochs(&self) -> BTreeMap<ProducerId, u64> {
+    pub fn passed_epochs(&self) -> BTreeMap<ProducerId, u64> {
         self.passed
             .iter()
             .map(|(y, p)| (y.clone(), p.epoch))
             .collect()
     }
 
-    pub(crate) fn has_pending(&self) -> bool {
+    pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }
 
     /// Whether a skip rule from the previous owner's commit still applies to records ahead
     /// ([`PartitionProgress::skip`] can be true only then).
-    pub(crate) fn has_skip_rules(&self) -> bool {
+    pub fn has_skip_rules(&self) -> bool {
         !self.skip.is_empty() || self.window.is_some()
     }
 
@@ -169,7 +169,7 @@ impl PartitionProgress {
     /// only stamped records are skipped by the barrier rule (an unstamped record held under an
     /// assumed epoch does not block the barriers it would be skipped by).
     #[inline]
-    pub(crate) fn skip(&self, offset: i64, epoch: Option<u64>) -> bool {
+    pub fn skip(&self, offset: i64, epoch: Option<u64>) -> bool {
         if let Some((next, unprocessed)) = &self.window {
             return offset < *next && !unprocessed.contains(&offset);
         }
@@ -186,12 +186,12 @@ impl PartitionProgress {
     /// The window inherited from the previous owner's commit, while fetching has not passed it:
     /// its end and the offsets in it that were unprocessed. A commit made meanwhile must carry it
     /// on, or a second change of owner would re-process what the first owner had processed.
-    pub(crate) fn inherited_window(&self) -> Option<(i64, &std::collections::BTreeSet<i64>)> {
+    pub fn inherited_window(&self) -> Option<(i64, &std::collections::BTreeSet<i64>)> {
         self.window.as_ref().map(|(n, u)| (*n, u))
     }
 
     /// Drop the skip rules once fetching is past all of them (they are dead weight afterwards).
-    pub(crate) fn forget_skips_below(&mut self, next_offset: i64) {
+    pub fn forget_skips_below(&mut self, next_offset: i64) {
         if self.skip.first().is_some_and(|s| s.offset <= next_offset) {
             self.skip.retain(|s| s.offset > next_offset);
         }
@@ -216,7 +216,7 @@ impl PartitionProgress {
 
     /// A barrier record of `producer` for `epoch` at `offset`. `min_epoch_below(o)` = the lowest
     /// epoch of an unprocessed record below `o`. Returns whether `passed` changed.
-    pub(crate) fn on_barrier(
+    pub fn on_barrier(
         &mut self,
         producer: &ProducerId,
         epoch: u64,
@@ -238,7 +238,7 @@ impl PartitionProgress {
     }
 
     /// Re-check pending barriers after records were processed. Returns whether `passed` changed.
-    pub(crate) fn recheck(&mut self, min_epoch_below: impl Fn(i64) -> Option<u64>) -> bool {
+    pub fn recheck(&mut self, min_epoch_below: impl Fn(i64) -> Option<u64>) -> bool {
         if self.pending.is_empty() {
             return false;
         }
@@ -261,12 +261,12 @@ impl PartitionProgress {
     }
 
     /// The first offset fetched since the assignment; `None` until a record arrived.
-    pub(crate) fn start(&self) -> Option<i64> {
+    pub fn start(&self) -> Option<i64> {
         self.start
     }
 
     /// Record the first fetched offset (once).
-    pub(crate) fn set_start(&mut self, offset: i64) {
+    pub fn set_start(&mut self, offset: i64) {
         if self.start.is_none() {
             self.start = Some(offset);
         }
@@ -276,7 +276,7 @@ impl PartitionProgress {
     /// of this partition. Below the first offset this owner fetched, it will never be seen again
     /// (a previous owner processed past it, or the group starts after it): count it as passed.
     /// Returns whether `passed` changed.
-    pub(crate) fn apply_lease_barrier(&mut self, partition: u32, lease: &Lease) -> bool {
+    pub fn apply_lease_barrier(&mut self, partition: u32, lease: &Lease) -> bool {
         let (Some(start), Some(barrier)) = (self.start, lease.barrier.as_ref()) else {
             return false;
         };
@@ -294,7 +294,7 @@ impl PartitionProgress {
 
     /// The highest epoch this partition has drained (see the module docs), given the topic's
     /// leases, and capped at `max_epoch`, the newest epoch known.
-    pub(crate) fn drained<'a>(
+    pub fn drained<'a>(
         &self,
         leases: impl IntoIterator<Item = &'a Lease>,
         now_ms: u64,
@@ -319,7 +319,7 @@ impl PartitionProgress {
     /// the unprocessed list goes first (only duplicates follow), then entries of producers no
     /// longer awaited (nothing relies on them). `Err` with the size if it still does not fit.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn meta<'a>(
+    pub fn meta<'a>(
         &self,
         drained: u64,
         offset: i64,
@@ -366,7 +366,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::kafka::handoff::BarrierSet;
+    use crate::handoff::BarrierSet;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()

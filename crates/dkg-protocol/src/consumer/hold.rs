@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Which partitions must be drained (to the record's epoch) before a held record may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Wait {
+pub enum Wait {
     /// Nothing: the record waits only for earlier records of its key (FIFO).
     Nothing,
     /// These partitions (the key's earlier homes, the record's own partition excluded).
@@ -28,26 +28,26 @@ pub(crate) enum Wait {
 
 /// One held record.
 #[derive(Debug)]
-pub(crate) struct Held<M> {
-    pub(crate) offset: i64,
+pub struct Held<M> {
+    pub offset: i64,
     /// The record's epoch (0 = no epoch header).
-    pub(crate) epoch: u64,
-    pub(crate) wait: Wait,
-    pub(crate) since: Instant,
-    pub(crate) msg: M,
+    pub epoch: u64,
+    pub wait: Wait,
+    pub since: Instant,
+    pub msg: M,
 }
 
 /// A record released from the buffer, with how long it was held.
 #[derive(Debug)]
-pub(crate) struct Released<M> {
-    pub(crate) offset: i64,
-    pub(crate) held_for: Duration,
-    pub(crate) msg: M,
+pub struct Released<M> {
+    pub offset: i64,
+    pub held_for: Duration,
+    pub msg: M,
 }
 
 /// The hold buffer of one partition.
 #[derive(Debug)]
-pub(crate) struct HoldBuffer<M> {
+pub struct HoldBuffer<M> {
     by_key: HashMap<Box<[u8]>, VecDeque<Held<M>>, ahash::RandomState>,
     /// Offset -> epoch of every record that is held or released-but-unprocessed.
     unprocessed: BTreeMap<i64, u64>,
@@ -66,19 +66,19 @@ impl<M> Default for HoldBuffer<M> {
 
 impl<M> HoldBuffer<M> {
     /// Records held now.
-    pub(crate) fn held(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.held
     }
 
     /// Keys with held records.
     #[cfg(test)]
-    pub(crate) fn held_keys(&self) -> usize {
+    pub fn held_keys(&self) -> usize {
         self.by_key.len()
     }
 
     /// The lowest and highest epoch of `key`'s held records (`None`: nothing held).
     #[inline]
-    pub(crate) fn key_epochs(&self, key: &[u8]) -> Option<(u64, u64)> {
+    pub fn key_epochs(&self, key: &[u8]) -> Option<(u64, u64)> {
         if self.by_key.is_empty() {
             return None;
         }
@@ -89,7 +89,7 @@ impl<M> HoldBuffer<M> {
     }
 
     /// Queue a record behind the key's earlier held records.
-    pub(crate) fn hold(&mut self, key: &[u8], record: Held<M>) {
+    pub fn hold(&mut self, key: &[u8], record: Held<M>) {
         self.unprocessed.insert(record.offset, record.epoch);
         self.held += 1;
         match self.by_key.get_mut(key) {
@@ -105,7 +105,7 @@ impl<M> HoldBuffer<M> {
     /// order must hold; one with a higher epoch cannot be: a producer's epochs never decrease).
     /// Within a key, released records come out in offset order. Released records stay
     /// *unprocessed* until [`HoldBuffer::processed`]. Returns how many were released.
-    pub(crate) fn release(
+    pub fn release(
         &mut self,
         now: Instant,
         mut can_go: impl FnMut(&Held<M>) -> bool,
@@ -139,33 +139,33 @@ impl<M> HoldBuffer<M> {
 
     /// A record that goes straight to the ready queue (behind released ones): unprocessed until
     /// [`HoldBuffer::processed`].
-    pub(crate) fn queued(&mut self, offset: i64, epoch: u64) {
+    pub fn queued(&mut self, offset: i64, epoch: u64) {
         self.unprocessed.insert(offset, epoch);
     }
 
     /// A released record was processed.
-    pub(crate) fn processed(&mut self, offset: i64) {
+    pub fn processed(&mut self, offset: i64) {
         self.unprocessed.remove(&offset);
     }
 
     /// The lowest held or released-unprocessed offset.
-    pub(crate) fn lowest_unprocessed(&self) -> Option<i64> {
+    pub fn lowest_unprocessed(&self) -> Option<i64> {
         self.unprocessed.first_key_value().map(|(&o, _)| o)
     }
 
     /// Every held or released-unprocessed offset, ascending.
-    pub(crate) fn unprocessed_offsets(&self) -> Vec<i64> {
+    pub fn unprocessed_offsets(&self) -> Vec<i64> {
         self.unprocessed.keys().copied().collect()
     }
 
     /// The lowest epoch among held or released-unprocessed records below `offset`.
-    pub(crate) fn min_epoch_below(&self, offset: i64) -> Option<u64> {
+    pub fn min_epoch_below(&self, offset: i64) -> Option<u64> {
         self.unprocessed.range(..offset).map(|(_, &e)| e).min()
     }
 
     /// Whether anything is held or released-unprocessed.
     #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.unprocessed.is_empty()
     }
 }
@@ -173,6 +173,8 @@ impl<M> HoldBuffer<M> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    // A base instant for the test clock (production code takes `now` as an argument).
+    #![allow(clippy::disallowed_methods)]
 
     use super::*;
 

@@ -1,6 +1,6 @@
 //! The consumer's protocol state machine, without Kafka: records in, decisions out (deliver now,
 //! hold, skip, barrier), plus the progress to commit and announce, the partitions to pause and
-//! resume, and the records released from hold. [`super::DkgConsumer`] drives it; the unit tests
+//! resume, and the records released from hold. `DkgConsumer` (the Kafka glue) drives it; the unit tests
 //! below drive two simulated members through epoch switches.
 //!
 //! After every change the core publishes the fast path's view ([`Core::publish`], see
@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::assignment::Assignment;
-use crate::kafka::handoff::{Lease, ProducerId, Progress};
+use crate::handoff::{Lease, ProducerId, Progress};
+use dkg_core::assignment::Assignment;
 
 use super::history::{History, Homes};
 use super::hold::{Held, HoldBuffer, Released, Wait};
@@ -21,34 +21,34 @@ use super::progress::{CommitMeta, PartitionProgress};
 
 /// Limits of the state machine.
 #[derive(Clone, Debug)]
-pub(crate) struct CoreConfig {
+pub struct CoreConfig {
     /// Held records per partition above which the partition is paused.
-    pub(crate) max_held: usize,
+    pub max_held: usize,
     /// A paused partition that released nothing for this long is resumed anyway (see the module
-    /// docs of [`crate::kafka::consumer`]: a cycle of paused partitions could otherwise wait
+    /// docs of [`crate::consumer`]: a cycle of paused partitions could otherwise wait
     /// forever for barriers behind each other's pause points).
-    pub(crate) stall_timeout: Duration,
+    pub stall_timeout: Duration,
     /// Commit metadata size limit (the broker's `offset.metadata.max.bytes`).
-    pub(crate) max_metadata_bytes: usize,
+    pub max_metadata_bytes: usize,
     /// Epochs of history kept.
-    pub(crate) history: usize,
+    pub history: usize,
 }
 
 /// One record taken from Kafka. `msg` makes the owned message, only if the record must wait
 /// (a record handed out at once is not copied).
 #[derive(Debug)]
-pub(crate) struct Incoming<'a, F> {
-    pub(crate) partition: u32,
-    pub(crate) offset: i64,
-    pub(crate) key: Option<&'a [u8]>,
+pub struct Incoming<'a, F> {
+    pub partition: u32,
+    pub offset: i64,
+    pub key: Option<&'a [u8]>,
     /// The `dkg-epoch` header.
-    pub(crate) epoch: Option<u64>,
-    pub(crate) msg: F,
+    pub epoch: Option<u64>,
+    pub msg: F,
 }
 
 /// What [`Core::on_record`] decided.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Hand it to the application now.
     Deliver,
     /// Held until its key's earlier homes are drained, or queued behind released records of its
@@ -72,20 +72,20 @@ struct InApp {
 /// A commit to make (offset = lowest unprocessed, metadata = passed map) and, after it succeeds,
 /// the progress to announce.
 #[derive(Clone, Debug)]
-pub(crate) struct Snapshot {
-    pub(crate) partition: u32,
-    pub(crate) offset: i64,
-    pub(crate) metadata: String,
-    pub(crate) drained: u64,
-    pub(crate) passed: BTreeMap<ProducerId, u64>,
+pub struct Snapshot {
+    pub partition: u32,
+    pub offset: i64,
+    pub metadata: String,
+    pub drained: u64,
+    pub passed: BTreeMap<ProducerId, u64>,
 }
 
 /// An epoch a partition drained: the hooks run before its progress commit.
 #[derive(Clone, Debug)]
-pub(crate) struct Drained {
-    pub(crate) partition: u32,
-    pub(crate) prev: Option<Arc<Assignment>>,
-    pub(crate) next: Arc<Assignment>,
+pub struct Drained {
+    pub partition: u32,
+    pub prev: Option<Arc<Assignment>>,
+    pub next: Arc<Assignment>,
 }
 
 #[derive(Debug)]
@@ -110,7 +110,7 @@ struct Part<M> {
 
 /// The state machine of one consumer (one topic, one group member).
 #[derive(Debug)]
-pub(crate) struct Core<M> {
+pub struct Core<M> {
     topic: Arc<str>,
     group: Arc<str>,
     partitions: u32,
@@ -126,6 +126,8 @@ pub(crate) struct Core<M> {
     in_app: Option<InApp>,
     /// Hold durations of released records, drained by the caller into the histogram.
     hold_times: Vec<Duration>,
+    /// Partitions resumed past the hold limit, drained by the caller into its log.
+    stalled: Vec<(u32, usize)>,
     now_ms: u64,
     /// Something other than a fast-path delivery happened since [`Core::has_progress_due`]
     /// last found nothing due (a drained value may have changed).
@@ -135,7 +137,7 @@ pub(crate) struct Core<M> {
 }
 
 impl<M> Core<M> {
-    pub(crate) fn new(topic: &str, group: &str, partitions: u32, cfg: CoreConfig) -> Self {
+    pub fn new(topic: &str, group: &str, partitions: u32, cfg: CoreConfig) -> Self {
         let history = History::new(partitions, cfg.history);
         Self {
             topic: Arc::from(topic),
@@ -150,6 +152,7 @@ impl<M> Core<M> {
             ready: VecDeque::new(),
             in_app: None,
             hold_times: Vec::new(),
+            stalled: Vec::new(),
             now_ms: 0,
             dirty: true,
             idle: Arc::new(AtomicBool::new(false)),
@@ -157,12 +160,12 @@ impl<M> Core<M> {
     }
 
     /// The consuming side's view of the fast path (one per consumer).
-    pub(crate) fn lanes(&self) -> Lanes {
+    pub fn lanes(&self) -> Lanes {
         Lanes::new(Arc::clone(&self.idle))
     }
 
     /// The lane of an owned partition.
-    pub(crate) fn lane(&self, partition: u32) -> Option<&Arc<Lane>> {
+    pub fn lane(&self, partition: u32) -> Option<&Arc<Lane>> {
         self.parts.get(&partition).map(|p| &p.lane)
     }
 
@@ -171,7 +174,7 @@ impl<M> Core<M> {
     /// guard calls it on unlock). A gate opens only where [`Core::on_record`] would deliver any
     /// data record of the partition at once (stamped ones up to the settled epoch) and change
     /// nothing but the position.
-    pub(crate) fn publish(&mut self) {
+    pub fn publish(&mut self) {
         let nothing_ready = self.ready.is_empty();
         let gate = self.settled.saturating_add(1);
         for part in self.parts.values() {
@@ -185,16 +188,16 @@ impl<M> Core<M> {
         self.idle.store(idle, Ordering::Release);
     }
 
-    pub(crate) fn topic(&self) -> &str {
+    pub fn topic(&self) -> &str {
         &self.topic
     }
 
-    pub(crate) fn partitions(&self) -> u32 {
+    pub fn partitions(&self) -> u32 {
         self.partitions
     }
 
     /// The topic's partition count changed.
-    pub(crate) fn set_partitions(&mut self, partitions: u32, now: Instant) {
+    pub fn set_partitions(&mut self, partitions: u32, now: Instant) {
         if partitions != self.partitions && partitions > 0 {
             self.partitions = partitions;
             self.history.set_partitions(partitions);
@@ -202,45 +205,57 @@ impl<M> Core<M> {
         }
     }
 
-    pub(crate) fn owned(&self) -> Vec<u32> {
+    pub fn owned(&self) -> Vec<u32> {
         self.parts.keys().copied().collect()
     }
 
-    pub(crate) fn owns(&self, partition: u32) -> bool {
+    pub fn owns(&self, partition: u32) -> bool {
         self.parts.contains_key(&partition)
     }
 
-    pub(crate) fn settled(&self) -> u64 {
+    pub fn settled(&self) -> u64 {
         self.settled
     }
 
-    pub(crate) fn max_epoch(&self) -> u64 {
+    pub fn max_epoch(&self) -> u64 {
         self.history.max_epoch()
     }
 
-    pub(crate) fn latest(&self) -> Option<&Arc<Assignment>> {
+    pub fn latest(&self) -> Option<&Arc<Assignment>> {
         self.history.get(self.history.max_epoch())
     }
 
-    pub(crate) fn leases(&self) -> impl Iterator<Item = &Lease> {
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
         self.leases.values()
     }
 
-    pub(crate) fn history_gc_floor(&self) -> u64 {
+    pub fn history_gc_floor(&self) -> u64 {
         self.history.collectable_below()
     }
 
     /// Records held per owned partition.
-    pub(crate) fn held_counts(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+    pub fn held_counts(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
         self.parts.iter().map(|(&p, s)| (p, s.hold.held()))
     }
 
     /// Lowest unprocessed offset per owned partition (`None` before the first record).
-    pub(crate) fn positions(&self) -> impl Iterator<Item = (u32, Option<i64>)> + '_ {
+    pub fn positions(&self) -> impl Iterator<Item = (u32, Option<i64>)> + '_ {
         self.parts.keys().map(|&p| (p, self.lowest_unprocessed(p)))
     }
 
-    pub(crate) fn take_hold_times(&mut self) -> Vec<Duration> {
+    /// The configuration this core runs with.
+    pub fn config(&self) -> &CoreConfig {
+        &self.cfg
+    }
+
+    /// Partitions (with their held count) that [`Core::flow`] resumed past the hold limit since
+    /// the last call, for the driver's log.
+    pub fn take_stalled(&mut self) -> Vec<(u32, usize)> {
+        std::mem::take(&mut self.stalled)
+    }
+
+    /// Hold times of records released since the last call (for the histogram).
+    pub fn take_hold_times(&mut self) -> Vec<Duration> {
         std::mem::take(&mut self.hold_times)
     }
 
@@ -263,7 +278,7 @@ impl<M> Core<M> {
     // ---------------------------------------------------------------- ownership
 
     /// A partition was assigned, with its committed offset and metadata (if any).
-    pub(crate) fn assign(
+    pub fn assign(
         &mut self,
         partition: u32,
         committed: Option<i64>,
@@ -294,7 +309,7 @@ impl<M> Core<M> {
 
     /// A partition was revoked (after its final commit, if any): its held and released records are
     /// dropped (they are above the committed offset: the next owner reads them).
-    pub(crate) fn revoke(&mut self, partition: u32, now: Instant) {
+    pub fn revoke(&mut self, partition: u32, now: Instant) {
         if let Some(part) = self.parts.remove(&partition) {
             // For good: the consuming side may still hold this lane; a re-assignment gets a new one.
             part.lane.set_gate(0);
@@ -311,7 +326,7 @@ impl<M> Core<M> {
 
     /// The record the application holds is processed (it asked for the next one, committed or
     /// closed).
-    pub(crate) fn processed(&mut self) {
+    pub fn processed(&mut self) {
         let Some(app) = self.in_app.take() else {
             return;
         };
@@ -358,13 +373,7 @@ impl<M> Core<M> {
     }
 
     /// A barrier record of `producer` for `epoch`: consumed by the protocol.
-    pub(crate) fn on_barrier(
-        &mut self,
-        partition: u32,
-        offset: i64,
-        producer: ProducerId,
-        epoch: u64,
-    ) {
+    pub fn on_barrier(&mut self, partition: u32, offset: i64, producer: ProducerId, epoch: u64) {
         // The same bookkeeping as any fetched record (position, start, stale skip rules).
         if self.fetched(partition, offset).is_none() {
             return;
@@ -383,13 +392,13 @@ impl<M> Core<M> {
     }
 
     /// A record with a `dkg-barrier` header but no valid producer: skipped (never delivered).
-    pub(crate) fn on_barrier_invalid(&mut self, partition: u32, offset: i64) {
+    pub fn on_barrier_invalid(&mut self, partition: u32, offset: i64) {
         let _ = self.fetched(partition, offset);
     }
 
     /// Decide about one data record taken from Kafka. `now` is asked only when the record is
     /// held.
-    pub(crate) fn on_record(
+    pub fn on_record(
         &mut self,
         rec: Incoming<'_, impl FnOnce() -> M>,
         now: impl FnOnce() -> Instant,
@@ -506,7 +515,7 @@ impl<M> Core<M> {
     }
 
     /// The next released record, in release order; it becomes the application's record.
-    pub(crate) fn next_ready(&mut self) -> Option<M> {
+    pub fn next_ready(&mut self) -> Option<M> {
         let (partition, offset, msg) = self.ready.pop_front()?;
         self.in_app = Some(InApp {
             partition,
@@ -564,7 +573,7 @@ impl<M> Core<M> {
     }
 
     /// A lease was written (or re-read).
-    pub(crate) fn on_lease(&mut self, lease: Lease, now: Instant) {
+    pub fn on_lease(&mut self, lease: Lease, now: Instant) {
         if *lease.topic != *self.topic {
             return;
         }
@@ -576,14 +585,14 @@ impl<M> Core<M> {
     }
 
     /// A lease was tombstoned.
-    pub(crate) fn on_lease_removed(&mut self, producer: &ProducerId, now: Instant) {
+    pub fn on_lease_removed(&mut self, producer: &ProducerId, now: Instant) {
         if self.leases.remove(producer).is_some() {
             self.refresh(now);
         }
     }
 
     /// An epoch's assignment (control topic or history).
-    pub(crate) fn on_assignment(&mut self, a: Arc<Assignment>, now: Instant) {
+    pub fn on_assignment(&mut self, a: Arc<Assignment>, now: Instant) {
         if *a.topic() != *self.topic {
             return;
         }
@@ -593,7 +602,7 @@ impl<M> Core<M> {
     }
 
     /// Another member's progress announcement (own partitions and other groups are ignored).
-    pub(crate) fn on_progress(&mut self, p: &Progress, now: Instant) {
+    pub fn on_progress(&mut self, p: &Progress, now: Instant) {
         if *p.topic != *self.topic
             || *p.group != *self.group
             || self.parts.contains_key(&p.partition)
@@ -610,13 +619,13 @@ impl<M> Core<M> {
     }
 
     /// Time passes: leases expire.
-    pub(crate) fn tick(&mut self, now: Instant, now_ms: u64) {
+    pub fn tick(&mut self, now: Instant, now_ms: u64) {
         self.now_ms = now_ms;
         self.refresh(now);
     }
 
     /// Set the wall clock used for lease expiry without re-evaluating.
-    pub(crate) fn set_now_ms(&mut self, now_ms: u64) {
+    pub fn set_now_ms(&mut self, now_ms: u64) {
         self.now_ms = now_ms;
     }
 
@@ -637,7 +646,7 @@ impl<M> Core<M> {
     /// What to commit for `partition` now. `None` before its first record; `Err(size)` when the
     /// metadata does not fit (then nothing may be committed: an offset without the passed map
     /// would let a next owner re-process records others rely on being done).
-    pub(crate) fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
+    pub fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
         let part = self.parts.get(&partition)?;
         let offset = self.lowest_unprocessed(partition)?;
         let mut next = part.lane.position()?;
@@ -677,7 +686,7 @@ impl<M> Core<M> {
     }
 
     /// Partitions whose drained value changed since their last progress commit.
-    pub(crate) fn progress_due(&self) -> Vec<u32> {
+    pub fn progress_due(&self) -> Vec<u32> {
         self.parts
             .iter()
             .filter(|(_, p)| p.drained != p.durable)
@@ -688,7 +697,7 @@ impl<M> Core<M> {
     /// Whether some partition's drained value changed since its last progress commit. Cheap
     /// when nothing but fast-path records happened since the last call.
     #[inline]
-    pub(crate) fn has_progress_due(&mut self) -> bool {
+    pub fn has_progress_due(&mut self) -> bool {
         if !self.dirty {
             return false;
         }
@@ -702,7 +711,7 @@ impl<M> Core<M> {
     /// A partition with nothing fetched whose drained value changed (through leases only): no
     /// processing is claimed, so it is as durable as the committed state it started from.
     /// Returns the progress to announce.
-    pub(crate) fn mark_durable(&mut self, partition: u32, now: Instant) -> Option<Progress> {
+    pub fn mark_durable(&mut self, partition: u32, now: Instant) -> Option<Progress> {
         let part = self.parts.get_mut(&partition)?;
         let drained = part.drained;
         self.committed(partition, drained, now);
@@ -710,7 +719,7 @@ impl<M> Core<M> {
     }
 
     /// The progress of an owned partition as committed (announced on assignment).
-    pub(crate) fn initial_progress(&self, partition: u32) -> Option<Progress> {
+    pub fn initial_progress(&self, partition: u32) -> Option<Progress> {
         let part = self.parts.get(&partition)?;
         Some(Progress {
             group: self.group.to_string(),
@@ -725,7 +734,7 @@ impl<M> Core<M> {
 
     /// The epochs `partition` drained since the hooks last ran for it (oldest first, at most
     /// the history kept), marking them hooked.
-    pub(crate) fn take_drained_epochs(&mut self, partition: u32) -> Vec<Drained> {
+    pub fn take_drained_epochs(&mut self, partition: u32) -> Vec<Drained> {
         let Some(part) = self.parts.get_mut(&partition) else {
             return Vec::new();
         };
@@ -747,7 +756,7 @@ impl<M> Core<M> {
     }
 
     /// A progress commit of `partition` succeeded: its drained value is durable.
-    pub(crate) fn committed(&mut self, partition: u32, drained: u64, now: Instant) {
+    pub fn committed(&mut self, partition: u32, drained: u64, now: Instant) {
         if let Some(part) = self.parts.get_mut(&partition) {
             part.durable = drained;
             self.dirty = true;
@@ -760,7 +769,7 @@ impl<M> Core<M> {
     }
 
     /// The progress to announce for `snapshot`.
-    pub(crate) fn progress_record(&self, s: &Snapshot) -> Progress {
+    pub fn progress_record(&self, s: &Snapshot) -> Progress {
         Progress {
             group: self.group.to_string(),
             topic: self.topic.to_string(),
@@ -775,7 +784,7 @@ impl<M> Core<M> {
     // ---------------------------------------------------------------- flow control
 
     /// Partitions to pause (hold buffer over the limit) and to resume (halved, or stalled).
-    pub(crate) fn flow(&mut self, now: Instant) -> (Vec<u32>, Vec<u32>) {
+    pub fn flow(&mut self, now: Instant) -> (Vec<u32>, Vec<u32>) {
         let (mut pause, mut resume) = (Vec::new(), Vec::new());
         let max = self.cfg.max_held;
         for (&p, part) in &mut self.parts {
@@ -786,14 +795,8 @@ impl<M> Core<M> {
                     resume.push(p);
                 } else if now.saturating_duration_since(part.quiet_since) >= self.cfg.stall_timeout
                 {
-                    tracing::warn!(
-                        topic = %self.topic,
-                        partition = p,
-                        held,
-                        "partition paused with nothing released for {:?}: resuming past the hold \
-                         limit (its barriers may sit behind the pause)",
-                        self.cfg.stall_timeout
-                    );
+                    // The driver logs it (this layer does no I/O): `take_stalled`.
+                    self.stalled.push((p, held));
                     part.paused = false;
                     part.overflow = true;
                     resume.push(p);
@@ -811,7 +814,7 @@ impl<M> Core<M> {
 
     /// Partitions currently paused by flow control.
     #[cfg(test)]
-    pub(crate) fn paused(&self) -> Vec<u32> {
+    pub fn paused(&self) -> Vec<u32> {
         self.parts
             .iter()
             .filter(|(_, p)| p.paused)
@@ -823,11 +826,13 @@ impl<M> Core<M> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    // A base instant for the test clock (production code takes `now` as an argument).
+    #![allow(clippy::disallowed_methods)]
 
     use super::*;
-    use crate::assignment::{AssignmentParts, HeavyKey, Params};
-    use crate::hash::BucketHash;
-    use crate::kafka::handoff::BarrierSet;
+    use crate::handoff::BarrierSet;
+    use dkg_core::assignment::{AssignmentParts, HeavyKey, Params};
+    use dkg_core::hash::BucketHash;
 
     const P: u32 = 4;
 
@@ -1206,6 +1211,8 @@ mod tests {
 #[cfg(test)]
 mod simulation {
     #![allow(clippy::unwrap_used)]
+    // A base instant for the test clock (production code takes `now` as an argument).
+    #![allow(clippy::disallowed_methods)]
 
     use std::collections::{BTreeMap, HashMap};
 
@@ -1214,9 +1221,9 @@ mod simulation {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::assignment::{AssignmentParts, HeavyKey, Params};
-    use crate::hash::BucketHash;
-    use crate::kafka::handoff::Lease;
+    use crate::handoff::Lease;
+    use dkg_core::assignment::{AssignmentParts, HeavyKey, Params};
+    use dkg_core::hash::BucketHash;
 
     const PARTS: u32 = 3;
     const KEYS: usize = 3;
@@ -1331,7 +1338,7 @@ mod simulation {
                 .collect();
             let producers = (0..2)
                 .map(|_| Producer {
-                    id: ProducerId::random(),
+                    id: ProducerId::random(rng.random::<u128>()),
                     epoch: 1,
                     prev: None,
                     seq: 0,

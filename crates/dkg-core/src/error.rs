@@ -1,9 +1,10 @@
-//! The crate's one error type.
+//! The one error type of the pure crates (`dkg-core`, `dkg-protocol`) and of the `dkg-partitioner`
+//! facade.
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in `dkg-partitioner`.
+/// Everything that can go wrong in DKG, pure or Kafka-side.
 ///
 /// Variants carry typed fields so callers (and metrics) can tell causes apart without parsing text.
 #[derive(Debug, thiserror::Error)]
@@ -138,12 +139,12 @@ pub enum Error {
     },
 
     /// A Kafka client call failed.
-    #[cfg(feature = "kafka")]
+    #[cfg(feature = "kafka-errors")]
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
 
     /// A Kafka admin operation failed for one resource (the request itself went through).
-    #[cfg(feature = "kafka")]
+    #[cfg(feature = "kafka-errors")]
     #[error("kafka admin {operation} on {resource:?} failed: {code}")]
     KafkaAdmin {
         /// The operation (`create_topics`, `describe_configs`, ...).
@@ -155,7 +156,7 @@ pub enum Error {
     },
 
     /// Registering metrics in the caller's registry failed (for example, registered twice).
-    #[cfg(feature = "kafka")]
+    #[cfg(feature = "kafka-errors")]
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
 }

@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::assignment::Assignment;
-use crate::hash::kafka_partition;
+use dkg_core::assignment::Assignment;
+use dkg_core::hash::kafka_partition;
 
 /// Default number of epochs kept.
-pub(crate) const DEFAULT_KEEP: usize = 32;
+pub const DEFAULT_KEEP: usize = 32;
 
 /// The key's homes over a range of epochs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Homes {
+pub enum Homes {
     /// Every home is known (deduplicated, any order).
     Known(Vec<u32>),
     /// Some epoch of the range is unknown (never seen, or older than the history kept).
@@ -22,14 +22,14 @@ pub(crate) enum Homes {
 
 /// Recent assignments of one topic.
 #[derive(Debug)]
-pub(crate) struct History {
+pub struct History {
     partitions: u32,
     epochs: BTreeMap<u64, Arc<Assignment>>,
     keep: usize,
 }
 
 impl History {
-    pub(crate) fn new(partitions: u32, keep: usize) -> Self {
+    pub fn new(partitions: u32, keep: usize) -> Self {
         Self {
             partitions,
             epochs: BTreeMap::new(),
@@ -39,12 +39,12 @@ impl History {
 
     /// The topic's partition count (homes under assignments for another count are Kafka's
     /// default placement: producers fall back to it).
-    pub(crate) fn set_partitions(&mut self, partitions: u32) {
+    pub fn set_partitions(&mut self, partitions: u32) {
         self.partitions = partitions;
     }
 
     /// Add an epoch's assignment; `false` if it was known. Keeps the newest `keep` epochs.
-    pub(crate) fn insert(&mut self, a: Arc<Assignment>) -> bool {
+    pub fn insert(&mut self, a: Arc<Assignment>) -> bool {
         let epoch = a.epoch();
         if epoch == 0 || self.epochs.contains_key(&epoch) {
             return false;
@@ -57,27 +57,27 @@ impl History {
     }
 
     /// The newest epoch known (0 = none).
-    pub(crate) fn max_epoch(&self) -> u64 {
+    pub fn max_epoch(&self) -> u64 {
         self.epochs.last_key_value().map_or(0, |(&e, _)| e)
     }
 
     /// The oldest epoch kept (0 = none).
-    pub(crate) fn min_epoch(&self) -> u64 {
+    pub fn min_epoch(&self) -> u64 {
         self.epochs.first_key_value().map_or(0, |(&e, _)| e)
     }
 
-    pub(crate) fn get(&self, epoch: u64) -> Option<&Arc<Assignment>> {
+    pub fn get(&self, epoch: u64) -> Option<&Arc<Assignment>> {
         self.epochs.get(&epoch)
     }
 
     /// The newest assignment of an epoch below `epoch`.
-    pub(crate) fn before(&self, epoch: u64) -> Option<&Arc<Assignment>> {
+    pub fn before(&self, epoch: u64) -> Option<&Arc<Assignment>> {
         self.epochs.range(..epoch).next_back().map(|(_, a)| a)
     }
 
     /// History records of epochs strictly below this one may be removed from the handoff topic
     /// (garbage collection): they are older than the newest `keep` epochs.
-    pub(crate) fn collectable_below(&self) -> u64 {
+    pub fn collectable_below(&self) -> u64 {
         self.epochs
             .keys()
             .rev()
@@ -88,7 +88,7 @@ impl History {
 
     /// Where `key` lived under `epoch` (`None` = unknown). Epoch 0 = Kafka's default placement.
     #[inline]
-    pub(crate) fn home(&self, key: &[u8], epoch: u64) -> Option<u32> {
+    pub fn home(&self, key: &[u8], epoch: u64) -> Option<u32> {
         if epoch == 0 {
             return Some(kafka_partition(key, self.partitions));
         }
@@ -102,7 +102,7 @@ impl History {
 
     /// Homes of `key` under every epoch in `from..to`. Unknown when the range is longer than the
     /// history kept or an epoch in it is missing (gaps are treated as unknown, never as "stayed").
-    pub(crate) fn homes(&self, key: &[u8], from: u64, to: u64) -> Homes {
+    pub fn homes(&self, key: &[u8], from: u64, to: u64) -> Homes {
         if from >= to {
             return Homes::Known(Vec::new());
         }
@@ -129,8 +129,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::assignment::{AssignmentParts, HeavyKey, Params};
-    use crate::hash::BucketHash;
+    use dkg_core::assignment::{AssignmentParts, HeavyKey, Params};
+    use dkg_core::hash::BucketHash;
 
     fn a(epoch: u64, hot_on: u32) -> Arc<Assignment> {
         Arc::new(

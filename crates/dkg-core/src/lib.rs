@@ -1,0 +1,55 @@
+//! The pure core of Distribution-aware Key Grouping (DKG): no I/O, no clock, no Kafka client.
+//!
+//! DKG (Rivetti, Querzoni, Anceaume, Busnel, Sericola, "Efficient Key Grouping for Near-Optimal
+//! Load Balancing in Stream Processing Systems", ACM DEBS 2015) learns the key distribution, pins
+//! the heavy keys and hashes the others into many small buckets, and places heavy keys and buckets
+//! on partitions with LPT.
+//!
+//! - [`hash`]: Kafka-compatible murmur2 and the bucket hash;
+//! - [`space_saving`]: heavy hitters (Metwally et al. 2005; mergeable, Agarwal et al. 2012);
+//! - [`lpt`](mod@lpt): Graham's LPT, plain and migration-aware;
+//! - [`dkg`]: the learner, a [`Sketch`] that builds an [`Assignment`];
+//! - [`assignment`]: the versioned JSON document and its O(1), allocation-free, never-panicking
+//!   lookup;
+//! - [`error`]: the one error type of the pure crates and of the `dkg-partitioner` facade (the
+//!   feature `kafka-errors` adds the Kafka client's variants for the facade; nothing here uses
+//!   them).
+//!
+//! The layers above it (`dkg-protocol`, the handoff protocol's pure state machines; the Kafka glue
+//! in `dkg-partitioner`) and the wall between them are described in `docs/architecture.md`. Most
+//! users depend on `dkg-partitioner`, which re-exports this crate under the same paths.
+//!
+//! ```
+//! use dkg_core::{DkgConfig, Sketch};
+//!
+//! # fn main() -> dkg_core::Result<()> {
+//! let mut sketch = Sketch::new(&DkgConfig::default(), 4)?;
+//! for i in 0..1_000u32 {
+//!     sketch.observe(if i % 2 == 0 { b"hot".as_slice() } else { b"cold" });
+//! }
+//! let assignment = sketch.build("orders", 1, 0, None)?.assignment;
+//! assert!(assignment.partition_for(b"hot") < 4);
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod assignment;
+pub mod dkg;
+pub mod error;
+pub mod hash;
+pub mod lpt;
+pub mod space_saving;
+
+pub use assignment::{
+    Assignment, AssignmentParts, FORMAT_NAME, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES,
+    Params, Route,
+};
+pub use dkg::{Build, DEFAULT_MU, DkgConfig, DkgConfigBuilder, Sketch, default_theta, imbalance};
+pub use error::{Error, Result};
+pub use hash::{
+    BucketHash, DEFAULT_BUCKET_SEED, KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded,
+    to_positive,
+};
+pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky, lpt_sticky_with_slack};
+pub use space_saving::{Counter, SpaceSaving};

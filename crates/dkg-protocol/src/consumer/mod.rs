@@ -1,0 +1,117 @@
+//! The consumer side of ordering-safe migration, without Kafka: the protocol's specification and
+//! the state machine that implements it ([`core`], with [`hold`], [`history`], [`progress`] and the
+//! fast path's [`lane`]). The Kafka glue's `DkgConsumer` moves records between rdkafka and [`core`];
+//! the producer side's pure part is [`crate::barrier`]. Times enter as arguments (`now`,
+//! `now_ms`): nothing here reads a clock.
+//!
+//! # The problem
+//!
+//! Key grouping promises one key, one partition: one consumer holds a key's state and sees its
+//! records in order. When epoch `E` moves key `K` from partition `P` to `Q`, `K`'s older records
+//! still wait in `P` while its new ones arrive in `Q`; the consumer of `Q` could process them
+//! first, and two consumers could hold `K`'s state at once. The DKG paper (Rivetti et al., DEBS
+//! 2015) computes its mapping once and never faces this; a deployment that re-learns must. The
+//! protocol below is a per-producer barrier (marker) scheme in the spirit of Chandy and Lamport's
+//! snapshots, with the group's progress published on a compacted topic.
+//!
+//! # Protocol
+//!
+//! **Producers** (`DkgProducerBuilder::ordering`):
+//! records carry `dkg-epoch`. Each producer instance registers a `Lease` on the handoff topic
+//! ([`crate::handoff`]) and renews it every third of its duration. When it adopts epoch
+//! `E` it keeps routing without pause, waits in the background for every send routed under an
+//! older epoch to be enqueued (an atomic in-flight gate, no lock on the send path), then writes a
+//! **barrier** record to every partition (null key, headers `dkg-barrier: E`,
+//! `dkg-producer: <id>`). With idempotence each barrier lands after all of the producer's
+//! older-epoch records of that partition. Then it records the barrier offsets in its lease and
+//! writes `assignment/<topic>/<E>` (history).
+//!
+//! **Consumers** (the state machine in [`core`], driven by the Kafka glue's `DkgConsumer`), per owned partition `P`:
+//!
+//! - A barrier of producer `y` for `E` at offset `b` is *passed* once no record below `b` with an
+//!   epoch below `E` is unprocessed; `passed[P][y]` is the highest passed epoch.
+//! - `P` has *drained* `E` when every producer awaited for `E` has `passed[P][y] >= E`. A producer
+//!   is awaited while its lease is live, unless it started at or after `E` or closed before `E`
+//!   (`Lease::awaited_for`).
+//! - A drained value becomes usable only once **committed**: the partition's offset (the lowest
+//!   unprocessed offset) is committed synchronously with the passed map as commit metadata, then
+//!   the value is announced on the handoff topic (`progress/<group>/<topic>/<P>`). The member's
+//!   `ConsumerHooks::on_epoch` runs before that commit.
+//! - A record of key `K` stamped with epoch `E` arriving on `Q` is **held** if `K` may have
+//!   unprocessed records elsewhere: some epoch `e` with `S <= e < E` placed `K` on `P != Q` (`S` =
+//!   the lowest drained value over all partitions, so everything below `S` is processed
+//!   everywhere; an epoch whose assignment is unknown counts as "anywhere"). It is **released**
+//!   when every such `P` has drained `E`, and after every earlier held record of `K` with an epoch
+//!   at most `E` (those may be its own producer's; one with a higher epoch cannot be, a producer's
+//!   epochs never decrease). An unstamped record passes at once unless `K` has held records; then
+//!   it queues behind all of them (it may be its producer's next record of a moved key), counted
+//!   as a record of their highest epoch. Keyless records pass at once; barrier records never reach
+//!   the application.
+//!
+//! **Why no deadlock.** Passing a barrier of epoch `E` waits only for records of epochs *below*
+//! `E`. A held record of epoch `E` never blocks the barrier of its own epoch on its own
+//! partition; it waits for partitions to drain `E` and for held records of epochs at most `E`,
+//! which wait only for records of epochs below `E`, which wait for epochs further below: the
+//! chain ends. (Committed offsets are not used as progress for exactly this reason: a held record
+//! keeps its partition's offset low, and two partitions swapping keys would wait on each other.)
+//! A deterministic simulation in the tests (`core.rs`) checks order, exclusivity, no loss and no
+//! stall over thousands of random interleavings of producers, members, commits and crashes.
+//!
+//! # The guarantee
+//!
+//! Definitions: a record is **processed** when the application asks for the next record
+//! (`DkgConsumer::recv`, `DkgConsumer::recv_borrowed`), or calls `DkgConsumer::commit` or
+//! `DkgConsumer::close`, after receiving it. A producer is **ordering** when built with
+//! `ordering(true)` and the topic declared with
+//! `topics`. A switch to epoch `E` has **drained** when
+//! every partition has drained `E` (typically well under a second after the producers adopt it).
+//!
+//! Which records carry their epoch matters. With
+//! `EpochHeader::All` every record does and the guarantees below
+//! hold unconditionally. With the default `EpochHeader::Moved`
+//! a producer stamps only the keys its latest transition moved, and an unstamped record's epoch
+//! is unknown to the consumer; the guarantees then hold as long as each switch drains before the
+//! producers adopt the following epoch (the consumer group is less than one epoch interval behind;
+//! with the sampler's default of at most one epoch per 30 s that is a lag under 30 s). A group
+//! that lags more may see a producer's unstamped records of a recently moved key before its older
+//! ones.
+//!
+//! - **Order.** For every key and every ordering producer that stays alive (or closes cleanly),
+//!   the application sees the producer's records of the key in send order, across any number of
+//!   epoch switches, rebalances and consumer crashes (after a crash, in order from some earlier
+//!   record on: see at-least-once).
+//! - **Exclusivity across a switch.** A moved key's records of the new epoch are processed only
+//!   after every record of it from earlier epochs (of every awaited producer) was processed and
+//!   committed on its old partition: no two members process a moved key at once. This holds
+//!   across consumer crashes: a new owner skips records the previous owner processed below its
+//!   passed barriers (the committed metadata says which), so it never re-processes old records
+//!   of a key another member already processes.
+//! - **No loss, at-least-once.** Nothing is lost by the wrapper: held records keep the committed
+//!   offset below them, so a crash or revocation re-delivers them. The commit metadata also lists
+//!   which records between the committed offset and the fetch position were still unprocessed, so
+//!   a new owner skips the others: a clean revocation or close re-delivers nothing that was
+//!   processed. A crash re-delivers the records processed since the last commit (as with plain
+//!   Kafka), in partition order. (If a partition has so many unprocessed records that their list
+//!   does not fit the metadata limit, the list is left out and a revocation may re-deliver too.)
+//! - **Consumer crash.** Dropping a `DkgConsumer` without `close` behaves
+//!   like a crash that the group notices at once: nothing more is committed, no hook runs. The
+//!   group rebalances; new owners resume from the committed offsets with the committed passed
+//!   maps. A crash between a progress commit and its announcement is harmless (the commit is
+//!   what the next owner reads; the announcement only lets others proceed).
+//! - **Producer crash.** A producer that dies stops being awaited when its lease expires
+//!   (default 10 s): moved keys are held at most that long because of it. Its records written
+//!   shortly before death may then be processed out of order relative to its records of the new
+//!   epoch, if its old partition's consumer lags by more than the lease.
+//!
+//! Not covered: records routed before an ordering producer's lease is visible (topics not
+//! declared at build are registered on first use, within milliseconds); records placed by
+//! producers without ordering; a retraction (tombstone) back to Kafka's default placement (records
+//! then carry no epoch); with `EpochHeader::Moved`, the
+//! lagging-group case above. Clocks must agree to well within a lease duration.
+//!
+
+pub mod core;
+pub mod history;
+pub mod hold;
+pub mod lane;
+pub mod progress;

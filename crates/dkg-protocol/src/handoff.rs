@@ -1,0 +1,535 @@
+//! The handoff topic: how producers and consumer groups tell each other where an epoch switch
+//! stands.
+//!
+//! One compacted topic (default [`DEFAULT_HANDOFF_TOPIC`], exactly 1 partition,
+//! `cleanup.policy=compact`, created and checked like the control topic by
+//! `ensure_handoff_topic` in the Kafka glue). A single partition gives one total order over every record; compaction
+//! keeps the latest value per key, so a reader that starts at the beginning and reads to the end knows
+//! the current state. Keys ([`HandoffKey`]) and values (JSON, typed below):
+//!
+//! | key | value | written by |
+//! |---|---|---|
+//! | `lease/<topic>/<producer>` | [`Lease`]: the producer writes to `<topic>` and must be waited for | each ordering `DkgProducer`: at start, every lease/3, after each barrier set, on close |
+//! | `assignment/<topic>/<epoch>` | the [`Assignment`] JSON | each producer after the barriers of `<epoch>` (same bytes: compaction dedups) |
+//! | `progress/<group>/<topic>/<partition>` | [`Progress`]: how far the group has drained that partition | the `DkgConsumer` owning the partition, after committing |
+//!
+//! Tombstones: a lease is tombstoned once it has been expired for a while (garbage collection by
+//! the consumers, see [`crate::consumer`]); old history epochs likewise.
+//!
+//! Groups may contain `/`; topics may not. Keys are therefore parsed from the right
+//! (`progress/<group with slashes>/<topic>/<partition>`).
+//!
+//! Clocks: a lease carries an absolute expiry (`expires_at_ms`, the producer's wall clock) that
+//! consumers compare with theirs. Hosts are assumed to agree on the time to well within a lease
+//! duration (NTP); skew shortens or lengthens how long a dead producer is waited for, nothing else.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dkg_core::Assignment;
+use serde::{Deserialize, Serialize};
+
+/// Default name of the handoff topic.
+pub const DEFAULT_HANDOFF_TOPIC: &str = "_dkg.handoff";
+
+/// Default lease duration of an ordering producer.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// A producer instance's identity: 128 random bits as 32 lowercase hex digits, fresh per
+/// `DkgProducer` instance (a restarted producer is a new producer).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ProducerId(Arc<str>);
+
+impl ProducerId {
+    /// A fresh random id; `nanos` is the caller's wall clock in nanoseconds (this crate reads no
+    /// clock).
+    ///
+    /// Random enough for uniqueness (never for secrecy): two SipHash outputs under the process's
+    /// randomly keyed `RandomState`, over the time, the process id and a process-wide counter.
+    #[must_use]
+    pub fn random(nanos: u128) -> Self {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let half = |salt: u64| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(salt);
+            h.write_u128(nanos);
+            h.write_u32(std::process::id());
+            h.write_u64(seq);
+            h.finish()
+        };
+        Self(Arc::from(format!("{:016x}{:016x}", half(1), half(2))))
+    }
+
+    /// Parse an id (32 lowercase hex digits).
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        (s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+            .then(|| Self(Arc::from(s)))
+    }
+
+    /// The id as text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ProducerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ProducerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProducerId({})", self.0)
+    }
+}
+
+impl TryFrom<String> for ProducerId {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("not a producer id (32 lowercase hex digits): {s:?}"))
+    }
+}
+
+impl From<ProducerId> for String {
+    fn from(id: ProducerId) -> String {
+        id.0.to_string()
+    }
+}
+
+/// The barriers one producer wrote for one epoch: where they landed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BarrierSet {
+    /// The epoch.
+    pub epoch: u64,
+    /// Offset of the barrier record in each partition (index = partition).
+    pub offsets: Vec<i64>,
+}
+
+/// `lease/<topic>/<producer>`: an ordering producer writes to `topic`; consumers wait for its
+/// barriers while the lease is live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The producer instance.
+    pub producer: ProducerId,
+    /// The data topic.
+    pub topic: String,
+    /// The producer never routed a record of `topic` under an epoch below this one, so consumers
+    /// need not wait for its barriers of epochs `<= first_epoch`.
+    pub first_epoch: u64,
+    /// Lease duration (renewed every third of it).
+    pub lease_ms: u64,
+    /// Wall-clock expiry (the producer's clock). Not renewed by then: the producer counts as dead.
+    pub expires_at_ms: u64,
+    /// The latest barrier set this producer completed on `topic` (all partitions acknowledged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<BarrierSet>,
+    /// Set on a clean close: the producer wrote its barriers up to this epoch and will write
+    /// nothing more; consumers wait for it only for epochs `<=` this one (until expiry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at_epoch: Option<u64>,
+}
+
+impl Lease {
+    /// Not expired at `now_ms`.
+    #[must_use]
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        now_ms < self.expires_at_ms
+    }
+
+    /// Whether consumers must wait for this producer's barrier of `epoch` before treating records
+    /// of earlier epochs as drained: live, possibly routed under an earlier epoch, and not closed
+    /// before `epoch`.
+    #[must_use]
+    pub fn awaited_for(&self, epoch: u64, now_ms: u64) -> bool {
+        self.is_live(now_ms)
+            && self.first_epoch < epoch
+            && self.closed_at_epoch.is_none_or(|c| epoch <= c)
+    }
+}
+
+/// `progress/<group>/<topic>/<partition>`: how far `group` has drained `partition`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The consumer group.
+    pub group: String,
+    /// The data topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// Every record of the partition with an epoch below `drained` that any awaited producer
+    /// wrote has been processed (and committed). Records of keys that moved away from this
+    /// partition at an epoch `<= drained` may be processed elsewhere.
+    pub drained: u64,
+    /// Per producer: the highest epoch whose barrier the group has passed on this partition.
+    #[serde(default)]
+    pub passed: BTreeMap<ProducerId, u64>,
+    /// The committed offset that made this durable.
+    pub committed_offset: i64,
+    /// When this was written (the writer's clock).
+    pub updated_at_ms: u64,
+}
+
+/// A key of the handoff topic.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HandoffKey {
+    /// `lease/<topic>/<producer>`.
+    Lease {
+        /// Data topic.
+        topic: String,
+        /// Producer.
+        producer: ProducerId,
+    },
+    /// `assignment/<topic>/<epoch>`.
+    Assignment {
+        /// Data topic.
+        topic: String,
+        /// Epoch.
+        epoch: u64,
+    },
+    /// `progress/<group>/<topic>/<partition>`.
+    Progress {
+        /// Consumer group (may contain `/`).
+        group: String,
+        /// Data topic.
+        topic: String,
+        /// Partition.
+        partition: u32,
+    },
+}
+
+impl HandoffKey {
+    /// The key as written on the topic.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        match self {
+            HandoffKey::Lease { topic, producer } => format!("lease/{topic}/{producer}"),
+            HandoffKey::Assignment { topic, epoch } => format!("assignment/{topic}/{epoch}"),
+            HandoffKey::Progress {
+                group,
+                topic,
+                partition,
+            } => format!("progress/{group}/{topic}/{partition}"),
+        }
+    }
+
+    /// Parse a key; `None` for anything else (foreign or malformed keys are ignored by readers).
+    #[must_use]
+    pub fn parse(key: &[u8]) -> Option<Self> {
+        let key = std::str::from_utf8(key).ok()?;
+        let (kind, rest) = key.split_once('/')?;
+        match kind {
+            "lease" => {
+                let (topic, producer) = rest.rsplit_once('/')?;
+                (!topic.is_empty()).then_some(())?;
+                Some(HandoffKey::Lease {
+                    topic: topic.to_owned(),
+                    producer: ProducerId::parse(producer)?,
+                })
+            }
+            "assignment" => {
+                let (topic, epoch) = rest.rsplit_once('/')?;
+                (!topic.is_empty()).then_some(())?;
+                Some(HandoffKey::Assignment {
+                    topic: topic.to_owned(),
+                    epoch: epoch.parse().ok()?,
+                })
+            }
+            "progress" => {
+                let (rest, partition) = rest.rsplit_once('/')?;
+                let (group, topic) = rest.rsplit_once('/')?;
+                (!topic.is_empty() && !group.is_empty()).then_some(())?;
+                Some(HandoffKey::Progress {
+                    group: group.to_owned(),
+                    topic: topic.to_owned(),
+                    partition: partition.parse().ok()?,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The data topic the key is about.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        match self {
+            HandoffKey::Lease { topic, .. }
+            | HandoffKey::Assignment { topic, .. }
+            | HandoffKey::Progress { topic, .. } => topic,
+        }
+    }
+}
+
+/// One decoded handoff-topic record.
+#[derive(Clone, Debug)]
+pub enum HandoffEntry {
+    /// A lease was written (registered, renewed, barriers completed, or closed).
+    Lease(Lease),
+    /// History: the assignment of an epoch.
+    History(Arc<Assignment>),
+    /// A group's progress on a partition.
+    Progress(Progress),
+    /// A tombstone for the key.
+    Removed(HandoffKey),
+}
+
+impl HandoffEntry {
+    /// The data topic the entry is about.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        match self {
+            HandoffEntry::Lease(l) => &l.topic,
+            HandoffEntry::History(a) => a.topic(),
+            HandoffEntry::Progress(p) => &p.topic,
+            HandoffEntry::Removed(k) => k.topic(),
+        }
+    }
+}
+
+/// Decode one record. Errors (with a reason for the log) for unknown keys, malformed values and
+/// values that contradict their key: a reader skips them and keeps its state.
+pub fn decode(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> std::result::Result<HandoffEntry, String> {
+    let raw = key.ok_or("record has no key")?;
+    let key = HandoffKey::parse(raw)
+        .ok_or_else(|| format!("unknown key {:?}", String::from_utf8_lossy(raw)))?;
+    let Some(value) = value else {
+        return Ok(HandoffEntry::Removed(key));
+    };
+    match &key {
+        HandoffKey::Lease { topic, producer } => {
+            let lease: Lease = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+            if &lease.topic != topic || &lease.producer != producer {
+                return Err(format!(
+                    "lease value for {}/{} under key {}",
+                    lease.topic,
+                    lease.producer,
+                    key.encode()
+                ));
+            }
+            Ok(HandoffEntry::Lease(lease))
+        }
+        HandoffKey::Assignment { topic, epoch } => {
+            let a = Assignment::from_json(value).map_err(|e| e.to_string())?;
+            if a.topic() != topic || a.epoch() != *epoch {
+                return Err(format!(
+                    "assignment of {}/{} under key {}",
+                    a.topic(),
+                    a.epoch(),
+                    key.encode()
+                ));
+            }
+            Ok(HandoffEntry::History(Arc::new(a)))
+        }
+        HandoffKey::Progress {
+            group,
+            topic,
+            partition,
+        } => {
+            let p: Progress = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+            if &p.group != group || &p.topic != topic || p.partition != *partition {
+                return Err(format!(
+                    "progress of {}/{}/{} under key {}",
+                    p.group,
+                    p.topic,
+                    p.partition,
+                    key.encode()
+                ));
+            }
+            Ok(HandoffEntry::Progress(p))
+        }
+    }
+}
+
+/// A handoff value as JSON bytes.
+#[must_use]
+pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    // The value types are plain structs of strings, integers and maps with string keys:
+    // serialization cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use dkg_core::{AssignmentParts, BucketHash, Params};
+
+    fn id(c: char) -> ProducerId {
+        ProducerId::parse(&c.to_string().repeat(32)).unwrap()
+    }
+
+    #[test]
+    fn producer_ids_are_unique_hex() {
+        let a = ProducerId::random(7);
+        let b = ProducerId::random(7);
+        assert_ne!(a, b);
+        assert_eq!(ProducerId::parse(a.as_str()), Some(a.clone()));
+        for bad in ["", "abc", &"A".repeat(32), &"g".repeat(32), &"a".repeat(33)] {
+            assert_eq!(ProducerId::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn keys_round_trip_and_parse_from_the_right() {
+        let cases = [
+            HandoffKey::Lease {
+                topic: "orders".into(),
+                producer: id('a'),
+            },
+            HandoffKey::Assignment {
+                topic: "orders.v2".into(),
+                epoch: 42,
+            },
+            HandoffKey::Progress {
+                group: "team/app/v1".into(),
+                topic: "orders".into(),
+                partition: 11,
+            },
+        ];
+        for key in cases {
+            let encoded = key.encode();
+            assert_eq!(
+                HandoffKey::parse(encoded.as_bytes()),
+                Some(key),
+                "{encoded}"
+            );
+        }
+        for bad in [
+            "lease/orders",
+            "lease//aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "assignment/orders/x",
+            "progress/orders/3",
+            "progress//orders/3",
+            "other/x/y",
+            "",
+        ] {
+            assert_eq!(HandoffKey::parse(bad.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(HandoffKey::parse(&[0xff, b'/']), None);
+    }
+
+    fn lease(first: u64, expires: u64, closed: Option<u64>) -> Lease {
+        Lease {
+            producer: id('b'),
+            topic: "t".into(),
+            first_epoch: first,
+            lease_ms: 1000,
+            expires_at_ms: expires,
+            barrier: Some(BarrierSet {
+                epoch: 3,
+                offsets: vec![5, 6],
+            }),
+            closed_at_epoch: closed,
+        }
+    }
+
+    #[test]
+    fn lease_awaited_table() {
+        // (first_epoch, expires, closed, epoch asked, now, awaited)
+        let cases = [
+            (2, 100, None, 3, 50, true),
+            (3, 100, None, 3, 50, false),
+            (2, 100, None, 3, 100, false),
+            (0, 100, Some(4), 4, 50, true),
+            (0, 100, Some(4), 5, 50, false),
+        ];
+        for (first, expires, closed, epoch, now, want) in cases {
+            assert_eq!(
+                lease(first, expires, closed).awaited_for(epoch, now),
+                want,
+                "{first} {expires} {closed:?} {epoch} {now}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_decode_and_must_match_their_key() {
+        let l = lease(1, 99, None);
+        let key = HandoffKey::Lease {
+            topic: "t".into(),
+            producer: id('b'),
+        }
+        .encode();
+        match decode(Some(key.as_bytes()), Some(&to_json(&l))).unwrap() {
+            HandoffEntry::Lease(got) => assert_eq!(got, l),
+            other => panic!("{other:?}"),
+        }
+        let other_key = HandoffKey::Lease {
+            topic: "u".into(),
+            producer: id('b'),
+        }
+        .encode();
+        assert!(decode(Some(other_key.as_bytes()), Some(&to_json(&l))).is_err());
+        assert!(decode(Some(key.as_bytes()), Some(b"{")).is_err());
+        assert!(decode(None, Some(b"{}")).is_err());
+        assert!(matches!(
+            decode(Some(key.as_bytes()), None).unwrap(),
+            HandoffEntry::Removed(HandoffKey::Lease { .. })
+        ));
+
+        let a = Assignment::new(AssignmentParts {
+            topic: "t".into(),
+            partitions: 2,
+            epoch: 7,
+            bucket_hash: BucketHash::default(),
+            table: vec![0, 1],
+            heavy: vec![],
+            params: Params {
+                theta: 0.1,
+                epsilon: 0.05,
+                mu: 1.0,
+                window_records: 1,
+            },
+            created_at_ms: 1,
+            predicted_load: vec![0.5, 0.5],
+        })
+        .unwrap();
+        let hk = HandoffKey::Assignment {
+            topic: "t".into(),
+            epoch: 7,
+        }
+        .encode();
+        assert!(matches!(
+            decode(Some(hk.as_bytes()), Some(&a.to_json())).unwrap(),
+            HandoffEntry::History(got) if got.epoch() == 7
+        ));
+        let wrong_epoch = HandoffKey::Assignment {
+            topic: "t".into(),
+            epoch: 8,
+        }
+        .encode();
+        assert!(decode(Some(wrong_epoch.as_bytes()), Some(&a.to_json())).is_err());
+
+        let p = Progress {
+            group: "g/1".into(),
+            topic: "t".into(),
+            partition: 3,
+            drained: 4,
+            passed: [(id('c'), 4)].into_iter().collect(),
+            committed_offset: 17,
+            updated_at_ms: 5,
+        };
+        let pk = HandoffKey::Progress {
+            group: "g/1".into(),
+            topic: "t".into(),
+            partition: 3,
+        }
+        .encode();
+        match decode(Some(pk.as_bytes()), Some(&to_json(&p))).unwrap() {
+            HandoffEntry::Progress(got) => assert_eq!(got, p),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The DKG handoff protocol as a pure layer: no I/O, no async runtime, no clock.
+//!
+//! What producers, consumers and the sampler say to each other, and how each side decides, with
+//! the Kafka client left out, so the protocol can be read, tested and simulated on its own (and
+//! linked without rdkafka):
+//!
+//! - [`headers`]: the `dkg-epoch`, `dkg-barrier` and `dkg-producer` record headers and their one
+//!   decimal codec;
+//! - [`handoff`]: the handoff topic's keys and values (leases, progress, history) and their codecs;
+//! - [`book`]: the control topic's validation ([`AssignmentBook`](book::AssignmentBook),
+//!   [`RejectReason`](book::RejectReason), [`ControlUpdate`](book::ControlUpdate));
+//! - [`consumer`]: the specification of ordering-safe migration and the consumer's state machine
+//!   (core, hold, history, progress, lanes), with its deterministic simulation in the tests;
+//! - [`barrier`]: the producer side's lease and barrier schedule.
+//!
+//! # The wall
+//!
+//! This crate depends on `dkg-core` and `serde` only: it cannot name rdkafka or tokio, so the
+//! compiler refuses any I/O here. Reading the clock or sleeping is refused by clippy
+//! (`clippy.toml`: `Instant::now`, `SystemTime::now`, `thread::sleep` are disallowed; CI runs clippy
+//! with `-D warnings`). Times enter as arguments (`now: Instant` for the monotonic clock, `now_ms`
+//! for the wall clock). The Kafka glue in `dkg-partitioner` moves bytes between rdkafka and these
+//! types; `docs/architecture.md` shows the layers and where each rule lives.
+#![forbid(unsafe_code)]
+
+pub mod barrier;
+pub mod book;
+pub mod consumer;
+pub mod handoff;
+pub mod headers;
