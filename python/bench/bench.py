@@ -29,7 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from dkg_kafka import DkgProducer, Router
 

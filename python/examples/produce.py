@@ -13,7 +13,8 @@ import argparse
 import os
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from dkg_kafka import DkgProducer, kafka_partition
 
@@ -54,10 +55,10 @@ def main() -> None:
     assignment = producer.router.assignment(args.topic)
     print(f"topic {args.topic}: assignment epoch {assignment.epoch if assignment else None}")
     n = len(admin.list_topics(args.topic, timeout=10).topics[args.topic].partitions)
-    for key, partition in placed:
-        kafka = kafka_partition(key, n)
+    for placed_key, partition in placed:
+        kafka = kafka_partition(placed_key, n)
         note = "" if partition == kafka else f" (Kafka's default: {kafka})"
-        print(f"  {key.decode():12} -> partition {partition}{note}")
+        print(f"  {placed_key.decode():12} -> partition {partition}{note}")
 
 
 if __name__ == "__main__":

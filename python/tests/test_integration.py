@@ -7,7 +7,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewPartitions
 from prometheus_client import CollectorRegistry, generate_latest
 
 from dkg_kafka import Assignment, DkgProducer, Router, kafka_partition

@@ -74,8 +74,8 @@ def test_lookup_vectors() -> None:
 def _reject_document(case: dict[str, Any]) -> bytes:
     if case["document_b64"] is not None:
         return base64.b64decode(case["document_b64"])
-    size = case["generate"]["valid_document_padded_to_bytes"]
-    valid = vector_file("lookup.json")["cases"][0]["document_json"].encode()
+    size: int = case["generate"]["valid_document_padded_to_bytes"]
+    valid: bytes = vector_file("lookup.json")["cases"][0]["document_json"].encode()
     return valid + b" " * (size - len(valid))
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import _native
@@ -102,7 +102,7 @@ class Router:
         metadata = AdminClient(self._metadata_conf)
         self._consumer = consumer
         try:
-            consumer.assign([TopicPartition(self.control_topic, 0, _OFFSET_BEGINNING)])
+            consumer.assign([TopicPartition(self.control_topic, 0, OFFSET_BEGINNING)])
             self._read_to_end(consumer, time.monotonic() + self._startup_timeout)
             self._refresh_counts(metadata, self._wanted_topics())
         except BaseException:
@@ -361,9 +361,6 @@ class Router:
             )
 
         return self.wait_until(in_effect, timeout)
-
-
-_OFFSET_BEGINNING = -2  # confluent_kafka.OFFSET_BEGINNING, without its untyped import
 
 
 def _is_unknown_topic(e: KafkaException) -> bool:
