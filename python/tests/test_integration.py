@@ -310,3 +310,52 @@ def test_concurrent_produce_through_assignment_swaps(bootstrap: str, admin: Admi
             used[by_shape.index(m.partition())] += 1
     # Both assignments placed records: the swaps happened while the threads produced.
     assert used[0] > 0 and used[1] > 0, used
+
+
+def test_a_control_topic_created_later_is_followed(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = data_topic(admin, 4)
+    control = unique("dkg-test-late-control")
+    router = Router(
+        {"bootstrap.servers": bootstrap}, control_topic=control, metadata_refresh_interval=0.3
+    ).start()
+    try:
+        assert router.assignment(topic) is None
+        create_topic(admin, control, 1, {"cleanup.policy": "compact"})
+        Publisher(bootstrap, control).publish(rotated(topic, 4, epoch=1, shift=1))
+        assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    finally:
+        router.close()
+
+
+def test_keyless_and_explicit_partition_records_are_left_to_the_client(
+    bootstrap: str, admin: AdminClient, control_topic: str, publisher: Publisher
+) -> None:
+    topic = data_topic(admin, 4)
+    doc = document(topic, 4, 1, [3], [(b"hot", 1)])
+    publisher.publish(doc)
+    registry = CollectorRegistry()
+    producer = DkgProducer(
+        {"bootstrap.servers": bootstrap}, control_topic=control_topic, registry=registry
+    )
+    try:
+        assert producer.router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+        producer.produce(topic, b"explicit", key=b"hot", partition=2)
+        for i in range(40):
+            producer.produce(topic, b"keyless-%d" % i)
+        producer.produce(topic, b"keyed", key="hot")  # a str key is encoded as the client would
+        assert producer.flush(30) == 0
+        assert len(producer) == 0
+    finally:
+        producer.close()
+    by_value = {m.value(): m for m in read_all(bootstrap, topic, 4)}
+    assert by_value[b"explicit"].partition() == 2
+    assert by_value[b"keyed"].partition() == 1 and by_value[b"keyed"].key() == b"hot"
+    # Keyless records went to the client's partitioner, all delivered and none counted as routed.
+    assert all(by_value[b"keyless-%d" % i].key() is None for i in range(40))
+    routed = {
+        r: sample(registry, "dkg_producer_records_total", {"topic": topic, "route": r})
+        for r in ("heavy", "bucket", "fallback")
+    }
+    assert routed == {"heavy": 1, "bucket": 0, "fallback": 0}

@@ -87,7 +87,8 @@ class Router:
         self._closed = threading.Event()
         self._consumer: Consumer | None = None
         self._threads: list[threading.Thread] = []
-        self._adopted_at: dict[tuple[str, int], float] = {}
+        # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
+        self._adopted_at: dict[str, tuple[int, float]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -186,16 +187,18 @@ class Router:
     # -- the control topic -------------------------------------------------------------------
 
     def _apply(self, key: bytes | None, value: bytes | None) -> _native.ControlUpdate:
-        # Decoding (up to 8 MiB) releases the GIL inside Rust; the lock only guards the swap.
+        # Only this thread (or a test) applies records. Decoding (up to 8 MiB) runs outside
+        # `_lock` and without the GIL, so a produce() that needs the lock (a topic's first record)
+        # never waits for it; `_replace` reads the book's latest state under the lock.
+        update = self._book.apply(key, value)
         with self._lock:
-            update = self._book.apply(key, value)
             if update.outcome == "rejected":
                 reason = update.reason or "invalid"
                 self._rejected[reason] = self._rejected.get(reason, 0) + 1
                 self._changed.notify_all()
             elif update.outcome in ("accepted", "retracted") and update.topic is not None:
                 if update.assignment is not None:
-                    self._adopted_at[(update.topic, update.assignment.epoch)] = time.monotonic()
+                    self._adopted_at[update.topic] = (update.assignment.epoch, time.monotonic())
                 if update.topic not in self._wanted:
                     self._wanted.add(update.topic)
                     self._wake.set()
@@ -335,9 +338,11 @@ class Router:
             return out
 
     def adopted_at(self, topic: str, epoch: int) -> float | None:
-        """``time.monotonic()`` when the router adopted ``epoch`` of ``topic``, if it did."""
+        """``time.monotonic()`` when the router adopted ``epoch`` of ``topic``, if that is the
+        topic's latest adoption."""
         with self._lock:
-            return self._adopted_at.get((topic, epoch))
+            latest = self._adopted_at.get(topic)
+        return latest[1] if latest is not None and latest[0] == epoch else None
 
     def wait_until(self, predicate: Callable[[Router], bool], timeout: float) -> bool:
         """Wait until ``predicate(self)`` holds (checked after every state change); ``False`` on
