@@ -58,19 +58,32 @@ def test_follows_a_published_assignment_and_reads_it_at_start(
     assert placement.assignment == a
 
 
+def following(
+    admin: AdminClient, publisher: Publisher, router_factory: Any, partitions: int
+) -> tuple[str, Router]:
+    """A data topic, a router, and epoch 1 of an assignment for the topic in effect."""
+    topic = data_topic(admin, partitions)
+    router: Router = router_factory()
+    publisher.publish(rotated(topic, partitions, epoch=1, shift=2))
+    assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    return topic, router
+
+
+def assert_kafka_placement(router: Router, topic: str, partitions: int) -> None:
+    keys = [f"key-{i}".encode() for i in range(2000)] + [b"hot"]
+    got = [router.partition(topic, k) for k in keys]
+    assert got == [kafka_partition(k, partitions) for k in keys]
+
+
 def test_falls_back_to_kafka_placement_on_a_tombstone(
     admin: AdminClient, publisher: Publisher, router_factory: Any
 ) -> None:
-    topic = data_topic(admin, 3)
-    router = router_factory()
-    publisher.publish(rotated(topic, 3, epoch=1, shift=2))
-    assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    topic, router = following(admin, publisher, router_factory, 3)
     publisher.retract(topic)
     assert router.wait_until(
         lambda r: (p := r.placement(topic)) is not None and p.assignment is None, ADOPTION_TIMEOUT
     ), "retraction not seen"
-    keys = [f"key-{i}".encode() for i in range(2000)] + [b"hot"]
-    assert [router.partition(topic, k) for k in keys] == [kafka_partition(k, 3) for k in keys]
+    assert_kafka_placement(router, topic, 3)
     # After a retraction a lower epoch is accepted again.
     publisher.publish(rotated(topic, 3, epoch=0, shift=1))
     assert router.wait_for_epoch(topic, 0, ADOPTION_TIMEOUT)
@@ -79,10 +92,7 @@ def test_falls_back_to_kafka_placement_on_a_tombstone(
 def test_falls_back_while_the_partition_count_differs(
     admin: AdminClient, publisher: Publisher, router_factory: Any
 ) -> None:
-    topic = data_topic(admin, 3)
-    router = router_factory()
-    publisher.publish(rotated(topic, 3, epoch=1, shift=0))
-    assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    topic, router = following(admin, publisher, router_factory, 3)
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(timeout=30)
     wait_partitions(admin, topic, 5)
     assert router.wait_until(
@@ -90,8 +100,7 @@ def test_falls_back_while_the_partition_count_differs(
     ), "partition count change not seen"
     placement = router.placement(topic)
     assert placement is not None and not placement.in_effect
-    keys = [f"key-{i}".encode() for i in range(2000)] + [b"hot"]
-    assert [router.partition(topic, k) for k in keys] == [kafka_partition(k, 5) for k in keys]
+    assert_kafka_placement(router, topic, 5)
     # A document for the new count takes effect.
     publisher.publish(rotated(topic, 5, epoch=2, shift=3))
     assert router.wait_for_epoch(topic, 2, ADOPTION_TIMEOUT)
