@@ -1,0 +1,109 @@
+"""Client configurations derived from the user's producer configuration.
+
+Mirrors the Rust producer (``partitioner/src/kafka/control.rs``, ``connection_config``): the control
+topic's consumer gets the connection-level settings only (bootstrap, security, sockets, client id), so
+the same dict that configures the producer also reaches the control topic; producer-specific settings
+(``acks``, ``linger.ms``...) would be rejected or warned about by a consumer.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+_log = logging.getLogger("dkg_kafka")
+
+_EXACT = frozenset(
+    {
+        "bootstrap.servers",
+        "metadata.broker.list",
+        "security.protocol",
+        "client.rack",
+        "client.dns.lookup",
+        "log_level",
+        "log.connection.close",
+        "topic.metadata.refresh.interval.ms",
+        # confluent-kafka's Python-level hooks that authenticate or log the connection.
+        "oauth_cb",
+        "logger",
+    }
+)
+_PREFIXES = (
+    "ssl.",
+    "ssl_",
+    "sasl.",
+    "socket.",
+    "broker.",
+    "api.version",
+    "reconnect.backoff",
+    "retry.backoff",
+    "enable.ssl",
+    "enable.sasl",
+    "https.",
+)
+
+
+def connection_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection-level settings of ``conf``, with ``client.id`` suffixed ``-dkg-control``."""
+    out = {k: v for k, v in conf.items() if k in _EXACT or k.startswith(_PREFIXES)}
+    client_id = conf.get("client.id")
+    out["client.id"] = f"{client_id}-dkg-control" if client_id else "dkg-control"
+    return out
+
+
+def control_consumer_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The control topic reader's consumer: no group membership, no commits, short fetch waits.
+
+    It assigns partition 0 itself and never joins or commits; ``group.id`` is only set because
+    librdkafka's consumer needs one. ``fetch.wait.max.ms=100`` bounds the adoption latency.
+    """
+    out = connection_config(conf)
+    out.update(
+        {
+            "group.id": conf.get("group.id", "dkg-control-reader"),
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+            "isolation.level": "read_committed",
+            "allow.auto.create.topics": False,
+        }
+    )
+    return out
+
+
+def _is_true(value: Any) -> bool:
+    return str(value).strip().lower() in {"true", "1", "yes"}
+
+
+def producer_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The user's producer configuration with the wrapper's defaults where it sets nothing.
+
+    - ``enable.idempotence=true`` and ``acks=all`` (a warning when the user turns either off:
+      an assignment change is only safe for ordering when retries cannot reorder records);
+    - ``partitioner=murmur2_random``: Kafka's (Java's) placement for the keyed records the wrapper
+      leaves to the client (before a topic's partition count is known); librdkafka's own default
+      is CRC32 (``consistent_random``), which would put those keys elsewhere.
+    """
+    out = dict(conf)
+    out.setdefault("enable.idempotence", True)
+    out.setdefault("acks", "all")
+    out.setdefault("partitioner", "murmur2_random")
+    if not _is_true(out["enable.idempotence"]):
+        _warn("enable.idempotence is off: retries may reorder or duplicate a key's records")
+    if str(out["acks"]).strip().lower() not in {"all", "-1"}:
+        _warn(f"acks={out['acks']!r}: records acknowledged by the leader alone can be lost")
+    if out["partitioner"] not in {"murmur2_random", "murmur2"}:
+        _warn(
+            f"partitioner={out['partitioner']!r}: keyed records produced before a topic's "
+            "partition count is known will not land where Kafka's (Java's) default puts them"
+        )
+    return out
+
+
+def _warn(message: str) -> None:
+    _log.warning("DkgProducer: %s", message)
+    warnings.warn(f"DkgProducer: {message}", RuntimeWarning, stacklevel=4)

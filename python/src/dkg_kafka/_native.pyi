@@ -1,0 +1,135 @@
+"""Type stubs of the Rust extension ``dkg_kafka._native`` (``python/src/lib.rs``, ``book.rs``)."""
+
+from collections.abc import Iterable
+from typing import Literal, final
+
+Route = Literal["heavy", "bucket"]
+PlacementRoute = Literal["heavy", "bucket", "fallback"]
+Outcome = Literal["accepted", "unchanged", "retracted", "rejected"]
+
+REJECT_REASONS: tuple[str, ...]
+"""Every reject reason label, in the spec's order."""
+
+class AssignmentError(ValueError):
+    """An assignment document was rejected."""
+
+    reason: str
+    """The reject reason label (``oversize``, ``malformed_json``, ``unsupported_version``,
+    ``out_of_range``, ``invalid``)."""
+
+@final
+class Assignment:
+    """A validated, immutable DKG assignment and its O(1) lookup."""
+
+    @staticmethod
+    def from_json(data: bytes) -> Assignment:
+        """Decode and validate a document; ``AssignmentError`` with ``.reason`` if invalid."""
+    def to_json(self) -> bytes:
+        """The compact JSON document."""
+    def partition_for(self, key: bytes) -> int:
+        """The partition of ``key``; never raises for ``bytes``, ``TypeError`` otherwise."""
+    def route(self, key: bytes) -> tuple[int, Route]:
+        """``(partition, route)`` of ``key``."""
+    def partition_many(self, keys: Iterable[bytes]) -> list[int]:
+        """The partitions of many keys in one call."""
+    def bucket(self, key: bytes) -> int:
+        """The bucket of ``key``."""
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def buckets(self) -> int: ...
+    @property
+    def table(self) -> list[int]:
+        """Bucket -> partition."""
+    @property
+    def bucket_hash(self) -> tuple[str, int]:
+        """``(function, seed)``, e.g. ``("murmur2", 625341585)``."""
+    @property
+    def heavy(self) -> list[tuple[bytes, int, int]]:
+        """Heavy keys as ``(key, partition, weight)``."""
+    @property
+    def created_at_ms(self) -> int: ...
+    @property
+    def predicted_load(self) -> list[float]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class RouteCounters:
+    """Records routed for one topic, by route and partition (atomics)."""
+
+    def __init__(self) -> None: ...
+    def count_unplaced(self) -> None:
+        """Count one keyed record the client placed (partition count not known yet)."""
+    def routes(self) -> list[tuple[PlacementRoute, int]]:
+        """``[("heavy", n), ("bucket", n), ("fallback", n)]``."""
+    def per_partition(self) -> list[int]:
+        """Records per partition (index = partition)."""
+    @property
+    def unplaced(self) -> int: ...
+
+@final
+class Placement:
+    """A topic's partition count and current assignment; immutable, swapped whole."""
+
+    def __init__(
+        self, partitions: int, assignment: Assignment | None, counters: RouteCounters
+    ) -> None: ...
+    def place(self, key: bytes) -> int:
+        """The partition of ``key``, counted; never raises for ``bytes``."""
+    def route(self, key: bytes) -> tuple[int, PlacementRoute]:
+        """``(partition, route)`` of ``key``, not counted."""
+    def place_many(self, keys: Iterable[bytes]) -> list[int]:
+        """The partitions of many keys, not counted."""
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def assignment(self) -> Assignment | None: ...
+    @property
+    def in_effect(self) -> bool: ...
+    @property
+    def counters(self) -> RouteCounters: ...
+
+@final
+class ControlUpdate:
+    """What one control-topic record did to an :class:`AssignmentBook`."""
+
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def topic(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def detail(self) -> str | None: ...
+    @property
+    def assignment(self) -> Assignment | None: ...
+
+@final
+class AssignmentBook:
+    """The control topic's validated state (the Rust ``dkg_protocol::book::AssignmentBook``)."""
+
+    def __init__(self, max_value_bytes: int | None = None) -> None: ...
+    def apply(self, key: bytes | None, value: bytes | None) -> ControlUpdate:
+        """Apply one record; ``value=None`` is a tombstone."""
+    def get(self, topic: str) -> Assignment | None: ...
+    def topics(self) -> list[str]: ...
+    @property
+    def max_value_bytes(self) -> int: ...
+    def __len__(self) -> int: ...
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 as Java's ``Utils.murmur2`` returns it (signed 32-bit)."""
+
+def kafka_partition(key: bytes, partitions: int) -> int:
+    """Kafka's default placement: ``to_positive(murmur2(key)) % partitions``."""
+
+def fnv1a64_partitions(partitions: list[int]) -> str:
+    """FNV-1a 64 over each partition as 4 LE bytes, as 16 hex digits (``random.json``)."""
+
+def spec_random_keys(seed: int, count: int) -> list[bytes]:
+    """The first ``count`` keys of the spec's splitmix64 key stream for ``seed``."""

@@ -1,0 +1,370 @@
+"""Against the real broker: following the control topic, fallbacks, hostile documents, 10^6 records."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewPartitions
+from prometheus_client import CollectorRegistry, generate_latest
+
+from dkg_kafka import Assignment, DkgProducer, Router, kafka_partition
+
+from .conftest import (
+    Publisher,
+    create_topic,
+    document,
+    read_all,
+    rotated,
+    unique,
+    wait_partitions,
+)
+
+ADOPTION_TIMEOUT = 30.0
+
+
+def data_topic(admin: AdminClient, partitions: int) -> str:
+    return create_topic(admin, unique("dkg-test-data"), partitions)
+
+
+def sample(registry: CollectorRegistry, name: str, labels: dict[str, str]) -> float | None:
+    value = registry.get_sample_value(name, labels)
+    return None if value is None else float(value)
+
+
+def test_follows_a_published_assignment_and_reads_it_at_start(
+    admin: AdminClient, publisher: Publisher, router_factory: Any
+) -> None:
+    topic = data_topic(admin, 4)
+    router = router_factory()
+    doc = rotated(topic, 4, epoch=3, shift=1)
+    a = Assignment.from_json(doc)
+    # Before any assignment: Kafka's placement (the client's while the count is unknown).
+    assert router.partition(topic, b"hot") is None
+    assert router.wait_until(lambda r: r.placement(topic) is not None, ADOPTION_TIMEOUT)
+    assert router.partition(topic, b"hot") == kafka_partition(b"hot", 4)
+    publisher.publish(doc)
+    assert router.wait_for_epoch(topic, 3, ADOPTION_TIMEOUT), "assignment not adopted"
+    for key in (b"hot", b"k1", b"k2", b""):
+        assert router.partition(topic, key) == a.partition_for(key)
+    assert router.partition(topic, b"hot") == 2  # the heavy key's own partition
+    # A router started now has it as soon as start() returns (read to the end at start).
+    late = router_factory()
+    placement = late.placement(topic)
+    assert placement is not None and placement.in_effect
+    assert placement.assignment == a
+
+
+def following(
+    admin: AdminClient, publisher: Publisher, router_factory: Any, partitions: int
+) -> tuple[str, Router]:
+    """A data topic, a router, and epoch 1 of an assignment for the topic in effect."""
+    topic = data_topic(admin, partitions)
+    router: Router = router_factory()
+    publisher.publish(rotated(topic, partitions, epoch=1, shift=2))
+    assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    return topic, router
+
+
+def assert_kafka_placement(router: Router, topic: str, partitions: int) -> None:
+    keys = [f"key-{i}".encode() for i in range(2000)] + [b"hot"]
+    got = [router.partition(topic, k) for k in keys]
+    assert got == [kafka_partition(k, partitions) for k in keys]
+
+
+def test_falls_back_to_kafka_placement_on_a_tombstone(
+    admin: AdminClient, publisher: Publisher, router_factory: Any
+) -> None:
+    topic, router = following(admin, publisher, router_factory, 3)
+    publisher.retract(topic)
+    assert router.wait_until(
+        lambda r: (p := r.placement(topic)) is not None and p.assignment is None, ADOPTION_TIMEOUT
+    ), "retraction not seen"
+    assert_kafka_placement(router, topic, 3)
+    # After a retraction a lower epoch is accepted again.
+    publisher.publish(rotated(topic, 3, epoch=0, shift=1))
+    assert router.wait_for_epoch(topic, 0, ADOPTION_TIMEOUT)
+
+
+def test_falls_back_while_the_partition_count_differs(
+    admin: AdminClient, publisher: Publisher, router_factory: Any
+) -> None:
+    topic, router = following(admin, publisher, router_factory, 3)
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(timeout=30)
+    wait_partitions(admin, topic, 5)
+    assert router.wait_until(
+        lambda r: (p := r.placement(topic)) is not None and p.partitions == 5, ADOPTION_TIMEOUT
+    ), "partition count change not seen"
+    placement = router.placement(topic)
+    assert placement is not None and not placement.in_effect
+    assert_kafka_placement(router, topic, 5)
+    # A document for the new count takes effect.
+    publisher.publish(rotated(topic, 5, epoch=2, shift=3))
+    assert router.wait_for_epoch(topic, 2, ADOPTION_TIMEOUT)
+
+
+def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
+    bootstrap: str, admin: AdminClient, control_topic: str, publisher: Publisher
+) -> None:
+    topic = data_topic(admin, 4)
+    registry = CollectorRegistry()
+    good = rotated(topic, 4, epoch=5, shift=1)
+    publisher.publish(good)
+    producer = DkgProducer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5},
+        control_topic=control_topic,
+        registry=registry,
+        metadata_refresh_interval=0.3,
+    )
+    a = Assignment.from_json(good)
+    stop = threading.Event()
+    delivered: list[tuple[bytes, int]] = []
+    errors: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            delivered.append((msg.key(), msg.partition()))
+
+    def produce() -> None:
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, b"v", f"key-{i % 500}".encode(), on_delivery=on_delivery)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.0005)
+
+    try:
+        assert producer.router.wait_for_epoch(topic, 5, ADOPTION_TIMEOUT)
+        thread = threading.Thread(target=produce)
+        thread.start()
+        other = rotated("some-other-topic", 4, epoch=9, shift=0)
+        hostile: list[tuple[bytes | None, bytes, str]] = [
+            (topic.encode(), b"{not json", "malformed_json"),
+            (topic.encode(), good.replace(b'"version":1', b'"version":2'), "unsupported_version"),
+            (topic.encode(), good.replace(b'"table":[1,', b'"table":[7,'), "out_of_range"),
+            (topic.encode(), good.replace(b'"buckets":64', b'"buckets":65'), "invalid"),
+            (topic.encode(), other, "topic_mismatch"),
+            (topic.encode(), rotated(topic, 4, epoch=4, shift=2), "stale_epoch"),
+            (topic.encode(), rotated(topic, 4, epoch=5, shift=2), "epoch_conflict"),
+            # (A keyless record cannot reach a compacted topic: the broker refuses it.)
+            (b"\xff\xfe", good, "bad_key"),
+        ]
+        for key, value, _ in hostile:
+            publisher.send(key, value)
+        want = Counter(reason for _, _, reason in hostile)
+        assert producer.router.wait_until(
+            lambda r: all(r.rejected()[k] >= n for k, n in want.items()), ADOPTION_TIMEOUT
+        ), f"rejections not all counted: {producer.router.rejected()}"
+        time.sleep(0.2)
+        stop.set()
+        thread.join()
+        assert producer.flush(30) == 0
+    finally:
+        stop.set()
+        producer.close()
+    assert producer.router.rejected() == {**dict.fromkeys(producer.router.rejected(), 0), **want}
+    current = producer.router.assignment(topic)
+    assert current is not None and current.epoch == 5
+    assert errors == []
+    assert len(delivered) > 50
+    assert all(p == a.partition_for(k) for k, p in delivered)
+    for reason, n in want.items():
+        assert sample(registry, "dkg_producer_assignments_rejected_total", {"reason": reason}) == n
+    assert sample(registry, "dkg_producer_epoch", {"topic": topic}) == 5
+    assert sample(registry, "dkg_producer_assignment_in_effect", {"topic": topic}) == 1
+    age = sample(registry, "dkg_producer_assignment_age_seconds", {"topic": topic})
+    assert age is not None and 0 <= age < 600
+    routed = sum(
+        sample(registry, "dkg_producer_records_total", {"topic": topic, "route": r}) or 0
+        for r in ("heavy", "bucket", "fallback")
+    )
+    per_partition = sum(
+        sample(registry, "dkg_producer_partition_records_total", {"topic": topic, "partition": str(p)})
+        or 0
+        for p in range(4)
+    )
+    assert routed == per_partition == len(delivered)
+    text = generate_latest(registry).decode()
+    for name in (
+        "dkg_producer_records_total",
+        "dkg_producer_partition_records_total",
+        "dkg_producer_epoch",
+        "dkg_producer_assignment_in_effect",
+        "dkg_producer_assignment_age_seconds",
+        "dkg_producer_assignments_rejected_total",
+    ):
+        assert f"\n{name}{{" in text, name
+
+
+def produce_all(producer: DkgProducer, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
+def test_a_million_records_land_where_their_epochs_assignment_puts_them(
+    bootstrap: str, admin: AdminClient, control_topic: str, publisher: Publisher
+) -> None:
+    partitions = 8
+    topic = data_topic(admin, partitions)
+    heavy = [(f"hot-{i}".encode(), i % partitions) for i in range(4)]
+    docs = [
+        document(topic, partitions, 1, [b % partitions for b in range(257)], heavy),
+        document(
+            topic,
+            partitions,
+            2,
+            [(b * 3 + 1) % partitions for b in range(300)],
+            [(k, (p + 5) % partitions) for k, p in heavy],
+        ),
+    ]
+    assignments = [Assignment.from_json(d) for d in docs]
+    publisher.publish(docs[0])
+    errors: list[Any] = []
+    producer = DkgProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "lz4",
+            "error_cb": errors.append,
+        },
+        control_topic=control_topic,
+    )
+    half = 500_000
+    try:
+        assert producer.router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+        for phase in (1, 2):
+            # A skewed stream: 4 hot keys carry 40% of it.
+            records = [
+                (
+                    heavy[i % 4][0] if i % 10 < 4 else f"user-{(i * 7919) % 50_000}".encode(),
+                    b"%d:%d" % (phase, i),
+                )
+                for i in range(half)
+            ]
+            produce_all(producer, topic, records)
+            del records
+            if phase == 1:
+                publisher.publish(docs[1])
+                assert producer.router.wait_for_epoch(topic, 2, ADOPTION_TIMEOUT)
+    finally:
+        producer.close()
+    assert errors == []
+    messages = read_all(bootstrap, topic, partitions)
+    assert len(messages) == 2 * half
+    seen: set[bytes] = set()
+    wrong = 0
+    for msg in messages:
+        value = msg.value()
+        seen.add(value)
+        phase = value[0] - ord("0")
+        if msg.partition() != assignments[phase - 1].partition_for(msg.key()):
+            wrong += 1
+    assert wrong == 0
+    assert len(seen) == 2 * half, "records lost or duplicated"
+
+
+def test_concurrent_produce_through_assignment_swaps(bootstrap: str, admin: AdminClient) -> None:
+    """Four threads produce through one DkgProducer while assignments swap under them: every record
+    lands on the partition of an assignment that was in force, and none is lost."""
+    topic = data_topic(admin, 6)
+    router = Router({"bootstrap.servers": bootstrap})
+    router._set_partition_count(topic, 6)
+    docs = [rotated(topic, 6, epoch, shift=epoch % 2) for epoch in range(1, 200)]
+    shapes = [Assignment.from_json(docs[0]), Assignment.from_json(docs[1])]
+    producer = DkgProducer({"bootstrap.servers": bootstrap, "linger.ms": 5}, router=router)
+    per_thread = 20_000
+    keys = [f"key-{i}".encode() for i in range(300)] + [b"hot"]
+
+    def produce(t: int) -> None:
+        for i in range(per_thread):
+            while True:
+                try:
+                    producer.produce(topic, b"%d:%d" % (t, i), keys[(i * 31 + t) % len(keys)])
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+
+    assert router._apply(topic.encode(), docs[0]).outcome == "accepted"
+    threads = [threading.Thread(target=produce, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for doc in docs[1:]:
+        assert router._apply(topic.encode(), doc).outcome == "accepted"
+        time.sleep(0.002)  # spread the swaps over the production
+    for t in threads:
+        t.join()
+    assert producer.close() == 0
+    messages = read_all(bootstrap, topic, 6)
+    assert len(messages) == 4 * per_thread
+    assert len({m.value() for m in messages}) == 4 * per_thread
+    used: Counter[int] = Counter()
+    for m in messages:
+        key = m.key()
+        by_shape = [s.partition_for(key) for s in shapes]
+        assert m.partition() in by_shape, key
+        if by_shape[0] != by_shape[1]:
+            used[by_shape.index(m.partition())] += 1
+    # Both assignments placed records: the swaps happened while the threads produced.
+    assert used[0] > 0 and used[1] > 0, used
+
+
+def test_a_control_topic_created_later_is_followed(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = data_topic(admin, 4)
+    control = unique("dkg-test-late-control")
+    router = Router(
+        {"bootstrap.servers": bootstrap}, control_topic=control, metadata_refresh_interval=0.3
+    ).start()
+    try:
+        assert router.assignment(topic) is None
+        create_topic(admin, control, 1, {"cleanup.policy": "compact"})
+        Publisher(bootstrap, control).publish(rotated(topic, 4, epoch=1, shift=1))
+        assert router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+    finally:
+        router.close()
+
+
+def test_keyless_and_explicit_partition_records_are_left_to_the_client(
+    bootstrap: str, admin: AdminClient, control_topic: str, publisher: Publisher
+) -> None:
+    topic = data_topic(admin, 4)
+    doc = document(topic, 4, 1, [3], [(b"hot", 1)])
+    publisher.publish(doc)
+    registry = CollectorRegistry()
+    producer = DkgProducer(
+        {"bootstrap.servers": bootstrap}, control_topic=control_topic, registry=registry
+    )
+    try:
+        assert producer.router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+        producer.produce(topic, b"explicit", key=b"hot", partition=2)
+        for i in range(40):
+            producer.produce(topic, b"keyless-%d" % i)
+        producer.produce(topic, b"keyed", key="hot")  # a str key is encoded as the client would
+        assert producer.flush(30) == 0
+        assert len(producer) == 0
+    finally:
+        producer.close()
+    by_value = {m.value(): m for m in read_all(bootstrap, topic, 4)}
+    assert by_value[b"explicit"].partition() == 2
+    assert by_value[b"keyed"].partition() == 1 and by_value[b"keyed"].key() == b"hot"
+    # Keyless records went to the client's partitioner, all delivered and none counted as routed.
+    assert all(by_value[b"keyless-%d" % i].key() is None for i in range(40))
+    routed = {
+        r: sample(registry, "dkg_producer_records_total", {"topic": topic, "route": r})
+        for r in ("heavy", "bucket", "fallback")
+    }
+    assert routed == {"heavy": 1, "bucket": 0, "fallback": 0}

@@ -1,0 +1,113 @@
+"""Router and DkgProducer logic without the network: configuration, swaps under concurrency."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+
+import dkg_kafka
+from dkg_kafka import Assignment, Router
+from dkg_kafka._config import connection_config, control_consumer_config, producer_config
+
+from .conftest import rotated
+
+
+def test_connection_config_keeps_only_connection_settings() -> None:
+    conf = {
+        "bootstrap.servers": "b:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "ssl.ca.location": "/ca",
+        "acks": "1",
+        "linger.ms": 20,
+        "client.id": "app",
+    }
+    out = connection_config(conf)
+    assert out == {
+        "bootstrap.servers": "b:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "ssl.ca.location": "/ca",
+        "client.id": "app-dkg-control",
+    }
+    consumer = control_consumer_config({"bootstrap.servers": "b:1"})
+    assert consumer["client.id"] == "dkg-control"
+    assert consumer["enable.auto.commit"] is False
+    assert consumer["fetch.wait.max.ms"] == 100
+
+
+def test_producer_defaults_apply_only_where_unset_and_weakening_warns() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = producer_config({"bootstrap.servers": "b:1", "linger.ms": 5})
+    assert out["enable.idempotence"] is True
+    assert out["acks"] == "all"
+    assert out["partitioner"] == "murmur2_random"
+    assert out["linger.ms"] == 5
+    for weaker, match in (
+        ({"enable.idempotence": False}, "enable.idempotence"),
+        ({"acks": "1"}, "acks"),
+        ({"partitioner": "consistent_random"}, "partitioner"),
+    ):
+        with pytest.warns(RuntimeWarning, match=match):
+            kept = producer_config({"bootstrap.servers": "b:1", **weaker})
+        for k, v in weaker.items():
+            assert kept[k] == v
+
+
+def test_unknown_partition_count_leaves_the_record_to_the_client_and_counts_it() -> None:
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    assert router.partition("t", b"k") is None
+    assert router.counters()["t"].unplaced == 1
+    router._set_partition_count("t", 5)
+    assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 5)
+    assert dict(router.counters()["t"].routes())["fallback"] == 2
+
+
+def test_assignment_swaps_under_concurrent_lookups_are_consistent() -> None:
+    """Threads place keys while another thread adopts epochs alternating between two tables and
+    retractions: every partition must be the one of the assignment in force at some point (never a
+    mix, never out of range), and every record is counted once."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    router._set_partition_count("t", 6)
+    docs = [rotated("t", 6, epoch, shift=epoch % 2) for epoch in range(1, 400)]
+    shapes = [Assignment.from_json(docs[0]), Assignment.from_json(docs[1])]
+    keys = [f"key-{i}".encode() for i in range(500)] + [b"hot"]
+    allowed = {
+        k: {shapes[0].partition_for(k), shapes[1].partition_for(k), dkg_kafka.kafka_partition(k, 6)}
+        for k in keys
+    }
+    stop = threading.Event()
+    bad: list[tuple[bytes, int | None]] = []
+    done = [0] * 4
+
+    def produce(i: int) -> None:
+        n = 0
+        while not stop.is_set():
+            for k in keys:
+                p = router.partition("t", k)
+                if p not in allowed[k]:
+                    bad.append((k, p))
+            n += len(keys)
+        done[i] = n
+
+    threads = [threading.Thread(target=produce, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for epoch, doc in enumerate(docs, start=1):
+        assert router._apply(b"t", doc).outcome == "accepted"
+        if epoch % 50 == 0:
+            assert router._apply(b"t", None).outcome == "retracted"
+    stop.set()
+    for t in threads:
+        t.join()
+    assert bad == []
+    assert sum(done) > 0
+    counters = router.counters()["t"]
+    assert sum(n for _, n in counters.routes()) == sum(done)
+    assert sum(counters.per_partition()) == sum(done)
+    placement = router.placement("t")
+    assert placement is not None and placement.assignment is not None
+    assert placement.assignment.epoch == len(docs)
