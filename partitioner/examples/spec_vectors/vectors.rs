@@ -1151,6 +1151,7 @@ fn control_file() -> String {
         }
         doc_json(&assignment(parts))
     };
+    let longest = "t".repeat(MAX_TOPIC_LEN);
     let cases = vec![
         control_case(
             "epoch_increases",
@@ -1335,6 +1336,16 @@ fn control_file() -> String {
                 ("unchanged", Some(0)),
                 ("accepted", Some(1)),
             ],
+        ),
+        control_case(
+            "legal_topic_names",
+            "The longest legal topic name (249 characters) and one using every allowed \
+             punctuation character are accepted; documents match their key byte for byte.",
+            vec![
+                put(&longest, control_doc(&longest, 1, &[0, 1, 2])),
+                put("a.B_c-9", control_doc("a.B_c-9", 3, &[0, 1, 2])),
+            ],
+            &[("accepted", Some(1)), ("accepted", Some(3))],
         ),
         control_case(
             "two_topics_interleaved",
