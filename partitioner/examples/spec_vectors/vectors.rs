@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_partitioner::assignment::{MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN};
+use dkg_partitioner::assignment::{
+    MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
+};
 use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate};
 use dkg_partitioner::{
     Assignment, AssignmentParts, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED,
@@ -548,6 +550,18 @@ fn lookup_file() -> String {
         &keys,
     ));
 
+    let heavy = text_keys("full-", 0..MAX_HEAVY_KEYS_PER_BUCKET as u32);
+    let mut keys = with_misses(&heavy);
+    keys.extend(text_keys("full-", 16..40));
+    cases.push(lookup_case(
+        "full_bucket",
+        "4 partitions, a single bucket holding 16 heavy keys, the most a bucket may hold (spec 4.4 \
+         step 18): each heavy key on its partition, near misses and light keys on the bucket's.",
+        doc_json(&document(4, 1, DEFAULT_BUCKET_SEED, &heavy, 11)),
+        4,
+        &keys,
+    ));
+
     let heavy = vec![b"hot".to_vec(), b"user-42".to_vec()];
     let mut keys = heavy.clone();
     keys.extend(text_keys("user-", 0..30));
@@ -969,7 +983,28 @@ fn reject_cases() -> Vec<Reject> {
         reject("params_theta_negative", I, "params.theta -0.01.", edit(r#""theta":0.01"#, r#""theta":-0.01"#)),
         reject("params_epsilon_negative", I, "params.epsilon -0.005.", edit(r#""epsilon":0.005"#, r#""epsilon":-0.005"#)),
         reject("params_mu_negative", I, "params.mu -4.", edit(r#""mu":4.0"#, r#""mu":-4"#)),
+        reject("heavy_keys_17_in_one_bucket", I, "17 heavy keys in one bucket (the limit is 16): keys that collide in the bucket hash cannot make a lookup scan long.", crowded_bucket(MAX_HEAVY_KEYS_PER_BUCKET + 1)),
     ]
+}
+
+/// `BASE_DOCUMENT` with its heavy list replaced by `n` keys that all fall in bucket 0 of its 4
+/// buckets (seed 625341585), each on partition 1.
+fn crowded_bucket(n: usize) -> Vec<u8> {
+    let entries: Vec<String> = (0_u32..)
+        .map(|i| format!("crowd-{i}").into_bytes())
+        .filter(|k| BucketHash::default().bucket(k, 4) == 0)
+        .take(n)
+        .map(|k| {
+            format!(
+                r#"{{"key_b64":"{}","partition":1,"weight":10}}"#,
+                B64.encode(k)
+            )
+        })
+        .collect();
+    edit(
+        r#"[{"key_b64":"aG90","partition":1,"weight":1200}]"#,
+        &format!("[{}]", entries.join(",")),
+    )
 }
 
 fn reject_file() -> String {
@@ -1454,6 +1489,15 @@ fn random_document(index: u64) -> (u64, Assignment, u32) {
     let table: Vec<u32> = (0..buckets)
         .map(|_| rng.below(partitions.into()) as u32)
         .collect();
+    // A document holds at most MAX_HEAVY_KEYS_PER_BUCKET heavy keys per bucket (spec 4.4): the
+    // crowded cases keep the first that many of each bucket.
+    let bucket_hash = BucketHash::Murmur2 { seed: bucket_seed };
+    let mut per_bucket = vec![0_usize; buckets as usize];
+    heavy_keys.retain(|key| {
+        let n = &mut per_bucket[bucket_hash.bucket(key, buckets) as usize];
+        *n += 1;
+        *n <= MAX_HEAVY_KEYS_PER_BUCKET
+    });
     let heavy = heavy_keys
         .into_iter()
         .map(|key| HeavyKey {
@@ -1466,7 +1510,7 @@ fn random_document(index: u64) -> (u64, Assignment, u32) {
         topic: format!("random-{index}"),
         partitions,
         epoch: 1 + rng.below(1_000),
-        bucket_hash: BucketHash::Murmur2 { seed: bucket_seed },
+        bucket_hash,
         table,
         heavy,
         params: params(),
