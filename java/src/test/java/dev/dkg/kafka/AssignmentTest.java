@@ -281,6 +281,16 @@ class AssignmentTest {
                 .getBytes(StandardCharsets.ISO_8859_1);
         e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(bad2));
         assertEquals(RejectReason.UNSUPPORTED_VERSION, e.reason());
+        // Member names are always read as strings, skipped or not (checked against the Rust decoder).
+        byte[] badKey = "{\"format\":\"dkg.assignment\",\"version\":2,\"tXpic\":\"x\"}"
+                .getBytes(StandardCharsets.ISO_8859_1);
+        badKey[indexOf(badKey, (byte) 'X')] = (byte) 0xff;
+        e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(badKey));
+        assertEquals(RejectReason.MALFORMED_JSON, e.reason());
+        // A lone surrogate escape in a skipped value is not checked either.
+        e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(
+                Docs.utf8("{\"format\":\"dkg.assignment\",\"version\":2,\"x\":\"\\ud800\"}")));
+        assertEquals(RejectReason.UNSUPPORTED_VERSION, e.reason());
     }
 
     @Test
