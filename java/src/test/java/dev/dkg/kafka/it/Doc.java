@@ -18,7 +18,7 @@ import org.apache.kafka.common.utils.Utils;
  * writes it) built by the tests from a bucket table and heavy keys, and the placement it names computed
  * independently of the plug-in.
  *
- * <p>The bucket hash is murmur2 with a seed the document names. The tests' documents default to Kafka's own seed
+ * <p>The bucket hash is murmur2 with a seed the document names. These documents name Kafka's own seed
  * ({@code 0x9747b28c}), so the bucket of a key is {@code toPositive(Utils.murmur2(key)) % buckets} with Kafka's
  * {@link Utils#murmur2}: an expectation that shares no code with the plug-in. Their tables are shuffled, so the
  * placement differs from Kafka's {@code % partitions}.
@@ -35,21 +35,20 @@ public final class Doc {
     private final long epoch;
     private final int[] table;
     private final List<Heavy> heavy;
-    private final long seed;
+    private final long createdAtMs;
 
-    /** A document for {@code topic} with Kafka's murmur2 seed as the bucket seed. */
+    /** A document for {@code topic} with Kafka's murmur2 seed as the bucket seed, created now. */
     public Doc(String topic, int partitions, long epoch, int[] table, List<Heavy> heavy) {
-        this(topic, partitions, epoch, table, heavy, KAFKA_SEED);
+        this(topic, partitions, epoch, table, heavy, System.currentTimeMillis());
     }
 
-    /** A document with an explicit bucket seed. */
-    public Doc(String topic, int partitions, long epoch, int[] table, List<Heavy> heavy, long seed) {
+    private Doc(String topic, int partitions, long epoch, int[] table, List<Heavy> heavy, long createdAtMs) {
         this.topic = topic;
         this.partitions = partitions;
         this.epoch = epoch;
         this.table = table.clone();
         this.heavy = List.copyOf(heavy);
-        this.seed = seed;
+        this.createdAtMs = createdAtMs;
     }
 
     /**
@@ -86,12 +85,12 @@ public final class Doc {
 
     /** The same document under another epoch. */
     public Doc withEpoch(long newEpoch) {
-        return new Doc(topic, partitions, newEpoch, table, heavy, seed);
+        return new Doc(topic, partitions, newEpoch, table, heavy, createdAtMs);
     }
 
     /** The same document for another topic name (the {@code topic} field). */
     public Doc withTopic(String newTopic) {
-        return new Doc(newTopic, partitions, epoch, table, heavy, seed);
+        return new Doc(newTopic, partitions, epoch, table, heavy, createdAtMs);
     }
 
     /**
@@ -153,10 +152,10 @@ public final class Doc {
             load.add(Double.toString(1.0 / partitions));
         }
         return "{\"format\":\"dkg.assignment\",\"version\":1,\"topic\":\"" + topic + "\",\"partitions\":"
-                + partitions + ",\"epoch\":" + epoch + ",\"bucket_hash\":{\"function\":\"murmur2\",\"seed\":" + seed
-                + "},\"buckets\":" + table.length + ",\"table\":" + tableJson + ",\"heavy\":" + heavyJson
+                + partitions + ",\"epoch\":" + epoch + ",\"bucket_hash\":{\"function\":\"murmur2\",\"seed\":"
+                + KAFKA_SEED + "},\"buckets\":" + table.length + ",\"table\":" + tableJson + ",\"heavy\":" + heavyJson
                 + ",\"params\":{\"theta\":0.01,\"epsilon\":0.005,\"mu\":4.0,\"window_records\":100000}"
-                + ",\"created_at_ms\":" + System.currentTimeMillis() + ",\"predicted_load\":" + load + "}";
+                + ",\"created_at_ms\":" + createdAtMs + ",\"predicted_load\":" + load + "}";
     }
 
     /** The document's bytes (UTF-8 JSON). */
@@ -165,13 +164,10 @@ public final class Doc {
     }
 
     /**
-     * Where the document places {@code key}, computed with Kafka's {@link Utils#murmur2} (only for documents with
-     * {@link #KAFKA_SEED}): its heavy partition if the key is heavy, else its bucket's partition.
+     * Where the document places {@code key}, computed with Kafka's {@link Utils#murmur2}: its heavy partition if the
+     * key is heavy, else its bucket's partition.
      */
     public int expectedPartition(byte[] key) {
-        if (seed != KAFKA_SEED) {
-            throw new IllegalStateException("independent expectation needs the Kafka seed, this document has " + seed);
-        }
         for (Heavy h : heavy) {
             if (Arrays.equals(h.key(), key)) {
                 return h.partition();

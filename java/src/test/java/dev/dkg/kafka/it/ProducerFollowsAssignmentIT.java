@@ -82,6 +82,9 @@ class ProducerFollowsAssignmentIT {
                 expected.put("during-" + i, during.get(i));
             }
             assertEquals(hotPartition, during.get(keys.size() - 1), "the heavy key");
+            assertEquals(keys.size(), Plugin.records(producer.metrics(), topic, "fallback"), "fallback before");
+            assertEquals(1, Plugin.records(producer.metrics(), topic, "heavy"), "heavy route");
+            assertEquals(keys.size() - 1, Plugin.records(producer.metrics(), topic, "bucket"), "bucket route");
             // A shuffled table moves about 5/6 of the keys; far fewer would mean the table was not used.
             assertTrue(differs > keys.size() / 2, differs + " of " + keys.size() + " keys moved");
 
