@@ -19,7 +19,8 @@ import java.util.Base64;
  * ({@code invalid}), heavy-key base64 ({@code invalid}), then the invariants of {@code Assignment::new}: topic name,
  * partition count ({@code invalid} if 0, {@code oversize} over {@link #MAX_PARTITIONS}), bucket count, table and
  * heavy partitions in range ({@code out_of_range}), heavy-key count and sizes ({@code oversize}), predicted load,
- * parameters, duplicate heavy keys ({@code invalid}).
+ * parameters, then bucket by bucket at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} heavy keys and no duplicate
+ * ({@code invalid}).
  */
 public final class Assignment {
     /** The {@code format} field of every assignment document. */
@@ -34,6 +35,11 @@ public final class Assignment {
     public static final int MAX_BUCKETS = 1 << 22;
     /** Largest number of heavy keys accepted. */
     public static final int MAX_HEAVY_KEYS = 1_000_000;
+    /**
+     * Most heavy keys one bucket may hold (spec 4.4 step 18): a bucket's heavy keys are matched by a scan, which
+     * keys chosen to collide in murmur2 must not make long.
+     */
+    public static final int MAX_HEAVY_KEYS_PER_BUCKET = 16;
     /** Longest heavy key accepted, in bytes. */
     public static final int MAX_KEY_BYTES = 64 * 1024;
     /** Largest total size of all heavy keys, in bytes. */
@@ -56,11 +62,13 @@ public final class Assignment {
     private final long createdAtMs;
     private final double[] predictedLoad;
 
-    // The heavy-key index: open addressing over the keys' bucket hashes, linear probing, at most half full.
-    // slotRef holds heavy index + 1 (0 = empty); a match needs the same 32-bit hash and the same bytes.
-    private final int[] slotHash;
-    private final int[] slotRef;
-    private final int slotShift;
+    // The heavy-key index: the heavy keys grouped by bucket, bucket b's at [bucketStart[b], bucketStart[b + 1]) of
+    // sortedHash / sortedRef (heavy index), at most MAX_HEAVY_KEYS_PER_BUCKET of them; a match needs the same
+    // 32-bit hash and the same bytes. O(1) to find a bucket's keys and a bounded scan to match, whatever the keys.
+    // bucketStart is null without heavy keys.
+    private final int[] bucketStart;
+    private final int[] sortedHash;
+    private final int[] sortedRef;
 
     private Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
         validateTopic(d.topic);
@@ -136,27 +144,49 @@ public final class Assignment {
         this.createdAtMs = d.createdAtMs;
         this.predictedLoad = load;
 
-        int bits = 1;
-        while ((1 << bits) < 2 * keys.length) {
-            bits++;
+        int buckets = table.length;
+        int n = keys.length;
+        this.sortedHash = new int[n];
+        this.sortedRef = new int[n];
+        if (n == 0) {
+            this.bucketStart = null;
+            return;
         }
-        this.slotShift = 32 - bits;
-        this.slotHash = new int[1 << bits];
-        this.slotRef = new int[1 << bits];
-        int mask = (1 << bits) - 1;
-        for (int i = 0; i < keys.length; i++) {
-            int h = Murmur2.hash(keys[i], seed);
-            int at = home(h);
-            while (slotRef[at] != 0) {
-                if (slotHash[at] == h && Arrays.equals(keys[slotRef[at] - 1], keys[i])) {
-                    throw invalid("heavy key listed twice (base64 " + display(Base64.getEncoder().encodeToString(keys[i]))
-                            + ")");
-                }
-                at = (at + 1) & mask;
+        int[] hashes = new int[n];
+        int[] bucketOf = new int[n];
+        int[] start = new int[buckets + 1];
+        for (int i = 0; i < n; i++) {
+            hashes[i] = Murmur2.hash(keys[i], seed);
+            bucketOf[i] = Murmur2.toPositive(hashes[i]) % buckets;
+            start[bucketOf[i] + 1]++;
+        }
+        for (int b = 0; b < buckets; b++) {
+            start[b + 1] += start[b];
+        }
+        int[] next = Arrays.copyOf(start, buckets);
+        for (int i = 0; i < n; i++) {
+            int at = next[bucketOf[i]]++;
+            sortedHash[at] = hashes[i];
+            sortedRef[at] = i;
+        }
+        // Bucket by bucket, as the Rust decoder: the bound, then duplicates (equal keys share a bucket).
+        for (int b = 0; b < buckets; b++) {
+            int from = start[b];
+            int to = start[b + 1];
+            if (to - from > MAX_HEAVY_KEYS_PER_BUCKET) {
+                throw invalid("bucket " + b + " holds " + (to - from) + " heavy keys, at most "
+                        + MAX_HEAVY_KEYS_PER_BUCKET + " are allowed");
             }
-            slotHash[at] = h;
-            slotRef[at] = i + 1;
+            for (int x = from + 1; x < to; x++) {
+                for (int y = from; y < x; y++) {
+                    if (sortedHash[x] == sortedHash[y] && Arrays.equals(keys[sortedRef[x]], keys[sortedRef[y]])) {
+                        throw invalid("heavy key listed twice (base64 "
+                                + display(Base64.getEncoder().encodeToString(keys[sortedRef[x]])) + ")");
+                    }
+                }
+            }
         }
+        this.bucketStart = start;
     }
 
     /**
@@ -233,24 +263,17 @@ public final class Assignment {
     /** The partition, as {@code p} for the bucket route and {@code -1 - p} for a heavy key (one hash, no allocation). */
     int lookup(byte[] key) {
         int h = Murmur2.hash(key, seed);
-        if (heavyKeys.length != 0) {
-            int mask = slotRef.length - 1;
-            for (int at = home(h); ; at = (at + 1) & mask) {
-                int ref = slotRef[at];
-                if (ref == 0) {
-                    break;
-                }
-                if (slotHash[at] == h && Arrays.equals(heavyKeys[ref - 1], key)) {
-                    return -1 - heavyPartitions[ref - 1];
+        int b = Murmur2.toPositive(h) % table.length;
+        int[] start = bucketStart;
+        if (start != null) {
+            for (int at = start[b], end = start[b + 1]; at < end; at++) {
+                int ref = sortedRef[at];
+                if (sortedHash[at] == h && Arrays.equals(heavyKeys[ref], key)) {
+                    return -1 - heavyPartitions[ref];
                 }
             }
         }
-        return table[Murmur2.toPositive(h) % table.length];
-    }
-
-    /** Fibonacci hashing (Knuth, TAOCP 3, 6.4): the top bits of {@code h * 2^32 / phi}. */
-    private int home(int h) {
-        return (h * 0x9E3779B9) >>> slotShift;
+        return table[b];
     }
 
     // ------------------------------------------------------------------------------------------------------------
