@@ -204,24 +204,12 @@ fn spawn_samplers(
 ) -> anyhow::Result<()> {
     let interval = args.interval_secs.to_string();
     for (side, dry) in [(dkg, false), (hash, true)] {
-        let mut a = vec![
-            "run",
-            "--bootstrap-servers",
-            &args.bootstrap_servers,
-            "--topic",
-            &side.topic,
-            "--control-topic",
-            &args.control_topic,
-            "--interval-secs",
-            &interval,
-        ]
-        .into_iter()
-        .map(str::to_string)
-        .collect::<Vec<_>>();
-        a.extend(["--metrics-addr".to_string(), side.metrics.to_string()]);
+        let metrics = side.metrics.to_string();
+        let mut rest = vec!["--interval-secs", &interval, "--metrics-addr", &metrics];
         if dry {
-            a.push("--dry-run".into());
+            rest.push("--dry-run");
         }
+        let a = command_line("run", args, side, &rest);
         children.spawn(exe, &format!("sampler-{}", side_name(side)), &a, log_dir)?;
     }
     Ok(())
@@ -243,32 +231,33 @@ fn spawn_loadgens(
         args.rate.to_string(),
     );
     for (side, plain) in [(dkg, false), (hash, true)] {
-        let mut a: Vec<String> = [
-            "loadgen",
-            "--bootstrap-servers",
-            &args.bootstrap_servers,
-            "--topic",
-            &side.topic,
-            "--control-topic",
-            &args.control_topic,
-            "--alpha",
-            &alpha,
-            "--keys",
-            &keys,
-            "--count",
-            &count,
-            "--rate",
-            &rate,
-        ]
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+        let mut rest = vec![
+            "--alpha", &alpha, "--keys", &keys, "--count", &count, "--rate", &rate,
+        ];
         if plain {
-            a.push("--plain".into());
+            rest.push("--plain");
         }
+        let a = command_line("loadgen", args, side, &rest);
         children.spawn(exe, &format!("loadgen-{}", side_name(side)), &a, log_dir)?;
     }
     Ok(())
+}
+
+/// `SUBCOMMAND --bootstrap-servers B --topic T --control-topic C REST...` for one side.
+fn command_line(subcommand: &str, args: &Args, side: &Side, rest: &[&str]) -> Vec<String> {
+    [
+        subcommand,
+        "--bootstrap-servers",
+        &args.bootstrap_servers,
+        "--topic",
+        &side.topic,
+        "--control-topic",
+        &args.control_topic,
+    ]
+    .iter()
+    .chain(rest)
+    .map(|s| (*s).to_owned())
+    .collect()
 }
 
 fn side_name(side: &Side) -> &'static str {
