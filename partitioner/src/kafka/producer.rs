@@ -1,49 +1,5 @@
-//! [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
-//!
-//! ```text
-//! - let producer: FutureProducer = config.create()?;
-//! + let producer = DkgProducer::builder(config).build().await?;
-//! ```
-//!
-//! `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
-//! signatures. For every record that has a key and no explicit partition the wrapper sets the
-//! partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
-//! [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
-//! of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
-//! Keyless records and records with an explicit partition pass through untouched.
-//!
-//! # Ordering across epoch switches
-//!
-//! With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
-//! consumer-side rebalancer's protocol (see [`crate::kafka::consumer`] and
-//! [`crate::kafka::ordering`]): a lease on the handoff topic, and after each epoch switch one
-//! barrier record per partition of each topic it writes (null key and value, headers
-//! `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
-//! [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
-//! `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
-//! producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
-//!
-//! # Cost
-//!
-//! Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
-//! plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
-//! header per record and frees them after delivery, which costs about as much client CPU as the
-//! rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
-//! `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
-//! per send, no lock, no wait).
-//!
-//! # Configuration defaults
-//!
-//! The user's `ClientConfig` is passed to librdkafka as is, plus these defaults where the user did
-//! not set the property (see [`producer_config`]):
-//!
-//! - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
-//!   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
-//!   left off (librdkafka refuses the combination) and a warning is logged; an explicit
-//!   `enable.idempotence=false` is respected with a warning.
-//! - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
-//!   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
-//!   own fallback computes the same function, so placement never depends on that race.
+//! The producer wrapper: [`DkgProducer`] (its docs: the one-line change, ordering, cost, defaults),
+//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::kafka::DkgProducer`.
 
 use std::fmt;
 use std::time::Duration;
@@ -135,6 +91,53 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
     config
 }
 
+/// [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
+///
+/// ```text
+/// - let producer: FutureProducer = config.create()?;
+/// + let producer = DkgProducer::builder(config).build().await?;
+/// ```
+///
+/// `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
+/// signatures. For every record that has a key and no explicit partition the wrapper sets the
+/// partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
+/// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
+/// of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
+/// Keyless records and records with an explicit partition pass through untouched.
+///
+/// # Ordering across epoch switches
+///
+/// With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
+/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::kafka::DkgConsumer) and
+/// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch one
+/// barrier record per partition of each topic it writes (null key and value, headers
+/// `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
+/// [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
+/// `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
+/// producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
+///
+/// # Cost
+///
+/// Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
+/// plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
+/// header per record and frees them after delivery, which costs about as much client CPU as the
+/// rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
+/// `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
+/// per send, no lock, no wait).
+///
+/// # Configuration defaults
+///
+/// The user's `ClientConfig` is passed to librdkafka as is, plus these defaults where the user did
+/// not set the property (see [`producer_config`]):
+///
+/// - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
+///   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
+///   left off (librdkafka refuses the combination) and a warning is logged; an explicit
+///   `enable.idempotence=false` is respected with a warning.
+/// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
+///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
+///   own fallback computes the same function, so placement never depends on that race.
+///
 /// A `FutureProducer` that places keyed records by the current DKG assignment.
 ///
 /// Build with [`DkgProducer::builder`]; the send API is `FutureProducer`'s. Cheap to clone (clones

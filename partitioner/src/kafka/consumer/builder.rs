@@ -65,6 +65,21 @@ impl Default for ConsumerConfig {
     }
 }
 
+/// One setter per [`ConsumerConfig`] field: `name(v: T) => value` defines `fn name(self, v: T)`
+/// that sets `settings.name = value` (the field's docs say what it means and its default).
+macro_rules! settings_setters {
+    ($($name:ident($v:ident: $ty:ty) => $value:expr;)*) => {
+        $(
+            #[doc = concat!("Set [`ConsumerConfig::", stringify!($name), "`].")]
+            #[must_use]
+            pub fn $name(mut self, $v: $ty) -> Self {
+                self.settings.$name = $value;
+                self
+            }
+        )*
+    };
+}
+
 /// Builder of a [`DkgConsumer`]: the user's client config, a [`ConsumerConfig`] (defaults
 /// documented there), hooks and a metrics registry.
 pub struct DkgConsumerBuilder {
@@ -104,32 +119,20 @@ impl DkgConsumerBuilder {
         self
     }
 
-    /// [`ConsumerConfig::topic`].
-    #[must_use]
-    pub fn topic(mut self, topic: impl Into<String>) -> Self {
-        self.settings.topic = Some(topic.into());
-        self
-    }
-
-    /// [`ConsumerConfig::group`].
-    #[must_use]
-    pub fn group(mut self, group: impl Into<String>) -> Self {
-        self.settings.group = Some(group.into());
-        self
-    }
-
-    /// [`ConsumerConfig::control_topic`].
-    #[must_use]
-    pub fn control_topic(mut self, name: impl Into<String>) -> Self {
-        self.settings.control_topic = name.into();
-        self
-    }
-
-    /// [`ConsumerConfig::handoff_topic`].
-    #[must_use]
-    pub fn handoff_topic(mut self, name: impl Into<String>) -> Self {
-        self.settings.handoff_topic = name.into();
-        self
+    settings_setters! {
+        topic(v: impl Into<String>) => Some(v.into());
+        group(v: impl Into<String>) => Some(v.into());
+        control_topic(v: impl Into<String>) => v.into();
+        handoff_topic(v: impl Into<String>) => v.into();
+        member(v: impl Into<String>) => Some(v.into());
+        max_held_records(v: usize) => v;
+        stall_timeout(v: Duration) => v;
+        commit_interval(v: Option<Duration>) => v;
+        startup_timeout(v: Duration) => v;
+        ensure_handoff_topic(v: bool) => v;
+        handoff_topic_replication(v: i32) => v;
+        max_metadata_bytes(v: usize) => v;
+        history_epochs(v: usize) => v;
     }
 
     /// State handoff hooks. Default: none.
@@ -144,69 +147,6 @@ impl DkgConsumerBuilder {
     #[must_use]
     pub fn metrics(mut self, registry: &Registry) -> Self {
         self.registry = Some(registry.clone());
-        self
-    }
-
-    /// [`ConsumerConfig::member`].
-    #[must_use]
-    pub fn member(mut self, name: impl Into<String>) -> Self {
-        self.settings.member = Some(name.into());
-        self
-    }
-
-    /// [`ConsumerConfig::max_held_records`].
-    #[must_use]
-    pub fn max_held_records(mut self, max: usize) -> Self {
-        self.settings.max_held_records = max;
-        self
-    }
-
-    /// [`ConsumerConfig::stall_timeout`].
-    #[must_use]
-    pub fn stall_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.stall_timeout = timeout;
-        self
-    }
-
-    /// [`ConsumerConfig::commit_interval`].
-    #[must_use]
-    pub fn commit_interval(mut self, every: Option<Duration>) -> Self {
-        self.settings.commit_interval = every;
-        self
-    }
-
-    /// [`ConsumerConfig::startup_timeout`].
-    #[must_use]
-    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.startup_timeout = timeout;
-        self
-    }
-
-    /// [`ConsumerConfig::ensure_handoff_topic`].
-    #[must_use]
-    pub fn ensure_handoff_topic(mut self, ensure: bool) -> Self {
-        self.settings.ensure_handoff_topic = ensure;
-        self
-    }
-
-    /// [`ConsumerConfig::handoff_topic_replication`].
-    #[must_use]
-    pub fn handoff_topic_replication(mut self, replication: i32) -> Self {
-        self.settings.handoff_topic_replication = replication;
-        self
-    }
-
-    /// [`ConsumerConfig::max_metadata_bytes`].
-    #[must_use]
-    pub fn max_metadata_bytes(mut self, max: usize) -> Self {
-        self.settings.max_metadata_bytes = max;
-        self
-    }
-
-    /// [`ConsumerConfig::history_epochs`].
-    #[must_use]
-    pub fn history_epochs(mut self, epochs: usize) -> Self {
-        self.settings.history_epochs = epochs;
         self
     }
 
@@ -236,7 +176,7 @@ impl DkgConsumerBuilder {
                 shared: Arc::clone(&shared),
             })?);
         let count = partition_count(&consumer, &topic, remaining(), s.startup_timeout).await?;
-        let now = Instant::now();
+        let now = handoff::mono_now();
         {
             let mut core = shared.core();
             core.set_partitions(count, now);
@@ -402,7 +342,9 @@ async fn catch_up(
         .catch_up(remaining(), |r| {
             if let ControlUpdate::Adopted(a) = &r.update {
                 if *a.topic() == *topic {
-                    shared.core().on_assignment(Arc::clone(a), Instant::now());
+                    shared
+                        .core()
+                        .on_assignment(Arc::clone(a), handoff::mono_now());
                 }
             }
         })
@@ -414,7 +356,12 @@ async fn catch_up(
             if let Ok(entry) = r.entry {
                 if *entry.topic() == *topic {
                     let event = BgEvent::Handoff(entry);
-                    apply(&mut shared.core(), event, Instant::now(), &mut history_keys);
+                    apply(
+                        &mut shared.core(),
+                        event,
+                        handoff::mono_now(),
+                        &mut history_keys,
+                    );
                 }
             }
         })

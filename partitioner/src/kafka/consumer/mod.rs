@@ -1,37 +1,6 @@
-//! [`DkgConsumer`]: the consumer-side rebalancer. Key grouping stays exact when a new epoch moves
-//! keys between partitions.
-//!
-//! The protocol (the problem, the rules for producers and consumers, why it cannot deadlock, and
-//! the guarantee) is specified in [`dkg_protocol::consumer`], beside the pure state machine that
-//! implements it; this module is the driver that moves records between rdkafka and that state
-//! machine. The layering is in `docs/architecture.md`.
-//!
-//! # Cost
-//!
-//! With no epoch change, records are handed out at once. [`DkgConsumer::recv_borrowed`] copies
-//! nothing (the record borrows the consumer, like `StreamConsumer::recv`); [`DkgConsumer::recv`]
-//! returns an owned copy, whose allocation per record is most of its cost (`BENCHMARKS.md`).
-//! A record of a quiet partition (nothing of it held, no released record waiting, no skip rule of
-//! a previous owner left) without an epoch or with an epoch already settled skips the protocol's
-//! state entirely: no lock, no lookup, no clock, one atomic load and one store (`lane.rs`);
-//! metrics are counted locally and flushed at housekeeping. Everything else (barriers, records
-//! during a switch) goes through the locked state machine (`core.rs`).
-//!
-//! # Bounded buffering
-//!
-//! A partition holding more than [`max_held_records`](DkgConsumerBuilder::max_held_records) is
-//! paused until half of them are released. If a paused partition releases nothing for
-//! [`stall_timeout`](DkgConsumerBuilder::stall_timeout) it is resumed anyway and may exceed the
-//! limit: a cycle of paused partitions (two partitions swapping keys while a slow producer's
-//! barriers sit behind both pause points) would otherwise wait forever.
-//!
-//! # Offsets
-//!
-//! `enable.auto.commit=false`: the wrapper commits (offset = lowest unprocessed, metadata =
-//! passed map, within the broker's `offset.metadata.max.bytes`, default 4096 B: about 70
-//! concurrent producers per topic) every [`commit_interval`](DkgConsumerBuilder::commit_interval),
-//! on [`commit`](DkgConsumer::commit), on every drained change (synchronously), on revocation and
-//! on close. Do not commit through other means.
+//! The consumer driver: [`DkgConsumer`] (its docs: the protocol's pointer, cost, bounded
+//! buffering, offsets) and its parts, split by responsibility (builder, context and callbacks, the
+//! consuming loop, commits, followers). Reached as `dkg_partitioner::kafka::DkgConsumer`.
 
 mod builder;
 mod commits;
@@ -72,6 +41,7 @@ use crate::kafka::handoff::{
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::topic::{self, duration_millis};
 
+use dkg_protocol::consumer::Monotonic;
 use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
 use dkg_protocol::consumer::lane::Lanes;
 use dkg_protocol::consumer::progress::CommitMeta;
@@ -117,11 +87,43 @@ impl Drop for Tasks {
 }
 
 /// A Kafka consumer (group member) of one topic that keeps key grouping exact across DKG epoch
-/// switches. See the [module docs](self) for the protocol and the precise guarantee.
+/// switches.
+///
+/// The protocol (the problem, the rules for producers and consumers, why it cannot deadlock, and
+/// the guarantee) is specified in [`dkg_protocol::consumer`], beside the pure state machine that
+/// implements it; this module is the driver that moves records between rdkafka and that state
+/// machine. The layering is in `docs/architecture.md`.
+///
+/// # Cost
+///
+/// With no epoch change, records are handed out at once. [`DkgConsumer::recv_borrowed`] copies
+/// nothing (the record borrows the consumer, like `StreamConsumer::recv`); [`DkgConsumer::recv`]
+/// returns an owned copy, whose allocation per record is most of its cost (`BENCHMARKS.md`).
+/// A record of a quiet partition (nothing of it held, no released record waiting, no skip rule of
+/// a previous owner left) without an epoch or with an epoch already settled skips the protocol's
+/// state entirely: no lock, no lookup, no clock, one atomic load and one store (`lane.rs`);
+/// metrics are counted locally and flushed at housekeeping. Everything else (barriers, records
+/// during a switch) goes through the locked state machine (`core.rs`).
+///
+/// # Bounded buffering
+///
+/// A partition holding more than [`max_held_records`](DkgConsumerBuilder::max_held_records) is
+/// paused until half of them are released. If a paused partition releases nothing for
+/// [`stall_timeout`](DkgConsumerBuilder::stall_timeout) it is resumed anyway and may exceed the
+/// limit: a cycle of paused partitions (two partitions swapping keys while a slow producer's
+/// barriers sit behind both pause points) would otherwise wait forever.
+///
+/// # Offsets
+///
+/// `enable.auto.commit=false`: the wrapper commits (offset = lowest unprocessed, metadata =
+/// passed map, within the broker's `offset.metadata.max.bytes`, default 4096 B: about 70
+/// concurrent producers per topic) every [`commit_interval`](DkgConsumerBuilder::commit_interval),
+/// on [`commit`](DkgConsumer::commit), on every drained change (synchronously), on revocation and
+/// on close. Do not commit through other means.
 ///
 /// ```no_run
 /// # async fn run() -> dkg_partitioner::Result<()> {
-/// use dkg_partitioner::kafka::consumer::DkgConsumer;
+/// use dkg_partitioner::kafka::DkgConsumer;
 /// use rdkafka::ClientConfig;
 ///
 /// let mut config = ClientConfig::new();

@@ -1,10 +1,5 @@
-//! The routing state shared by every producer flavour: per-topic assignment and partition count,
-//! kept current by two background tasks, and the lock-free lookup on the hot path.
-//!
-//! Hot path ([`DkgRouter::route`]): one `ArcSwap` load for the topic map, a hash lookup, one load for
-//! the topic's partition view, one for its assignment, the O(1) [`Assignment::route`], two atomic
-//! counter increments. No lock, no allocation (except the first record of a topic never seen before,
-//! which registers it), no I/O, no panic.
+//! The routing state shared by every producer flavour: [`DkgRouter`] (its docs: the hot path) and
+//! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::kafka::DkgRouter`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -164,6 +159,14 @@ impl Drop for TaskGuard {
     }
 }
 
+/// The routing state shared by every producer flavour: per-topic assignment and partition count,
+/// kept current by two background tasks, and the lock-free lookup on the hot path.
+///
+/// Hot path ([`DkgRouter::route`]): one `ArcSwap` load for the topic map, a hash lookup, one load for
+/// the topic's partition view, one for its assignment, the O(1) [`Assignment::route`], two atomic
+/// counter increments. No lock, no allocation (except the first record of a topic never seen before,
+/// which registers it), no I/O, no panic.
+///
 /// The DKG routing state of one process: follows the control topic and the data topics' partition
 /// counts in the background and answers "which partition for this key?" without blocking.
 ///
@@ -314,8 +317,7 @@ mod tests {
 
     use super::state::{Before, Transition};
     use super::*;
-    use crate::assignment::{AssignmentParts, HeavyKey, Params};
-    use crate::hash::BucketHash;
+    use dkg_core::fixtures;
 
     /// A router with no background tasks: state is set by hand.
     fn detached() -> DkgRouter {
@@ -335,29 +337,14 @@ mod tests {
     }
 
     fn assignment(topic: &str, partitions: u32, epoch: u64, table: Vec<u32>) -> Arc<Assignment> {
-        Arc::new(
-            Assignment::new(AssignmentParts {
-                topic: topic.to_owned(),
-                partitions,
-                epoch,
-                bucket_hash: BucketHash::default(),
-                table,
-                heavy: vec![HeavyKey {
-                    key: b"hot".to_vec(),
-                    partition: partitions - 1,
-                    weight: 10,
-                }],
-                params: Params {
-                    theta: 0.1,
-                    epsilon: 0.01,
-                    mu: 2.0,
-                    window_records: 10,
-                },
-                created_at_ms: 1,
-                predicted_load: vec![1.0 / f64::from(partitions); partitions as usize],
-            })
-            .unwrap(),
-        )
+        let hot: &[u8] = b"hot";
+        Arc::new(fixtures::assignment(
+            topic,
+            partitions,
+            epoch,
+            table,
+            &[(hot, partitions - 1, 10)],
+        ))
     }
 
     fn set_state(r: &DkgRouter, topic: &str, count: u32, a: Option<Arc<Assignment>>) {
