@@ -1,4 +1,5 @@
-//! Valid assignments (and their parts) for tests.
+//! Valid assignments (and their parts) for the integration tests: exact documents for the JSON tests
+//! ([`parts`], [`sample`]) and, built on the unit tests' fixture, assignments to publish.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -60,8 +61,9 @@ pub fn now_ms() -> u64 {
         .unwrap_or_default()
 }
 
-/// A valid assignment for `topic`, created now: bucket table `table`, heavy keys `(key, partition)`
-/// of weight 1000.
+/// A valid assignment for `topic`, created now (the producer's age metric is measured from it): the
+/// unit tests' fixture ([`dkg_core::fixtures::assignment`]) with bucket table `table` and heavy keys
+/// `(key, partition)` of weight 1000.
 pub fn assignment(
     topic: &str,
     partitions: u32,
@@ -69,16 +71,11 @@ pub fn assignment(
     table: Vec<u32>,
     heavy_keys: &[(&[u8], u32)],
 ) -> Assignment {
+    let weighted: Vec<(&[u8], u32, u64)> = heavy_keys.iter().map(|&(k, p)| (k, p, 1000)).collect();
+    let parts = dkg_core::fixtures::assignment(topic, partitions, epoch, table, &weighted);
     Assignment::new(AssignmentParts {
-        topic: topic.to_owned(),
-        epoch,
-        heavy: heavy_keys.iter().map(|(k, p)| heavy(k, *p, 1000)).collect(),
-        params: Params {
-            epsilon: 0.001,
-            ..params()
-        },
         created_at_ms: now_ms(),
-        ..parts(partitions, table, Vec::new())
+        ..parts.into_parts()
     })
     .expect("test assignment is valid")
 }

@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Module map: [`settings`] (the flags and their validation), [`startup`] (connecting, with backoff, and
-//! shutting down), [`interval`] (one interval: measure -> merge -> decide -> publish), [`window`] (the
+//! shutting down), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
 //! learning window: decay vs ring, sampling), [`ingest`] (the hot loop consuming the data topic),
 //! [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
 //! instances, mergeable sketches), [`metrics`] and [`http`] (Prometheus and the endpoints).
@@ -29,6 +29,7 @@
 //! interval's publish (a whole transaction) finishes, the consumer commits its offsets and leaves the
 //! group, the sketch is retracted, producers flush; a second signal exits at once.
 
+mod calc;
 pub mod cluster;
 pub mod decide;
 pub mod http;

@@ -42,17 +42,18 @@ pub(super) async fn run_sampler(
     let admin = Arc::new(admin);
 
     // 1. The broker and the topic; 2. the control topic (and the sketches topic for sampler groups).
-    let Some(partitions) = wait_for_topic(s, &admin, stop, http).await else {
+    let mut retry = Retry { s, stop, http };
+    let Some(partitions) = retry.wait_for_topic(&admin).await else {
         return Ok(());
     };
     tracing::info!(topic = %topic, partitions, "topic found");
-    if !prepare_topics(s, &admin, stop, http).await? {
+    if !retry.prepare_topics(&admin).await? {
         return Ok(());
     }
 
     // 3. The control topic view.
     let connection = control::connection_config(&s.connection);
-    let Some(control_view) = open_control_view(s, &connection, stop, http).await else {
+    let Some(control_view) = retry.open_control_view(&connection).await else {
         return Ok(());
     };
     let initial = control_view.state();
@@ -98,21 +99,28 @@ pub(super) async fn run_sampler(
     result
 }
 
-/// Wait (with backoff) until the broker answers and the data topic exists; its partition count.
-async fn wait_for_topic(
-    s: &Settings,
-    admin: &Admin,
-    stop: &mut watch::Receiver<bool>,
-    http: &HttpState,
-) -> Option<u32> {
-    let topic = &s.args.cluster.topic;
-    let bootstrap = &s.args.cluster.bootstrap_servers;
-    with_backoff(
-        "waiting for the topic",
-        s.max_backoff,
-        stop,
-        http,
-        || async move {
+/// The start-up steps that wait for the broker: each retried with capped exponential backoff
+/// ([`with_backoff`]) until it succeeds or `stop` fires, reporting what it waits for on `/healthz`.
+struct Retry<'a, 'b> {
+    s: &'a Settings,
+    stop: &'b mut watch::Receiver<bool>,
+    http: &'a HttpState,
+}
+
+impl Retry<'_, '_> {
+    async fn with_backoff<T, F, Fut>(&mut self, what: &str, f: F) -> Option<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        with_backoff(what, self.s.max_backoff, self.stop, self.http, f).await
+    }
+
+    /// Wait until the broker answers and the data topic exists; its partition count.
+    async fn wait_for_topic(&mut self, admin: &Admin) -> Option<u32> {
+        let topic = &self.s.args.cluster.topic;
+        let bootstrap = &self.s.args.cluster.bootstrap_servers;
+        self.with_backoff("waiting for the topic", || async move {
             topic_partitions(admin, topic).await.map_err(|p| match p {
                 TopicProblem::Unreachable(e) => {
                     format!("cannot reach the Kafka broker at {bootstrap}: {e}")
@@ -120,97 +128,82 @@ async fn wait_for_topic(
                 TopicProblem::Missing => format!("topic {topic:?} does not exist on {bootstrap}"),
                 TopicProblem::Other(e) => format!("metadata for topic {topic:?}: {e}"),
             })
-        },
-    )
-    .await
-}
+        })
+        .await
+    }
 
-/// Make sure the control topic (unless `--dry-run`) and the sketches topic (sampler groups) exist and
-/// are compacted single-partition topics. `Ok(false)`: stopped meanwhile.
-async fn prepare_topics(
-    s: &Settings,
-    admin: &Admin,
-    stop: &mut watch::Receiver<bool>,
-    http: &HttpState,
-) -> Result<bool, RunError> {
-    let replication = s.args.replication_factor;
-    let mut specs = Vec::new();
-    if !s.args.dry_run {
-        let spec = control::control_topic_spec(&s.args.cluster.control_topic, replication);
-        specs.push(("preparing the control topic", spec));
-    }
-    if !s.standalone {
-        let spec = cluster::sketches_topic_spec(&s.args.sketches_topic, replication);
-        specs.push(("preparing the sketches topic", spec));
-    }
-    for (what, spec) in &specs {
-        if !ensure_compacted(s, admin, what, spec, stop, http).await? {
-            return Ok(false);
+    /// Make sure the control topic (unless `--dry-run`) and the sketches topic (sampler groups)
+    /// exist and are compacted single-partition topics. `Ok(false)`: stopped meanwhile.
+    async fn prepare_topics(&mut self, admin: &Admin) -> Result<bool, RunError> {
+        let s = self.s;
+        let replication = s.args.replication_factor;
+        let mut specs = Vec::new();
+        if !s.args.dry_run {
+            let spec = control::control_topic_spec(&s.args.cluster.control_topic, replication);
+            specs.push(("preparing the control topic", spec));
         }
-    }
-    Ok(true)
-}
-
-/// [`topic::ensure_compacted`] with backoff while the broker is unreachable; an existing but
-/// misconfigured topic is final (retrying cannot fix it): an error naming what to fix.
-async fn ensure_compacted(
-    s: &Settings,
-    admin: &Admin,
-    what: &str,
-    spec: &TopicSpec,
-    stop: &mut watch::Receiver<bool>,
-    http: &HttpState,
-) -> Result<bool, RunError> {
-    let misconfigured = Mutex::new(None);
-    let ok = with_backoff(what, s.max_backoff, stop, http, || {
-        let misconfigured = &misconfigured;
-        async move {
-            match topic::ensure_compacted(admin.as_ref(), spec, topic::ADMIN_TIMEOUT).await {
-                Ok(_) => Ok(()),
-                Err(e @ dkg_partitioner::Error::ControlTopicMisconfigured { .. }) => {
-                    *misconfigured.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some(e.to_string());
-                    Ok(())
-                }
-                Err(e) => Err(e.to_string()),
+        if !s.standalone {
+            let spec = cluster::sketches_topic_spec(&s.args.sketches_topic, replication);
+            specs.push(("preparing the sketches topic", spec));
+        }
+        for (what, spec) in &specs {
+            if !self.ensure_compacted(admin, what, spec).await? {
+                return Ok(false);
             }
         }
-    })
-    .await;
-    if let Some(e) = misconfigured
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-    {
-        return Err(RunError::Setup(e));
+        Ok(true)
     }
-    Ok(ok.is_some())
-}
 
-/// Start following the control topic (with backoff); `None` if stopped meanwhile.
-async fn open_control_view(
-    s: &Settings,
-    connection: &ClientConfig,
-    stop: &mut watch::Receiver<bool>,
-    http: &HttpState,
-) -> Option<ControlView> {
-    let view_stop = stop.clone();
-    let control_topic = &s.args.cluster.control_topic;
-    let topic = &s.args.cluster.topic;
-    with_backoff(
-        "reading the control topic",
-        s.max_backoff,
-        stop,
-        http,
-        || {
+    /// [`topic::ensure_compacted`], retried while the broker is unreachable; an existing but
+    /// misconfigured topic is final (retrying cannot fix it): an error naming what to fix.
+    async fn ensure_compacted(
+        &mut self,
+        admin: &Admin,
+        what: &str,
+        spec: &TopicSpec,
+    ) -> Result<bool, RunError> {
+        let misconfigured = Mutex::new(None);
+        let ok = self
+            .with_backoff(what, || {
+                let misconfigured = &misconfigured;
+                async move {
+                    match topic::ensure_compacted(admin.as_ref(), spec, topic::ADMIN_TIMEOUT).await
+                    {
+                        Ok(_) => Ok(()),
+                        Err(e @ dkg_partitioner::Error::ControlTopicMisconfigured { .. }) => {
+                            *misconfigured.lock().unwrap_or_else(PoisonError::into_inner) =
+                                Some(e.to_string());
+                            Ok(())
+                        }
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+            })
+            .await;
+        if let Some(e) = misconfigured
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            return Err(RunError::Setup(e));
+        }
+        Ok(ok.is_some())
+    }
+
+    /// Start following the control topic; `None` if stopped meanwhile.
+    async fn open_control_view(&mut self, connection: &ClientConfig) -> Option<ControlView> {
+        let view_stop = self.stop.clone();
+        let control_topic = &self.s.args.cluster.control_topic;
+        let topic = &self.s.args.cluster.topic;
+        self.with_backoff("reading the control topic", || {
             let stop = view_stop.clone();
             async move {
                 ControlView::start(connection, control_topic, topic, stop)
                     .await
                     .map_err(|e| e.to_string())
             }
-        },
-    )
-    .await
+        })
+        .await
+    }
 }
 
 /// The consumer thread feeding the window: its command handle and the thread.

@@ -164,15 +164,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let mut children = Children::default();
+    let launch = Launch {
+        args: &args,
+        exe: &exe,
+        hash: &hash,
+        dkg: &dkg,
+        log_dir: &log_dir,
+    };
     let outcome = (|| -> anyhow::Result<Summary> {
-        spawn_samplers(&args, &exe, (&hash, &dkg), &mut children, &log_dir)?;
+        launch.samplers(&mut children)?;
         wait_healthy(
             &[&dkg, &hash],
             &mut children,
             Duration::from_secs(60),
             &stop,
         )?;
-        spawn_loadgens(&args, &exe, (&hash, &dkg), &mut children, &log_dir)?;
+        launch.loadgens(&mut children)?;
         live(&args, &hash, &dkg, &mut children, &stop, &log_dir)
     })();
 
@@ -193,82 +200,79 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     result
 }
 
-/// The samplers: `run` for the DKG topic, `run --dry-run` for the hash topic (the same estimator
-/// measures both).
-fn spawn_samplers(
-    args: &Args,
-    exe: &Path,
-    (hash, dkg): (&Side, &Side),
-    children: &mut Children,
-    log_dir: &Path,
-) -> anyhow::Result<()> {
-    let interval = args.interval_secs.to_string();
-    for (side, dry) in [(dkg, false), (hash, true)] {
-        let mut a = vec![
-            "run",
-            "--bootstrap-servers",
-            &args.bootstrap_servers,
-            "--topic",
-            &side.topic,
-            "--control-topic",
-            &args.control_topic,
-            "--interval-secs",
-            &interval,
-        ]
-        .into_iter()
-        .map(str::to_string)
-        .collect::<Vec<_>>();
-        a.extend(["--metrics-addr".to_string(), side.metrics.to_string()]);
-        if dry {
-            a.push("--dry-run".into());
-        }
-        children.spawn(exe, &format!("sampler-{}", side_name(side)), &a, log_dir)?;
-    }
-    Ok(())
+/// What the demo's child processes are started from.
+struct Launch<'a> {
+    args: &'a Args,
+    exe: &'a Path,
+    hash: &'a Side,
+    dkg: &'a Side,
+    log_dir: &'a Path,
 }
 
-/// The same workload into both topics: `loadgen` (the DKG producer) and `loadgen --plain` (Kafka's
-/// hash).
-fn spawn_loadgens(
-    args: &Args,
-    exe: &Path,
-    (hash, dkg): (&Side, &Side),
-    children: &mut Children,
-    log_dir: &Path,
-) -> anyhow::Result<()> {
-    let count = (args.rate * args.duration_secs).to_string();
-    let (alpha, keys, rate) = (
-        args.alpha.to_string(),
-        args.keys.to_string(),
-        args.rate.to_string(),
-    );
-    for (side, plain) in [(dkg, false), (hash, true)] {
-        let mut a: Vec<String> = [
-            "loadgen",
+impl Launch<'_> {
+    /// The samplers: `run` for the DKG topic, `run --dry-run` for the hash topic (the same estimator
+    /// measures both).
+    fn samplers(&self, children: &mut Children) -> anyhow::Result<()> {
+        let interval = self.args.interval_secs.to_string();
+        for (side, dry) in [(self.dkg, false), (self.hash, true)] {
+            let metrics = side.metrics.to_string();
+            let mut rest = vec!["--interval-secs", &interval, "--metrics-addr", &metrics];
+            if dry {
+                rest.push("--dry-run");
+            }
+            self.spawn(children, "sampler", "run", side, &rest)?;
+        }
+        Ok(())
+    }
+
+    /// The same workload into both topics: `loadgen` (the DKG producer) and `loadgen --plain`
+    /// (Kafka's hash).
+    fn loadgens(&self, children: &mut Children) -> anyhow::Result<()> {
+        let args = self.args;
+        let count = (args.rate * args.duration_secs).to_string();
+        let (alpha, keys, rate) = (
+            args.alpha.to_string(),
+            args.keys.to_string(),
+            args.rate.to_string(),
+        );
+        for (side, plain) in [(self.dkg, false), (self.hash, true)] {
+            let mut rest = vec![
+                "--alpha", &alpha, "--keys", &keys, "--count", &count, "--rate", &rate,
+            ];
+            if plain {
+                rest.push("--plain");
+            }
+            self.spawn(children, "loadgen", "loadgen", side, &rest)?;
+        }
+        Ok(())
+    }
+
+    /// `SUBCOMMAND --bootstrap-servers B --topic T --control-topic C REST...` for one side, as the
+    /// child `<role>-<side>`.
+    fn spawn(
+        &self,
+        children: &mut Children,
+        role: &str,
+        subcommand: &str,
+        side: &Side,
+        rest: &[&str],
+    ) -> anyhow::Result<()> {
+        let a: Vec<String> = [
+            subcommand,
             "--bootstrap-servers",
-            &args.bootstrap_servers,
+            &self.args.bootstrap_servers,
             "--topic",
             &side.topic,
             "--control-topic",
-            &args.control_topic,
-            "--alpha",
-            &alpha,
-            "--keys",
-            &keys,
-            "--count",
-            &count,
-            "--rate",
-            &rate,
+            &self.args.control_topic,
         ]
-        .into_iter()
-        .map(str::to_string)
+        .iter()
+        .chain(rest)
+        .map(|s| (*s).to_owned())
         .collect();
-        if plain {
-            a.push("--plain".into());
-        }
-        children.spawn(exe, &format!("loadgen-{}", side_name(side)), &a, log_dir)?;
+        let name = format!("{role}-{}", side_name(side));
+        children.spawn(self.exe, &name, &a, self.log_dir)
     }
-    Ok(())
 }
 
 fn side_name(side: &Side) -> &'static str {
