@@ -353,8 +353,11 @@ def test_keyless_and_explicit_partition_records_are_left_to_the_client(
         producer.produce(topic, b"explicit", key=b"hot", partition=2)
         for i in range(40):
             producer.produce(topic, b"keyless-%d" % i)
-        producer.produce(topic, b"keyed", key="hot")  # a str key is encoded as the client would
+        # A str key is encoded as the client would; `callback` is the client's on_delivery alias.
+        reports: list[Any] = []
+        producer.produce(topic, b"keyed", key="hot", callback=lambda e, m: reports.append(e))
         assert producer.flush(30) == 0
+        assert reports == [None]
         assert len(producer) == 0
     finally:
         producer.close()

@@ -81,9 +81,14 @@ class DkgProducer:
         on_delivery: DeliveryCallback | None = None,
         timestamp: int = 0,
         headers: Any = None,
+        *,
+        callback: DeliveryCallback | None = None,
     ) -> None:
-        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, same
-        exceptions: ``BufferError`` when the queue is full, ``KafkaException`` otherwise)."""
+        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, with
+        ``callback`` the client's alias of ``on_delivery``; same exceptions: ``BufferError`` when
+        the queue is full, ``KafkaException`` otherwise)."""
+        if on_delivery is None:
+            on_delivery = callback
         if key is not None and partition == -1:
             if type(key) is str:
                 # What the client would send for a str key.
