@@ -9,18 +9,25 @@
 //!
 //! # Design
 //!
-//! The crate has two layers:
+//! Three layers, each a crate, with a wall between them that the compiler checks (the whole map,
+//! with the data flow of a record, an assignment and a barrier and where each rule lives, is
+//! `docs/architecture.md`):
 //!
-//! - **A pure core**, no I/O, no clock, no rdkafka (builds with `default-features = false`):
-//!   [`hash`] (Kafka-compatible murmur2 and the bucket hash), [`space_saving`] (heavy hitters,
-//!   Metwally et al. 2005; mergeable, Agarwal et al. 2012), [`lpt`](mod@lpt) (Graham's LPT, plain and
-//!   migration-aware), [`dkg`] (the learner: a [`Sketch`] that builds an [`Assignment`]) and
-//!   [`assignment`] (the versioned JSON document and its O(1), allocation-free, never-panicking lookup).
-//! - **Kafka glue** (feature `kafka`, on by default) in [`kafka`]: the compacted control
-//!   topic, the [`DkgProducer`] wrapper over rdkafka's `FutureProducer` (plus
-//!   a router and an rdkafka `Partitioner` for `BaseProducer` users), and the
-//!   [`DkgConsumer`] rebalancer that keeps each key's records in order when an
-//!   assignment changes. Metrics go to a caller-supplied `prometheus::Registry`.
+//! - **`dkg-core`**, the pure core, no I/O, no clock, no rdkafka, re-exported here under its old
+//!   paths: [`hash`] (Kafka-compatible murmur2 and the bucket hash), [`space_saving`] (heavy
+//!   hitters, Metwally et al. 2005; mergeable, Agarwal et al. 2012), [`lpt`](mod@lpt) (Graham's LPT,
+//!   plain and migration-aware), [`dkg`] (the learner: a [`Sketch`] that builds an [`Assignment`])
+//!   and [`assignment`] (the versioned JSON document and its O(1), allocation-free,
+//!   never-panicking lookup). This crate builds as exactly that with `default-features = false`.
+//! - **`dkg-protocol`**, the handoff protocol without I/O: the `dkg-*` header and handoff record
+//!   codecs, the control topic's `AssignmentBook`, the consumer's ordering state machine and the
+//!   producer's barrier schedule. It cannot name rdkafka or tokio (not its dependencies) and
+//!   clippy refuses clock reads in it.
+//! - **Kafka glue** (feature `kafka`, on by default) in [`kafka`]: one topic layer for the
+//!   compacted control and handoff topics, the [`DkgProducer`] wrapper over rdkafka's
+//!   `FutureProducer` (plus a router and an rdkafka `Partitioner` for `BaseProducer` users), and
+//!   the [`DkgConsumer`] rebalancer that keeps each key's records in order when an assignment
+//!   changes. Metrics go to a caller-supplied `prometheus::Registry`.
 //!
 //! # Data flow
 //!

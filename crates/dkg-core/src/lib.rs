@@ -37,6 +37,8 @@
 pub mod assignment;
 pub mod dkg;
 pub mod error;
+#[cfg(any(test, feature = "test-fixtures"))]
+pub mod fixtures;
 pub mod hash;
 pub mod lpt;
 pub mod space_saving;

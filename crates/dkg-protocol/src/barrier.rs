@@ -131,15 +131,10 @@ impl BarrierSchedule {
     /// Every lease, renewed and marked closed at its last barrier epoch (a clean close: consumers
     /// stop waiting for this producer for newer epochs at once).
     pub fn close(&mut self, now_ms: u64) -> Vec<Lease> {
-        let expires = self.expiry(now_ms);
-        self.topics
-            .values_mut()
-            .map(|l| {
-                l.lease.expires_at_ms = expires;
-                l.lease.closed_at_epoch = Some(l.barrier_epoch);
-                l.lease.clone()
-            })
-            .collect()
+        for l in self.topics.values_mut() {
+            l.lease.closed_at_epoch = Some(l.barrier_epoch);
+        }
+        self.renew(now_ms)
     }
 }
 

@@ -308,26 +308,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::{AssignmentParts, BucketHash, Params};
+    use dkg_core::fixtures;
 
     fn doc(topic: &str, epoch: u64, table: Vec<u32>) -> Assignment {
-        Assignment::new(AssignmentParts {
-            topic: topic.to_owned(),
-            partitions: 3,
-            epoch,
-            bucket_hash: BucketHash::default(),
-            table,
-            heavy: vec![],
-            params: Params {
-                theta: 0.1,
-                epsilon: 0.01,
-                mu: 2.0,
-                window_records: 10,
-            },
-            created_at_ms: 1,
-            predicted_load: vec![1.0 / 3.0; 3],
-        })
-        .unwrap()
+        fixtures::assignment(topic, 3, epoch, table, &[])
     }
 
     fn reason(u: &ControlUpdate) -> Option<RejectReason> {

@@ -364,7 +364,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::{AssignmentParts, BucketHash, Params};
+    use dkg_core::fixtures;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()
@@ -479,23 +479,7 @@ mod tests {
             HandoffEntry::Removed(HandoffKey::Lease { .. })
         ));
 
-        let a = Assignment::new(AssignmentParts {
-            topic: "t".into(),
-            partitions: 2,
-            epoch: 7,
-            bucket_hash: BucketHash::default(),
-            table: vec![0, 1],
-            heavy: vec![],
-            params: Params {
-                theta: 0.1,
-                epsilon: 0.05,
-                mu: 1.0,
-                window_records: 1,
-            },
-            created_at_ms: 1,
-            predicted_load: vec![0.5, 0.5],
-        })
-        .unwrap();
+        let a = fixtures::assignment("t", 2, 7, vec![0, 1], &[]);
         let hk = HandoffKey::Assignment {
             topic: "t".into(),
             epoch: 7,

@@ -27,23 +27,23 @@ use crate::kafka::control;
 use crate::kafka::topic::{CompactedReader, Ensured};
 use dkg_protocol::handoff::to_json;
 
-/// Milliseconds since the Unix epoch (0 if the clock is before 1970): the wall clock the glue
-/// passes into the pure layer.
-#[must_use]
-pub fn now_ms() -> u64 {
+/// The wall clock: time since the Unix epoch (zero if the clock is before 1970).
+fn since_unix_epoch() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+/// Milliseconds since the Unix epoch: the wall clock the glue passes into the pure layer.
+#[must_use]
+pub fn now_ms() -> u64 {
+    u64::try_from(since_unix_epoch().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A fresh [`ProducerId`] seeded with the wall clock.
 #[must_use]
 pub fn new_producer_id() -> ProducerId {
-    ProducerId::random(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    )
+    ProducerId::random(since_unix_epoch().as_nanos())
 }
 
 /// Make sure the handoff topic exists with the protocol's configuration: 1 partition,

@@ -58,25 +58,39 @@
 //!   [`DkgRouter::producer_context`] as librdkafka's custom partitioner (no header; librdkafka's
 //!   hook, which `FutureProducer` does not honour).
 //! - [`control`]: [`ensure_control_topic`], [`publish_assignment`], [`retract_assignment`],
-//!   [`ControlTopicReader`] for publishers and tools.
-//! - [`DkgConsumer`] ([`consumer`]): a group member that keeps every key's records in order, and
+//!   [`ControlTopicReader`] for publishers and tools; [`topic`] creates, checks and reads every
+//!   topic (data topics of tools and tests too).
+//! - Settings: each builder wraps a plain config struct whose fields document their defaults
+//!   ([`RouterConfig`], [`ProducerConfig`], [`ConsumerConfig`]).
+//! - [`DkgConsumer`]: a group member that keeps every key's records in order, and
 //!   each key with one member at a time, across epoch switches; its producers opt in with
-//!   [`DkgProducerBuilder::ordering`] ([`ordering`]). They coordinate on the compacted handoff
+//!   [`DkgProducerBuilder::ordering`]. They coordinate on the compacted handoff
 //!   topic ([`handoff`]).
+//!
+//! The pure parts (header and handoff codecs, the assignment book, the consumer's state machine,
+//! the barrier schedule) are in the `dkg-protocol` crate; the modules here move bytes between
+//! rdkafka and them. The layering and where each rule lives: `docs/architecture.md`.
 //!
 //! [`Producer`]: rdkafka::producer::Producer
 
-pub mod consumer;
+use std::time::Duration;
+
+/// Default limit of a builder's `build` (the router's, the producer's and the consumer's):
+/// reading the control and handoff topics to their ends, ensuring them, the first metadata.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+mod consumer;
 pub mod control;
 pub mod handoff;
 pub mod metrics;
-pub mod ordering;
-pub mod producer;
-pub mod router;
+mod ordering;
+mod producer;
+mod router;
 pub mod topic;
 
 pub use consumer::{
-    ConsumerHooks, DkgConsumer, DkgConsumerBuilder, DkgMessage, DkgRecord, EpochChange, NoHooks,
+    ConsumerConfig, ConsumerHooks, DEFAULT_MAX_HELD_RECORDS, DkgConsumer, DkgConsumerBuilder,
+    DkgContext, DkgMessage, DkgRecord, EpochChange, NoHooks,
 };
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,
@@ -87,8 +101,8 @@ pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
     ProducerId, Progress, ensure_handoff_topic,
 };
-pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, producer_config};
+pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, ProducerConfig, producer_config};
 pub use router::{
     DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,
-    PartitionCountSource, RouteKind, Routing, epoch_of, stamp_epoch,
+    PartitionCountSource, RouteKind, RouterConfig, Routing, epoch_of, stamp_epoch,
 };

@@ -1,4 +1,4 @@
-//! The producer side of ordering-safe migration (see [`crate::kafka::consumer`] for the whole
+//! The producer side of ordering-safe migration (see [`DkgConsumer`](crate::kafka::DkgConsumer) for the whole
 //! protocol): a lease per topic, an in-flight gate, barrier records and assignment history.
 //!
 //! # Sequence per adopted epoch `E` of a topic

@@ -1,54 +1,9 @@
-//! [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
-//!
-//! ```text
-//! - let producer: FutureProducer = config.create()?;
-//! + let producer = DkgProducer::builder(config).build().await?;
-//! ```
-//!
-//! `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
-//! signatures. For every record that has a key and no explicit partition the wrapper sets the
-//! partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
-//! [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
-//! of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
-//! Keyless records and records with an explicit partition pass through untouched.
-//!
-//! # Ordering across epoch switches
-//!
-//! With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
-//! consumer-side rebalancer's protocol (see [`crate::kafka::consumer`] and
-//! [`crate::kafka::ordering`]): a lease on the handoff topic, and after each epoch switch one
-//! barrier record per partition of each topic it writes (null key and value, headers
-//! `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
-//! [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
-//! `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
-//! producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
-//!
-//! # Cost
-//!
-//! Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
-//! plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
-//! header per record and frees them after delivery, which costs about as much client CPU as the
-//! rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
-//! `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
-//! per send, no lock, no wait).
-//!
-//! # Configuration defaults
-//!
-//! The user's `ClientConfig` is passed to librdkafka as is, plus these defaults where the user did
-//! not set the property (see [`producer_config`]):
-//!
-//! - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
-//!   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
-//!   left off (librdkafka refuses the combination) and a warning is logged; an explicit
-//!   `enable.idempotence=false` is respected with a warning.
-//! - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
-//!   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
-//!   own fallback computes the same function, so placement never depends on that race.
+//! The producer wrapper: [`DkgProducer`] (its docs: the one-line change, ordering, cost, defaults),
+//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::kafka::DkgProducer`.
 
 use std::fmt;
 use std::time::Duration;
 
-use prometheus::Registry;
 use rdkafka::ClientContext;
 use rdkafka::TopicPartitionList;
 use rdkafka::client::{Client, DefaultClientContext};
@@ -73,8 +28,8 @@ use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
 use crate::kafka::ordering::Ordering;
-use crate::kafka::router::{DkgRouter, DkgRouterBuilder, Routing, stamp_epoch};
-use crate::kafka::topic::{self};
+use crate::kafka::router::{DkgRouter, RouterConfig, Routing, router_setters, stamp_epoch};
+use crate::kafka::topic;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
 /// producers, `dkg-producer`).
@@ -136,6 +91,53 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
     config
 }
 
+/// [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
+///
+/// ```text
+/// - let producer: FutureProducer = config.create()?;
+/// + let producer = DkgProducer::builder(config).build().await?;
+/// ```
+///
+/// `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
+/// signatures. For every record that has a key and no explicit partition the wrapper sets the
+/// partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
+/// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
+/// of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
+/// Keyless records and records with an explicit partition pass through untouched.
+///
+/// # Ordering across epoch switches
+///
+/// With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
+/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::kafka::DkgConsumer) and
+/// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch one
+/// barrier record per partition of each topic it writes (null key and value, headers
+/// `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
+/// [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
+/// `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
+/// producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
+///
+/// # Cost
+///
+/// Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
+/// plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
+/// header per record and frees them after delivery, which costs about as much client CPU as the
+/// rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
+/// `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
+/// per send, no lock, no wait).
+///
+/// # Configuration defaults
+///
+/// The user's `ClientConfig` is passed to librdkafka as is, plus these defaults where the user did
+/// not set the property (see [`producer_config`]):
+///
+/// - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
+///   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
+///   left off (librdkafka refuses the combination) and a warning is logged; an explicit
+///   `enable.idempotence=false` is respected with a warning.
+/// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
+///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
+///   own fallback computes the same function, so placement never depends on that race.
+///
 /// A `FutureProducer` that places keyed records by the current DKG assignment.
 ///
 /// Build with [`DkgProducer::builder`]; the send API is `FutureProducer`'s. Cheap to clone (clones
@@ -172,13 +174,9 @@ impl DkgProducer {
     #[must_use]
     pub fn builder(config: ClientConfig) -> DkgProducerBuilder {
         DkgProducerBuilder {
-            router: DkgRouter::builder(config.clone()),
-            config,
-            epoch_header: EpochHeader::Moved,
-            topics: Vec::new(),
-            ordering: false,
-            handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
-            lease: handoff::DEFAULT_LEASE,
+            client: config,
+            router: RouterConfig::default(),
+            producer: ProducerConfig::default(),
         }
     }
 }
@@ -365,136 +363,92 @@ impl<C: ClientContext + 'static> Producer<FutureProducerContext<C>> for DkgProdu
     }
 }
 
-/// Builder of a [`DkgProducer`]. Every setting has a default (see each method); the router
-/// settings are those of [`DkgRouterBuilder`].
+/// Settings of a [`DkgProducer`] beyond its router's ([`RouterConfig`]), each with its default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProducerConfig {
+    /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER): see
+    /// [`EpochHeader`]. Default [`EpochHeader::Moved`].
+    pub epoch_header: EpochHeader,
+    /// Take part in the consumer-side rebalancer's protocol (see the module docs): lease,
+    /// barriers, history on the handoff topic. Default false. Declare the topics you produce to
+    /// ([`RouterConfig::topics`]): their leases are written before `build` returns, so the
+    /// guarantee holds from the first record (other topics register on first use). The router's
+    /// startup timeout also bounds creating the handoff topic.
+    pub ordering: bool,
+    /// The handoff topic (created if missing when ordering is on). Default
+    /// [`DEFAULT_HANDOFF_TOPIC`].
+    pub handoff_topic: String,
+    /// Lease duration of an ordering producer: how long consumers keep waiting for its barriers
+    /// after it died without [`DkgProducer::close`]. Renewed every third of it. Default
+    /// [`DEFAULT_LEASE`](handoff::DEFAULT_LEASE); at least 30 ms is used.
+    pub lease_duration: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        Self {
+            epoch_header: EpochHeader::Moved,
+            ordering: false,
+            handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
+            lease_duration: handoff::DEFAULT_LEASE,
+        }
+    }
+}
+
+/// Builder of a [`DkgProducer`]: the user's client config, a [`RouterConfig`] and a
+/// [`ProducerConfig`] (defaults documented there). The router setters are the same as
+/// [`DkgRouterBuilder`](crate::kafka::DkgRouterBuilder)'s.
 pub struct DkgProducerBuilder {
-    config: ClientConfig,
-    router: DkgRouterBuilder,
-    epoch_header: EpochHeader,
-    topics: Vec<String>,
-    ordering: bool,
-    handoff_topic: String,
-    lease: Duration,
+    client: ClientConfig,
+    router: RouterConfig,
+    producer: ProducerConfig,
 }
 
 impl fmt::Debug for DkgProducerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DkgProducerBuilder")
             .field("router", &self.router)
-            .field("epoch_header", &self.epoch_header)
-            .field("ordering", &self.ordering)
+            .field("producer", &self.producer)
             .finish_non_exhaustive()
     }
 }
 
 impl DkgProducerBuilder {
-    /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER): see
-    /// [`EpochHeader`]. Default [`EpochHeader::Moved`]. `true`/`false` mean `All`/`Off`.
+    router_setters!(router);
+
+    /// Replace every producer setting at once.
+    #[must_use]
+    pub fn producer_config(mut self, config: ProducerConfig) -> Self {
+        self.producer = config;
+        self
+    }
+
+    /// [`ProducerConfig::epoch_header`]; `true`/`false` mean `All`/`Off`.
     #[must_use]
     pub fn epoch_header(mut self, mode: impl Into<EpochHeader>) -> Self {
-        self.epoch_header = mode.into();
+        self.producer.epoch_header = mode.into();
         self
     }
 
-    /// Take part in the consumer-side rebalancer's protocol (see the module docs): lease,
-    /// barriers, history on the handoff topic. Default false. Declare the topics you produce to
-    /// with [`DkgProducerBuilder::topics`]: their leases are written before `build` returns, so
-    /// the guarantee holds from the first record (other topics register on first use).
+    /// [`ProducerConfig::ordering`].
     #[must_use]
     pub fn ordering(mut self, on: bool) -> Self {
-        self.ordering = on;
+        self.producer.ordering = on;
         self
     }
 
-    /// The handoff topic (created if missing when ordering is on). Default `_dkg.handoff`.
+    /// [`ProducerConfig::handoff_topic`].
     #[must_use]
     pub fn handoff_topic(mut self, name: impl Into<String>) -> Self {
-        self.handoff_topic = name.into();
+        self.producer.handoff_topic = name.into();
         self
     }
 
-    /// Lease duration of an ordering producer: how long consumers keep waiting for its barriers
-    /// after it died without [`DkgProducer::close`]. Renewed every third of it. Default 10 s.
+    /// [`ProducerConfig::lease_duration`].
     #[must_use]
     pub fn lease_duration(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(30));
-        self
-    }
-
-    /// See [`DkgRouterBuilder::control_topic`]. Default `_dkg.assignments`.
-    #[must_use]
-    pub fn control_topic(mut self, name: impl Into<String>) -> Self {
-        self.router = self.router.control_topic(name);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::metrics`]. Default: no metrics.
-    #[must_use]
-    pub fn metrics(mut self, registry: &Registry) -> Self {
-        self.router = self.router.metrics(registry);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::topics`]. Default: none.
-    #[must_use]
-    pub fn topics<I, S>(mut self, topics: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
-        self.topics.extend(topics.iter().cloned());
-        self.router = self.router.topics(topics);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::startup_timeout`]; with ordering on, it also bounds creating the
-    /// handoff topic. Default 30 s.
-    #[must_use]
-    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
-        self.router = self.router.startup_timeout(timeout);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::metadata_refresh_interval`]. Default 5 s.
-    #[must_use]
-    pub fn metadata_refresh_interval(mut self, interval: Duration) -> Self {
-        self.router = self.router.metadata_refresh_interval(interval);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::metadata_timeout`]. Default 5 s.
-    #[must_use]
-    pub fn metadata_timeout(mut self, timeout: Duration) -> Self {
-        self.router = self.router.metadata_timeout(timeout);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::ensure_control_topic`]. Default true.
-    #[must_use]
-    pub fn ensure_control_topic(mut self, ensure: bool) -> Self {
-        self.router = self.router.ensure_control_topic(ensure);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::control_topic_replication`]. Default -1 (broker default).
-    #[must_use]
-    pub fn control_topic_replication(mut self, replication: i32) -> Self {
-        self.router = self.router.control_topic_replication(replication);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::control_consumer_config`]. Default: derived from the producer config.
-    #[must_use]
-    pub fn control_consumer_config(mut self, config: ClientConfig) -> Self {
-        self.router = self.router.control_consumer_config(config);
-        self
-    }
-
-    /// See [`DkgRouterBuilder::max_assignment_bytes`]. Default 8 MiB.
-    #[must_use]
-    pub fn max_assignment_bytes(mut self, max: usize) -> Self {
-        self.router = self.router.max_assignment_bytes(max);
+        self.producer.lease_duration = lease;
         self
     }
 
@@ -509,32 +463,32 @@ impl DkgProducerBuilder {
         self,
         context: C,
     ) -> Result<DkgProducer<C>> {
-        let producer: FutureProducer<C> =
-            producer_config(&self.config).create_with_context(context)?;
-        let startup_timeout = self.router.startup_timeout_value();
-        let router = self
-            .router
+        let Self {
+            client,
+            router: router_config,
+            producer: settings,
+        } = self;
+        let producer: FutureProducer<C> = producer_config(&client).create_with_context(context)?;
+        let startup_timeout = router_config.startup_timeout;
+        let topics = router_config.topics.clone();
+        let router = DkgRouter::builder(client.clone())
+            .router_config(RouterConfig {
+                track_moved_keys: settings.epoch_header == EpochHeader::Moved,
+                ..router_config
+            })
             .metadata_source(producer.clone())
-            .track_moved_keys(self.epoch_header == EpochHeader::Moved)
             .build()
             .await?;
-        let ordering = if self.ordering {
-            topic::ensure(
-                &control::connection_config(&self.config),
-                &control::control_topic_spec(&self.handoff_topic, -1),
-                startup_timeout,
-            )
-            .await?;
-            let writer = HandoffWriter::new(&self.config, &self.handoff_topic)?;
+        let ordering = if settings.ordering {
+            let spec = control::control_topic_spec(
+                &settings.handoff_topic,
+                topic::BROKER_DEFAULT_REPLICATION,
+            );
+            topic::ensure(&control::connection_config(&client), &spec, startup_timeout).await?;
+            let writer = HandoffWriter::new(&client, &settings.handoff_topic)?;
+            let lease = settings.lease_duration.max(Duration::from_millis(30));
             Some(Arc::new(
-                Ordering::start(
-                    producer.clone(),
-                    router.clone(),
-                    writer,
-                    &self.topics,
-                    self.lease,
-                )
-                .await?,
+                Ordering::start(producer.clone(), router.clone(), writer, &topics, lease).await?,
             ))
         } else {
             None
@@ -542,7 +496,7 @@ impl DkgProducerBuilder {
         Ok(DkgProducer {
             producer,
             router,
-            epoch_header: self.epoch_header,
+            epoch_header: settings.epoch_header,
             ordering,
         })
     }

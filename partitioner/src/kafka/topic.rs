@@ -36,6 +36,10 @@ use crate::error::{Error, Result};
 /// Default bound of one admin request (create, describe) when the caller gives none.
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Replication factor `-1`: the broker's `default.replication.factor` (the default of every
+/// topic this crate creates).
+pub const BROKER_DEFAULT_REPLICATION: i32 = -1;
+
 /// What a topic must look like.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopicSpec {
@@ -56,7 +60,7 @@ impl TopicSpec {
         Self {
             name: name.into(),
             partitions,
-            replication: -1,
+            replication: BROKER_DEFAULT_REPLICATION,
             configs: Vec::new(),
         }
     }

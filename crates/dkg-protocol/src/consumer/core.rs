@@ -831,8 +831,7 @@ mod tests {
 
     use super::*;
     use crate::handoff::BarrierSet;
-    use dkg_core::assignment::{AssignmentParts, HeavyKey, Params};
-    use dkg_core::hash::BucketHash;
+    use dkg_core::fixtures;
 
     const P: u32 = 4;
 
@@ -847,29 +846,7 @@ mod tests {
 
     /// Every bucket on partition 0; `hot` on `hot_on`.
     fn assignment(epoch: u64, hot_on: u32) -> Arc<Assignment> {
-        Arc::new(
-            Assignment::new(AssignmentParts {
-                topic: "t".into(),
-                partitions: P,
-                epoch,
-                bucket_hash: BucketHash::default(),
-                table: vec![0; 4],
-                heavy: vec![HeavyKey {
-                    key: b"hot".to_vec(),
-                    partition: hot_on,
-                    weight: 9,
-                }],
-                params: Params {
-                    theta: 0.1,
-                    epsilon: 0.05,
-                    mu: 1.0,
-                    window_records: 1,
-                },
-                created_at_ms: 1,
-                predicted_load: vec![0.25; P as usize],
-            })
-            .unwrap(),
-        )
+        Arc::new(fixtures::with_hot_key(P, epoch, vec![0; 4], hot_on))
     }
 
     fn y() -> ProducerId {
@@ -1222,8 +1199,7 @@ mod simulation {
 
     use super::*;
     use crate::handoff::Lease;
-    use dkg_core::assignment::{AssignmentParts, HeavyKey, Params};
-    use dkg_core::hash::BucketHash;
+    use dkg_core::fixtures;
 
     const PARTS: u32 = 3;
     const KEYS: usize = 3;
@@ -1300,31 +1276,13 @@ mod simulation {
     }
 
     fn assignment(epoch: u64, homes: &[u32; KEYS]) -> Arc<Assignment> {
-        Arc::new(
-            Assignment::new(AssignmentParts {
-                topic: "t".into(),
-                partitions: PARTS,
-                epoch,
-                bucket_hash: BucketHash::default(),
-                table: vec![0],
-                heavy: (0..KEYS)
-                    .map(|k| HeavyKey {
-                        key: key(k),
-                        partition: homes[k],
-                        weight: 1,
-                    })
-                    .collect(),
-                params: Params {
-                    theta: 0.1,
-                    epsilon: 0.05,
-                    mu: 1.0,
-                    window_records: 1,
-                },
-                created_at_ms: 0,
-                predicted_load: vec![1.0 / f64::from(PARTS); PARTS as usize],
-            })
-            .unwrap(),
-        )
+        let keys: Vec<Vec<u8>> = (0..KEYS).map(key).collect();
+        let heavy: Vec<(&[u8], u32, u64)> = keys
+            .iter()
+            .zip(homes)
+            .map(|(k, &home)| (k.as_slice(), home, 1))
+            .collect();
+        Arc::new(fixtures::assignment("t", PARTS, epoch, vec![0], &heavy))
     }
 
     impl World {

@@ -158,31 +158,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::assignment::{AssignmentParts, HeavyKey, Params};
-    use crate::hash::BucketHash;
+    use dkg_core::fixtures;
 
     fn a(epoch: u64, hot_on: u32) -> Assignment {
-        Assignment::new(AssignmentParts {
-            topic: "t".into(),
-            partitions: 4,
-            epoch,
-            bucket_hash: BucketHash::default(),
-            table: vec![0; 4],
-            heavy: vec![HeavyKey {
-                key: b"hot".to_vec(),
-                partition: hot_on,
-                weight: 1,
-            }],
-            params: Params {
-                theta: 0.1,
-                epsilon: 0.05,
-                mu: 1.0,
-                window_records: 1,
-            },
-            created_at_ms: 1,
-            predicted_load: vec![0.25; 4],
-        })
-        .unwrap()
+        fixtures::with_hot_key(4, epoch, vec![0; 4], hot_on)
     }
 
     #[test]
