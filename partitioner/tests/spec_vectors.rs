@@ -23,8 +23,7 @@ use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate, RejectReason};
 use dkg_partitioner::{Assignment, MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
 use serde_json::Value;
 
-const REGENERATE: &str =
-    "regenerate with `cargo run -p dkg-partitioner --example spec_vectors -- spec/vectors` \
+const REGENERATE: &str = "regenerate with `cargo run -p dkg-partitioner --example spec_vectors -- spec/vectors` \
      and review the diff: a change of placement or validation is a change of docs/spec.md";
 
 fn vectors_dir() -> PathBuf {
@@ -163,7 +162,11 @@ fn committed_random_vectors_are_what_the_generator_writes() {
     let mut lines = text.strip_prefix('{').unwrap_or_default().lines();
     for (field, value) in vectors::random_leading() {
         let want = format!("{}:{value},", serde_json::to_string(field).unwrap());
-        assert_eq!(lines.next(), Some(want.as_str()), "random.json: {REGENERATE}");
+        assert_eq!(
+            lines.next(),
+            Some(want.as_str()),
+            "random.json: {REGENERATE}"
+        );
     }
     assert_eq!(lines.next(), Some("\"cases\":["));
     let case_lines: Vec<&str> = lines
@@ -203,7 +206,11 @@ fn murmur2_vectors_match_kafka_and_the_spec() {
         tails.insert(key.len() % 4);
         let want = case["murmur2"].as_i64().unwrap();
         assert_eq!(i64::from(murmur2(&key) as i32), want, "{case}");
-        assert_eq!(i64::from(spec_murmur2(&key, 0x9747_b28c) as i32), want, "{case}");
+        assert_eq!(
+            i64::from(spec_murmur2(&key, 0x9747_b28c) as i32),
+            want,
+            "{case}"
+        );
         let partitions = case["partitions"].as_object().unwrap();
         assert_eq!(
             partitions.keys().collect::<BTreeSet<_>>(),
@@ -329,10 +336,7 @@ fn control_vectors_follow_the_book_rules() {
 fn random_vectors_follow_the_spec_on_their_first_keys() {
     let file: Value = serde_json::from_str(&committed("random.json")).unwrap();
     assert_eq!(str_of(&file, "key_generator"), vectors::KEY_GENERATOR);
-    assert_eq!(
-        u64_of(&file, "key_count"),
-        vectors::RANDOM_KEY_COUNT as u64
-    );
+    assert_eq!(u64_of(&file, "key_count"), vectors::RANDOM_KEY_COUNT as u64);
     let cases = file["cases"].as_array().unwrap();
     assert_eq!(cases.len() as u64, vectors::RANDOM_CASES);
     let mut mismatched = 0;

@@ -19,8 +19,11 @@ use dkg_partitioner::{
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+/// Writes one vector file.
+pub type Generator = fn() -> String;
+
 /// Every generated file: its name in `spec/vectors/` and how to write it.
-pub const FILES: [(&str, fn() -> String); 5] = [
+pub const FILES: [(&str, Generator); 5] = [
     ("murmur2.json", murmur2_file),
     ("lookup.json", lookup_file),
     ("reject.json", reject_file),
@@ -195,7 +198,14 @@ pub fn murmur2_keys() -> Vec<Vec<u8>> {
     .iter()
     .map(|k| k.to_vec())
     .collect();
-    for (len, byte) in [(1, 0x00), (1, 0xff), (2, 0x80), (3, 0x7f), (4, 0x00), (5, 0xff)] {
+    for (len, byte) in [
+        (1, 0x00),
+        (1, 0xff),
+        (2, 0x80),
+        (3, 0x7f),
+        (4, 0x00),
+        (5, 0xff),
+    ] {
         keys.push(vec![byte; len]);
     }
     let mut rng = SplitMix64(0x6d75_726d_7572_3221);
@@ -442,7 +452,13 @@ fn lookup_file() -> String {
         "max_length_heavy_key",
         "A heavy key of 65536 bytes (the longest allowed), the same key with its middle byte \
          changed, and one byte longer (65537 bytes: cannot be heavy, routes by bucket).",
-        doc_json(&document(5, 20, DEFAULT_BUCKET_SEED, &[max.clone()], 4)),
+        doc_json(&document(
+            5,
+            20,
+            DEFAULT_BUCKET_SEED,
+            std::slice::from_ref(&max),
+            4,
+        )),
         5,
         &[max.clone(), middle, longer],
     ));
@@ -557,16 +573,8 @@ fn lookup_file() -> String {
     let mut keys = with_misses(&heavy);
     keys.extend(text_keys("k", 0..30));
     for (name, description, seed) in [
-        (
-            "seed_42",
-            "A non-default bucket seed (42).",
-            42,
-        ),
-        (
-            "seed_0",
-            "Bucket seed 0.",
-            0,
-        ),
+        ("seed_42", "A non-default bucket seed (42).", 42),
+        ("seed_0", "Bucket seed 0.", 0),
         (
             "seed_max",
             "Bucket seed 4294967295 (the largest; it does not fit a signed 32-bit int).",
@@ -601,7 +609,14 @@ fn lookup_file() -> String {
 
     let one = assignment(AssignmentParts {
         epoch: u64::MAX,
-        ..document(1, 1, DEFAULT_BUCKET_SEED, &[b"hot".to_vec(), Vec::new()], 11).into_parts()
+        ..document(
+            1,
+            1,
+            DEFAULT_BUCKET_SEED,
+            &[b"hot".to_vec(), Vec::new()],
+            11,
+        )
+        .into_parts()
     });
     let mut keys = vec![b"hot".to_vec(), Vec::new(), b"hot!".to_vec()];
     keys.extend(text_keys("k", 0..10));
@@ -749,7 +764,10 @@ fn heavy_with_key(key_b64: &str) -> Vec<u8> {
 }
 
 fn with_topic(topic: &str) -> Vec<u8> {
-    edit(r#""topic":"orders""#, &format!(r#""topic":{}"#, json(topic)))
+    edit(
+        r#""topic":"orders""#,
+        &format!(r#""topic":{}"#, json(topic)),
+    )
 }
 
 #[allow(clippy::too_many_lines)]
@@ -803,6 +821,19 @@ fn reject_cases() -> Vec<Reject> {
         reject("version_2_type_error", V, "version 2 and a member of the wrong type (partitions a string): still the version.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":"3""#)),
         reject("version_2_members_reordered", V, "version 2 written before format.", br#"{"version":2,"format":"dkg.assignment"}"#.to_vec()),
         reject("array_v2", V, "An array [\"dkg.assignment\", 2]: the version pre-read accepts an array (known gap), so the reason is the version.", br#"["dkg.assignment",2]"#.to_vec()),
+        reject("version_2_non_utf8_string", V, "version 2 and a byte 0xff inside the topic string: the pre-read skips members other than format and version without checking their strings for UTF-8 (known gap), so the reason is the version.", {
+            let mut d = edit(r#""version":1"#, r#""version":2"#);
+            let at = BASE_DOCUMENT.find("orders").expect("topic") + 3;
+            d[at] = 0xff;
+            d
+        }),
+        reject("version_2_lone_surrogate", V, "version 2 and a lone surrogate escape in the topic: not checked in skipped members (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"\ud800""#)),
+        reject("version_2_control_character", M, "version 2 and an unescaped control character in the topic: a JSON syntax error, which the pre-read does detect.", edit(r#""version":1,"topic":"orders""#, "\"version\":2,\"topic\":\"ord\u{1}ers\"")),
+        reject("version_2_number_overflow", V, "version 2 and partitions 1e400: numbers of skipped members are not range-checked (known gap).", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":1e400"#)),
+        reject("version_2_invalid_escape", M, "version 2 and an invalid escape \\q in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"ord\qers""#)),
+        reject("version_2_short_unicode_escape", M, "version 2 and a truncated \\u escape in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"ord\u12""#)),
+        reject("version_2_leading_zero", M, "version 2 and partitions 03 (a leading zero): a syntax error.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":03"#)),
+        reject("version_2_duplicate_member", V, "version 2 and topic twice: the pre-read allows repeated members other than format and version (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"orders","topic":"orders""#)),
         reject("version_2_truncated", M, "version 2 but not well-formed JSON (truncated): syntax comes first.", {
             let d = edit(r#""version":1"#, r#""version":2"#);
             d[..d.len() - 1].to_vec()
@@ -816,6 +847,13 @@ fn reject_cases() -> Vec<Reject> {
         reject("version_null", M, "version is null.", edit(r#""version":1"#, r#""version":null"#)),
         reject("duplicate_version", M, "version twice (same value).", edit(r#""version":1"#, r#""version":1,"version":1"#)),
         reject("duplicate_member", M, "topic twice (same value).", edit(r#""topic":"orders""#, r#""topic":"orders","topic":"orders""#)),
+        reject("duplicate_member_bucket_hash", M, "bucket_hash.seed twice.", edit(r#""seed":625341585"#, r#""seed":625341585,"seed":625341585"#)),
+        reject("duplicate_member_heavy", M, "A heavy entry with partition twice.", edit(r#""partition":1"#, r#""partition":1,"partition":1"#)),
+        reject("duplicate_member_params", M, "params.mu twice.", edit(r#""mu":4.0"#, r#""mu":4.0,"mu":4.0"#)),
+        reject("array_v2_three_elements", M, "An array [\"dkg.assignment\", 2, 0]: the pre-read accepts exactly two elements.", br#"["dkg.assignment",2,0]"#.to_vec()),
+        reject("string_lone_surrogate", M, "A lone surrogate escape \\ud800 in the topic.", edit(r#""topic":"orders""#, r#""topic":"\ud800""#)),
+        reject("string_control_character", M, "An unescaped control character (0x01) inside the topic string.", edit(r#""topic":"orders""#, "\"topic\":\"ord\u{1}ers\"")),
+        reject("partitions_negative_zero", M, "partitions -0.", edit(r#""partitions":3"#, r#""partitions":-0"#)),
         // Unknown and missing members.
         reject("unknown_member", M, "An unknown top-level member.", edit(r#""epoch":7"#, r#""epoch":7,"salt":1"#)),
         reject("unknown_member_null", M, "An unknown top-level member with value null.", edit(r#""epoch":7"#, r#""epoch":7,"comment":null"#)),
@@ -1057,11 +1095,14 @@ fn control_case(
     let got: Vec<(String, Option<u64>)> = expect
         .iter()
         .map(|e| {
-            let label = e.reason.map_or(e.outcome.to_owned(), |r| format!("{}:{r}", e.outcome));
+            let label = e
+                .reason
+                .map_or(e.outcome.to_owned(), |r| format!("{}:{r}", e.outcome));
             (label, e.epoch_after)
         })
         .collect();
-    let want: Vec<(String, Option<u64>)> = want.iter().map(|(l, e)| ((*l).to_owned(), *e)).collect();
+    let want: Vec<(String, Option<u64>)> =
+        want.iter().map(|(l, e)| ((*l).to_owned(), *e)).collect();
     assert_eq!(got, want, "control case {name}");
     let records = records
         .into_iter()
@@ -1110,18 +1151,31 @@ fn control_file() -> String {
         }
         doc_json(&assignment(parts))
     };
+    let longest = "t".repeat(MAX_TOPIC_LEN);
     let cases = vec![
         control_case(
             "epoch_increases",
             "Epochs 1, 2, 5 of one topic: each is adopted (gaps are fine).",
-            vec![put("orders", o(1)), put("orders", o(2)), put("orders", o(5))],
-            &[("accepted", Some(1)), ("accepted", Some(2)), ("accepted", Some(5))],
+            vec![
+                put("orders", o(1)),
+                put("orders", o(2)),
+                put("orders", o(5)),
+            ],
+            &[
+                ("accepted", Some(1)),
+                ("accepted", Some(2)),
+                ("accepted", Some(5)),
+            ],
         ),
         control_case(
             "stale_epoch",
             "Epoch 5, then epoch 4 (rejected, 5 stays), then epoch 5 again byte for byte \
              (unchanged).",
-            vec![put("orders", o(5)), put("orders", o(4)), put("orders", o(5))],
+            vec![
+                put("orders", o(5)),
+                put("orders", o(4)),
+                put("orders", o(5)),
+            ],
             &[
                 ("accepted", Some(5)),
                 ("rejected:stale_epoch", Some(5)),
@@ -1132,7 +1186,11 @@ fn control_file() -> String {
             "epoch_conflict",
             "Epoch 5, then a different document under epoch 5 (rejected: the first stays), then \
              epoch 6.",
-            vec![put("orders", o(5)), put("orders", o_other(5)), put("orders", o(6))],
+            vec![
+                put("orders", o(5)),
+                put("orders", o_other(5)),
+                put("orders", o(6)),
+            ],
             &[
                 ("accepted", Some(5)),
                 ("rejected:epoch_conflict", Some(5)),
@@ -1143,8 +1201,16 @@ fn control_file() -> String {
             "identical_republication",
             "Epoch 3 published three times: the same bytes, then the same content pretty-printed \
              (equality is on the decoded fields, not the bytes).",
-            vec![put("orders", o(3)), put("orders", o(3)), put("orders", pretty)],
-            &[("accepted", Some(3)), ("unchanged", Some(3)), ("unchanged", Some(3))],
+            vec![
+                put("orders", o(3)),
+                put("orders", o(3)),
+                put("orders", pretty),
+            ],
+            &[
+                ("accepted", Some(3)),
+                ("unchanged", Some(3)),
+                ("unchanged", Some(3)),
+            ],
         ),
         control_case(
             "conflict_on_any_field",
@@ -1232,8 +1298,14 @@ fn control_file() -> String {
                 put("orders", o(1)),
                 put("orders", "{not json".to_owned()),
                 put("orders", o(2).replacen("\"version\":1", "\"version\":2", 1)),
-                put("orders", o(2).replacen("\"table\":[0,1,2,0]", "\"table\":[0,1,5,0]", 1)),
-                put("orders", o(2).replacen("\"partitions\":3", "\"partitions\":0", 1)),
+                put(
+                    "orders",
+                    o(2).replacen("\"table\":[0,1,2,0]", "\"table\":[0,1,5,0]", 1),
+                ),
+                put(
+                    "orders",
+                    o(2).replacen("\"partitions\":3", "\"partitions\":0", 1),
+                ),
                 put("orders", o(2)),
             ],
             &[
@@ -1254,8 +1326,26 @@ fn control_file() -> String {
         control_case(
             "epoch_zero",
             "Epoch 0 is a valid epoch; re-publishing it is a no-op and epoch 1 follows.",
-            vec![put("orders", o(0)), put("orders", o(0)), put("orders", o(1))],
-            &[("accepted", Some(0)), ("unchanged", Some(0)), ("accepted", Some(1))],
+            vec![
+                put("orders", o(0)),
+                put("orders", o(0)),
+                put("orders", o(1)),
+            ],
+            &[
+                ("accepted", Some(0)),
+                ("unchanged", Some(0)),
+                ("accepted", Some(1)),
+            ],
+        ),
+        control_case(
+            "legal_topic_names",
+            "The longest legal topic name (249 characters) and one using every allowed \
+             punctuation character are accepted; documents match their key byte for byte.",
+            vec![
+                put(&longest, control_doc(&longest, 1, &[0, 1, 2])),
+                put("a.B_c-9", control_doc("a.B_c-9", 3, &[0, 1, 2])),
+            ],
+            &[("accepted", Some(1)), ("accepted", Some(3))],
         ),
         control_case(
             "two_topics_interleaved",
