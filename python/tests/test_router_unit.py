@@ -6,6 +6,7 @@ import threading
 import warnings
 
 import pytest
+from confluent_kafka import Producer
 
 import dkg_kafka
 from dkg_kafka import Assignment, Router
@@ -48,13 +49,22 @@ def test_producer_defaults_apply_only_where_unset_and_weakening_warns() -> None:
     assert out["linger.ms"] == 5
     for weaker, match in (
         ({"enable.idempotence": False}, "enable.idempotence"),
-        ({"acks": "1"}, "acks"),
+        ({"acks": "1", "enable.idempotence": False}, "acks"),
         ({"partitioner": "consistent_random"}, "partitioner"),
     ):
-        with pytest.warns(RuntimeWarning, match=match):
+        with pytest.warns(RuntimeWarning) as record:
             kept = producer_config({"bootstrap.servers": "b:1", **weaker})
+        assert any(match in str(w.message) for w in record), match
         for k, v in weaker.items():
             assert kept[k] == v
+    # A weaker acks leaves idempotence unset (librdkafka refuses idempotence without acks=all),
+    # with both warnings, and the client accepts the result.
+    with pytest.warns(RuntimeWarning) as record:
+        weak = producer_config({"bootstrap.servers": "b:1", "acks": 1})
+    assert "enable.idempotence" not in weak
+    messages = [str(w.message) for w in record]
+    assert any("acks=1" in m for m in messages) and any("idempotence is off" in m for m in messages)
+    Producer(weak)
 
 
 def test_unknown_partition_count_leaves_the_record_to_the_client_and_counts_it() -> None:
@@ -111,3 +121,14 @@ def test_assignment_swaps_under_concurrent_lookups_are_consistent() -> None:
     placement = router.placement("t")
     assert placement is not None and placement.assignment is not None
     assert placement.assignment.epoch == len(docs)
+
+
+def test_a_topic_that_disappears_has_no_partition_count_until_it_is_back() -> None:
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    router._set_partition_count("t", 3)
+    assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 3)
+    router._set_partition_count("t", None)
+    assert router.placement("t") is None
+    assert router.partition("t", b"k") is None
+    router._set_partition_count("t", 4)
+    assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 4)

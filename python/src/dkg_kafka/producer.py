@@ -35,7 +35,8 @@ class DkgProducer:
             (requires ``prometheus_client``); ``None`` registers nothing.
         startup_timeout: seconds to read the control topic to its end (``TimeoutError``).
         metadata_refresh_interval: seconds between partition count refreshes.
-        router: a started :class:`Router` to share (its lifetime stays the caller's).
+        router: a started :class:`Router` to share (its lifetime stays the caller's; it reads
+            partition counts through its own client).
 
     Other ``Producer`` methods (``list_topics``, transactions...) are forwarded unchanged.
     """
@@ -50,17 +51,20 @@ class DkgProducer:
         metadata_refresh_interval: float = 5.0,
         router: Router | None = None,
     ) -> None:
+        self._producer = Producer(producer_config(conf))
         self._owns_router = router is None
         if router is None:
+            # Partition counts from this producer's own client (spec 7.2: the client must know a
+            # partition before it accepts it explicitly).
             router = Router(
                 conf,
                 control_topic=control_topic,
                 startup_timeout=startup_timeout,
                 metadata_refresh_interval=metadata_refresh_interval,
+                list_topics=self._producer.list_topics,
             ).start()
         self.router = router
         try:
-            self._producer = Producer(producer_config(conf))
             if registry is not None:
                 from .metrics import register
 
