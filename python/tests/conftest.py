@@ -73,10 +73,15 @@ def wait_partitions(admin: AdminClient, name: str, partitions: int, timeout: flo
         time.sleep(0.1)
 
 
+# Room for the largest document (8 MiB) and one byte more, as the Rust ensure_control_topic sets it.
+CONTROL_MAX_BYTES = 9 * 1024 * 1024
+
+
 @pytest.fixture
 def control_topic(admin: AdminClient) -> str:
     """A fresh compacted one-partition control topic."""
-    return create_topic(admin, unique("dkg-test-control"), 1, {"cleanup.policy": "compact"})
+    config = {"cleanup.policy": "compact", "max.message.bytes": str(CONTROL_MAX_BYTES)}
+    return create_topic(admin, unique("dkg-test-control"), 1, config)
 
 
 class Publisher:
@@ -84,7 +89,13 @@ class Publisher:
 
     def __init__(self, bootstrap: str, control_topic: str) -> None:
         self.topic = control_topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "message.max.bytes": CONTROL_MAX_BYTES + 64 * 1024,
+            }
+        )
 
     def send(self, key: bytes | None, value: bytes | None) -> None:
         errors: list[Any] = []

@@ -151,6 +151,8 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
             (topic.encode(), other, "topic_mismatch"),
             (topic.encode(), rotated(topic, 4, epoch=4, shift=2), "stale_epoch"),
             (topic.encode(), rotated(topic, 4, epoch=5, shift=2), "epoch_conflict"),
+            # One byte over the 8 MiB limit (checked before parsing).
+            (topic.encode(), good + b" " * (8 * 1024 * 1024 + 1 - len(good)), "oversize"),
             # (A keyless record cannot reach a compacted topic: the broker refuses it.)
             (b"\xff\xfe", good, "bad_key"),
         ]
