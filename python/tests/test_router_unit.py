@@ -132,3 +132,33 @@ def test_a_topic_that_disappears_has_no_partition_count_until_it_is_back() -> No
     assert router.partition("t", b"k") is None
     router._set_partition_count("t", 4)
     assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 4)
+
+
+def test_epoch_header_predecessors_follow_the_control_topic() -> None:
+    """At start-up the first assignment has no known predecessor (nothing moved); live, the
+    predecessor is the previous assignment, or Kafka's placement after a retraction."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    router._set_partition_count("t", 4)
+    keys = [f"key-{i}".encode() for i in range(300)]
+    docs = [rotated("t", 4, epoch, shift=epoch) for epoch in range(1, 5)]
+    a = [Assignment.from_json(d) for d in docs]
+
+    def headers() -> list[bytes | None]:
+        return [router.route("t", k)[1] for k in keys]
+
+    router._apply(b"t", docs[0])  # read during the start-up catch-up
+    assert headers() == [None] * len(keys)
+    router._live = True
+    router._apply(b"t", docs[1])
+    assert headers() == [
+        b"2" if a[1].partition_for(k) != a[0].partition_for(k) else None for k in keys
+    ]
+    router._apply(b"t", None)
+    assert headers() == [None] * len(keys)  # Kafka's placement: no header
+    router._apply(b"t", docs[2])
+    assert headers() == [
+        b"3" if a[2].partition_for(k) != dkg_kafka.kafka_partition(k, 4) else None for k in keys
+    ]
+    assert any(headers()) and not all(headers())
+    with pytest.raises(ValueError, match="epoch_header"):
+        Router({}, epoch_header="sometimes")

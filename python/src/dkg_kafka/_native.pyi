@@ -93,10 +93,22 @@ class Placement:
     """A topic's partition count and current assignment; immutable, swapped whole."""
 
     def __new__(
-        cls, partitions: int, assignment: Assignment | None, counters: RouteCounters
-    ) -> Placement: ...
+        cls,
+        partitions: int,
+        assignment: Assignment | None,
+        counters: RouteCounters,
+        *,
+        previous: Assignment | None = None,
+        previous_known: bool = False,
+        epoch_header: str = "moved",
+    ) -> Placement:
+        """``previous``: the assignment in effect before ``assignment``; ``previous_known=False``:
+        the predecessor is unknown (nothing counts as moved); ``epoch_header``: which records
+        :meth:`place_stamped` gives a ``dkg-epoch`` value."""
     def place(self, key: bytes) -> int:
         """The partition of ``key``, counted; never raises for ``bytes``."""
+    def place_stamped(self, key: bytes) -> tuple[int, bytes | None]:
+        """``(partition, dkg-epoch header value or None)``, counted like :meth:`place`."""
     def route(self, key: bytes) -> tuple[int, _PlacementRoute]:
         """``(partition, route)`` of ``key``, not counted."""
     def place_many(self, keys: Iterable[bytes]) -> list[int]:

@@ -35,8 +35,12 @@ class DkgProducer:
             (requires ``prometheus_client``); ``None`` registers nothing.
         startup_timeout: seconds to read the control topic to its end (``TimeoutError``).
         metadata_refresh_interval: seconds between partition count refreshes.
+        epoch_header: which keyed records get a ``dkg-epoch`` header (``"moved"``, the default
+            and the Rust producer's: records of keys the latest assignment moved, what
+            ``DkgConsumer`` holds back to keep each key in order; ``"all"``; ``"off"``), appended
+            after the record's own headers.
         router: a started :class:`Router` to share (its lifetime stays the caller's; it reads
-            partition counts through its own client).
+            partition counts through its own client and keeps its own ``epoch_header``).
 
     Other ``Producer`` methods (``list_topics``, transactions...) are forwarded unchanged.
     """
@@ -49,6 +53,7 @@ class DkgProducer:
         registry: Any = None,
         startup_timeout: float = 30.0,
         metadata_refresh_interval: float = 5.0,
+        epoch_header: str = "moved",
         router: Router | None = None,
     ) -> None:
         self._producer = Producer(producer_config(conf))
@@ -62,6 +67,7 @@ class DkgProducer:
                 startup_timeout=startup_timeout,
                 metadata_refresh_interval=metadata_refresh_interval,
                 list_topics=self._producer.list_topics,
+                epoch_header=epoch_header,
             ).start()
         self.router = router
         try:
@@ -74,7 +80,7 @@ class DkgProducer:
                 router.close()
             raise
         self._produce = self._producer.produce
-        self._partition = router.partition
+        self._route = router.route
 
     def produce(
         self,
@@ -98,9 +104,11 @@ class DkgProducer:
                 # What the client would send for a str key.
                 key = key.encode("utf-8")
             if type(key) is bytes:
-                placed = self._partition(topic, key)
+                placed, epoch = self._route(topic, key)
                 if placed is not None:
                     partition = placed
+                if epoch is not None:
+                    headers = _with_epoch(headers, epoch)
         if on_delivery is None and timestamp == 0 and headers is None:
             self._produce(topic, value, key, partition)
             return
@@ -143,3 +151,15 @@ class DkgProducer:
         if name == "_producer":
             raise AttributeError(name)
         return getattr(self._producer, name)
+
+
+EPOCH_HEADER = "dkg-epoch"
+
+
+def _with_epoch(headers: Any, epoch: bytes) -> Any:
+    """The record's headers with ``dkg-epoch`` appended after them (spec section 8)."""
+    if headers is None:
+        return [(EPOCH_HEADER, epoch)]
+    items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    items.append((EPOCH_HEADER, epoch))
+    return items

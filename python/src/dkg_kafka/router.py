@@ -65,6 +65,10 @@ class Router:
         metadata_timeout: bound of one metadata request, seconds.
         list_topics: the metadata source, called as ``list_topics(topic, timeout=seconds)``
             (``Producer.list_topics``); default an ``AdminClient`` on ``conf``'s connection.
+        epoch_header: which records :meth:`route` gives a ``dkg-epoch`` header value (spec
+            section 8, the Rust producer's ``EpochHeader``): ``"moved"`` (default: records of keys
+            whose partition changed in the topic's latest epoch transition, what the ordering
+            consumer holds back), ``"all"`` (every record the assignment placed) or ``"off"``.
     """
 
     def __init__(
@@ -76,7 +80,11 @@ class Router:
         metadata_refresh_interval: float = 5.0,
         metadata_timeout: float = 5.0,
         list_topics: ListTopics | None = None,
+        epoch_header: str = "moved",
     ) -> None:
+        if epoch_header not in ("moved", "all", "off"):
+            raise ValueError(f'epoch_header must be "moved", "all" or "off", not {epoch_header!r}')
+        self._epoch_header = epoch_header
         self.control_topic = control_topic
         self._consumer_conf = control_consumer_config(conf)
         self._metadata_conf = connection_config(conf)
@@ -98,6 +106,11 @@ class Router:
         self._closed = threading.Event()
         self._consumer: Consumer | None = None
         self._threads: list[threading.Thread] = []
+        # Per topic: its current assignment and where keys lived before it (previous
+        # assignment, whether that is known: not for the first one read at start-up).
+        self._current: dict[str, _native.Assignment] = {}
+        self._before: dict[str, tuple[_native.Assignment | None, bool]] = {}
+        self._live = False
         # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
         self._adopted_at: dict[str, tuple[int, float]] = {}
 
@@ -106,8 +119,8 @@ class Router:
     def start(self) -> Router:
         """Read the control topic to its end (``TimeoutError`` after ``startup_timeout``), fetch
         the partition counts of the assigned topics, then follow both in daemon threads."""
-        if self._consumer is not None:
-            raise RuntimeError("Router.start() called twice")
+        if self._consumer is not None or self._closed.is_set():
+            raise RuntimeError("a Router starts once (create a new one after close())")
         consumer = Consumer(self._consumer_conf)
         # Not the consumer's list_topics(): it hangs while another thread polls the consumer.
         if self._list_topics is None:
@@ -117,6 +130,7 @@ class Router:
         try:
             consumer.assign([TopicPartition(self.control_topic, 0, OFFSET_BEGINNING)])
             self._read_to_end(consumer, time.monotonic() + self._startup_timeout)
+            self._live = True
             self._refresh_counts(metadata, self._wanted_topics())
         except BaseException:
             self._consumer = None
@@ -161,6 +175,15 @@ class Router:
         self._unplaced(topic)
         return None
 
+    def route(self, topic: str, key: bytes) -> tuple[int | None, bytes | None]:
+        """Like :meth:`partition`, with the record's ``dkg-epoch`` header value (``None``: no
+        header) as ``epoch_header`` says."""
+        placement = self._placements.get(topic)
+        if placement is not None:
+            return placement.place_stamped(key)
+        self._unplaced(topic)
+        return _UNPLACED
+
     def placement(self, topic: str) -> _native.Placement | None:
         """The topic's current placement (``None`` while its partition count is unknown)."""
         return self._placements.get(topic)
@@ -188,7 +211,15 @@ class Router:
         count = self._counts.get(topic)
         if count is None:
             return
-        placement = _native.Placement(count, self._book.get(topic), self._counters_of(topic))
+        previous, previous_known = self._before.get(topic, (None, False))
+        placement = _native.Placement(
+            count,
+            self._current.get(topic),
+            self._counters_of(topic),
+            previous=previous,
+            previous_known=previous_known,
+            epoch_header=self._epoch_header,
+        )
         self._placements[topic] = placement
         self._changed.notify_all()
 
@@ -209,8 +240,15 @@ class Router:
                 self._rejected[reason] = self._rejected.get(reason, 0) + 1
                 self._changed.notify_all()
             elif update.outcome in ("accepted", "retracted") and update.topic is not None:
+                topic = update.topic
+                previous = self._current.pop(topic, None)
+                self._before.pop(topic, None)
                 if update.assignment is not None:
-                    self._adopted_at[update.topic] = (update.assignment.epoch, time.monotonic())
+                    self._current[topic] = update.assignment
+                    # Read live, routing was Kafka's placement until now; at start-up nothing
+                    # was routed yet, so without a predecessor nothing counts as moved.
+                    self._before[topic] = (previous, previous is not None or self._live)
+                    self._adopted_at[topic] = (update.assignment.epoch, time.monotonic())
                 if update.topic not in self._wanted:
                     self._wanted.add(update.topic)
                     self._wake.set()
@@ -387,6 +425,9 @@ class Router:
             )
 
         return self.wait_until(in_effect, timeout)
+
+
+_UNPLACED: tuple[None, None] = (None, None)
 
 
 def _is_unknown_topic(e: KafkaException | KafkaError) -> bool:
