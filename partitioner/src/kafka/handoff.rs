@@ -40,6 +40,14 @@ pub fn now_ms() -> u64 {
     u64::try_from(since_unix_epoch().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The monotonic clock the glue passes into the pure layer: time since the first reading in this
+/// process ([`dkg_protocol::consumer::Monotonic`]).
+#[must_use]
+pub fn mono_now() -> dkg_protocol::consumer::Monotonic {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+}
+
 /// A fresh [`ProducerId`] seeded with the wall clock.
 #[must_use]
 pub fn new_producer_id() -> ProducerId {

@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::Monotonic;
 
 use crate::handoff::{Lease, ProducerId, Progress};
 use dkg_core::assignment::Assignment;
@@ -103,7 +105,7 @@ struct Part<M> {
     hooked: u64,
     paused: bool,
     /// Paused, or last released, at.
-    quiet_since: Instant,
+    quiet_since: Monotonic,
     /// Resumed by the stall timeout: not paused again until the buffer halves.
     overflow: bool,
 }
@@ -197,7 +199,7 @@ impl<M> Core<M> {
     }
 
     /// The topic's partition count changed.
-    pub fn set_partitions(&mut self, partitions: u32, now: Instant) {
+    pub fn set_partitions(&mut self, partitions: u32, now: Monotonic) {
         if partitions != self.partitions && partitions > 0 {
             self.partitions = partitions;
             self.history.set_partitions(partitions);
@@ -283,7 +285,7 @@ impl<M> Core<M> {
         partition: u32,
         committed: Option<i64>,
         meta: Option<&CommitMeta>,
-        now: Instant,
+        now: Monotonic,
     ) {
         let progress = PartitionProgress::from_meta(meta, committed);
         let drained = progress.drained(self.leases.values(), self.now_ms, self.history.max_epoch());
@@ -309,7 +311,7 @@ impl<M> Core<M> {
 
     /// A partition was revoked (after its final commit, if any): its held and released records are
     /// dropped (they are above the committed offset: the next owner reads them).
-    pub fn revoke(&mut self, partition: u32, now: Instant) {
+    pub fn revoke(&mut self, partition: u32, now: Monotonic) {
         if let Some(part) = self.parts.remove(&partition) {
             // For good: the consuming side may still hold this lane; a re-assignment gets a new one.
             part.lane.set_gate(0);
@@ -401,7 +403,7 @@ impl<M> Core<M> {
     pub fn on_record(
         &mut self,
         rec: Incoming<'_, impl FnOnce() -> M>,
-        now: impl FnOnce() -> Instant,
+        now: impl FnOnce() -> Monotonic,
     ) -> Outcome {
         let Incoming {
             partition,
@@ -526,7 +528,7 @@ impl<M> Core<M> {
     }
 
     /// Release every held record whose wait is over.
-    fn release(&mut self, now: Instant) {
+    fn release(&mut self, now: Monotonic) {
         if self.parts.values().all(|p| p.hold.held() == 0) {
             return;
         }
@@ -560,7 +562,7 @@ impl<M> Core<M> {
     // ---------------------------------------------------------------- knowledge
 
     /// Recompute drained values, the settled epoch and releases after any change of knowledge.
-    fn refresh(&mut self, now: Instant) {
+    fn refresh(&mut self, now: Monotonic) {
         self.dirty = true;
         let max_epoch = self.history.max_epoch();
         for part in self.parts.values_mut() {
@@ -573,7 +575,7 @@ impl<M> Core<M> {
     }
 
     /// A lease was written (or re-read).
-    pub fn on_lease(&mut self, lease: Lease, now: Instant) {
+    pub fn on_lease(&mut self, lease: Lease, now: Monotonic) {
         if *lease.topic != *self.topic {
             return;
         }
@@ -585,14 +587,14 @@ impl<M> Core<M> {
     }
 
     /// A lease was tombstoned.
-    pub fn on_lease_removed(&mut self, producer: &ProducerId, now: Instant) {
+    pub fn on_lease_removed(&mut self, producer: &ProducerId, now: Monotonic) {
         if self.leases.remove(producer).is_some() {
             self.refresh(now);
         }
     }
 
     /// An epoch's assignment (control topic or history).
-    pub fn on_assignment(&mut self, a: Arc<Assignment>, now: Instant) {
+    pub fn on_assignment(&mut self, a: Arc<Assignment>, now: Monotonic) {
         if *a.topic() != *self.topic {
             return;
         }
@@ -602,7 +604,7 @@ impl<M> Core<M> {
     }
 
     /// Another member's progress announcement (own partitions and other groups are ignored).
-    pub fn on_progress(&mut self, p: &Progress, now: Instant) {
+    pub fn on_progress(&mut self, p: &Progress, now: Monotonic) {
         if *p.topic != *self.topic
             || *p.group != *self.group
             || self.parts.contains_key(&p.partition)
@@ -619,7 +621,7 @@ impl<M> Core<M> {
     }
 
     /// Time passes: leases expire.
-    pub fn tick(&mut self, now: Instant, now_ms: u64) {
+    pub fn tick(&mut self, now: Monotonic, now_ms: u64) {
         self.now_ms = now_ms;
         self.refresh(now);
     }
@@ -711,7 +713,7 @@ impl<M> Core<M> {
     /// A partition with nothing fetched whose drained value changed (through leases only): no
     /// processing is claimed, so it is as durable as the committed state it started from.
     /// Returns the progress to announce.
-    pub fn mark_durable(&mut self, partition: u32, now: Instant) -> Option<Progress> {
+    pub fn mark_durable(&mut self, partition: u32, now: Monotonic) -> Option<Progress> {
         let part = self.parts.get_mut(&partition)?;
         let drained = part.drained;
         self.committed(partition, drained, now);
@@ -756,7 +758,7 @@ impl<M> Core<M> {
     }
 
     /// A progress commit of `partition` succeeded: its drained value is durable.
-    pub fn committed(&mut self, partition: u32, drained: u64, now: Instant) {
+    pub fn committed(&mut self, partition: u32, drained: u64, now: Monotonic) {
         if let Some(part) = self.parts.get_mut(&partition) {
             part.durable = drained;
             self.dirty = true;
@@ -784,7 +786,7 @@ impl<M> Core<M> {
     // ---------------------------------------------------------------- flow control
 
     /// Partitions to pause (hold buffer over the limit) and to resume (halved, or stalled).
-    pub fn flow(&mut self, now: Instant) -> (Vec<u32>, Vec<u32>) {
+    pub fn flow(&mut self, now: Monotonic) -> (Vec<u32>, Vec<u32>) {
         let (mut pause, mut resume) = (Vec::new(), Vec::new());
         let max = self.cfg.max_held;
         for (&p, part) in &mut self.parts {
@@ -793,8 +795,7 @@ impl<M> Core<M> {
                 if held <= max / 2 {
                     part.paused = false;
                     resume.push(p);
-                } else if now.saturating_duration_since(part.quiet_since) >= self.cfg.stall_timeout
-                {
+                } else if now.saturating_sub(part.quiet_since) >= self.cfg.stall_timeout {
                     // The driver logs it (this layer does no I/O): `take_stalled`.
                     self.stalled.push((p, held));
                     part.paused = false;
@@ -826,8 +827,6 @@ impl<M> Core<M> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    // A base instant for the test clock (production code takes `now` as an argument).
-    #![allow(clippy::disallowed_methods)]
 
     use super::*;
     use crate::handoff::BarrierSet;
@@ -885,7 +884,7 @@ mod tests {
 
     /// A member owning `parts`, knowing epoch 1 (hot on 1) and one live producer from epoch 0.
     fn member(parts: &[u32]) -> Core<i64> {
-        let now = Instant::now();
+        let now = Monotonic::ZERO;
         let mut c = Core::new("t", "g", P, cfg());
         c.tick(now, 1);
         c.on_assignment(assignment(1, 1), now);
@@ -899,7 +898,7 @@ mod tests {
     fn deliver(c: &mut Core<i64>, r: Incoming<'static, Msg>) -> Option<i64> {
         c.processed();
         let offset = r.offset;
-        match c.on_record(r, Instant::now) {
+        match c.on_record(r, || Monotonic::ZERO) {
             Outcome::Deliver => Some(offset),
             _ => None,
         }
@@ -910,7 +909,7 @@ mod tests {
         let mut out = Vec::new();
         for p in c.progress_due() {
             let s = c.snapshot(p).unwrap().unwrap();
-            c.committed(p, s.drained, Instant::now());
+            c.committed(p, s.drained, Monotonic::ZERO);
             out.push(c.progress_record(&s));
         }
         out
@@ -918,7 +917,7 @@ mod tests {
 
     fn announce(to: &mut Core<i64>, progress: &[Progress]) {
         for p in progress {
-            to.on_progress(p, Instant::now());
+            to.on_progress(p, Monotonic::ZERO);
         }
     }
 
@@ -942,13 +941,13 @@ mod tests {
         // Epoch 1 records of hot on partition 1 flow.
         assert_eq!(deliver(&mut a, rec(1, 1, b"hot", 1)), Some(1));
         // Epoch 2 moves hot to partition 2.
-        let now = Instant::now();
+        let now = Monotonic::ZERO;
         a.on_assignment(assignment(2, 2), now);
         b.on_assignment(assignment(2, 2), now);
         // B sees hot's epoch-2 record before A drained partition 1: held.
         b.processed();
         assert!(matches!(
-            b.on_record(rec(2, 1, b"hot", 2), Instant::now),
+            b.on_record(rec(2, 1, b"hot", 2), || Monotonic::ZERO),
             Outcome::Held
         ));
         // Later hot records queue behind it, unstamped ones too (they may be the same producer's).
@@ -958,7 +957,7 @@ mod tests {
             ..rec(2, 2, b"hot", 0)
         };
         assert!(matches!(
-            b.on_record(unstamped, Instant::now),
+            b.on_record(unstamped, || Monotonic::ZERO),
             Outcome::Held
         ));
         // A key whose epoch-1 home is partition 0 waits for partition 0.
@@ -991,10 +990,10 @@ mod tests {
         // Partition 2 holds hot's epoch-2 record; a barrier(2) behind it passes (no deadlock),
         // a barrier(3) behind it waits until the record is processed.
         let mut b = member(&[2]);
-        b.on_assignment(assignment(2, 2), Instant::now());
+        b.on_assignment(assignment(2, 2), Monotonic::ZERO);
         b.processed();
         assert!(matches!(
-            b.on_record(rec(2, 10, b"hot", 2), Instant::now),
+            b.on_record(rec(2, 10, b"hot", 2), || Monotonic::ZERO),
             Outcome::Held
         ));
         barrier(&mut b, 2, 11, 2);
@@ -1005,7 +1004,7 @@ mod tests {
             (10, 2),
             "the held record keeps the commit below it"
         );
-        b.on_assignment(assignment(3, 2), Instant::now());
+        b.on_assignment(assignment(3, 2), Monotonic::ZERO);
         barrier(&mut b, 2, 12, 3);
         assert_eq!(b.snapshot(2).unwrap().unwrap().drained, 2);
         // Partitions 0, 1, 3 drained epoch 2 (announced): the record goes; processing it passes
@@ -1035,15 +1034,15 @@ mod tests {
         // epoch-3 records on 1 wait for it; the others drained 3.
         let setup = |parts: &[u32]| {
             let mut m = member(parts);
-            m.on_assignment(assignment(2, 2), Instant::now());
-            m.on_assignment(assignment(3, 1), Instant::now());
+            m.on_assignment(assignment(2, 2), Monotonic::ZERO);
+            m.on_assignment(assignment(3, 1), Monotonic::ZERO);
             announce(&mut m, &[progress(0, 3), progress(2, 2), progress(3, 3)]);
             m
         };
         let mut a = setup(&[1]);
         a.processed();
         assert!(matches!(
-            a.on_record(rec(1, 5, b"hot", 3), Instant::now),
+            a.on_record(rec(1, 5, b"hot", 3), || Monotonic::ZERO),
             Outcome::Held
         ));
         assert!(deliver(&mut a, rec(1, 6, b"x", 2)).is_some());
@@ -1053,16 +1052,16 @@ mod tests {
         // A crashes; B takes partition 1 from the committed offset and metadata.
         let meta = CommitMeta::parse(&s.metadata).unwrap().unwrap();
         let mut b = setup(&[]);
-        b.assign(1, Some(s.offset), Some(&meta), Instant::now());
+        b.assign(1, Some(s.offset), Some(&meta), Monotonic::ZERO);
         assert!(b.snapshot(1).is_none());
         assert!(matches!(
-            b.on_record(rec(1, 5, b"hot", 3), Instant::now),
+            b.on_record(rec(1, 5, b"hot", 3), || Monotonic::ZERO),
             Outcome::Held
         ));
         b.processed();
         assert!(
             matches!(
-                b.on_record(rec(1, 6, b"x", 2), Instant::now),
+                b.on_record(rec(1, 6, b"x", 2), || Monotonic::ZERO),
                 Outcome::Skipped
             ),
             "epoch 2 below barrier(3) was processed by A"
@@ -1076,7 +1075,7 @@ mod tests {
 
     #[test]
     fn expired_and_late_producers() {
-        let now = Instant::now();
+        let now = Monotonic::ZERO;
         let mut c = member(&[0]);
         c.on_assignment(assignment(2, 2), now);
         assert!(c.snapshot(0).is_none(), "nothing fetched yet");
@@ -1104,7 +1103,7 @@ mod tests {
 
     #[test]
     fn quiet_partitions_take_the_lane_and_keep_their_position() {
-        let now = Instant::now();
+        let now = Monotonic::ZERO;
         let mut c = member(&[0]);
         let mut lanes = c.lanes();
         c.publish();
@@ -1162,7 +1161,7 @@ mod tests {
 
     #[test]
     fn flow_control_pauses_and_resumes() {
-        let t0 = Instant::now();
+        let t0 = Monotonic::ZERO;
         let mut b = member(&[2]);
         b.on_assignment(assignment(2, 2), t0);
         for o in 0..6 {
@@ -1188,8 +1187,6 @@ mod tests {
 #[cfg(test)]
 mod simulation {
     #![allow(clippy::unwrap_used)]
-    // A base instant for the test clock (production code takes `now` as an argument).
-    #![allow(clippy::disallowed_methods)]
 
     use std::collections::{BTreeMap, HashMap};
 
@@ -1339,7 +1336,7 @@ mod simulation {
         /// A (re)started member: knows every epoch and lease, takes its partitions from the
         /// committed state, announces them.
         fn member(&mut self, parts: Vec<u32>) -> Member {
-            let now = Instant::now();
+            let now = Monotonic::ZERO;
             let mut core = Core::new(
                 "t",
                 "g",
@@ -1472,7 +1469,7 @@ mod simulation {
                             epoch,
                             msg: || id,
                         },
-                        Instant::now,
+                        || Monotonic::ZERO,
                     );
                     member.lanes.refresh(part, core.lane(part));
                     match out {
@@ -1505,7 +1502,7 @@ mod simulation {
 
         /// Progress commits (hooks would run here), then announcements queued.
         fn commit_progress(&mut self, m: usize) -> bool {
-            let now = Instant::now();
+            let now = Monotonic::ZERO;
             let due = self.members[m].core.progress_due();
             for &p in &due {
                 let core = &mut self.members[m].core;
@@ -1536,7 +1533,7 @@ mod simulation {
         }
 
         fn deliver_announcements(&mut self) -> bool {
-            let now = Instant::now();
+            let now = Monotonic::ZERO;
             let sent = std::mem::take(&mut self.announcements);
             for m in &mut self.members {
                 for a in &sent {

@@ -1,6 +1,6 @@
 //! The per-partition hold buffer: records of moved keys wait here, per key in arrival (offset)
 //! order, until the partitions their key used to live on are drained. Pure: no Kafka, no clock
-//! (the caller passes `Instant`s), unit-tested below.
+//! (the caller passes `Monotonic`s), unit-tested below.
 //!
 //! Besides the held records the buffer tracks every record of the partition that was taken out
 //! of Kafka but is not processed yet and did not take the fast path (held, or released and
@@ -13,7 +13,9 @@
 //!   below `b` with an epoch below `E` is unprocessed.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::Monotonic;
 
 /// Which partitions must be drained (to the record's epoch) before a held record may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +35,7 @@ pub struct Held<M> {
     /// The record's epoch (0 = no epoch header).
     pub epoch: u64,
     pub wait: Wait,
-    pub since: Instant,
+    pub since: Monotonic,
     pub msg: M,
 }
 
@@ -107,7 +109,7 @@ impl<M> HoldBuffer<M> {
     /// *unprocessed* until [`HoldBuffer::processed`]. Returns how many were released.
     pub fn release(
         &mut self,
-        now: Instant,
+        now: Monotonic,
         mut can_go: impl FnMut(&Held<M>) -> bool,
         mut out: impl FnMut(Released<M>),
     ) -> usize {
@@ -122,7 +124,7 @@ impl<M> HoldBuffer<M> {
                         released += 1;
                         out(Released {
                             offset: h.offset,
-                            held_for: now.saturating_duration_since(h.since),
+                            held_for: now.saturating_sub(h.since),
                             msg: h.msg,
                         });
                     }
@@ -173,12 +175,10 @@ impl<M> HoldBuffer<M> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    // A base instant for the test clock (production code takes `now` as an argument).
-    #![allow(clippy::disallowed_methods)]
 
     use super::*;
 
-    fn held(offset: i64, epoch: u64, wait: Wait, t: Instant) -> Held<&'static str> {
+    fn held(offset: i64, epoch: u64, wait: Wait, t: Monotonic) -> Held<&'static str> {
         Held {
             offset,
             epoch,
@@ -192,7 +192,7 @@ mod tests {
     fn a_lower_epoch_bypasses_higher_held_epochs_of_its_key() {
         // Another producer's epoch-4 records of k wait; a lagging producer's epoch-2 record of k
         // behind them may go (it cannot be the same producer), an epoch-4 one may not.
-        let t0 = Instant::now();
+        let t0 = Monotonic::ZERO;
         let mut b: HoldBuffer<&str> = HoldBuffer::default();
         b.hold(b"k", held(1, 4, Wait::AllBut(0), t0));
         b.hold(b"k", held(2, 2, Wait::Nothing, t0));
@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn fifo_per_key_and_unprocessed_tracking() {
-        let t0 = Instant::now();
+        let t0 = Monotonic::ZERO;
         let mut b: HoldBuffer<&str> = HoldBuffer::default();
         b.hold(b"k", held(10, 5, Wait::Partitions(vec![1]), t0));
         // A later record of the same key and epoch with nothing to wait for still queues.

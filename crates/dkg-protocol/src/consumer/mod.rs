@@ -1,8 +1,8 @@
 //! The consumer side of ordering-safe migration, without Kafka: the protocol's specification and
 //! the state machine that implements it ([`core`], with [`hold`], [`history`], [`progress`] and the
 //! fast path's [`lane`]). The Kafka glue's `DkgConsumer` moves records between rdkafka and [`core`];
-//! the producer side's pure part is [`crate::barrier`]. Times enter as arguments (`now`,
-//! `now_ms`): nothing here reads a clock.
+//! the producer side's pure part is [`crate::barrier`]. Times enter as arguments (`now`, a
+//! [`Monotonic`] reading, and `now_ms`, the wall clock): nothing here reads a clock.
 //!
 //! # The problem
 //!
@@ -109,6 +109,11 @@
 //! then carry no epoch); with `EpochHeader::Moved`, the
 //! lagging-group case above. Clocks must agree to well within a lease duration.
 //!
+
+/// A reading of the caller's monotonic clock: the time since an origin of its choosing (the glue
+/// uses its process start). Hold times and stall timeouts are differences of two readings; nothing
+/// in this crate reads a clock, the tests start from [`Duration::ZERO`](std::time::Duration::ZERO).
+pub type Monotonic = std::time::Duration;
 
 pub mod core;
 pub mod history;

@@ -176,7 +176,7 @@ impl DkgConsumerBuilder {
                 shared: Arc::clone(&shared),
             })?);
         let count = partition_count(&consumer, &topic, remaining(), s.startup_timeout).await?;
-        let now = Instant::now();
+        let now = handoff::mono_now();
         {
             let mut core = shared.core();
             core.set_partitions(count, now);
@@ -342,7 +342,9 @@ async fn catch_up(
         .catch_up(remaining(), |r| {
             if let ControlUpdate::Adopted(a) = &r.update {
                 if *a.topic() == *topic {
-                    shared.core().on_assignment(Arc::clone(a), Instant::now());
+                    shared
+                        .core()
+                        .on_assignment(Arc::clone(a), handoff::mono_now());
                 }
             }
         })
@@ -354,7 +356,12 @@ async fn catch_up(
             if let Ok(entry) = r.entry {
                 if *entry.topic() == *topic {
                     let event = BgEvent::Handoff(entry);
-                    apply(&mut shared.core(), event, Instant::now(), &mut history_keys);
+                    apply(
+                        &mut shared.core(),
+                        event,
+                        handoff::mono_now(),
+                        &mut history_keys,
+                    );
                 }
             }
         })

@@ -14,6 +14,7 @@ impl Inner {
     /// Commit the drained changes: hooks, synchronous commit with metadata, then announce.
     pub(super) async fn commit_progress(&mut self) {
         let now = Instant::now();
+        let mono = handoff::mono_now();
         let (snapshots, drained, owned, partitions, immediate) = {
             let mut core = self.shared.core();
             let mut snapshots = Vec::new();
@@ -32,7 +33,7 @@ impl Inner {
                     // Nothing fetched yet: the change comes from leases only and claims no
                     // processing, so it is as durable as the committed state it starts from.
                     None => {
-                        if let Some(r) = core.mark_durable(p, now) {
+                        if let Some(r) = core.mark_durable(p, mono) {
                             immediate.push(r);
                         }
                     }
@@ -83,7 +84,7 @@ impl Inner {
                     let mut core = self.shared.core();
                     for s in &snapshots {
                         if core.owns(s.partition) {
-                            core.committed(s.partition, s.drained, now);
+                            core.committed(s.partition, s.drained, mono);
                             records.push(core.progress_record(s));
                         }
                     }

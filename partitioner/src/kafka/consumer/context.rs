@@ -151,7 +151,7 @@ impl Shared {
         }
         let metas = self.fetch_metas(base, &partitions);
         {
-            let now = Instant::now();
+            let now = handoff::mono_now();
             let mut core = self.core();
             core.set_now_ms(handoff::now_ms());
             if let Some(&max) = partitions.last() {
@@ -183,7 +183,7 @@ impl Shared {
             self.hooks.on_partitions_revoked(&partitions);
         }
         let lost = base.assignment_lost();
-        let now = Instant::now();
+        let now = handoff::mono_now();
         let mut core = self.core();
         if !abandoned && !lost {
             let mut commit = TopicPartitionList::new();

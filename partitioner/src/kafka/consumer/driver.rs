@@ -197,7 +197,7 @@ impl Inner {
                 epoch: h.epoch,
                 msg: || DkgMessage::from_borrowed(&m, topic, h.epoch, h.present),
             },
-            Instant::now,
+            handoff::mono_now,
         );
         self.lanes.refresh(partition, core.lane(partition));
         drop(core);
@@ -220,7 +220,7 @@ impl Inner {
     }
 
     pub(super) fn apply_event(&mut self, ev: BgEvent) {
-        let now = Instant::now();
+        let now = handoff::mono_now();
         let mut core = self.shared.core();
         apply(&mut core, ev, now, &mut self.history_keys);
     }
@@ -275,11 +275,12 @@ impl Inner {
     /// Every [`HOUSEKEEPING`]: lease expiry, flow control, gauges, periodic commits, garbage
     /// collection.
     fn housekeeping(&mut self, now: Instant) {
+        let mono = handoff::mono_now();
         self.metrics.flush();
         let (pause, resume, held, positions, hold_times, owns_zero) = {
             let mut core = self.shared.core();
-            core.tick(now, handoff::now_ms());
-            let (pause, resume) = core.flow(now);
+            core.tick(mono, handoff::now_ms());
+            let (pause, resume) = core.flow(mono);
             let stall_timeout = core.config().stall_timeout;
             for (partition, held) in core.take_stalled() {
                 warn!(

@@ -13,7 +13,7 @@ pub(super) enum BgEvent {
 pub(super) fn apply(
     core: &mut Core<DkgMessage>,
     ev: BgEvent,
-    now: Instant,
+    now: Monotonic,
     history_keys: &mut BTreeSet<u64>,
 ) {
     match ev {

@@ -41,6 +41,7 @@ use crate::kafka::handoff::{
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::topic::{self, duration_millis};
 
+use dkg_protocol::consumer::Monotonic;
 use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
 use dkg_protocol::consumer::lane::Lanes;
 use dkg_protocol::consumer::progress::CommitMeta;
