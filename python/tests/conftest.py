@@ -41,9 +41,18 @@ def bootstrap() -> str:
     return address
 
 
+# Topics this session created, deleted at its end (the 10^6-record test alone writes ~100 MB).
+_CREATED: list[str] = []
+
+
 @pytest.fixture(scope="session")
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+def admin(bootstrap: str) -> Iterator[AdminClient]:
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    yield client
+    if _CREATED:
+        futures = client.delete_topics(list(_CREATED), operation_timeout=30)
+        for future in futures.values():
+            future.result(timeout=60)
 
 
 def unique(prefix: str) -> str:
@@ -58,6 +67,7 @@ def create_topic(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})]
     )
     futures[name].result(timeout=30)
+    _CREATED.append(name)
     wait_partitions(admin, name, partitions)
     return name
 

@@ -80,7 +80,8 @@ class DkgProducer:
                 router.close()
             raise
         self._produce = self._producer.produce
-        self._route = router.route
+        self._placements = router._placements  # the router swaps entries, never the dict
+        self._unplaced = router._unplaced
 
     def produce(
         self,
@@ -97,18 +98,21 @@ class DkgProducer:
         """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, with
         ``callback`` the client's alias of ``on_delivery``; same exceptions: ``BufferError`` when
         the queue is full, ``KafkaException`` otherwise)."""
-        if on_delivery is None:
-            on_delivery = callback
+        # The hot path: one dict lookup and one Rust call per keyed record (no Router frame).
         if key is not None and partition == -1:
             if type(key) is str:
                 # What the client would send for a str key.
                 key = key.encode("utf-8")
             if type(key) is bytes:
-                placed, epoch = self._route(topic, key)
-                if placed is not None:
-                    partition = placed
-                if epoch is not None:
-                    headers = _with_epoch(headers, epoch)
+                placement = self._placements.get(topic)
+                if placement is not None:
+                    partition, epoch = placement.place_stamped(key)
+                    if epoch is not None:
+                        headers = _with_epoch(headers, epoch)
+                else:
+                    self._unplaced(topic)
+        if on_delivery is None:
+            on_delivery = callback
         if on_delivery is None and timestamp == 0 and headers is None:
             self._produce(topic, value, key, partition)
             return
