@@ -265,9 +265,32 @@ impl RouteCounters {
     }
 }
 
-/// How one topic's keyed records are placed right now: the topic's partition count and its
-/// current assignment, if any. Immutable: the router swaps in a new one when either changes, so a
-/// concurrent `produce()` sees one consistent pair.
+/// Which records carry the `dkg-epoch` header (spec section 8; the Rust producer's `EpochHeader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stamp {
+    /// Records of keys whose partition changed in the topic's latest epoch transition.
+    Moved,
+    /// Every record placed by the heavy or bucket route.
+    All,
+    /// None.
+    Off,
+}
+
+/// Where keys lived before the current assignment was adopted (for [`Stamp::Moved`]).
+#[derive(Debug)]
+enum Before {
+    /// Not known (the first assignment read at start-up): nothing counts as moved.
+    Unknown,
+    /// Kafka's default placement (no assignment was in effect).
+    Hash,
+    /// The previous assignment.
+    Assignment(Arc<Assignment>),
+}
+
+/// How one topic's keyed records are placed right now: the topic's partition count, its current
+/// assignment, if any, and where keys lived before it. Immutable: the router swaps in a new one
+/// when any of them changes, so a concurrent `produce()` sees one consistent state (a record is
+/// placed, and its move judged, by one whole assignment, never a mix).
 ///
 /// The assignment is in effect only while its `partitions` equals the topic's; otherwise (and
 /// without an assignment) keys go to Kafka's default murmur2 placement over the topic's partitions.
@@ -278,6 +301,10 @@ struct Placement {
     effective: Option<Arc<Assignment>>,
     partitions: u32,
     counters: Py<RouteCounters>,
+    stamp: Stamp,
+    before: Before,
+    /// The `dkg-epoch` header value: the assignment's epoch in decimal.
+    epoch_header: Option<Py<PyBytes>>,
 }
 
 impl Placement {
@@ -291,30 +318,76 @@ impl Placement {
             None => (kafka_partition(key, self.partitions), None),
         }
     }
+
+    /// Whether a record of `key` placed on `partition` by the assignment carries `dkg-epoch`.
+    #[inline]
+    fn stamped(&self, key: &[u8], partition: u32) -> bool {
+        match self.stamp {
+            Stamp::Off => false,
+            Stamp::All => true,
+            Stamp::Moved => match &self.before {
+                Before::Unknown => false,
+                Before::Assignment(b) if b.partitions() == self.partitions => {
+                    b.partition_for(key) != partition
+                }
+                Before::Hash | Before::Assignment(_) => {
+                    kafka_partition(key, self.partitions) != partition
+                }
+            },
+        }
+    }
 }
 
 #[pymethods]
 impl Placement {
+    /// `previous` is the assignment in effect before `assignment` was adopted; `previous_known`
+    /// false means the predecessor is unknown (the first assignment read at start-up);
+    /// `epoch_header` is `"moved"` (default), `"all"` or `"off"`.
     #[new]
-    #[pyo3(signature = (partitions, assignment, counters))]
+    #[pyo3(signature = (partitions, assignment, counters, *, previous = None, previous_known = false, epoch_header = "moved"))]
     fn new(
+        py: Python<'_>,
         partitions: u32,
         assignment: Option<Bound<'_, PyAssignment>>,
         counters: Bound<'_, RouteCounters>,
+        previous: Option<Bound<'_, PyAssignment>>,
+        previous_known: bool,
+        epoch_header: &str,
     ) -> PyResult<Self> {
         if partitions == 0 {
             return Err(PyValueError::new_err("partitions must be at least 1"));
         }
+        let stamp = match epoch_header {
+            "moved" => Stamp::Moved,
+            "all" => Stamp::All,
+            "off" => Stamp::Off,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "epoch_header must be \"moved\", \"all\" or \"off\", not {other:?}"
+                )));
+            }
+        };
+        let before = match previous {
+            Some(b) => Before::Assignment(Arc::clone(&b.get().inner)),
+            None if previous_known => Before::Hash,
+            None => Before::Unknown,
+        };
         counters.get().ensure(partitions);
         let effective = assignment
             .as_ref()
             .map(|a| Arc::clone(&a.get().inner))
             .filter(|a| a.partitions() == partitions);
+        let epoch_header = effective
+            .as_ref()
+            .map(|a| PyBytes::new(py, a.epoch().to_string().as_bytes()).unbind());
         Ok(Self {
             assignment: assignment.map(Bound::unbind),
             effective,
             partitions,
             counters: counters.unbind(),
+            stamp,
+            before,
+            epoch_header,
         })
     }
 
@@ -323,6 +396,18 @@ impl Placement {
         let (partition, route) = self.locate(key);
         self.counters.get().count(partition, route);
         partition
+    }
+
+    /// `(partition, dkg-epoch header value or None)` of `key`, counted like [`Placement::place`].
+    /// Only records placed by the assignment (heavy or bucket route) can carry the header.
+    fn place_stamped(&self, py: Python<'_>, key: &[u8]) -> (u32, Option<Py<PyBytes>>) {
+        let (partition, route) = self.locate(key);
+        self.counters.get().count(partition, route);
+        let header = match &self.epoch_header {
+            Some(h) if route.is_some() && self.stamped(key, partition) => Some(h.clone_ref(py)),
+            _ => None,
+        };
+        (partition, header)
     }
 
     /// `(partition, route)` of `key` without counting it; route `"heavy"`, `"bucket"` or

@@ -41,9 +41,18 @@ def bootstrap() -> str:
     return address
 
 
+# Topics this session created, deleted at its end (the 10^6-record test alone writes ~100 MB).
+_CREATED: list[str] = []
+
+
 @pytest.fixture(scope="session")
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+def admin(bootstrap: str) -> Iterator[AdminClient]:
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    yield client
+    if _CREATED:
+        futures = client.delete_topics(list(_CREATED), operation_timeout=30)
+        for future in futures.values():
+            future.result(timeout=60)
 
 
 def unique(prefix: str) -> str:
@@ -58,6 +67,7 @@ def create_topic(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})]
     )
     futures[name].result(timeout=30)
+    _CREATED.append(name)
     wait_partitions(admin, name, partitions)
     return name
 
@@ -73,10 +83,15 @@ def wait_partitions(admin: AdminClient, name: str, partitions: int, timeout: flo
         time.sleep(0.1)
 
 
+# Room for the largest document (8 MiB) and one byte more, as the Rust ensure_control_topic sets it.
+CONTROL_MAX_BYTES = 9 * 1024 * 1024
+
+
 @pytest.fixture
 def control_topic(admin: AdminClient) -> str:
     """A fresh compacted one-partition control topic."""
-    return create_topic(admin, unique("dkg-test-control"), 1, {"cleanup.policy": "compact"})
+    config = {"cleanup.policy": "compact", "max.message.bytes": str(CONTROL_MAX_BYTES)}
+    return create_topic(admin, unique("dkg-test-control"), 1, config)
 
 
 class Publisher:
@@ -84,7 +99,13 @@ class Publisher:
 
     def __init__(self, bootstrap: str, control_topic: str) -> None:
         self.topic = control_topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "message.max.bytes": CONTROL_MAX_BYTES + 64 * 1024,
+            }
+        )
 
     def send(self, key: bytes | None, value: bytes | None) -> None:
         errors: list[Any] = []

@@ -151,6 +151,8 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
             (topic.encode(), other, "topic_mismatch"),
             (topic.encode(), rotated(topic, 4, epoch=4, shift=2), "stale_epoch"),
             (topic.encode(), rotated(topic, 4, epoch=5, shift=2), "epoch_conflict"),
+            # One byte over the 8 MiB limit (checked before parsing).
+            (topic.encode(), good + b" " * (8 * 1024 * 1024 + 1 - len(good)), "oversize"),
             # (A keyless record cannot reach a compacted topic: the broker refuses it.)
             (b"\xff\xfe", good, "bad_key"),
         ]
@@ -353,8 +355,11 @@ def test_keyless_and_explicit_partition_records_are_left_to_the_client(
         producer.produce(topic, b"explicit", key=b"hot", partition=2)
         for i in range(40):
             producer.produce(topic, b"keyless-%d" % i)
-        producer.produce(topic, b"keyed", key="hot")  # a str key is encoded as the client would
+        # A str key is encoded as the client would; `callback` is the client's on_delivery alias.
+        reports: list[Any] = []
+        producer.produce(topic, b"keyed", key="hot", callback=lambda e, m: reports.append(e))
         assert producer.flush(30) == 0
+        assert reports == [None]
         assert len(producer) == 0
     finally:
         producer.close()
@@ -368,3 +373,39 @@ def test_keyless_and_explicit_partition_records_are_left_to_the_client(
         for r in ("heavy", "bucket", "fallback")
     }
     assert routed == {"heavy": 1, "bucket": 0, "fallback": 0}
+
+
+def test_records_of_moved_keys_carry_the_epoch_header(
+    bootstrap: str, admin: AdminClient, control_topic: str, publisher: Publisher
+) -> None:
+    """After a live adoption, records of keys the new epoch moved carry ``dkg-epoch`` (appended
+    after the record's own headers); the others carry none."""
+    topic = data_topic(admin, 4)
+    docs = [rotated(topic, 4, epoch=1, shift=0), rotated(topic, 4, epoch=2, shift=1, buckets=3)]
+    a = [Assignment.from_json(d) for d in docs]
+    publisher.publish(docs[0])
+    producer = DkgProducer({"bootstrap.servers": bootstrap}, control_topic=control_topic)
+    keys = [f"key-{i}".encode() for i in range(200)] + [b"hot"]
+    try:
+        assert producer.router.wait_for_epoch(topic, 1, ADOPTION_TIMEOUT)
+        for k in keys:  # epoch 1 was read at start-up: its predecessor is unknown
+            producer.produce(topic, b"1", k)
+        publisher.publish(docs[1])
+        assert producer.router.wait_for_epoch(topic, 2, ADOPTION_TIMEOUT)
+        for k in keys:
+            producer.produce(topic, b"2", k, headers=[("app", b"x")])
+        assert producer.flush(30) == 0
+    finally:
+        producer.close()
+    moved = {k for k in keys if a[1].partition_for(k) != a[0].partition_for(k)}
+    assert moved and len(moved) < len(keys)
+    messages = read_all(bootstrap, topic, 4)
+    assert len(messages) == 2 * len(keys)
+    for m in messages:
+        key, headers = m.key(), m.headers() or []
+        if m.value() == b"1":
+            assert headers == [], key
+        elif key in moved:
+            assert headers == [("app", b"x"), ("dkg-epoch", b"2")], key
+        else:
+            assert headers == [("app", b"x")], key

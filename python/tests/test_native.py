@@ -221,3 +221,53 @@ def test_batch_helpers_match_their_python_definitions() -> None:
     parts = [rng.randrange(0, 2**31) for _ in range(3000)]
     assert _native.fnv1a64_partitions(parts) == fnv1a64_py(parts)
     assert _native.fnv1a64_partitions([]) == "cbf29ce484222325"
+
+
+def test_epoch_header_marks_keys_the_latest_transition_moved() -> None:
+    """``dkg-epoch`` (spec section 8): ``moved`` stamps records of keys whose partition changed
+    from the predecessor (previous assignment, or Kafka's placement when there was none),
+    ``all`` every record the assignment placed, ``off`` none; fallback records never."""
+    old = Assignment.from_json(document("t", 4, 6, [0, 1, 2, 3], [(b"hot", 0)]))
+    new = Assignment.from_json(document("t", 4, 7, [1, 1, 2, 2], [(b"hot", 3)]))
+    keys = [f"k{i}".encode() for i in range(300)] + [b"hot"]
+
+    def stamps(placement: Placement) -> list[bytes | None]:
+        out = []
+        for k in keys:
+            partition, header = placement.place_stamped(k)
+            assert partition == new.partition_for(k) or not placement.in_effect
+            out.append(header)
+        return out
+
+    def moved_from(before: list[int]) -> list[bytes | None]:
+        return [b"7" if new.partition_for(k) != p else None for k, p in zip(keys, before)]
+
+    counters = RouteCounters()
+    after_old = Placement(4, new, counters, previous=old, previous_known=True)
+    expect = moved_from([old.partition_for(k) for k in keys])
+    assert stamps(after_old) == expect
+    assert b"7" in expect and None in expect
+    after_hash = Placement(4, new, counters, previous_known=True)
+    assert stamps(after_hash) == moved_from([kafka_partition_of(k, 4) for k in keys])
+    # The previous assignment no longer matches the count: keys lived at Kafka's placement.
+    old_other_count = Assignment.from_json(document("t", 3, 6, [0, 1, 2], []))
+    mixed = Placement(4, new, counters, previous=old_other_count, previous_known=True)
+    assert stamps(mixed) == moved_from([kafka_partition_of(k, 4) for k in keys])
+    first_at_start = Placement(4, new, counters)
+    assert stamps(first_at_start) == [None] * len(keys)
+    assert stamps(Placement(4, new, counters, epoch_header="all")) == [b"7"] * len(keys)
+    assert stamps(Placement(4, new, counters, previous=old, epoch_header="off")) == [None] * len(
+        keys
+    )
+    # Fallback (the counts differ, or no assignment): never stamped.
+    for fallback in (
+        Placement(5, new, counters, previous=old, epoch_header="all"),
+        Placement(4, None, counters, previous=old, previous_known=True, epoch_header="all"),
+    ):
+        assert all(fallback.place_stamped(k)[1] is None for k in keys)
+    with pytest.raises(ValueError, match="epoch_header"):
+        Placement(4, new, counters, epoch_header="some")
+
+
+def kafka_partition_of(key: bytes, partitions: int) -> int:
+    return (murmur2_py(key) & 0x7FFFFFFF) % partitions

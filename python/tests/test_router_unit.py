@@ -6,6 +6,7 @@ import threading
 import warnings
 
 import pytest
+from confluent_kafka import Producer
 
 import dkg_kafka
 from dkg_kafka import Assignment, Router
@@ -48,13 +49,22 @@ def test_producer_defaults_apply_only_where_unset_and_weakening_warns() -> None:
     assert out["linger.ms"] == 5
     for weaker, match in (
         ({"enable.idempotence": False}, "enable.idempotence"),
-        ({"acks": "1"}, "acks"),
+        ({"acks": "1", "enable.idempotence": False}, "acks"),
         ({"partitioner": "consistent_random"}, "partitioner"),
     ):
-        with pytest.warns(RuntimeWarning, match=match):
+        with pytest.warns(RuntimeWarning) as record:
             kept = producer_config({"bootstrap.servers": "b:1", **weaker})
+        assert any(match in str(w.message) for w in record), match
         for k, v in weaker.items():
             assert kept[k] == v
+    # A weaker acks leaves idempotence unset (librdkafka refuses idempotence without acks=all),
+    # with both warnings, and the client accepts the result.
+    with pytest.warns(RuntimeWarning) as record:
+        weak = producer_config({"bootstrap.servers": "b:1", "acks": 1})
+    assert "enable.idempotence" not in weak
+    messages = [str(w.message) for w in record]
+    assert any("acks=1" in m for m in messages) and any("idempotence is off" in m for m in messages)
+    Producer(weak)
 
 
 def test_unknown_partition_count_leaves_the_record_to_the_client_and_counts_it() -> None:
@@ -111,3 +121,44 @@ def test_assignment_swaps_under_concurrent_lookups_are_consistent() -> None:
     placement = router.placement("t")
     assert placement is not None and placement.assignment is not None
     assert placement.assignment.epoch == len(docs)
+
+
+def test_a_topic_that_disappears_has_no_partition_count_until_it_is_back() -> None:
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    router._set_partition_count("t", 3)
+    assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 3)
+    router._set_partition_count("t", None)
+    assert router.placement("t") is None
+    assert router.partition("t", b"k") is None
+    router._set_partition_count("t", 4)
+    assert router.partition("t", b"k") == dkg_kafka.kafka_partition(b"k", 4)
+
+
+def test_epoch_header_predecessors_follow_the_control_topic() -> None:
+    """At start-up the first assignment has no known predecessor (nothing moved); live, the
+    predecessor is the previous assignment, or Kafka's placement after a retraction."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    router._set_partition_count("t", 4)
+    keys = [f"key-{i}".encode() for i in range(300)]
+    docs = [rotated("t", 4, epoch, shift=epoch) for epoch in range(1, 5)]
+    a = [Assignment.from_json(d) for d in docs]
+
+    def headers() -> list[bytes | None]:
+        return [router.route("t", k)[1] for k in keys]
+
+    router._apply(b"t", docs[0])  # read during the start-up catch-up
+    assert headers() == [None] * len(keys)
+    router._live = True
+    router._apply(b"t", docs[1])
+    assert headers() == [
+        b"2" if a[1].partition_for(k) != a[0].partition_for(k) else None for k in keys
+    ]
+    router._apply(b"t", None)
+    assert headers() == [None] * len(keys)  # Kafka's placement: no header
+    router._apply(b"t", docs[2])
+    assert headers() == [
+        b"3" if a[2].partition_for(k) != dkg_kafka.kafka_partition(k, 4) else None for k in keys
+    ]
+    assert any(headers()) and not all(headers())
+    with pytest.raises(ValueError, match="epoch_header"):
+        Router({}, epoch_header="sometimes")

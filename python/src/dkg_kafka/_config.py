@@ -82,20 +82,25 @@ def _is_true(value: Any) -> bool:
 def producer_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     """The user's producer configuration with the wrapper's defaults where it sets nothing.
 
-    - ``enable.idempotence=true`` and ``acks=all`` (a warning when the user turns either off:
-      an assignment change is only safe for ordering when retries cannot reorder records);
+    - ``acks=all`` and ``enable.idempotence=true`` (a warning when either is off: an assignment
+      change is only safe for ordering when retries cannot reorder records; with another ``acks``
+      idempotence stays off unless set, since librdkafka refuses that pair);
     - ``partitioner=murmur2_random``: Kafka's (Java's) placement for the keyed records the wrapper
       leaves to the client (before a topic's partition count is known); librdkafka's own default
       is CRC32 (``consistent_random``), which would put those keys elsewhere.
     """
     out = dict(conf)
-    out.setdefault("enable.idempotence", True)
     out.setdefault("acks", "all")
-    out.setdefault("partitioner", "murmur2_random")
-    if not _is_true(out["enable.idempotence"]):
-        _warn("enable.idempotence is off: retries may reorder or duplicate a key's records")
-    if str(out["acks"]).strip().lower() not in {"all", "-1"}:
+    acks_all = str(out["acks"]).strip().lower() in {"all", "-1"}
+    if not acks_all:
         _warn(f"acks={out['acks']!r}: records acknowledged by the leader alone can be lost")
+    # Idempotence requires acks=all (librdkafka refuses the pair otherwise): with a weaker acks it
+    # stays off unless the user asks for it, as in the Rust producer.
+    if "enable.idempotence" not in out and acks_all:
+        out["enable.idempotence"] = True
+    if not _is_true(out.get("enable.idempotence", False)):
+        _warn("enable.idempotence is off: retries may reorder or duplicate a key's records")
+    out.setdefault("partitioner", "murmur2_random")
     if out["partitioner"] not in {"murmur2_random", "murmur2"}:
         _warn(
             f"partitioner={out['partitioner']!r}: keyed records produced before a topic's "

@@ -3,9 +3,25 @@
 from collections.abc import Iterable
 from typing import Literal, final
 
-Route = Literal["heavy", "bucket"]
-PlacementRoute = Literal["heavy", "bucket", "fallback"]
-Outcome = Literal["accepted", "unchanged", "retracted", "rejected"]
+from typing_extensions import TypeAlias
+
+_Route: TypeAlias = Literal["heavy", "bucket"]
+_PlacementRoute: TypeAlias = Literal["heavy", "bucket", "fallback"]
+_Outcome: TypeAlias = Literal["accepted", "unchanged", "retracted", "rejected"]
+
+__all__ = [
+    "REJECT_REASONS",
+    "Assignment",
+    "AssignmentBook",
+    "AssignmentError",
+    "ControlUpdate",
+    "Placement",
+    "RouteCounters",
+    "fnv1a64_partitions",
+    "kafka_partition",
+    "murmur2",
+    "spec_random_keys",
+]
 
 REJECT_REASONS: tuple[str, ...]
 """Every reject reason label, in the spec's order."""
@@ -28,7 +44,7 @@ class Assignment:
         """The compact JSON document."""
     def partition_for(self, key: bytes) -> int:
         """The partition of ``key``; never raises for ``bytes``, ``TypeError`` otherwise."""
-    def route(self, key: bytes) -> tuple[int, Route]:
+    def route(self, key: bytes) -> tuple[int, _Route]:
         """``(partition, route)`` of ``key``."""
     def partition_many(self, keys: Iterable[bytes]) -> list[int]:
         """The partitions of many keys in one call."""
@@ -55,17 +71,17 @@ class Assignment:
     def created_at_ms(self) -> int: ...
     @property
     def predicted_load(self) -> list[float]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
 class RouteCounters:
     """Records routed for one topic, by route and partition (atomics)."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> RouteCounters: ...
     def count_unplaced(self) -> None:
         """Count one keyed record the client placed (partition count not known yet)."""
-    def routes(self) -> list[tuple[PlacementRoute, int]]:
+    def routes(self) -> list[tuple[_PlacementRoute, int]]:
         """``[("heavy", n), ("bucket", n), ("fallback", n)]``."""
     def per_partition(self) -> list[int]:
         """Records per partition (index = partition)."""
@@ -76,12 +92,24 @@ class RouteCounters:
 class Placement:
     """A topic's partition count and current assignment; immutable, swapped whole."""
 
-    def __init__(
-        self, partitions: int, assignment: Assignment | None, counters: RouteCounters
-    ) -> None: ...
+    def __new__(
+        cls,
+        partitions: int,
+        assignment: Assignment | None,
+        counters: RouteCounters,
+        *,
+        previous: Assignment | None = None,
+        previous_known: bool = False,
+        epoch_header: str = "moved",
+    ) -> Placement:
+        """``previous``: the assignment in effect before ``assignment``; ``previous_known=False``:
+        the predecessor is unknown (nothing counts as moved); ``epoch_header``: which records
+        :meth:`place_stamped` gives a ``dkg-epoch`` value."""
     def place(self, key: bytes) -> int:
         """The partition of ``key``, counted; never raises for ``bytes``."""
-    def route(self, key: bytes) -> tuple[int, PlacementRoute]:
+    def place_stamped(self, key: bytes) -> tuple[int, bytes | None]:
+        """``(partition, dkg-epoch header value or None)``, counted like :meth:`place`."""
+    def route(self, key: bytes) -> tuple[int, _PlacementRoute]:
         """``(partition, route)`` of ``key``, not counted."""
     def place_many(self, keys: Iterable[bytes]) -> list[int]:
         """The partitions of many keys, not counted."""
@@ -99,7 +127,7 @@ class ControlUpdate:
     """What one control-topic record did to an :class:`AssignmentBook`."""
 
     @property
-    def outcome(self) -> Outcome: ...
+    def outcome(self) -> _Outcome: ...
     @property
     def topic(self) -> str | None: ...
     @property
@@ -113,7 +141,7 @@ class ControlUpdate:
 class AssignmentBook:
     """The control topic's validated state (the Rust ``dkg_protocol::book::AssignmentBook``)."""
 
-    def __init__(self, max_value_bytes: int | None = None) -> None: ...
+    def __new__(cls, max_value_bytes: int | None = None) -> AssignmentBook: ...
     def apply(self, key: bytes | None, value: bytes | None) -> ControlUpdate:
         """Apply one record; ``value=None`` is a tombstone."""
     def get(self, topic: str) -> Assignment | None: ...

@@ -35,7 +35,12 @@ class DkgProducer:
             (requires ``prometheus_client``); ``None`` registers nothing.
         startup_timeout: seconds to read the control topic to its end (``TimeoutError``).
         metadata_refresh_interval: seconds between partition count refreshes.
-        router: a started :class:`Router` to share (its lifetime stays the caller's).
+        epoch_header: which keyed records get a ``dkg-epoch`` header (``"moved"``, the default
+            and the Rust producer's: records of keys the latest assignment moved, what
+            ``DkgConsumer`` holds back to keep each key in order; ``"all"``; ``"off"``), appended
+            after the record's own headers.
+        router: a started :class:`Router` to share (its lifetime stays the caller's; it reads
+            partition counts through its own client and keeps its own ``epoch_header``).
 
     Other ``Producer`` methods (``list_topics``, transactions...) are forwarded unchanged.
     """
@@ -48,19 +53,24 @@ class DkgProducer:
         registry: Any = None,
         startup_timeout: float = 30.0,
         metadata_refresh_interval: float = 5.0,
+        epoch_header: str = "moved",
         router: Router | None = None,
     ) -> None:
+        self._producer = Producer(producer_config(conf))
         self._owns_router = router is None
         if router is None:
+            # Partition counts from this producer's own client (spec 7.2: the client must know a
+            # partition before it accepts it explicitly).
             router = Router(
                 conf,
                 control_topic=control_topic,
                 startup_timeout=startup_timeout,
                 metadata_refresh_interval=metadata_refresh_interval,
+                list_topics=self._producer.list_topics,
+                epoch_header=epoch_header,
             ).start()
         self.router = router
         try:
-            self._producer = Producer(producer_config(conf))
             if registry is not None:
                 from .metrics import register
 
@@ -70,7 +80,8 @@ class DkgProducer:
                 router.close()
             raise
         self._produce = self._producer.produce
-        self._partition = router.partition
+        self._placements = router._placements  # the router swaps entries, never the dict
+        self._unplaced = router._unplaced
 
     def produce(
         self,
@@ -81,17 +92,27 @@ class DkgProducer:
         on_delivery: DeliveryCallback | None = None,
         timestamp: int = 0,
         headers: Any = None,
+        *,
+        callback: DeliveryCallback | None = None,
     ) -> None:
-        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, same
-        exceptions: ``BufferError`` when the queue is full, ``KafkaException`` otherwise)."""
+        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, with
+        ``callback`` the client's alias of ``on_delivery``; same exceptions: ``BufferError`` when
+        the queue is full, ``KafkaException`` otherwise)."""
+        # The hot path: one dict lookup and one Rust call per keyed record (no Router frame).
         if key is not None and partition == -1:
             if type(key) is str:
                 # What the client would send for a str key.
                 key = key.encode("utf-8")
             if type(key) is bytes:
-                placed = self._partition(topic, key)
-                if placed is not None:
-                    partition = placed
+                placement = self._placements.get(topic)
+                if placement is not None:
+                    partition, epoch = placement.place_stamped(key)
+                    if epoch is not None:
+                        headers = _with_epoch(headers, epoch)
+                else:
+                    self._unplaced(topic)
+        if on_delivery is None:
+            on_delivery = callback
         if on_delivery is None and timestamp == 0 and headers is None:
             self._produce(topic, value, key, partition)
             return
@@ -134,3 +155,15 @@ class DkgProducer:
         if name == "_producer":
             raise AttributeError(name)
         return getattr(self._producer, name)
+
+
+EPOCH_HEADER = "dkg-epoch"
+
+
+def _with_epoch(headers: Any, epoch: bytes) -> Any:
+    """The record's headers with ``dkg-epoch`` appended after them (spec section 8)."""
+    if headers is None:
+        return [(EPOCH_HEADER, epoch)]
+    items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    items.append((EPOCH_HEADER, epoch))
+    return items

@@ -5,8 +5,11 @@ key = data topic, value = assignment document, tombstone = retraction; ``docs/sp
 from the beginning to the end, within a timeout, then live. Every record goes through the Rust
 ``AssignmentBook`` (epoch floor, topic match, tombstones, reject reasons: the same code as the Rust
 producer's), never through a Python copy of those rules. A second daemon thread keeps the partition
-counts of the topics in use fresh from metadata (an ``AdminClient``'s ``list_topics`` per topic, on a timer and at once
-for a topic seen for the first time, each call bounded by a timeout).
+counts of the topics in use fresh from metadata (``list_topics`` per topic, on a timer and at once for a
+topic seen for the first time, each call bounded by a timeout). ``DkgProducer`` asks its own producer
+client (spec section 7.2: the client must know a partition before it accepts it explicitly); a
+standalone router uses an ``AdminClient`` of its own. A failed refresh keeps the last count; a topic
+that disappears has no count until it is back.
 
 Per topic the router holds one immutable :class:`~dkg_kafka._native.Placement` (partition count,
 assignment, counters) and swaps it whole, so a ``produce()`` on another thread sees one consistent
@@ -36,6 +39,10 @@ DEFAULT_CONTROL_TOPIC = "_dkg.assignments"
 _log = logging.getLogger("dkg_kafka")
 
 
+ListTopics = Callable[..., Any]
+"""``list_topics(topic, timeout=seconds) -> ClusterMetadata``, as confluent-kafka's clients have it."""
+
+
 @dataclass(frozen=True)
 class TopicStatus:
     """A topic's routing state, as the metrics report it."""
@@ -56,6 +63,12 @@ class Router:
         startup_timeout: seconds to read the control topic to its end in :meth:`start`.
         metadata_refresh_interval: seconds between partition count refreshes (minimum 0.1).
         metadata_timeout: bound of one metadata request, seconds.
+        list_topics: the metadata source, called as ``list_topics(topic, timeout=seconds)``
+            (``Producer.list_topics``); default an ``AdminClient`` on ``conf``'s connection.
+        epoch_header: which records :meth:`route` gives a ``dkg-epoch`` header value (spec
+            section 8, the Rust producer's ``EpochHeader``): ``"moved"`` (default: records of keys
+            whose partition changed in the topic's latest epoch transition, what the ordering
+            consumer holds back), ``"all"`` (every record the assignment placed) or ``"off"``.
     """
 
     def __init__(
@@ -66,13 +79,19 @@ class Router:
         startup_timeout: float = 30.0,
         metadata_refresh_interval: float = 5.0,
         metadata_timeout: float = 5.0,
+        list_topics: ListTopics | None = None,
+        epoch_header: str = "moved",
     ) -> None:
+        if epoch_header not in ("moved", "all", "off"):
+            raise ValueError(f'epoch_header must be "moved", "all" or "off", not {epoch_header!r}')
+        self._epoch_header = epoch_header
         self.control_topic = control_topic
         self._consumer_conf = control_consumer_config(conf)
         self._metadata_conf = connection_config(conf)
         self._startup_timeout = startup_timeout
         self._refresh = max(0.1, metadata_refresh_interval)
         self._metadata_timeout = metadata_timeout
+        self._list_topics = list_topics
         self._book = _native.AssignmentBook()
         # Read without a lock on the produce path (one dict lookup, atomic under the GIL); written
         # under `_lock` by the two background threads.
@@ -87,6 +106,11 @@ class Router:
         self._closed = threading.Event()
         self._consumer: Consumer | None = None
         self._threads: list[threading.Thread] = []
+        # Per topic: its current assignment and where keys lived before it (previous
+        # assignment, whether that is known: not for the first one read at start-up).
+        self._current: dict[str, _native.Assignment] = {}
+        self._before: dict[str, tuple[_native.Assignment | None, bool]] = {}
+        self._live = False
         # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
         self._adopted_at: dict[str, tuple[int, float]] = {}
 
@@ -95,16 +119,18 @@ class Router:
     def start(self) -> Router:
         """Read the control topic to its end (``TimeoutError`` after ``startup_timeout``), fetch
         the partition counts of the assigned topics, then follow both in daemon threads."""
-        if self._consumer is not None:
-            raise RuntimeError("Router.start() called twice")
+        if self._consumer is not None or self._closed.is_set():
+            raise RuntimeError("a Router starts once (create a new one after close())")
         consumer = Consumer(self._consumer_conf)
-        # Its own client for metadata: a consumer's list_topics() hangs while another thread
-        # polls it.
-        metadata = AdminClient(self._metadata_conf)
+        # Not the consumer's list_topics(): it hangs while another thread polls the consumer.
+        if self._list_topics is None:
+            self._list_topics = AdminClient(self._metadata_conf).list_topics
+        metadata = self._list_topics
         self._consumer = consumer
         try:
             consumer.assign([TopicPartition(self.control_topic, 0, OFFSET_BEGINNING)])
             self._read_to_end(consumer, time.monotonic() + self._startup_timeout)
+            self._live = True
             self._refresh_counts(metadata, self._wanted_topics())
         except BaseException:
             self._consumer = None
@@ -149,6 +175,15 @@ class Router:
         self._unplaced(topic)
         return None
 
+    def route(self, topic: str, key: bytes) -> tuple[int | None, bytes | None]:
+        """Like :meth:`partition`, with the record's ``dkg-epoch`` header value (``None``: no
+        header) as ``epoch_header`` says."""
+        placement = self._placements.get(topic)
+        if placement is not None:
+            return placement.place_stamped(key)
+        self._unplaced(topic)
+        return _UNPLACED
+
     def placement(self, topic: str) -> _native.Placement | None:
         """The topic's current placement (``None`` while its partition count is unknown)."""
         return self._placements.get(topic)
@@ -176,7 +211,15 @@ class Router:
         count = self._counts.get(topic)
         if count is None:
             return
-        placement = _native.Placement(count, self._book.get(topic), self._counters_of(topic))
+        previous, previous_known = self._before.get(topic, (None, False))
+        placement = _native.Placement(
+            count,
+            self._current.get(topic),
+            self._counters_of(topic),
+            previous=previous,
+            previous_known=previous_known,
+            epoch_header=self._epoch_header,
+        )
         self._placements[topic] = placement
         self._changed.notify_all()
 
@@ -197,8 +240,15 @@ class Router:
                 self._rejected[reason] = self._rejected.get(reason, 0) + 1
                 self._changed.notify_all()
             elif update.outcome in ("accepted", "retracted") and update.topic is not None:
+                topic = update.topic
+                previous = self._current.pop(topic, None)
+                self._before.pop(topic, None)
                 if update.assignment is not None:
-                    self._adopted_at[update.topic] = (update.assignment.epoch, time.monotonic())
+                    self._current[topic] = update.assignment
+                    # Read live, routing was Kafka's placement until now; at start-up nothing
+                    # was routed yet, so without a predecessor nothing counts as moved.
+                    self._before[topic] = (previous, previous is not None or self._live)
+                    self._adopted_at[topic] = (update.assignment.epoch, time.monotonic())
                 if update.topic not in self._wanted:
                     self._wanted.add(update.topic)
                     self._wake.set()
@@ -276,7 +326,7 @@ class Router:
 
     # -- partition counts --------------------------------------------------------------------
 
-    def _follow_metadata(self, metadata: AdminClient) -> None:
+    def _follow_metadata(self, metadata: ListTopics) -> None:
         while not self._closed.is_set():
             self._wake.wait(self._refresh)
             self._wake.clear()
@@ -284,21 +334,29 @@ class Router:
                 return
             self._refresh_counts(metadata, self._wanted_topics())
 
-    def _refresh_counts(self, metadata: AdminClient, topics: Iterable[str]) -> None:
+    def _refresh_counts(self, metadata: ListTopics, topics: Iterable[str]) -> None:
         for topic in topics:
             try:
-                md = metadata.list_topics(topic, timeout=self._metadata_timeout)
+                md = metadata(topic, timeout=self._metadata_timeout)
             except KafkaException as e:
                 _log.debug("partition count of %r: %s", topic, e)
                 continue
             tm = md.topics.get(topic)
-            if tm is None or tm.error is not None or not tm.partitions:
-                continue
-            self._set_partition_count(topic, len(tm.partitions))
+            if tm is not None and tm.error is None and tm.partitions:
+                self._set_partition_count(topic, len(tm.partitions))
+            elif tm is None or (tm.error is not None and _is_unknown_topic(tm.error)):
+                self._set_partition_count(topic, None)
 
-    def _set_partition_count(self, topic: str, count: int) -> None:
+    def _set_partition_count(self, topic: str, count: int | None) -> None:
+        """Record the topic's partition count (``None``: unknown, its records go to the client)."""
         with self._lock:
-            if self._counts.get(topic) != count:
+            if self._counts.get(topic) == count:
+                return
+            if count is None:
+                del self._counts[topic]
+                self._placements.pop(topic, None)
+                self._changed.notify_all()
+            else:
                 self._counts[topic] = count
                 self._replace(topic)
 
@@ -322,7 +380,8 @@ class Router:
     def statuses(self) -> list[TopicStatus]:
         """Every topic's epoch, creation time and whether its assignment routes records."""
         with self._lock:
-            topics = set(self._counters) | set(self._book.topics())
+            # Only topics this router placed records for (spec section 10).
+            topics = set(self._counters)
             out = []
             for topic in sorted(topics):
                 a = self._book.get(topic)
@@ -368,8 +427,11 @@ class Router:
         return self.wait_until(in_effect, timeout)
 
 
-def _is_unknown_topic(e: KafkaException) -> bool:
-    err = e.args[0] if e.args else None
+_UNPLACED: tuple[None, None] = (None, None)
+
+
+def _is_unknown_topic(e: KafkaException | KafkaError) -> bool:
+    err = (e.args[0] if e.args else None) if isinstance(e, KafkaException) else e
     return isinstance(err, KafkaError) and err.code() in (
         KafkaError.UNKNOWN_TOPIC_OR_PART,
         KafkaError._UNKNOWN_TOPIC,
