@@ -1,6 +1,9 @@
 //! The assignment: the document the sampler publishes on the control topic, and the O(1) lookup
 //! producers run for every record.
 //!
+//! Normative text: `docs/spec.md` sections 4 and 5 (every field, the decoding order, the reject
+//! reasons, the lookup); golden vectors: `spec/vectors/` (`lookup.json`, `reject.json`, `random.json`).
+//!
 //! DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing
 //! Systems", DEBS 2015) deploys as `partition(key) = heavy[key]` if the key is a heavy hitter, else
 //! `table[bucket(key)]`. An [`Assignment`] is that mapping plus what a reader needs to trust it:

@@ -1,4 +1,5 @@
-//! Kafka-compatible murmur2 and the bucket hash.
+//! Kafka-compatible murmur2 and the bucket hash (`docs/spec.md` section 3; vectors:
+//! `spec/vectors/murmur2.json`).
 //!
 //! [`murmur2`] is bit-exact with the Java producer's `org.apache.kafka.common.utils.Utils.murmur2`
 //! (which the default partitioner uses as `toPositive(murmur2(key)) % numPartitions`) and with

@@ -1,5 +1,6 @@
 //! The validated state of the control topic ([`AssignmentBook`]): the current assignment per
-//! data topic, fed the control topic's records in log order.
+//! data topic, fed the control topic's records in log order. Rules: `docs/spec.md` section 6;
+//! vectors: `spec/vectors/control.json` and `reject.json`.
 //!
 //! The control topic (one compacted partition, key = data topic, value = the assignment JSON,
 //! tombstone = retract) is read by the Kafka glue's `ControlTopicReader`; every record goes through

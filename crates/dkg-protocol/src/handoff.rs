@@ -1,5 +1,5 @@
 //! The handoff topic: how producers and consumer groups tell each other where an epoch switch
-//! stands.
+//! stands. Wire format: `docs/spec.md` section 9.
 //!
 //! One compacted topic (default [`DEFAULT_HANDOFF_TOPIC`], exactly 1 partition,
 //! `cleanup.policy=compact`, created and checked like the control topic by

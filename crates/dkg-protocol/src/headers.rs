@@ -1,4 +1,4 @@
-//! The `dkg-*` record headers and their one codec.
+//! The `dkg-*` record headers and their one codec (`docs/spec.md` section 8).
 //!
 //! | header | value | on |
 //! |---|---|---|

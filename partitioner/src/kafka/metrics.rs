@@ -1,6 +1,7 @@
-//! Producer-side metrics, registered in the caller's [`prometheus::Registry`].
+//! Producer-side metrics, registered in the caller's [`prometheus::Registry`]. The names are
+//! normative for every producer implementation: `docs/spec.md` section 10.
 //!
-//! Names follow `team/METRICS.md` (`dkg_<what>_<unit>[_total]`, bounded labels):
+//! Names follow `dkg_<what>_<unit>[_total]` with bounded labels (README, "Metrics and dashboards"):
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
