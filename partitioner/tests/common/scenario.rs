@@ -538,11 +538,23 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Create the data topic and publish epoch 1.
+    /// Create the data topic on the test broker and publish epoch 1.
     pub async fn new(prefix: &str) -> Self {
         let bootstrap = super::bootstrap();
         let topic = super::unique_topic(prefix);
         super::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+        Self::with_topic(bootstrap, topic, prefix, 1).await
+    }
+
+    /// The same on the 3-broker fault-test cluster: data and control topics replicated 3 times
+    /// (the handoff topic takes the brokers' default, 3 there too).
+    pub async fn on_cluster(cluster: &dkg_testkit::cluster::Cluster, prefix: &str) -> Self {
+        let topic = super::unique_topic(prefix);
+        cluster.create_topic(&topic, PARTITIONS, &[]).await;
+        Self::with_topic(cluster.bootstrap().to_owned(), topic, prefix, 3).await
+    }
+
+    async fn with_topic(bootstrap: String, topic: String, prefix: &str, replication: i32) -> Self {
         let setup = Self {
             control: super::unique_topic(&format!("{prefix}-control")),
             handoff: super::unique_topic(&format!("{prefix}-handoff")),
@@ -555,7 +567,7 @@ impl Setup {
             client_config(&setup.bootstrap)
                 .create()
                 .expect("admin client");
-        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, 1)
+        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, replication)
             .await
             .expect("create the control topic");
         setup.publish(1).await;
