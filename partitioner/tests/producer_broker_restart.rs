@@ -66,19 +66,12 @@ async fn producer_broker_restart() {
     let errors_before = watch.errors();
 
     let start = Instant::now();
-    let (sent, down_for) = send_paced(
-        &producer,
-        &topic,
-        RECORDS,
-        RATE_PER_SEC,
-        RESTART_AT,
-        || {
-            common::kafka_script(&["stop"]);
-            let down = Instant::now();
-            common::kafka_script(&["start"]);
-            down.elapsed()
-        },
-    )
+    let (sent, down_for) = send_paced(&producer, &topic, RECORDS, RATE_PER_SEC, RESTART_AT, || {
+        common::kafka_script(&["stop"]);
+        let down = Instant::now();
+        common::kafka_script(&["start"]);
+        down.elapsed()
+    })
     .await;
     println!(
         "broker stopped after {RESTART_AT} records, back after {down_for:?} with {} sent; {} records \

@@ -106,9 +106,11 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
                 SAMPLER_ARGS,
                 &[("DKG_TEST_PAUSE_BEFORE_COMMIT_MS", &pause)],
             );
-            wait_for("the publish transaction to open", Duration::from_secs(90), || {
-                s.log().contains(HOOK_LINE).then_some(())
-            });
+            wait_for(
+                "the publish transaction to open",
+                Duration::from_secs(90),
+                || s.log().contains(HOOK_LINE).then_some(()),
+            );
             // The first kill surely inside the open transaction, the others anywhere up to past it.
             let upto = if i == 0 { PAUSE_MS / 2 } else { PAUSE_MS + 500 };
             let delay = rng.random_range(0..upto);
@@ -119,15 +121,13 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
             assert_strictly_increasing(&committed);
         }
         // A last, undisturbed run publishes (and proves the transactional id was recovered).
-        let mut s = Sampler::start_on(
-            &bootstrap,
-            "final",
-            &topic,
-            SAMPLER_ARGS,
-            &[],
-        );
+        let mut s = Sampler::start_on(&bootstrap, "final", &topic, SAMPLER_ARGS, &[]);
         let status = s.wait_exit(Duration::from_secs(120));
-        assert!(status.success(), "the last run publishes: {status}\n{}", s.log());
+        assert!(
+            status.success(),
+            "the last run publishes: {status}\n{}",
+            s.log()
+        );
     });
 
     let committed: Vec<Assignment> = read_control_topic_on(&bootstrap, &topic, true)
@@ -144,9 +144,11 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
         .collect();
     let last = committed.last().expect("a committed assignment").clone();
     for p in &producers {
-        wait_for("the last committed epoch adopted", Duration::from_secs(30), || {
-            (p.router().assignment(&topic)?.as_ref() == &last).then_some(())
-        });
+        wait_for(
+            "the last committed epoch adopted",
+            Duration::from_secs(30),
+            || (p.router().assignment(&topic)?.as_ref() == &last).then_some(()),
+        );
     }
     stop_tx.send(true).unwrap();
     let mut histories = Vec::new();
@@ -169,7 +171,10 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
         "a kill left a transaction open (its document is in the log, uncommitted)"
     );
     assert_strictly_increasing(&committed_epochs);
-    assert!(committed_epochs.len() >= 2, "epochs kept increasing across restarts");
+    assert!(
+        committed_epochs.len() >= 2,
+        "epochs kept increasing across restarts"
+    );
     for h in &histories {
         let adopted: Vec<u64> = h.iter().map(|a| a.epoch()).collect();
         assert_strictly_increasing(&adopted);

@@ -11,18 +11,19 @@
 //! Fault tests share one cluster and break its brokers on purpose, so [`Cluster::exclusive`] serialises
 //! them within a test binary (cargo runs test binaries one at a time) and brings every broker back first.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::kafka::topic::{self, Ensured, TopicSpec};
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
+use rdkafka::statistics::Statistics;
 
-use crate::broker::{check_broker, client_config};
+use crate::broker::{check_broker, client_config, create_replicated_topic};
 
 /// Brokers in the cluster (node ids 1..=3).
 pub const BROKERS: i32 = 3;
@@ -164,17 +165,7 @@ impl Cluster {
     /// Creates `name` with replication factor 3 (min.insync.replicas 2 from the brokers) and waits until
     /// every partition has a leader. Panics on failure, "already exists" included.
     pub async fn create_topic(&self, name: &str, partitions: u32, config: &[(&str, &str)]) {
-        let spec = config.iter().fold(
-            TopicSpec::new(name, partitions).replication(BROKERS),
-            |spec, (k, v)| spec.config(*k, *v),
-        );
-        match topic::create_and_wait(&client_config(&self.bootstrap), &spec, Duration::from_secs(60))
-            .await
-        {
-            Ok(Ensured::Created) => {}
-            Ok(Ensured::Existing) => panic!("topic {name} already exists"),
-            Err(e) => panic!("creating topic {name} on the cluster: {e}"),
-        }
+        create_replicated_topic(&self.bootstrap, name, partitions, BROKERS, config).await;
     }
 
     /// Leader and ISR of every partition of `topic`, by partition: `(leader, isr)`; a leader of -1 is
@@ -240,15 +231,21 @@ impl Cluster {
                 } else {
                     "led by a live broker"
                 },
-                topics.iter().map(|t| self.partitions(t)).collect::<Vec<_>>()
+                topics
+                    .iter()
+                    .map(|t| self.partitions(t))
+                    .collect::<Vec<_>>()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 }
 
-/// A client context that counts the errors librdkafka reports (a broker connection lost or refused is
-/// `_TRANSPORT`, all brokers down `_ALL_BROKERS_DOWN`): a client built with it can show it saw an outage.
+/// A client context that counts what librdkafka reports of an outage: errors (a broker connection
+/// lost or refused is `_TRANSPORT`, all brokers down `_ALL_BROKERS_DOWN`) and, with
+/// `statistics.interval.ms` set, changes of a partition's leader in the client's own metadata (a
+/// controlled shutdown moves leadership without any error). A client built with it can show it saw
+/// the fault.
 #[derive(Debug, Clone, Default)]
 pub struct FaultWatch {
     inner: Arc<WatchInner>,
@@ -258,12 +255,19 @@ pub struct FaultWatch {
 struct WatchInner {
     errors: AtomicU64,
     first: Mutex<Vec<String>>,
+    leader_changes: AtomicU64,
+    leaders: Mutex<HashMap<(String, i32), i32>>,
 }
 
 impl FaultWatch {
     /// Errors reported so far.
     pub fn errors(&self) -> u64 {
         self.inner.errors.load(Ordering::SeqCst)
+    }
+
+    /// Leader changes of partitions seen in the client's statistics so far.
+    pub fn leader_changes(&self) -> u64 {
+        self.inner.leader_changes.load(Ordering::SeqCst)
     }
 
     /// The first few error texts (for messages).
@@ -277,6 +281,28 @@ impl FaultWatch {
 }
 
 impl ClientContext for FaultWatch {
+    fn stats(&self, statistics: Statistics) {
+        let mut leaders = self
+            .inner
+            .leaders
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (topic, t) in statistics.topics {
+            // Partition -1 is librdkafka's internal "unassigned" queue; -1 as leader: none known.
+            for (id, p) in t
+                .partitions
+                .into_iter()
+                .filter(|(id, p)| *id >= 0 && p.leader >= 0)
+            {
+                if let Some(old) = leaders.insert((topic.clone(), id), p.leader)
+                    && old != p.leader
+                {
+                    self.inner.leader_changes.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
     fn error(&self, error: KafkaError, reason: &str) {
         self.inner.errors.fetch_add(1, Ordering::SeqCst);
         let mut first = self
@@ -300,6 +326,9 @@ mod tests {
             normalise("127.0.0.1:2, 127.0.0.1:1"),
             normalise("127.0.0.1:1,127.0.0.1:2")
         );
-        assert_ne!(normalise("127.0.0.1:1"), normalise("127.0.0.1:1,127.0.0.1:2"));
+        assert_ne!(
+            normalise("127.0.0.1:1"),
+            normalise("127.0.0.1:1,127.0.0.1:2")
+        );
     }
 }

@@ -235,7 +235,11 @@ where
         if seq == fault_at
             && let Some(f) = fault.take()
         {
-            let (sent, done, at) = (Arc::clone(&sent), Arc::clone(&fault_done), Arc::clone(&done_at));
+            let (sent, done, at) = (
+                Arc::clone(&sent),
+                Arc::clone(&fault_done),
+                Arc::clone(&done_at),
+            );
             fault_task = Some(tokio::task::spawn_blocking(move || {
                 let r = f();
                 at.store(sent.load(Ordering::SeqCst), Ordering::SeqCst);
@@ -322,7 +326,8 @@ pub async fn read_back(
                 s.1 += 1;
             }
             let placed = m.headers().and_then(epoch_of) == Some(a.epoch())
-                && m.key().is_some_and(|k| a.partition_for(k) as i32 == m.partition());
+                && m.key()
+                    .is_some_and(|k| a.partition_for(k) as i32 == m.partition());
             if !placed {
                 s.2 += 1;
             }
