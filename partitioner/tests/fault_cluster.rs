@@ -23,9 +23,7 @@ use common::producer::{
     ReadBack, client_config, raw_publisher, read_back, rotating_assignment, send_paced,
     wait_for_epoch,
 };
-use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, wait_for_all, wait_for_group,
-};
+use common::scenario::{End, Log, Setup, check, counter_sum, finish_producers, wait_for_all};
 use dkg_partitioner::kafka::{DkgProducer, EpochHeader, publish_assignment};
 use dkg_testkit::cluster::{BROKERS, Cluster, FaultWatch, cluster, fault_records};
 use tokio::sync::watch;
@@ -127,16 +125,7 @@ impl Stream {
             sent.max_latency,
             self.watch.first_errors()
         );
-        assert!(
-            sent.failed.is_empty(),
-            "{what}: {} deliveries failed, first: {}",
-            sent.failed.len(),
-            sent.failed[0]
-        );
-        assert!(
-            sent.records > sent.sent_when_fault_done,
-            "{what}: production went on after the fault"
-        );
+        sent.assert_spans_fault(what);
         assert!(
             changes > 0,
             "{what}: the producer's metadata never showed a partition changing leader"
@@ -151,11 +140,7 @@ impl Stream {
         .await;
         assert_eq!(
             counts,
-            ReadBack {
-                lost: 0,
-                duplicated: 0,
-                misplaced: 0
-            },
+            ReadBack::CLEAN,
             "{what}: every record once, on its assignment's partition"
         );
         (sent.max_latency, outcome)
@@ -364,19 +349,9 @@ async fn consumer_group_keeps_key_order_while_a_broker_dies() {
     let setup = Setup::on_cluster(cluster, "fault-order").await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();
-    let hooks: Vec<Arc<CountingHooks>> = (0..3).map(|_| Arc::default()).collect();
-    let mut members = Vec::new();
-    for (i, h) in hooks.iter().enumerate() {
-        let c = setup
-            .consumer(&format!("c{i}"), &registry, Arc::clone(h))
-            .await;
-        let pace = Pace {
-            every: 700 + 300 * i as u64,
-            pause: Duration::from_millis(150),
-        };
-        members.push(Member::spawn_paced(c, i, Arc::clone(&log), Some(pace)));
-    }
-    wait_for_group(&hooks, Duration::from_secs(60)).await;
+    let (hooks, members) = setup
+        .paced_members(3, &log, &registry, Duration::from_secs(60))
+        .await;
 
     // Two producers share the records; about 25 s of production at the default count.
     let per_producer = fault_records() / 2;
@@ -401,19 +376,7 @@ async fn consumer_group_keeps_key_order_while_a_broker_dies() {
         l
     });
     setup.publish(4).await;
-    let mut sent = Vec::new();
-    for t in tasks {
-        sent.extend(t.await.unwrap());
-    }
-    drop(stop_tx);
-    for p in &producers {
-        p.close().await.unwrap();
-    }
-    assert_eq!(
-        sent.len() as u64,
-        2 * per_producer,
-        "every send acknowledged"
-    );
+    let sent = finish_producers(tasks, stop_tx, &producers, 2 * per_producer).await;
     wait_for_all(&log, &sent, Duration::from_secs(120)).await;
     for m in members {
         m.stop(End::Close).await;

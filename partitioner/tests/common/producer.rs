@@ -285,6 +285,23 @@ where
     (report, outcome)
 }
 
+impl SendReport {
+    /// Asserts every delivery succeeded and records were sent after the fault was over (so it
+    /// happened mid-stream); `what` names the fault in the messages.
+    pub fn assert_spans_fault(&self, what: &str) {
+        assert!(
+            self.failed.is_empty(),
+            "{what}: {} deliveries failed, first: {}",
+            self.failed.len(),
+            self.failed[0]
+        );
+        assert!(
+            self.records > self.sent_when_fault_done,
+            "{what}: records were sent after the fault, so it happened mid-stream"
+        );
+    }
+}
+
 /// Counts of [`read_back`].
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReadBack {
@@ -292,6 +309,15 @@ pub struct ReadBack {
     pub duplicated: u64,
     /// Records not carrying `epoch`'s header or not on the partition `assignment` names.
     pub misplaced: u64,
+}
+
+impl ReadBack {
+    /// Every record once, on its assignment's partition.
+    pub const CLEAN: Self = Self {
+        lost: 0,
+        duplicated: 0,
+        misplaced: 0,
+    };
 }
 
 /// Read `topic` back and count, for the `records` sequence numbers [`send_paced`] sent, the lost,

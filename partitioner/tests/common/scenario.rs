@@ -320,6 +320,26 @@ impl Member {
     }
 }
 
+/// Collect what the sending `tasks` acknowledged, stop them (`stop`) and close the `producers`;
+/// asserts that all `expected` sends were acknowledged.
+pub async fn finish_producers(
+    tasks: Vec<JoinHandle<Vec<Sent>>>,
+    stop: watch::Sender<bool>,
+    producers: &[DkgProducer],
+    expected: u64,
+) -> Vec<Sent> {
+    let mut sent = Vec::new();
+    for t in tasks {
+        sent.extend(t.await.unwrap());
+    }
+    drop(stop);
+    for p in producers {
+        p.close().await.unwrap();
+    }
+    assert_eq!(sent.len() as u64, expected, "every send acknowledged");
+    sent
+}
+
 /// Wait until the log holds every acknowledged record (or panic after `timeout`).
 pub async fn wait_for_all(log: &Log, sent: &[Sent], timeout: Duration) {
     let want: HashSet<(u32, u64)> = sent.iter().map(|s| (s.producer, s.pseq)).collect();
@@ -602,6 +622,32 @@ impl Setup {
             .build()
             .await
             .expect("build a DkgConsumer")
+    }
+
+    /// `n` members (`c0`, `c1`, ...) logging into `log`, stuttering at different rates (a pause of
+    /// 150 ms every 700, 1000, 1300, ... records) so their partitions lag behind each other; waits
+    /// until they own every partition (at most `group_timeout`).
+    pub async fn paced_members(
+        &self,
+        n: usize,
+        log: &Arc<Log>,
+        registry: &prometheus::Registry,
+        group_timeout: Duration,
+    ) -> (Vec<Arc<CountingHooks>>, Vec<Member>) {
+        let hooks: Vec<Arc<CountingHooks>> = (0..n).map(|_| Arc::default()).collect();
+        let mut members = Vec::new();
+        for (i, h) in hooks.iter().enumerate() {
+            let c = self
+                .consumer(&format!("c{i}"), registry, Arc::clone(h))
+                .await;
+            let pace = Pace {
+                every: 700 + 300 * i as u64,
+                pause: Duration::from_millis(150),
+            };
+            members.push(Member::spawn_paced(c, i, Arc::clone(log), Some(pace)));
+        }
+        wait_for_group(&hooks, group_timeout).await;
+        (hooks, members)
     }
 
     /// An ordering producer with the default header mode (moved keys only).
