@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, wait_for_all, wait_for_group,
+    CountingHooks, End, Log, Member, Pace, Setup, check, finish_producers, wait_for_all,
+    wait_for_group,
 };
 use tokio::sync::watch;
 
@@ -64,19 +65,7 @@ async fn consumer_crash_during_switch() {
             members.push(Some(Member::spawn_paced(c, 3, log, pace(3))));
         }
     }
-    let mut sent = Vec::new();
-    for t in tasks {
-        sent.extend(t.await.unwrap());
-    }
-    drop(stop_tx);
-    for p in &producers {
-        p.close().await.unwrap();
-    }
-    assert_eq!(
-        sent.len() as u64,
-        2 * PER_PRODUCER,
-        "every send acknowledged"
-    );
+    let sent = finish_producers(tasks, stop_tx, &producers, 2 * PER_PRODUCER).await;
 
     wait_for_all(&log, &sent, Duration::from_secs(90)).await;
     for m in members.into_iter().flatten() {

@@ -12,8 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, counter_sum, hold_histogram, wait_for_all,
-    wait_for_group,
+    End, Log, Setup, check, counter_sum, finish_producers, hold_histogram, wait_for_all,
 };
 use tokio::sync::watch;
 
@@ -26,20 +25,10 @@ async fn consumer_keeps_key_order_across_epochs() {
     let setup = Setup::new("order").await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();
-    let hooks: Vec<Arc<CountingHooks>> = (0..3).map(|_| Arc::default()).collect();
-    let mut members = Vec::new();
-    for (i, h) in hooks.iter().enumerate() {
-        let c = setup
-            .consumer(&format!("c{i}"), &registry, Arc::clone(h))
-            .await;
-        // Members stutter at different rates, so their partitions lag behind each other.
-        let pace = Pace {
-            every: 700 + 300 * i as u64,
-            pause: Duration::from_millis(150),
-        };
-        members.push(Member::spawn_paced(c, i, Arc::clone(&log), Some(pace)));
-    }
-    wait_for_group(&hooks, Duration::from_secs(30)).await;
+    // Members stutter at different rates, so their partitions lag behind each other.
+    let (hooks, members) = setup
+        .paced_members(3, &log, &registry, Duration::from_secs(30))
+        .await;
 
     let (stop_tx, stop) = watch::channel(false);
     let lease = Duration::from_secs(3);
@@ -51,19 +40,7 @@ async fn consumer_keeps_key_order_across_epochs() {
         tokio::time::sleep(Duration::from_millis(1_300)).await;
         setup.publish(epoch).await;
     }
-    let mut sent = Vec::new();
-    for t in tasks {
-        sent.extend(t.await.unwrap());
-    }
-    drop(stop_tx);
-    for p in &producers {
-        p.close().await.unwrap();
-    }
-    assert_eq!(
-        sent.len() as u64,
-        2 * PER_PRODUCER,
-        "every send acknowledged"
-    );
+    let sent = finish_producers(tasks, stop_tx, &producers, 2 * PER_PRODUCER).await;
 
     wait_for_all(&log, &sent, Duration::from_secs(60)).await;
     for m in members {

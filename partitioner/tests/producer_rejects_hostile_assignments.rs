@@ -160,3 +160,26 @@ async fn producer_rejects_hostile_assignments() {
     assert_eq!(late.router().assignment(&topic).unwrap().epoch(), 6);
     assert!(late.router().assignment(&other_topic).is_none());
 }
+
+// The helper the counts above go through fails loudly instead of reading a missing metric as 0, so
+// `count(..) == 0.0` cannot pass because a family or label is missing or misspelt.
+#[test]
+#[should_panic(expected = "no metric family dkg_producer_assignments_rejected_total")]
+fn metric_value_fails_on_a_missing_family() {
+    metric_value(
+        &prometheus::Registry::new(),
+        "dkg_producer_assignments_rejected_total",
+        &[],
+    );
+}
+
+#[test]
+#[should_panic(expected = "has no label reasons")]
+fn metric_value_fails_on_a_misspelt_label() {
+    let registry = prometheus::Registry::new();
+    let c = prometheus::IntCounterVec::new(prometheus::Opts::new("dkg_x_total", "x"), &["reason"])
+        .unwrap();
+    registry.register(Box::new(c.clone())).unwrap();
+    c.with_label_values(&["a"]).inc_by(0);
+    metric_value(&registry, "dkg_x_total", &[("reasons", "a")]);
+}

@@ -95,11 +95,22 @@ pub fn unique_topic(prefix: &str) -> String {
 /// not race topic creation). Panics on any failure, including "already exists": tests use
 /// [`unique_topic`] names.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: u32, config: &[(&str, &str)]) {
+    create_replicated_topic(bootstrap, name, partitions, 1, config).await;
+}
+
+/// [`create_topic`] with `replication` replicas per partition (the fault-test cluster's 3).
+pub async fn create_replicated_topic(
+    bootstrap: &str,
+    name: &str,
+    partitions: u32,
+    replication: i32,
+    config: &[(&str, &str)],
+) {
     let spec = config.iter().fold(
-        TopicSpec::new(name, partitions).replication(1),
+        TopicSpec::new(name, partitions).replication(replication),
         |spec, (k, v)| spec.config(*k, *v),
     );
-    match topic::create_and_wait(&client_config(bootstrap), &spec, Duration::from_secs(30)).await {
+    match topic::create_and_wait(&client_config(bootstrap), &spec, Duration::from_secs(60)).await {
         Ok(Ensured::Created) => {}
         Ok(Ensured::Existing) => {
             panic!("topic {name} already exists: use unique_topic for test topics")

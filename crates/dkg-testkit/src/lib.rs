@@ -4,6 +4,8 @@
 //! - [`broker`] (feature `kafka`): the real single-node broker that `scripts/kafka start` runs. A
 //!   missing broker FAILS the test with a clear message ([`broker::bootstrap`] panics); nothing here
 //!   skips. Unique topic names, topic creation through the partitioner's topic layer.
+//! - [`cluster`] (feature `kafka`): the 3-broker cluster of `scripts/kafka cluster` for the fault
+//!   tests, started once per test binary; brokers killed, stopped and started by number.
 //! - [`fixtures`]: valid `Assignment`s and their parts for tests.
 //! - [`process`]: child processes with their output in a log file (printed when a test fails), free
 //!   local ports, a minimal HTTP GET, polling with a deadline.
@@ -13,5 +15,7 @@
 
 #[cfg(feature = "kafka")]
 pub mod broker;
+#[cfg(feature = "kafka")]
+pub mod cluster;
 pub mod fixtures;
 pub mod process;

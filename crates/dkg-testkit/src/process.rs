@@ -69,6 +69,20 @@ impl LoggedChild {
         }
     }
 
+    /// SIGKILL (a crash: no shutdown code runs), then reap it.
+    pub fn kill(&mut self) -> ExitStatus {
+        let mut child = self
+            .child
+            .take()
+            .unwrap_or_else(|| panic!("{} already exited", self.name));
+        child
+            .kill()
+            .unwrap_or_else(|e| panic!("SIGKILL {}: {e}", self.name));
+        child
+            .wait()
+            .unwrap_or_else(|e| panic!("reaping {}: {e}", self.name))
+    }
+
     /// SIGTERM, then wait for a graceful exit (at most `timeout`).
     pub fn terminate(&mut self, timeout: Duration) -> ExitStatus {
         if let Some(child) = &self.child {

@@ -320,6 +320,26 @@ impl Member {
     }
 }
 
+/// Collect what the sending `tasks` acknowledged, stop them (`stop`) and close the `producers`;
+/// asserts that all `expected` sends were acknowledged.
+pub async fn finish_producers(
+    tasks: Vec<JoinHandle<Vec<Sent>>>,
+    stop: watch::Sender<bool>,
+    producers: &[DkgProducer],
+    expected: u64,
+) -> Vec<Sent> {
+    let mut sent = Vec::new();
+    for t in tasks {
+        sent.extend(t.await.unwrap());
+    }
+    drop(stop);
+    for p in producers {
+        p.close().await.unwrap();
+    }
+    assert_eq!(sent.len() as u64, expected, "every send acknowledged");
+    sent
+}
+
 /// Wait until the log holds every acknowledged record (or panic after `timeout`).
 pub async fn wait_for_all(log: &Log, sent: &[Sent], timeout: Duration) {
     let want: HashSet<(u32, u64)> = sent.iter().map(|s| (s.producer, s.pseq)).collect();
@@ -538,11 +558,23 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Create the data topic and publish epoch 1.
+    /// Create the data topic on the test broker and publish epoch 1.
     pub async fn new(prefix: &str) -> Self {
         let bootstrap = super::bootstrap();
         let topic = super::unique_topic(prefix);
         super::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+        Self::with_topic(bootstrap, topic, prefix, 1).await
+    }
+
+    /// The same on the 3-broker fault-test cluster: data and control topics replicated 3 times
+    /// (the handoff topic takes the brokers' default, 3 there too).
+    pub async fn on_cluster(cluster: &dkg_testkit::cluster::Cluster, prefix: &str) -> Self {
+        let topic = super::unique_topic(prefix);
+        cluster.create_topic(&topic, PARTITIONS, &[]).await;
+        Self::with_topic(cluster.bootstrap().to_owned(), topic, prefix, 3).await
+    }
+
+    async fn with_topic(bootstrap: String, topic: String, prefix: &str, replication: i32) -> Self {
         let setup = Self {
             control: super::unique_topic(&format!("{prefix}-control")),
             handoff: super::unique_topic(&format!("{prefix}-handoff")),
@@ -555,7 +587,7 @@ impl Setup {
             client_config(&setup.bootstrap)
                 .create()
                 .expect("admin client");
-        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, 1)
+        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, replication)
             .await
             .expect("create the control topic");
         setup.publish(1).await;
@@ -590,6 +622,32 @@ impl Setup {
             .build()
             .await
             .expect("build a DkgConsumer")
+    }
+
+    /// `n` members (`c0`, `c1`, ...) logging into `log`, stuttering at different rates (a pause of
+    /// 150 ms every 700, 1000, 1300, ... records) so their partitions lag behind each other; waits
+    /// until they own every partition (at most `group_timeout`).
+    pub async fn paced_members(
+        &self,
+        n: usize,
+        log: &Arc<Log>,
+        registry: &prometheus::Registry,
+        group_timeout: Duration,
+    ) -> (Vec<Arc<CountingHooks>>, Vec<Member>) {
+        let hooks: Vec<Arc<CountingHooks>> = (0..n).map(|_| Arc::default()).collect();
+        let mut members = Vec::new();
+        for (i, h) in hooks.iter().enumerate() {
+            let c = self
+                .consumer(&format!("c{i}"), registry, Arc::clone(h))
+                .await;
+            let pace = Pace {
+                every: 700 + 300 * i as u64,
+                pause: Duration::from_millis(150),
+            };
+            members.push(Member::spawn_paced(c, i, Arc::clone(log), Some(pace)));
+        }
+        wait_for_group(&hooks, group_timeout).await;
+        (hooks, members)
     }
 
     /// An ordering producer with the default header mode (moved keys only).

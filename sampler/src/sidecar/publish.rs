@@ -20,6 +20,13 @@
 //! group legitimately makes it the leader again. It never retries in a loop, so two misconfigured
 //! samplers (different groups, same transactional id) cannot fence each other back and forth: the later
 //! one wins and the earlier one stays quiet until its own group rebalances.
+//!
+//! # Test hook
+//! `DKG_TEST_PAUSE_BEFORE_COMMIT_MS=N` (for the fault tests only, never set in production): every
+//! publish waits N ms between producing the document and committing the transaction, after logging
+//! `test hook: pausing inside the publish transaction`, so a test can SIGKILL the sidecar with the
+//! transaction open (`sampler/tests/fault_sampler_kill.rs`). Unset, a publish reads one environment
+//! variable and nothing else changes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -330,6 +337,14 @@ impl Publisher {
                 },
                 text: e.to_string(),
             })?;
+        if let Some(pause) = test_pause_before_commit() {
+            tracing::warn!(
+                epoch = assignment.epoch(),
+                "test hook: pausing inside the publish transaction for {pause:?} \
+                 (DKG_TEST_PAUSE_BEFORE_COMMIT_MS)"
+            );
+            tokio::time::sleep(pause).await;
+        }
         let p = producer.clone();
         let committed =
             tokio::task::spawn_blocking(move || p.commit_transaction(TXN_TIMEOUT)).await;
@@ -389,6 +404,17 @@ impl Publisher {
         }
         Err(PublishFailure::Retry(format!("{step}: {err}")))
     }
+}
+
+/// The test hook's pause (module docs, "Test hook"); None unless `DKG_TEST_PAUSE_BEFORE_COMMIT_MS` is a
+/// number.
+fn test_pause_before_commit() -> Option<Duration> {
+    std::env::var("DKG_TEST_PAUSE_BEFORE_COMMIT_MS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .map(Duration::from_millis)
 }
 
 /// A failed step of a transaction.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
 use dkg_partitioner::kafka::DkgProducer;
+#[allow(unused_imports)] // not every test binary uses every helper
 pub use dkg_testkit::broker::{bootstrap, create_topic, unique_topic};
 use dkg_testkit::process::LoggedChild;
 pub use dkg_testkit::process::{free_addr, http_get, wait_for};
@@ -100,16 +101,28 @@ pub struct Sampler {
 impl Sampler {
     /// Start `dkg-sampler run --bootstrap-servers B --topic T --metrics-addr <free> EXTRA...`.
     pub fn start(name: &str, topic: &str, extra: &[&str]) -> Self {
+        Self::start_on(&bootstrap(), name, topic, extra, &[])
+    }
+
+    /// [`Sampler::start`] against `bootstrap` (e.g. the fault-test cluster), with extra environment.
+    pub fn start_on(
+        bootstrap: &str,
+        name: &str,
+        topic: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let addr = free_addr();
         let log =
             std::env::temp_dir().join(format!("{}-{name}.log", unique_topic("dkg-sampler-test")));
         let mut command = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
         command
             .arg("run")
-            .args(["--bootstrap-servers", &bootstrap(), "--topic", topic])
+            .args(["--bootstrap-servers", bootstrap, "--topic", topic])
             .args(["--metrics-addr", &addr.to_string()])
             .args(extra)
-            .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn");
+            .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn")
+            .envs(env.iter().copied());
         Self {
             name: name.to_owned(),
             addr,
@@ -176,6 +189,11 @@ impl Sampler {
     pub fn terminate(&mut self, timeout: Duration) -> ExitStatus {
         self.process.terminate(timeout)
     }
+
+    /// SIGKILL (a crash).
+    pub fn kill(&mut self) -> ExitStatus {
+        self.process.kill()
+    }
 }
 
 /// The value of `name` with `labels` (a subset) in `samples`.
@@ -221,9 +239,14 @@ pub struct Workload {
 impl Workload {
     /// Start producing (call inside a multi-thread tokio runtime).
     pub async fn start(spec: WorkloadSpec) -> Self {
+        Self::start_on(&bootstrap(), spec).await
+    }
+
+    /// [`Workload::start`] against `bootstrap`.
+    pub async fn start_on(bootstrap: &str, spec: WorkloadSpec) -> Self {
         let mut config = ClientConfig::new();
         config
-            .set("bootstrap.servers", bootstrap())
+            .set("bootstrap.servers", bootstrap)
             .set("linger.ms", "5")
             .set("log_level", "3");
         let sender: Sender = if spec.dkg {
@@ -340,24 +363,49 @@ pub struct ControlRecord {
 /// Every record of `topic` on the control topic, in log order, read with `read_committed` (what producers
 /// see) or `read_uncommitted`.
 pub fn read_control_topic(topic: &str, read_committed: bool) -> Vec<ControlRecord> {
-    read_keyed(CONTROL_TOPIC, read_committed, |k| k == topic.as_bytes())
-        .into_iter()
-        .map(|(offset, _, v)| ControlRecord {
-            offset,
-            assignment: v
-                .map(|v| Assignment::from_json(&v).expect("valid assignment on the control topic")),
-        })
-        .collect()
+    read_control_topic_on(&bootstrap(), topic, read_committed)
+}
+
+/// [`read_control_topic`] from the brokers at `bootstrap`.
+pub fn read_control_topic_on(
+    bootstrap: &str,
+    topic: &str,
+    read_committed: bool,
+) -> Vec<ControlRecord> {
+    read_keyed_on(bootstrap, CONTROL_TOPIC, read_committed, |k| {
+        k == topic.as_bytes()
+    })
+    .into_iter()
+    .map(|(offset, _, v)| ControlRecord {
+        offset,
+        assignment: v
+            .map(|v| Assignment::from_json(&v).expect("valid assignment on the control topic")),
+    })
+    .collect()
 }
 
 /// Records of a (single-partition) topic whose key matches, in log order: (offset, key, value).
+///
+/// PANICS when it cannot tell: the topic's end offset cannot be fetched (a missing topic included) or the
+/// read does not reach that end within 30 s. An empty result means "read to the end, nothing matched", so
+/// checks of "nothing was published" cannot pass because the read failed.
 pub fn read_keyed(
     name: &str,
     read_committed: bool,
     keep: impl Fn(&[u8]) -> bool,
 ) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
+    read_keyed_on(&bootstrap(), name, read_committed, keep)
+}
+
+/// [`read_keyed`] from the brokers at `bootstrap`.
+pub fn read_keyed_on(
+    bootstrap: &str,
+    name: &str,
+    read_committed: bool,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
     let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
+        .set("bootstrap.servers", bootstrap)
         .set("group.id", "dkg-sampler-tests-reader")
         .set("enable.auto.commit", "false")
         .set(
@@ -371,10 +419,9 @@ pub fn read_keyed(
         .set("enable.partition.eof", "true")
         .create()
         .expect("reader");
-    let (low, high) = match consumer.fetch_watermarks(name, 0, Duration::from_secs(10)) {
-        Ok(w) => w,
-        Err(_) => return Vec::new(),
-    };
+    let (low, high) = consumer
+        .fetch_watermarks(name, 0, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("the end offset of {name}/0 (does the topic exist?): {e}"));
     if high <= low {
         return Vec::new();
     }
@@ -397,12 +444,29 @@ pub fn read_keyed(
                     return out;
                 }
             }
+            // The end (a read_committed reader may stop short of `high`: the rest is aborted data or
+            // transaction markers, which it never returns).
             Some(Err(KafkaError::PartitionEOF(_))) => return out,
             Some(Err(e)) => panic!("reading {name}: {e}"),
             None => {}
         }
     }
     panic!("reading {name} to offset {high} timed out");
+}
+
+/// Whether the broker's metadata lists `name` (panics if the metadata cannot be read): lets a check of
+/// "nothing was written to a topic" tell an absent topic from a failed read.
+pub fn topic_exists(name: &str) -> bool {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .expect("metadata client");
+    let md = consumer
+        .fetch_metadata(Some(name), Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("metadata of {name}: {e}"));
+    md.topics()
+        .iter()
+        .any(|t| t.name() == name && t.error().is_none() && !t.partitions().is_empty())
 }
 
 /// Epochs of the documents (tombstones skipped), in log order.
