@@ -7,7 +7,7 @@ use dkg_partitioner::assignment::{
 use dkg_partitioner::{
     Assignment, BucketHash, Error, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES, Params,
 };
-use dkg_testkit::fixtures::{heavy, parts, sample};
+use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -658,7 +658,8 @@ fn arb_parts() -> impl Strategy<Value = dkg_partitioner::AssignmentParts> {
                         let mut p = parts(partitions, table, vec![]);
                         p.bucket_hash = BucketHash::Murmur2 { seed };
                         p.epoch = epoch;
-                        p.heavy = heavy
+                        let buckets = p.table.len();
+                        p.heavy = within_bucket_bound(heavy, p.bucket_hash, buckets)
                             .into_iter()
                             .map(|(key, (partition, weight))| HeavyKey {
                                 key,

@@ -1,14 +1,13 @@
 //! The O(1) lookup: heavy keys by exact bytes, everything else through the bucket table, always a
 //! valid partition.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use dkg_partitioner::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
 use dkg_partitioner::{
     Assignment, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED, Route,
     kafka_partition, murmur2_seeded, to_positive,
 };
-use dkg_testkit::fixtures::{heavy, parts, sample};
+use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 
 /// With Kafka's seed and an identity table of `k` buckets, the bucket route must reproduce Kafka's
@@ -194,25 +193,6 @@ fn assignment_is_shareable_across_threads() {
     check::<Assignment>();
 }
 
-/// The generated heavy keys less those past `MAX_HEAVY_KEYS_PER_BUCKET` in their bucket (a valid
-/// document holds no more).
-fn within_bucket_bound(
-    heavy_map: BTreeMap<Vec<u8>, u32>,
-    seed: u32,
-    buckets: usize,
-) -> BTreeMap<Vec<u8>, u32> {
-    let hash = BucketHash::Murmur2 { seed };
-    let mut per_bucket = vec![0_usize; buckets];
-    heavy_map
-        .into_iter()
-        .filter(|(key, _)| {
-            let n = &mut per_bucket[hash.bucket(key, buckets as u32) as usize];
-            *n += 1;
-            *n <= MAX_HEAVY_KEYS_PER_BUCKET
-        })
-        .collect()
-}
-
 fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
     (1_u32..=64, 1_usize..=300, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
         (
@@ -224,7 +204,8 @@ fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
             ),
         )
             .prop_map(move |(table, heavy_map)| {
-                let heavy_map = within_bucket_bound(heavy_map, seed, table.len());
+                let heavy_map =
+                    within_bucket_bound(heavy_map, BucketHash::Murmur2 { seed }, table.len());
                 let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
                 let heavy_keys = heavy_map
                     .into_iter()
@@ -509,7 +490,8 @@ fn arb_crowded_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)>
             ),
         )
             .prop_map(move |(table, heavy_map)| {
-                let heavy_map = within_bucket_bound(heavy_map, seed, table.len());
+                let heavy_map =
+                    within_bucket_bound(heavy_map, BucketHash::Murmur2 { seed }, table.len());
                 let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
                 let heavy_keys = heavy_map
                     .into_iter()

@@ -3,6 +3,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::collections::BTreeMap;
+
+use dkg_partitioner::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
 use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
 
 /// The sketch parameters of the fixtures.
@@ -98,6 +101,24 @@ pub fn constant_assignment(
     heavy: &[(&[u8], u32)],
 ) -> Assignment {
     assignment(topic, partitions, epoch, vec![partition; 8], heavy)
+}
+
+/// Generated heavy keys (key -> anything) less those past [`MAX_HEAVY_KEYS_PER_BUCKET`] in their
+/// bucket under `hash` over `buckets`: what a valid document may hold (spec 4.4 step 18).
+pub fn within_bucket_bound<V>(
+    heavy: BTreeMap<Vec<u8>, V>,
+    hash: BucketHash,
+    buckets: usize,
+) -> BTreeMap<Vec<u8>, V> {
+    let mut per_bucket = vec![0_usize; buckets];
+    heavy
+        .into_iter()
+        .filter(|(key, _)| {
+            let n = &mut per_bucket[hash.bucket(key, buckets as u32) as usize];
+            *n += 1;
+            *n <= MAX_HEAVY_KEYS_PER_BUCKET
+        })
+        .collect()
 }
 
 #[cfg(test)]
