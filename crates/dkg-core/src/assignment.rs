@@ -426,18 +426,26 @@ impl Assignment {
     }
 
     /// The partition for `key`. O(1), allocation-free, never panics, always `< partitions()`.
-    #[inline]
+    ///
+    /// Always inlined, with [`Assignment::route`]: a call costs more than the lookup adds to
+    /// the hash (BENCHMARKS.md, "Lookup speed"); the rare paths stay out of line.
+    #[inline(always)]
     #[must_use]
     pub fn partition_for(&self, key: &[u8]) -> u32 {
         self.route(key).0
     }
 
     /// The partition for `key` and which route gave it.
-    #[inline]
+    #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
-        let h = self.parts.bucket_hash.hash(key);
-        self.index.partition(&self.parts, h, key)
+        // Keys under 8 bytes: the hash's reads give the comparison's word too. The branch goes
+        // the same way for all keys of a length.
+        let (h, words) = match self.parts.bucket_hash.hash_short(key) {
+            Some((h, word)) => (h, [word, 0]),
+            None => (self.parts.bucket_hash.hash(key), key_words(key)),
+        };
+        self.index.partition(&self.parts, h, words, key)
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -541,7 +549,8 @@ impl FastRem {
 /// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
 /// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
 const LIGHT: u32 = u32::MAX;
-/// Keys up to this long are compared without branching on the outcome (see `Lookup::general`).
+/// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`);
+/// the arena is padded by as many bytes.
 const BRANCHLESS_KEY_BYTES: usize = 64;
 
 /// What a bucket's slot names. A bucket with exactly one heavy key names that key's own group. A
@@ -754,7 +763,11 @@ impl Lookup {
             groups: groups.into_boxed_slice(),
             shared: shared.into_boxed_slice(),
             runs: runs.into_boxed_slice(),
-            arena: arena.into_boxed_slice(),
+            arena: {
+                // Reads of a key's middle may run up to BRANCHLESS_KEY_BYTES past any key's start.
+                arena.resize(arena.len() + BRANCHLESS_KEY_BYTES, 0);
+                arena.into_boxed_slice()
+            },
             buckets,
         })
     }
@@ -773,58 +786,74 @@ impl Lookup {
     /// against murmur2's ~65), and so do branch layout and the L1 footprint; a select written as
     /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
     /// hence the indexed read in `Group::partitions`.
-    #[inline]
-    fn partition(&self, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+    #[inline(always)]
+    fn partition(
+        &self,
+        parts: &AssignmentParts,
+        h: u32,
+        [w0, w1]: [u64; 2],
+        key: &[u8],
+    ) -> (u32, Route) {
         let bucket = self.buckets.rem(to_positive(h)) as usize;
         // The width is fixed per assignment: this branch always goes the same way.
-        let slot = self.slots.get(bucket);
-        self.resolve(slot.unwrap_or(usize::MAX), parts, h, key)
-    }
-
-    #[inline(always)]
-    fn resolve(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+        let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
             return self.run_partition(slot, parts, h, key);
         };
-        // 8 to 16 bytes: the first and last 8 bytes and the length are the whole key.
-        let (Some(head), Some(last), true) = (key.first_chunk(), key.last_chunk(), key.len() <= 16)
-        else {
-            return self.general(group, key);
-        };
-        let diff = (u64::from_le_bytes(*head) ^ group.words[0])
-            | (u64::from_le_bytes(*last) ^ group.words[1])
-            | (key.len() as u64 ^ u64::from(group.len));
-        let differs = diff != 0;
-        let route = if differs { Route::Bucket } else { Route::Heavy };
-        (group.partitions[usize::from(differs)], route)
-    }
-
-    /// [`Lookup::resolve`] for keys shorter than 8 or longer than 16 bytes. Marked cold only so
-    /// that the 8-16 byte comparison is laid out as the fall-through path.
-    #[cold]
-    #[inline(never)]
-    fn general(&self, group: &Group, key: &[u8]) -> (u32, Route) {
-        let [w0, w1] = key_words(key);
+        // Up to 16 bytes, the two words and the length are the whole key.
         let mut diff = (w0 ^ group.words[0])
             | (w1 ^ group.words[1])
-            | (key.len() as u64 ^ u64::from(group.len))
-            | u64::from(group.len == LIGHT);
-        if let Some(middle) = key.get(8..key.len().saturating_sub(8)) {
-            // The stored key's bytes between its first and last 8, as long as `middle`; `None`
-            // if the arena ends first (then the lengths differ anyway).
-            let stored = (group.start as usize)
-                .checked_add(8)
-                .and_then(|from| self.arena.get(from..))
-                .and_then(|rest| rest.get(..middle.len()));
-            diff |= match stored {
-                Some(stored) if key.len() <= BRANCHLESS_KEY_BYTES => xor_diff(stored, middle),
-                Some(stored) => u64::from(diff != 0 || stored != middle),
-                None => 1,
-            };
+            | (key.len() as u64 ^ u64::from(group.len));
+        if key.len() > 16 {
+            diff |= self.middle_diff(group, key, diff);
         }
         let differs = diff != 0;
         let route = if differs { Route::Bucket } else { Route::Heavy };
         (group.partitions[usize::from(differs)], route)
+    }
+
+    /// Non-zero if the bytes of `key` (longer than 16) between its first and last 8 differ from
+    /// those of the group's key; `diff` is the comparison so far.
+    ///
+    /// Up to [`BRANCHLESS_KEY_BYTES`] the middle is compared unconditionally, 8-byte windows from
+    /// offset 8 on (the last may overlap the last 8 bytes), against the arena at the group's offset:
+    /// a branch on "the first and last bytes match" would go one way for heavy keys and the other
+    /// for light ones, which interleave at random. The arena's padding keeps those reads in bounds
+    /// whatever the stored key's length (a shorter or light group's key reads its neighbours'
+    /// bytes, but then `diff` already holds the length mismatch). Longer keys compare their
+    /// middle only when everything else matched.
+    #[inline(always)]
+    fn middle_diff(&self, group: &Group, key: &[u8], diff: u64) -> u64 {
+        let start = group.start as usize;
+        if key.len() > BRANCHLESS_KEY_BYTES {
+            return self.long_middle_diff(group, key, diff);
+        }
+        let Some(stored) = self
+            .arena
+            .get(start..)
+            .and_then(|rest| rest.first_chunk::<BRANCHLESS_KEY_BYTES>())
+        else {
+            return 1;
+        };
+        // 8-byte windows from offset 8: they cover the middle, the bytes left over (under 8)
+        // lie in the last 8, compared already.
+        let windows = key.get(8..).unwrap_or_default().chunks_exact(8);
+        windows
+            .zip(stored[8..].chunks_exact(8))
+            .fold(0, |d, (k, s)| d | (word(k) ^ word(s)))
+    }
+
+    /// [`Lookup::middle_diff`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
+    /// compared only if everything else matched. Out of line so the common lengths stay compact.
+    #[cold]
+    #[inline(never)]
+    fn long_middle_diff(&self, group: &Group, key: &[u8], diff: u64) -> u64 {
+        let middle = key.get(8..key.len().saturating_sub(8)).unwrap_or_default();
+        let stored = (group.start as usize)
+            .checked_add(8)
+            .and_then(|from| self.arena.get(from..))
+            .and_then(|rest| rest.get(..middle.len()));
+        u64::from(diff != 0 || group.len == LIGHT || stored != Some(middle))
     }
 
     /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
@@ -876,43 +905,30 @@ fn duplicate(key: &[u8]) -> Error {
 /// A key's first and last 8 bytes as little-endian words; for keys under 8 bytes, the key
 /// zero-padded and 0. Together with the length this is the whole key up to 16 bytes.
 ///
-/// Short keys are read with overlapping loads (4 to 7 bytes: the first and the last 4), not a
-/// byte loop, which the compiler turns into a `memcpy` call.
-#[inline]
+/// Short keys are read with overlapping loads (4 to 7 bytes: the first and the last 4; 1 to 3:
+/// the first, middle and last byte), not a byte loop, which costs more than the rest of the
+/// lookup. The branches depend only on the key's length.
+#[inline(always)]
 fn key_words(key: &[u8]) -> [u64; 2] {
+    let n = key.len();
     if let (Some(head), Some(last)) = (key.first_chunk(), key.last_chunk()) {
         return [u64::from_le_bytes(*head), u64::from_le_bytes(*last)];
     }
-    let word = match (key.first_chunk(), key.last_chunk()) {
-        (Some(head), Some(last)) => {
-            let last = u64::from(u32::from_le_bytes(*last)) << (8 * (key.len() - 4));
-            u64::from(u32::from_le_bytes(*head)) | last
-        }
-        _ => key
-            .iter()
-            .rev()
-            .fold(0, |word, &byte| (word << 8) | u64::from(byte)),
+    let word = if let (Some(head), Some(last)) = (key.first_chunk(), key.last_chunk()) {
+        let last = u64::from(u32::from_le_bytes(*last)) << (8 * (n - 4));
+        u64::from(u32::from_le_bytes(*head)) | last
+    } else {
+        // 0 to 3 bytes: bytes 0, n / 2 and n - 1 are all of them.
+        let byte = |i: usize| key.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
+        byte(0) | byte(n / 2) | byte(n.wrapping_sub(1))
     };
     [word, 0]
 }
 
-/// Non-zero iff two slices differ; no early exit on their bytes: 8 bytes at a time, the last 8
-/// overlapping the previous chunk, OR of XORs (shorter slices through `key_words`, which is exact
-/// below 8 bytes).
-#[inline]
-fn xor_diff(a: &[u8], b: &[u8]) -> u64 {
-    if a.len() != b.len() {
-        return 1;
-    }
-    let word = |s: &[u8]| s.try_into().map_or(0, u64::from_le_bytes);
-    match (a.last_chunk::<8>(), b.last_chunk::<8>()) {
-        (Some(a_last), Some(b_last)) => {
-            let chunks = a.chunks_exact(8).zip(b.chunks_exact(8));
-            let body = chunks.fold(0, |diff, (x, y)| diff | (word(x) ^ word(y)));
-            body | (u64::from_le_bytes(*a_last) ^ u64::from_le_bytes(*b_last))
-        }
-        _ => key_words(a)[0] ^ key_words(b)[0],
-    }
+/// An 8-byte chunk as a little-endian word (0 for any other length, which callers never pass).
+#[inline(always)]
+fn word(chunk: &[u8]) -> u64 {
+    chunk.try_into().map_or(0, u64::from_le_bytes)
 }
 
 /// Read before the full document; other fields are skipped.

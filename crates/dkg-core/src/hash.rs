@@ -77,6 +77,46 @@ pub fn murmur2_seeded(data: &[u8], seed: u32) -> u32 {
     h
 }
 
+/// [`murmur2_seeded`] of a key shorter than 8 bytes, and the key as a little-endian word
+/// (zero-padded), from the same reads.
+///
+/// The lookup compares a key with a heavy key word by word; for short keys the word is the
+/// murmur2 tail (and first block), so reading the bytes once serves both. Bit-exact with
+/// [`murmur2_seeded`] (tested below for every length); the branches depend only on the length.
+/// `None` for keys of 8 bytes or more.
+#[inline(always)]
+#[must_use]
+pub(crate) fn murmur2_seeded_short(data: &[u8], seed: u32) -> Option<(u32, u64)> {
+    let n = data.len();
+    let mut h = seed ^ (n as u32);
+    let (word, tail) = if let (Some(head), Some(last)) = (data.first_chunk(), data.last_chunk()) {
+        if n >= 8 {
+            return None;
+        }
+        // 4 to 7 bytes: the first 4 are the block, bytes 4.. the tail; the last 4 overlap them.
+        let block = u32::from_le_bytes(*head);
+        let word = u64::from(block) | (u64::from(u32::from_le_bytes(*last)) << (8 * (n - 4)));
+        let mut k = block.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+        (word, (word >> 32) as u32)
+    } else {
+        // 0 to 3 bytes, all tail: bytes 0, n / 2 and n - 1 are all of them.
+        let byte = |i: usize| data.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
+        let word = byte(0) | byte(n / 2) | byte(n.wrapping_sub(1));
+        (word, word as u32)
+    };
+    if n % 4 != 0 {
+        h ^= tail;
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    Some((h, word))
+}
+
 /// Kafka's `Utils.toPositive`: clear the sign bit (not `abs`, which breaks on `i32::MIN`).
 #[inline]
 #[must_use]
@@ -130,6 +170,15 @@ impl BucketHash {
         }
     }
 
+    /// [`BucketHash::hash`] of a key shorter than 8 bytes and the key as a word, from the same
+    /// reads ([`murmur2_seeded_short`]); `None` for longer keys.
+    #[inline(always)]
+    pub(crate) fn hash_short(&self, key: &[u8]) -> Option<(u32, u64)> {
+        match *self {
+            Self::Murmur2 { seed } => murmur2_seeded_short(key, seed),
+        }
+    }
+
     /// `to_positive(hash(key)) % buckets`; `buckets == 0` returns 0.
     #[inline]
     #[must_use]
@@ -167,6 +216,27 @@ mod tests {
             murmur2(b"kafka"),
             murmur2_seeded(b"kafka", DEFAULT_BUCKET_SEED)
         );
+    }
+
+    proptest::proptest! {
+        /// The short-key variant is murmur2 for every length under 8, and its word is the key.
+        #[test]
+        fn short_murmur2_is_murmur2(
+            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            seed in proptest::prelude::any::<u32>(),
+        ) {
+            let short = murmur2_seeded_short(&key, seed);
+            if key.len() >= 8 {
+                proptest::prop_assert_eq!(short, None);
+            } else {
+                let mut padded = [0_u8; 8];
+                padded[..key.len()].copy_from_slice(&key);
+                proptest::prop_assert_eq!(
+                    short,
+                    Some((murmur2_seeded(&key, seed), u64::from_le_bytes(padded)))
+                );
+            }
+        }
     }
 
     #[test]
