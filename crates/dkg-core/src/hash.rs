@@ -78,37 +78,45 @@ pub fn murmur2_seeded(data: &[u8], seed: u32) -> u32 {
 }
 
 /// [`murmur2_seeded`] of a key shorter than 8 bytes, and the key as a little-endian word
-/// (zero-padded), from the same reads.
+/// (zero-padded), from the same reads; `None` for keys of 8 bytes or more.
 ///
 /// The lookup compares a key with a heavy key word by word; for short keys the word is the
-/// murmur2 tail (and first block), so reading the bytes once serves both. Bit-exact with
-/// [`murmur2_seeded`] (tested below for every length); the branches depend only on the length.
-/// `None` for keys of 8 bytes or more.
+/// murmur2 block and tail, so reading the bytes once serves both. One arm per length, each
+/// with fixed loads and shifts (a jump on the length, which a topic's keys tend to share);
+/// bit-exact with [`murmur2_seeded`] (tested below for every length).
 #[inline(always)]
 #[must_use]
 pub(crate) fn murmur2_seeded_short(data: &[u8], seed: u32) -> Option<(u32, u64)> {
-    let n = data.len();
-    let mut h = seed ^ (n as u32);
-    let (word, tail) = if let (Some(head), Some(last)) = (data.first_chunk(), data.last_chunk()) {
-        if n >= 8 {
-            return None;
-        }
-        // 4 to 7 bytes: the first 4 are the block, bytes 4.. the tail; the last 4 overlap them.
-        let block = u32::from_le_bytes(*head);
-        let word = u64::from(block) | (u64::from(u32::from_le_bytes(*last)) << (8 * (n - 4)));
-        let mut k = block.wrapping_mul(M);
+    match data.len() {
+        0 => short::<0>(data, seed),
+        1 => short::<1>(data, seed),
+        2 => short::<2>(data, seed),
+        3 => short::<3>(data, seed),
+        4 => short::<4>(data, seed),
+        5 => short::<5>(data, seed),
+        6 => short::<6>(data, seed),
+        7 => short::<7>(data, seed),
+        _ => None,
+    }
+}
+
+/// [`murmur2_seeded_short`] of an `N`-byte key (`None` if `data` is shorter).
+#[inline(always)]
+fn short<const N: usize>(data: &[u8], seed: u32) -> Option<(u32, u64)> {
+    let bytes: &[u8; N] = data.first_chunk()?;
+    let word = bytes
+        .iter()
+        .enumerate()
+        .fold(0, |w, (i, &b)| w | (u64::from(b) << (8 * i)));
+    let mut h = seed ^ (N as u32);
+    if N >= 4 {
+        let mut k = (word as u32).wrapping_mul(M);
         k ^= k >> R;
         k = k.wrapping_mul(M);
         h = h.wrapping_mul(M) ^ k;
-        (word, (word >> 32) as u32)
-    } else {
-        // 0 to 3 bytes, all tail: bytes 0, n / 2 and n - 1 are all of them.
-        let byte = |i: usize| data.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
-        let word = byte(0) | byte(n / 2) | byte(n.wrapping_sub(1));
-        (word, word as u32)
-    };
-    if n % 4 != 0 {
-        h ^= tail;
+    }
+    if N % 4 != 0 {
+        h ^= (word >> (8 * (N / 4 * 4))) as u32;
         h = h.wrapping_mul(M);
     }
     h ^= h >> 13;
