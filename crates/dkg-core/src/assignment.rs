@@ -549,9 +549,10 @@ impl FastRem {
 /// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
 /// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
 const LIGHT: u32 = u32::MAX;
-/// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`);
-/// the arena is padded by as many bytes.
+/// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
+/// Words of a key's middle kept per heavy-key group: bytes 8 to 56 (the last 8 are in `Group`).
+const MIDDLE_WORDS: usize = (BRANCHLESS_KEY_BYTES - 16) / 8;
 
 /// What a bucket's slot names. A bucket with exactly one heavy key names that key's own group. A
 /// bucket without heavy keys names any group whose bucket partition is its own: another bucket's
@@ -640,6 +641,11 @@ struct Lookup {
     runs: Box<[(u32, u32)]>,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
+    /// Per heavy-key group (the groups before the first bucket-partition group), the key's bytes
+    /// from offset 8 as [`MIDDLE_WORDS`] words (zero past the key's end), for keys of 17 to
+    /// [`BRANCHLESS_KEY_BYTES`] bytes; zero for other keys. Never empty (a lookup clamps its index
+    /// into it), and empty of content when no heavy key has such a length.
+    middles: Box<[[u64; MIDDLE_WORDS]]>,
     buckets: FastRem,
 }
 
@@ -653,6 +659,7 @@ impl fmt::Debug for Lookup {
             .field("shared_keys", &self.shared.len())
             .field("runs", &self.runs.len())
             .field("arena_bytes", &self.arena.len())
+            .field("middles", &self.middles.len())
             .finish_non_exhaustive()
     }
 }
@@ -758,16 +765,14 @@ impl Lookup {
             // groups + runs <= 2 * buckets + partitions: far below u32::MAX.
             slots[bucket] = (groups.len() + r) as u32;
         }
+        let middles = middles(&groups, &arena);
         Ok(Self {
             slots: Slots::new(slots, groups.len() + runs.len()),
             groups: groups.into_boxed_slice(),
             shared: shared.into_boxed_slice(),
             runs: runs.into_boxed_slice(),
-            arena: {
-                // Reads of a key's middle may run up to BRANCHLESS_KEY_BYTES past any key's start.
-                arena.resize(arena.len() + BRANCHLESS_KEY_BYTES, 0);
-                arena.into_boxed_slice()
-            },
+            middles,
+            arena: arena.into_boxed_slice(),
             buckets,
         })
     }
@@ -805,7 +810,7 @@ impl Lookup {
             | (w1 ^ group.words[1])
             | (key.len() as u64 ^ u64::from(group.len));
         if key.len() > 16 {
-            diff |= self.middle_diff(group, key, diff);
+            diff |= self.middle_diff(slot, group, key, diff);
         }
         let differs = diff != 0;
         let route = if differs { Route::Bucket } else { Route::Heavy };
@@ -816,31 +821,25 @@ impl Lookup {
     /// those of the group's key; `diff` is the comparison so far.
     ///
     /// Up to [`BRANCHLESS_KEY_BYTES`] the middle is compared unconditionally, 8-byte windows from
-    /// offset 8 on (the last may overlap the last 8 bytes), against the arena at the group's offset:
-    /// a branch on "the first and last bytes match" would go one way for heavy keys and the other
-    /// for light ones, which interleave at random. The arena's padding keeps those reads in bounds
-    /// whatever the stored key's length (a shorter or light group's key reads its neighbours'
-    /// bytes, but then `diff` already holds the length mismatch). Longer keys compare their
-    /// middle only when everything else matched.
+    /// offset 8 on (the bytes left over, under 8, lie in the last 8, compared already), against
+    /// the group's entry of `middles`: a branch on "the first and last bytes match" would go one
+    /// way for heavy keys and the other for light ones, which interleave at random, and the entry
+    /// is found from the slot alone, so its load does not wait for the group's. A light group (or
+    /// one whose key has another length) compares against whatever entry the clamped index finds:
+    /// `diff` already holds the length mismatch. Longer keys compare their middle in the arena,
+    /// only when everything else matched.
     #[inline(always)]
-    fn middle_diff(&self, group: &Group, key: &[u8], diff: u64) -> u64 {
-        let start = group.start as usize;
+    fn middle_diff(&self, slot: usize, group: &Group, key: &[u8], diff: u64) -> u64 {
         if key.len() > BRANCHLESS_KEY_BYTES {
             return self.long_middle_diff(group, key, diff);
         }
-        let Some(stored) = self
-            .arena
-            .get(start..)
-            .and_then(|rest| rest.first_chunk::<BRANCHLESS_KEY_BYTES>())
-        else {
+        let Some(stored) = self.middles.get(slot.min(self.middles.len() - 1)) else {
             return 1;
         };
-        // 8-byte windows from offset 8: they cover the middle, the bytes left over (under 8)
-        // lie in the last 8, compared already.
         let windows = key.get(8..).unwrap_or_default().chunks_exact(8);
         windows
-            .zip(stored[8..].chunks_exact(8))
-            .fold(0, |d, (k, s)| d | (word(k) ^ word(s)))
+            .zip(stored)
+            .fold(0, |d, (k, &s)| d | (word(k) ^ s))
     }
 
     /// [`Lookup::middle_diff`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
@@ -888,6 +887,26 @@ impl Lookup {
         }
         (bucket, Route::Bucket)
     }
+}
+
+/// `Lookup::middles` of these groups: heavy-key groups come first, and the table stays a single
+/// zero entry when no heavy key has a length that needs it.
+fn middles(groups: &[Group], arena: &[u8]) -> Box<[[u64; MIDDLE_WORDS]]> {
+    let mut middles: Vec<[u64; MIDDLE_WORDS]> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let key = arena_key(arena, g.start, g.len).unwrap_or_default();
+        if g.len != LIGHT && (17..=BRANCHLESS_KEY_BYTES).contains(&key.len()) {
+            middles.resize(i + 1, [0; MIDDLE_WORDS]);
+            let windows = key[8..].chunks_exact(8).map(word);
+            for (m, w) in middles[i].iter_mut().zip(windows) {
+                *m = w;
+            }
+        }
+    }
+    if middles.is_empty() {
+        middles.push([0; MIDDLE_WORDS]);
+    }
+    middles.into_boxed_slice()
 }
 
 #[inline]
@@ -1055,6 +1074,67 @@ mod tests {
         fn fast_rem_is_exact_for_any_divisor(x in proptest::prelude::any::<u32>(), d in 1_u32..) {
             let f = FastRem::new(NonZeroU32::new(d).expect("nonzero"));
             proptest::prop_assert_eq!(f.rem(x), x % d);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Keys that share their first and last 8 bytes and their length differ only in the
+        /// middle, which the lookup compares against `middles` (17 to 64 bytes) or the arena
+        /// (longer): each heavy key routes heavy, its one-byte middle changes and the other keys
+        /// of the same shape route by their bucket, whatever group their bucket names.
+        #[test]
+        fn keys_differing_only_in_the_middle_route_by_the_rule(
+            len in 17_usize..=80,
+            middles in proptest::collection::btree_set(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 1..=64), 1..24),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            buckets in 1_u32..=64,
+        ) {
+            let key = |middle: &[u8]| {
+                let mut k = vec![b'k'; len];
+                let n = middle.len().min(len - 16);
+                k[8..8 + n].copy_from_slice(&middle[..n]);
+                k
+            };
+            let keys: std::collections::BTreeSet<Vec<u8>> = middles.iter().map(|m| key(m)).collect();
+            let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let (heavy_keys, light_keys) = keys.split_at(keys.len().div_ceil(2));
+            let heavy = heavy_keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| HeavyKey { key: k.clone(), partition: 1 + i as u32 % 3, weight: 1 })
+                .collect();
+            let parts = AssignmentParts {
+                topic: "t".to_owned(),
+                partitions: 4,
+                epoch: 1,
+                bucket_hash: BucketHash::default(),
+                table: (0..buckets).map(|b| b % 2 * 3).collect(),
+                heavy,
+                params: Params { theta: 0.1, epsilon: 0.05, mu: 1.0, window_records: 1 },
+                created_at_ms: 0,
+                predicted_load: vec![0.25; 4],
+            };
+            let Ok(a) = Assignment::new(parts) else {
+                // More than the per-bucket bound of heavy keys in one bucket: not a document.
+                return Ok(());
+            };
+            let rule = |k: &[u8]| match a.heavy().iter().find(|h| h.key == k) {
+                Some(h) => (h.partition, Route::Heavy),
+                None => (a.table()[a.bucket(k) as usize], Route::Bucket),
+            };
+            for k in heavy_keys {
+                proptest::prop_assert_eq!(a.route(k).1, Route::Heavy);
+                let mut changed = k.clone();
+                changed[8 + at.index(len - 16)] ^= 0x20;
+                proptest::prop_assert_eq!(a.route(&changed), rule(&changed));
+            }
+            for k in light_keys {
+                proptest::prop_assert_eq!(a.route(k), rule(k));
+                proptest::prop_assert_eq!(a.route(k).1, Route::Bucket);
+            }
         }
     }
 
