@@ -439,13 +439,21 @@ impl Assignment {
     #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
-        // Keys under 8 bytes: the hash's reads give the comparison's word too. The branch goes
-        // the same way for all keys of a length.
-        let (h, words) = match self.parts.bucket_hash.hash_short(key) {
-            Some((h, word)) => (h, [word, 0]),
-            None => (self.parts.bucket_hash.hash(key), key_words(key)),
-        };
-        self.index.partition(&self.parts, h, words, key)
+        // One complete path per length class, so each is laid out straight (a shared tail would
+        // branch on the length again); the branches go the same way for all keys of a length.
+        let hash = &self.parts.bucket_hash;
+        if let Some((h, word)) = hash.hash_short(key) {
+            // Under 8 bytes: the hash's reads give the comparison's word too.
+            return self.index.partition::<false>(&self.parts, h, [word, 0], key);
+        }
+        match key.len() {
+            ..=16 => self.index.partition::<false>(&self.parts, hash.hash(key), key_words(key), key),
+            ..=BRANCHLESS_KEY_BYTES => {
+                self.index
+                    .partition::<true>(&self.parts, hash.hash(key), key_words(key), key)
+            }
+            _ => self.index.long_partition(&self.parts, key),
+        }
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -792,7 +800,7 @@ impl Lookup {
     /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
     /// hence the indexed read in `Group::partitions`.
     #[inline(always)]
-    fn partition(
+    fn partition<const LONG: bool>(
         &self,
         parts: &AssignmentParts,
         h: u32,
@@ -809,8 +817,8 @@ impl Lookup {
         let mut diff = (w0 ^ group.words[0])
             | (w1 ^ group.words[1])
             | (key.len() as u64 ^ u64::from(group.len));
-        if key.len() > 16 {
-            diff |= self.middle_diff(slot, group, key, diff);
+        if LONG {
+            diff |= self.middle_diff(slot, key);
         }
         let differs = diff != 0;
         let route = if differs { Route::Bucket } else { Route::Heavy };
@@ -829,10 +837,7 @@ impl Lookup {
     /// `diff` already holds the length mismatch. Longer keys compare their middle in the arena,
     /// only when everything else matched.
     #[inline(always)]
-    fn middle_diff(&self, slot: usize, group: &Group, key: &[u8], diff: u64) -> u64 {
-        if key.len() > BRANCHLESS_KEY_BYTES {
-            return self.long_middle_diff(group, key, diff);
-        }
+    fn middle_diff(&self, slot: usize, key: &[u8]) -> u64 {
         let Some(stored) = self.middles.get(slot.min(self.middles.len() - 1)) else {
             return 1;
         };
@@ -842,17 +847,34 @@ impl Lookup {
             .fold(0, |d, (k, &s)| d | (word(k) ^ s))
     }
 
-    /// [`Lookup::middle_diff`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
-    /// compared only if everything else matched. Out of line so the common lengths stay compact.
+    /// [`Lookup::partition`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
+    /// compared (in the arena) only if everything else matched. Out of line so the common lengths
+    /// stay compact; hashing such a key costs more than the call.
     #[cold]
     #[inline(never)]
-    fn long_middle_diff(&self, group: &Group, key: &[u8], diff: u64) -> u64 {
+    fn long_partition(&self, parts: &AssignmentParts, key: &[u8]) -> (u32, Route) {
+        let h = parts.bucket_hash.hash(key);
+        let bucket = self.buckets.rem(to_positive(h)) as usize;
+        let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
+        let Some(group) = self.groups.get(slot) else {
+            return self.run_partition(slot, parts, h, key);
+        };
+        let [w0, w1] = key_words(key);
+        let ends_match = w0 == group.words[0]
+            && w1 == group.words[1]
+            && key.len() as u64 == u64::from(group.len);
         let middle = key.get(8..key.len().saturating_sub(8)).unwrap_or_default();
-        let stored = (group.start as usize)
-            .checked_add(8)
-            .and_then(|from| self.arena.get(from..))
-            .and_then(|rest| rest.get(..middle.len()));
-        u64::from(diff != 0 || group.len == LIGHT || stored != Some(middle))
+        let heavy = ends_match
+            && (group.start as usize)
+                .checked_add(8)
+                .and_then(|from| self.arena.get(from..))
+                .and_then(|rest| rest.get(..middle.len()))
+                == Some(middle);
+        if heavy {
+            (group.partitions[0], Route::Heavy)
+        } else {
+            (group.partitions[1], Route::Bucket)
+        }
     }
 
     /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
