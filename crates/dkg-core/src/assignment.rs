@@ -444,15 +444,14 @@ impl Assignment {
         let hash = &self.parts.bucket_hash;
         if let Some((h, word)) = hash.hash_short(key) {
             // Under 8 bytes: the hash's reads give the comparison's word too.
-            return self.index.partition::<false>(&self.parts, h, [word, 0], key);
+            return self.index.partition::<0>(&self.parts, h, [word, 0], key);
         }
+        let (parts, words) = (&self.parts, key_words(key));
         match key.len() {
-            ..=16 => self.index.partition::<false>(&self.parts, hash.hash(key), key_words(key), key),
-            ..=BRANCHLESS_KEY_BYTES => {
-                self.index
-                    .partition::<true>(&self.parts, hash.hash(key), key_words(key), key)
-            }
-            _ => self.index.long_partition(&self.parts, key),
+            ..=16 => self.index.partition::<0>(parts, hash.hash(key), words, key),
+            ..=MIDDLE_2_KEY_BYTES => self.index.partition::<2>(parts, hash.hash(key), words, key),
+            ..=BRANCHLESS_KEY_BYTES => self.index.partition::<6>(parts, hash.hash(key), words, key),
+            _ => self.index.long_partition(parts, key),
         }
     }
 
@@ -559,8 +558,36 @@ impl FastRem {
 const LIGHT: u32 = u32::MAX;
 /// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
-/// Words of a key's middle kept per heavy-key group: bytes 8 to 56 (the last 8 are in `Group`).
-const MIDDLE_WORDS: usize = (BRANCHLESS_KEY_BYTES - 16) / 8;
+/// Longest key whose middle (bytes 8 to `len - 8`) two 8-byte windows cover.
+const MIDDLE_2_KEY_BYTES: usize = 32;
+
+/// Where a key of `N` windows' class reads its middle: 8-byte windows from offset 8 on and from the
+/// end back, so that they cover bytes 8 to `len - 8` for every length of the class (17 to 32 bytes
+/// for `N = 2`, 33 to 64 for `N = 6`); windows of a shorter key overlap. Fixed per length, so a
+/// key and a heavy key of its length read the same offsets.
+#[inline(always)]
+fn middle_offsets<const N: usize>(len: usize) -> [usize; N] {
+    let mut at = [0; N];
+    for (i, a) in at.iter_mut().enumerate() {
+        *a = if i < N / 2 {
+            8 + 8 * i
+        } else {
+            len.saturating_sub(16 + 8 * (N - 1 - i))
+        };
+    }
+    at
+}
+
+/// The middle words of `key` at `middle_offsets::<N>`; `None` if a window is out of the key
+/// (not for the class's lengths).
+#[inline(always)]
+fn middle_words<const N: usize>(key: &[u8]) -> Option<[u64; N]> {
+    let mut words = [0; N];
+    for (w, at) in words.iter_mut().zip(middle_offsets::<N>(key.len())) {
+        *w = u64::from_le_bytes(*key.get(at..)?.first_chunk()?);
+    }
+    Some(words)
+}
 
 /// What a bucket's slot names. A bucket with exactly one heavy key names that key's own group. A
 /// bucket without heavy keys names any group whose bucket partition is its own: another bucket's
@@ -653,7 +680,9 @@ struct Lookup {
     /// from offset 8 as [`MIDDLE_WORDS`] words (zero past the key's end), for keys of 17 to
     /// [`BRANCHLESS_KEY_BYTES`] bytes; zero for other keys. Never empty (a lookup clamps its index
     /// into it), and empty of content when no heavy key has such a length.
-    middles: Box<[[u64; MIDDLE_WORDS]]>,
+    middles_2: Box<[[u64; 2]]>,
+    /// The same for keys of 33 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
+    middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
 }
 
@@ -667,7 +696,8 @@ impl fmt::Debug for Lookup {
             .field("shared_keys", &self.shared.len())
             .field("runs", &self.runs.len())
             .field("arena_bytes", &self.arena.len())
-            .field("middles", &self.middles.len())
+            .field("middles_2", &self.middles_2.len())
+            .field("middles_6", &self.middles_6.len())
             .finish_non_exhaustive()
     }
 }
@@ -773,13 +803,15 @@ impl Lookup {
             // groups + runs <= 2 * buckets + partitions: far below u32::MAX.
             slots[bucket] = (groups.len() + r) as u32;
         }
-        let middles = middles(&groups, &arena);
+        let middles_2 = middles(&groups, &arena, 17..=MIDDLE_2_KEY_BYTES);
+        let middles_6 = middles(&groups, &arena, MIDDLE_2_KEY_BYTES + 1..=BRANCHLESS_KEY_BYTES);
         Ok(Self {
             slots: Slots::new(slots, groups.len() + runs.len()),
             groups: groups.into_boxed_slice(),
             shared: shared.into_boxed_slice(),
             runs: runs.into_boxed_slice(),
-            middles,
+            middles_2,
+            middles_6,
             arena: arena.into_boxed_slice(),
             buckets,
         })
@@ -800,7 +832,7 @@ impl Lookup {
     /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
     /// hence the indexed read in `Group::partitions`.
     #[inline(always)]
-    fn partition<const LONG: bool>(
+    fn partition<const MIDDLE: usize>(
         &self,
         parts: &AssignmentParts,
         h: u32,
@@ -817,34 +849,36 @@ impl Lookup {
         let mut diff = (w0 ^ group.words[0])
             | (w1 ^ group.words[1])
             | (key.len() as u64 ^ u64::from(group.len));
-        if LONG {
-            diff |= self.middle_diff(slot, key);
+        if MIDDLE > 0 {
+            diff |= self.middle_diff::<MIDDLE>(slot, key);
         }
         let differs = diff != 0;
         let route = if differs { Route::Bucket } else { Route::Heavy };
         (group.partitions[usize::from(differs)], route)
     }
 
-    /// Non-zero if the bytes of `key` (longer than 16) between its first and last 8 differ from
-    /// those of the group's key; `diff` is the comparison so far.
+    /// Non-zero if the bytes of `key` (17 to [`BRANCHLESS_KEY_BYTES`] long, `N` windows of
+    /// [`middle_offsets`]) between its first and last 8 differ from those of the group's key.
     ///
-    /// Up to [`BRANCHLESS_KEY_BYTES`] the middle is compared unconditionally, 8-byte windows from
-    /// offset 8 on (the bytes left over, under 8, lie in the last 8, compared already), against
-    /// the group's entry of `middles`: a branch on "the first and last bytes match" would go one
-    /// way for heavy keys and the other for light ones, which interleave at random, and the entry
-    /// is found from the slot alone, so its load does not wait for the group's. A light group (or
-    /// one whose key has another length) compares against whatever entry the clamped index finds:
-    /// `diff` already holds the length mismatch. Longer keys compare their middle in the arena,
-    /// only when everything else matched.
+    /// Compared unconditionally: a branch on "the first and last bytes match" would go one way
+    /// for heavy keys and the other for light ones, which interleave at random. The stored words
+    /// are found from the slot alone, so their load does not wait for the group's; a light group
+    /// (or one whose key has another length) has some words too, and `diff` holds the length
+    /// mismatch. No table (no heavy key of the class): the key is not heavy.
     #[inline(always)]
-    fn middle_diff(&self, slot: usize, key: &[u8]) -> u64 {
-        let Some(stored) = self.middles.get(slot.min(self.middles.len() - 1)) else {
-            return 1;
+    fn middle_diff<const N: usize>(&self, slot: usize, key: &[u8]) -> u64 {
+        let stored = if N == 2 {
+            self.middles_2.get(slot).map(|m| m.as_slice())
+        } else {
+            self.middles_6.get(slot).map(|m| m.as_slice())
         };
-        let windows = key.get(8..).unwrap_or_default().chunks_exact(8);
-        windows
-            .zip(stored)
-            .fold(0, |d, (k, &s)| d | (word(k) ^ s))
+        match (stored, middle_words::<N>(key)) {
+            (Some(stored), Some(words)) => words
+                .iter()
+                .zip(stored)
+                .fold(0, |d, (w, s)| d | (w ^ s)),
+            _ => 1,
+        }
     }
 
     /// [`Lookup::partition`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
@@ -911,24 +945,25 @@ impl Lookup {
     }
 }
 
-/// `Lookup::middles` of these groups: heavy-key groups come first, and the table stays a single
-/// zero entry when no heavy key has a length that needs it.
-fn middles(groups: &[Group], arena: &[u8]) -> Box<[[u64; MIDDLE_WORDS]]> {
-    let mut middles: Vec<[u64; MIDDLE_WORDS]> = Vec::new();
-    for (i, g) in groups.iter().enumerate() {
+/// `Lookup::middles_2` or `middles_6` of these groups: per group, the middle words of its heavy
+/// key if the key's length is in `lens`, else zeros. Empty when no heavy key's length is.
+fn middles<const N: usize>(
+    groups: &[Group],
+    arena: &[u8],
+    lens: std::ops::RangeInclusive<usize>,
+) -> Box<[[u64; N]]> {
+    let middle = |g: &Group| {
         let key = arena_key(arena, g.start, g.len).unwrap_or_default();
-        if g.len != LIGHT && (17..=BRANCHLESS_KEY_BYTES).contains(&key.len()) {
-            middles.resize(i + 1, [0; MIDDLE_WORDS]);
-            let windows = key[8..].chunks_exact(8).map(word);
-            for (m, w) in middles[i].iter_mut().zip(windows) {
-                *m = w;
-            }
-        }
+        let inline = g.len != LIGHT && lens.contains(&key.len());
+        inline.then(|| middle_words::<N>(key)).flatten()
+    };
+    if !groups.iter().any(|g| middle(g).is_some()) {
+        return Box::default();
     }
-    if middles.is_empty() {
-        middles.push([0; MIDDLE_WORDS]);
-    }
-    middles.into_boxed_slice()
+    groups
+        .iter()
+        .map(|g| middle(g).unwrap_or([0; N]))
+        .collect()
 }
 
 #[inline]
