@@ -441,16 +441,22 @@ impl Assignment {
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
         // One complete path per length class, so each is laid out straight (a shared tail would
         // branch on the length again); the branches go the same way for all keys of a length.
-        let hash = &self.parts.bucket_hash;
-        if let Some((h, word)) = hash.hash_short(key) {
-            // Under 8 bytes: the hash's reads give the comparison's word too.
-            return self.index.partition::<0>(&self.parts, h, [word, 0], key);
-        }
-        let (parts, words) = (&self.parts, key_words(key));
+        let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
         match key.len() {
-            ..=16 => self.index.partition::<0>(parts, hash.hash(key), words, key),
-            ..=MIDDLE_2_KEY_BYTES => self.index.partition::<2>(parts, hash.hash(key), words, key),
-            ..=BRANCHLESS_KEY_BYTES => self.index.partition::<6>(parts, hash.hash(key), words, key),
+            ..=7 => {
+                // The hash's reads give the comparison's word too (always `Some` here).
+                let (h, word) = hash
+                    .hash_short(key)
+                    .unwrap_or_else(|| (hash.hash(key), key_words(key)[0]));
+                self.index.partition::<0>(parts, h, [word, 0], key)
+            }
+            ..=16 => self.index.partition::<0>(parts, hash.hash(key), key_words(key), key),
+            ..=32 => self.index.partition::<2>(parts, hash.hash(key), key_words(key), key),
+            ..=48 => self.index.partition::<4>(parts, hash.hash(key), key_words(key), key),
+            ..=BRANCHLESS_KEY_BYTES => {
+                self.index
+                    .partition::<6>(parts, hash.hash(key), key_words(key), key)
+            }
             _ => self.index.long_partition(parts, key),
         }
     }
@@ -558,12 +564,10 @@ impl FastRem {
 const LIGHT: u32 = u32::MAX;
 /// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
-/// Longest key whose middle (bytes 8 to `len - 8`) two 8-byte windows cover.
-const MIDDLE_2_KEY_BYTES: usize = 32;
-
 /// Where a key of `N` windows' class reads its middle: 8-byte windows from offset 8 on and from the
-/// end back, so that they cover bytes 8 to `len - 8` for every length of the class (17 to 32 bytes
-/// for `N = 2`, 33 to 64 for `N = 6`); windows of a shorter key overlap. Fixed per length, so a
+/// end back, so that they cover bytes 8 to `len - 8` for every length of the class (`len` up to
+/// `16 + 8 N`: 17 to 32 bytes for `N = 2`, 33 to 48 for 4, 49 to 64 for 6); windows of a
+/// shorter key overlap. Fixed per length, so a
 /// key and a heavy key of its length read the same offsets.
 #[inline(always)]
 fn middle_offsets<const N: usize>(len: usize) -> [usize; N] {
@@ -681,7 +685,9 @@ struct Lookup {
     /// [`BRANCHLESS_KEY_BYTES`] bytes; zero for other keys. Never empty (a lookup clamps its index
     /// into it), and empty of content when no heavy key has such a length.
     middles_2: Box<[[u64; 2]]>,
-    /// The same for keys of 33 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
+    /// The same for keys of 33 to 48 bytes, four windows.
+    middles_4: Box<[[u64; 4]]>,
+    /// The same for keys of 49 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
     middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
 }
@@ -697,6 +703,7 @@ impl fmt::Debug for Lookup {
             .field("runs", &self.runs.len())
             .field("arena_bytes", &self.arena.len())
             .field("middles_2", &self.middles_2.len())
+            .field("middles_4", &self.middles_4.len())
             .field("middles_6", &self.middles_6.len())
             .finish_non_exhaustive()
     }
@@ -803,14 +810,16 @@ impl Lookup {
             // groups + runs <= 2 * buckets + partitions: far below u32::MAX.
             slots[bucket] = (groups.len() + r) as u32;
         }
-        let middles_2 = middles(&groups, &arena, 17..=MIDDLE_2_KEY_BYTES);
-        let middles_6 = middles(&groups, &arena, MIDDLE_2_KEY_BYTES + 1..=BRANCHLESS_KEY_BYTES);
+        let middles_2 = middles(&groups, &arena, 17..=32);
+        let middles_4 = middles(&groups, &arena, 33..=48);
+        let middles_6 = middles(&groups, &arena, 49..=BRANCHLESS_KEY_BYTES);
         Ok(Self {
             slots: Slots::new(slots, groups.len() + runs.len()),
             groups: groups.into_boxed_slice(),
             shared: shared.into_boxed_slice(),
             runs: runs.into_boxed_slice(),
             middles_2,
+            middles_4,
             middles_6,
             arena: arena.into_boxed_slice(),
             buckets,
@@ -867,10 +876,10 @@ impl Lookup {
     /// mismatch. No table (no heavy key of the class): the key is not heavy.
     #[inline(always)]
     fn middle_diff<const N: usize>(&self, slot: usize, key: &[u8]) -> u64 {
-        let stored = if N == 2 {
-            self.middles_2.get(slot).map(|m| m.as_slice())
-        } else {
-            self.middles_6.get(slot).map(|m| m.as_slice())
+        let stored = match N {
+            2 => self.middles_2.get(slot).map(|m| m.as_slice()),
+            4 => self.middles_4.get(slot).map(|m| m.as_slice()),
+            _ => self.middles_6.get(slot).map(|m| m.as_slice()),
         };
         match (stored, middle_words::<N>(key)) {
             (Some(stored), Some(words)) => words
@@ -945,7 +954,7 @@ impl Lookup {
     }
 }
 
-/// `Lookup::middles_2` or `middles_6` of these groups: per group, the middle words of its heavy
+/// `Lookup::middles_2`, `middles_4` or `middles_6` of these groups: per group, the middle words of its heavy
 /// key if the key's length is in `lens`, else zeros. Empty when no heavy key's length is.
 fn middles<const N: usize>(
     groups: &[Group],
