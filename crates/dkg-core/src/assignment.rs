@@ -47,8 +47,11 @@
 //!   key's partition and the bucket's; buckets without a heavy key name a group with their
 //!   partition;
 //! - the key is compared with the group's key and one of the group's two partitions is read at
-//!   an index given by the outcome. Keys of 8 to 16 bytes are compared inline; shorter and longer
-//!   ones (the bytes between the first and last 8 compared in an arena) in an out-of-line path;
+//!   an index given by the outcome. Up to 16 bytes the first and last 8 bytes and the length are
+//!   the whole key (under 8 bytes the key's word comes from murmur2's own reads of it); for 17 to
+//!   64 bytes a few 8-byte windows of the middle are also compared, without a branch, with a
+//!   per-group table found from the slot; longer keys compare their middle in the key arena,
+//!   out of line, only when the rest matched. Each length class is one straight path;
 //! - buckets holding two or more heavy keys (rare: about `heavy^2 / (2 * buckets)` of them) name
 //!   no group but a *run*: their heavy keys side by side, at most [`MAX_HEAVY_KEYS_PER_BUCKET`],
 //!   matched by hash, length and bytes. The slot's value is past the last group, so the bounds
@@ -58,8 +61,9 @@
 //!   document's build stays O(n log n), whatever its heavy keys.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
-//! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.3x Kafka's own murmur2 placement of the
-//! same 16-byte keys.
+//! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.2-1.3x Kafka's own murmur2 placement of
+//! the same keys from 16 to 48 bytes, up to 1.8x for keys of a few bytes (where murmur2 itself is
+//! only a few instructions).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -443,17 +447,23 @@ impl Assignment {
         // branch on the length again); the branches go the same way for all keys of a length.
         let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
         match key.len() {
-            ..=7 => {
+            0..=7 => {
                 // The hash's reads give the comparison's word too (always `Some` here).
                 let (h, word) = hash
                     .hash_short(key)
                     .unwrap_or_else(|| (hash.hash(key), key_words(key)[0]));
                 self.index.partition::<0>(parts, h, [word, 0], key)
             }
-            ..=16 => self.index.partition::<0>(parts, hash.hash(key), key_words(key), key),
-            ..=32 => self.index.partition::<2>(parts, hash.hash(key), key_words(key), key),
-            ..=48 => self.index.partition::<4>(parts, hash.hash(key), key_words(key), key),
-            ..=BRANCHLESS_KEY_BYTES => {
+            8..=16 => self
+                .index
+                .partition::<0>(parts, hash.hash(key), key_words(key), key),
+            17..=32 => self
+                .index
+                .partition::<2>(parts, hash.hash(key), key_words(key), key),
+            33..=48 => self
+                .index
+                .partition::<4>(parts, hash.hash(key), key_words(key), key),
+            49..=BRANCHLESS_KEY_BYTES => {
                 self.index
                     .partition::<6>(parts, hash.hash(key), key_words(key), key)
             }
@@ -559,16 +569,16 @@ impl FastRem {
     }
 }
 
-/// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
-/// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
+/// `Group::len` of a bucket's partition group (no heavy key). No key compared branch-free is that
+/// long (they have at most [`BRANCHLESS_KEY_BYTES`]), and the longer keys' path checks for it.
 const LIGHT: u32 = u32::MAX;
 /// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
 /// Where a key of `N` windows' class reads its middle: 8-byte windows from offset 8 on and from the
 /// end back, so that they cover bytes 8 to `len - 8` for every length of the class (`len` up to
 /// `16 + 8 N`: 17 to 32 bytes for `N = 2`, 33 to 48 for 4, 49 to 64 for 6); windows of a
-/// shorter key overlap. Fixed per length, so a
-/// key and a heavy key of its length read the same offsets.
+/// shorter key overlap. Fixed per length, so a key and a heavy key of its length read the same
+/// offsets. (Three windows for 33 to 40 bytes, one for 17 to 24, measured slower: layout.)
 #[inline(always)]
 fn middle_offsets<const N: usize>(len: usize) -> [usize; N] {
     let mut at = [0; N];
@@ -607,7 +617,7 @@ struct Group {
     words: [u64; 2],
     /// The key's length, or [`LIGHT`].
     len: u32,
-    /// Offset of the key's bytes in the arena (read only for keys outside 8..=16 bytes).
+    /// Offset of the key's bytes in the arena (read only by the build and for keys over 64 bytes).
     start: u32,
     /// `[partition of the key, partition of the bucket]`, indexed by "the key differs", which
     /// compiles to an indexed load instead of a branch.
@@ -680,10 +690,9 @@ struct Lookup {
     runs: Box<[(u32, u32)]>,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
-    /// Per heavy-key group (the groups before the first bucket-partition group), the key's bytes
-    /// from offset 8 as [`MIDDLE_WORDS`] words (zero past the key's end), for keys of 17 to
-    /// [`BRANCHLESS_KEY_BYTES`] bytes; zero for other keys. Never empty (a lookup clamps its index
-    /// into it), and empty of content when no heavy key has such a length.
+    /// Per group (indexed like `groups`), the middle words ([`middle_words`]) of its heavy key if
+    /// that has 17 to 32 bytes, else zeros; empty when no heavy key has such a length (then no
+    /// key of those lengths is heavy).
     middles_2: Box<[[u64; 2]]>,
     /// The same for keys of 33 to 48 bytes, four windows.
     middles_4: Box<[[u64; 4]]>,
@@ -836,10 +845,11 @@ impl Lookup {
     /// whether the bucket holds several heavy keys (rare: the bounds check of `groups` sends
     /// those to the bucket's run).
     ///
-    /// Every instruction here shows in the `partition_for` bench (this path is ~25 instructions
-    /// against murmur2's ~65), and so do branch layout and the L1 footprint; a select written as
-    /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
-    /// hence the indexed read in `Group::partitions`.
+    /// `MIDDLE` is the key's count of middle windows (0 up to 16 bytes, else 2, 4 or 6: the
+    /// caller dispatches on the length). Every instruction and dependent load here shows in the
+    /// `partition_for` bench (murmur2 of a short key is only ~15 instructions), and so do branch
+    /// layout and the L1 footprint; a select written as `if` or mask arithmetic was compiled into
+    /// a branch (LLVM's cmov-to-branch conversion), hence the indexed read in `Group::partitions`.
     #[inline(always)]
     fn partition<const MIDDLE: usize>(
         &self,
@@ -882,10 +892,9 @@ impl Lookup {
             _ => self.middles_6.get(slot).map(|m| m.as_slice()),
         };
         match (stored, middle_words::<N>(key)) {
-            (Some(stored), Some(words)) => words
-                .iter()
-                .zip(stored)
-                .fold(0, |d, (w, s)| d | (w ^ s)),
+            (Some(stored), Some(words)) => {
+                words.iter().zip(stored).fold(0, |d, (w, s)| d | (w ^ s))
+            }
             _ => 1,
         }
     }
@@ -969,10 +978,7 @@ fn middles<const N: usize>(
     if !groups.iter().any(|g| middle(g).is_some()) {
         return Box::default();
     }
-    groups
-        .iter()
-        .map(|g| middle(g).unwrap_or([0; N]))
-        .collect()
+    groups.iter().map(|g| middle(g).unwrap_or([0; N])).collect()
 }
 
 #[inline]
@@ -1008,12 +1014,6 @@ fn key_words(key: &[u8]) -> [u64; 2] {
         byte(0) | byte(n / 2) | byte(n.wrapping_sub(1))
     };
     [word, 0]
-}
-
-/// An 8-byte chunk as a little-endian word (0 for any other length, which callers never pass).
-#[inline(always)]
-fn word(chunk: &[u8]) -> u64 {
-    chunk.try_into().map_or(0, u64::from_le_bytes)
 }
 
 /// Read before the full document; other fields are skipped.
@@ -1202,6 +1202,27 @@ mod tests {
                 proptest::prop_assert_eq!(a.route(k).1, Route::Bucket);
             }
         }
+    }
+
+    /// For every length the lookup compares branch-free, its class's windows stay inside the key
+    /// and cover every byte between the first and last 8.
+    #[test]
+    fn middle_windows_cover_the_middle_of_every_length() {
+        fn check<const N: usize>(lens: std::ops::RangeInclusive<usize>) {
+            for len in lens {
+                let mut covered = vec![false; len];
+                for at in middle_offsets::<N>(len) {
+                    assert!(at + 8 <= len, "len {len}: window at {at}");
+                    covered[at..at + 8].iter_mut().for_each(|c| *c = true);
+                }
+                assert!(covered[8..len - 8].iter().all(|&c| c), "len {len}");
+                let key: Vec<u8> = (0..len as u8).collect();
+                assert!(middle_words::<N>(&key).is_some(), "len {len}");
+            }
+        }
+        check::<2>(17..=32);
+        check::<4>(33..=48);
+        check::<6>(49..=BRANCHLESS_KEY_BYTES);
     }
 
     #[test]
