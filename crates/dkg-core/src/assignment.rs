@@ -61,9 +61,9 @@
 //!   document's build stays O(n log n), whatever its heavy keys.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
-//! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.2-1.3x Kafka's own murmur2 placement of
-//! the same keys from 16 to 48 bytes, up to 1.8x for keys of a few bytes (where murmur2 itself is
-//! only a few instructions).
+//! apart. Cost (BENCHMARKS.md, "Lookup speed"): 1.2-1.5x Kafka's own murmur2 placement of the
+//! same keys of 16 to 64 bytes, 1.4-1.8x for shorter keys (where murmur2 itself is only a few
+//! instructions).
 
 use std::borrow::Cow;
 use std::fmt;
