@@ -1,15 +1,18 @@
 //! `Assignment::partition_for` against Kafka's default placement (`kafka_partition`) of the same
-//! 16-byte keys, in the same run. Target (issue: "Speed"): at most 1.3x the baseline.
+//! keys, in the same run. Target (issue: "Speed", "the lookup at every key length"): at most 1.3x
+//! the baseline for every key length from 1 to 64 bytes.
 //!
 //! Setup: k = 100 partitions, mu = 64 (6400 buckets), 200 heavy keys; the measured key stream is
-//! 30% heavy-key records and 70% distinct non-heavy keys, which is what a skewed topic sends.
-//! After criterion's own report, prints both medians and their ratio, then the same comparison
-//! as alternating batches (steadier on a busy machine), and for information the alternating ratio
-//! for 6- and 36-byte keys (the lookup's out-of-line comparison path).
+//! 30% heavy-key records and 70% non-heavy keys, which is what a skewed topic sends.
+//! Criterion measures 16-byte keys; after its report the bench prints both medians and their
+//! ratio, the same comparison as alternating rounds (steadier on a busy machine), then the
+//! alternating comparison for each key length of `SWEEP` (decimal ids for 4 to 12 bytes, UUID
+//! text for 36, random bytes else), one line per length: median per-round ratio and its spread.
 //!
 //! Both sides run the same loop (`sum_partitions`): same keys, same `black_box` on each key.
 //!
 //! `cargo bench -p dkg-partitioner --no-default-features --bench partition_for`
+//! (`DKG_BENCH_LENGTHS=6,36` restricts the sweep to those lengths).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -37,10 +40,17 @@ fn heavy_key<const N: usize>(i: usize) -> [u8; N] {
 }
 
 fn assignment<const N: usize>() -> Assignment {
+    assignment_of((0..HEAVY).map(|i| heavy_key::<N>(i).to_vec()).collect())
+}
+
+/// The bench's assignment with these heavy keys (partitions spread by a stride of 13).
+fn assignment_of(heavy_keys: Vec<Vec<u8>>) -> Assignment {
     let buckets = PARTITIONS * MU;
-    let heavy = (0..HEAVY)
-        .map(|i| HeavyKey {
-            key: heavy_key::<N>(i).to_vec(),
+    let heavy = heavy_keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, key)| HeavyKey {
+            key,
             partition: (i as u32 * 13) % PARTITIONS,
             weight: 1_000 - i as u64,
         })
@@ -169,52 +179,182 @@ fn ns_per_key<const N: usize>(keys: &[[u8; N]], f: impl Fn(&[u8]) -> u32) -> f64
     start.elapsed().as_secs_f64() * 1e9 / keys.len() as f64
 }
 
-/// The same comparison as short alternating batches, so both sides see the same machine load:
-/// on a busy 2-core box this ratio is steadier than one computed from two separate criterion runs.
-/// Returns the baseline's and the lookup's median ns per key and the median per-round ratio.
-fn interleaved_ratio<const N: usize>(rounds: usize) -> (f64, f64, f64) {
-    let a = assignment::<N>();
-    let ks = keys::<N>(HEAVY_SHARE);
+/// One interleaved comparison: the medians of both sides' ns per key and of the per-round ratios
+/// (lookup / baseline), with the per-round ratios' 10th and 90th percentiles and range.
+struct Interleaved {
+    base: f64,
+    ours: f64,
+    ratio: f64,
+    p10: f64,
+    p90: f64,
+    min: f64,
+    max: f64,
+}
+
+/// Baseline and lookup over the same `keys` in alternating rounds, order swapped every round,
+/// so both sides see the same machine load: on a busy 2-core box the per-round ratio is steadier
+/// than one computed from two separate criterion runs.
+fn interleaved<const N: usize>(a: &Assignment, ks: &[[u8; N]], rounds: usize) -> Interleaved {
     let partitions = black_box(PARTITIONS);
     let base_f = |k: &[u8]| kafka_partition(k, partitions);
     let ours_f = |k: &[u8]| a.partition_for(k);
     let (mut base, mut ours, mut ratios) = (vec![], vec![], vec![]);
     for round in 0..rounds {
         let (b, o) = if round % 2 == 0 {
-            let b = ns_per_key(&ks, base_f);
-            (b, ns_per_key(&ks, ours_f))
+            let b = ns_per_key(ks, base_f);
+            (b, ns_per_key(ks, ours_f))
         } else {
-            let o = ns_per_key(&ks, ours_f);
-            (ns_per_key(&ks, base_f), o)
+            let o = ns_per_key(ks, ours_f);
+            (ns_per_key(ks, base_f), o)
         };
         base.push(b);
         ours.push(o);
         ratios.push(o / b);
     }
-    let median = |v: &mut Vec<f64>| {
+    for v in [&mut base, &mut ours, &mut ratios] {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    (median(&mut base), median(&mut ours), median(&mut ratios))
+    }
+    let at = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Interleaved {
+        base: at(&base, 0.5),
+        ours: at(&ours, 0.5),
+        ratio: at(&ratios, 0.5),
+        p10: at(&ratios, 0.1),
+        p90: at(&ratios, 0.9),
+        min: ratios[0],
+        max: ratios[ratios.len() - 1],
+    }
+}
+
+/// Key shapes of the length sweep: what a topic keyed by that length tends to carry.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Random bytes (1 and 2 bytes, where decimal ids would leave too few distinct keys, and
+    /// every length without a more typical text shape).
+    Bytes,
+    /// A decimal id of exactly `N` digits (customer, account, order numbers).
+    Decimal,
+    /// A UUID in its 36-character text form.
+    Uuid,
+}
+
+impl Shape {
+    fn of(len: usize) -> Self {
+        match len {
+            4..=12 => Self::Decimal,
+            36 => Self::Uuid,
+            _ => Self::Bytes,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Bytes => "random bytes",
+            Self::Decimal => "decimal id",
+            Self::Uuid => "UUID text",
+        }
+    }
+
+    fn key<const N: usize>(self, rng: &mut StdRng) -> [u8; N] {
+        let mut k = [0_u8; N];
+        match self {
+            Self::Bytes => rng.fill(&mut k[..]),
+            Self::Decimal => {
+                // No leading zero, as an id printed as a number.
+                k[0] = b'1' + rng.random_range(0..9_u8);
+                for b in &mut k[1..] {
+                    *b = b'0' + rng.random_range(0..10_u8);
+                }
+            }
+            Self::Uuid => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                for (i, b) in k.iter_mut().enumerate() {
+                    *b = if matches!(i, 8 | 13 | 18 | 23) {
+                        b'-'
+                    } else {
+                        HEX[rng.random_range(0..16)]
+                    };
+                }
+            }
+        }
+        k
+    }
+}
+
+/// The sweep's assignment and key stream for `N`-byte keys: the bench's setup (k, mu, 30% heavy
+/// records), with `HEAVY` heavy keys of the length's shape (a quarter of the distinct keys where
+/// there are fewer than 4 * `HEAVY`: 64 one-byte keys).
+fn sweep_setup<const N: usize>() -> (Assignment, Vec<[u8; N]>) {
+    let shape = Shape::of(N);
+    let mut rng = StdRng::seed_from_u64(0x5eed ^ N as u64);
+    let distinct = 256_usize.checked_pow(N as u32).unwrap_or(usize::MAX);
+    let mut heavy: Vec<[u8; N]> = Vec::new();
+    while heavy.len() < HEAVY.min(distinct / 4) {
+        let k = shape.key::<N>(&mut rng);
+        if !heavy.contains(&k) {
+            heavy.push(k);
+        }
+    }
+    let a = assignment_of(heavy.iter().map(|k| k.to_vec()).collect());
+    let keys = (0..KEYS)
+        .map(|_| {
+            if rng.random_bool(HEAVY_SHARE) {
+                heavy[rng.random_range(0..heavy.len())]
+            } else {
+                shape.key(&mut rng)
+            }
+        })
+        .collect();
+    (a, keys)
+}
+
+/// Key lengths of the sweep (issue: "the lookup at every key length", 1 to 64 bytes).
+const SWEEP: [usize; 14] = [1, 2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 36, 48, 64];
+const SWEEP_ROUNDS: usize = 201;
+
+fn report_length<const N: usize>(only: &Option<Vec<usize>>) {
+    if only.as_ref().is_some_and(|l| !l.contains(&N)) {
+        return;
+    }
+    let (a, ks) = sweep_setup::<N>();
+    let r = interleaved(&a, &ks, SWEEP_ROUNDS);
+    println!(
+        "  {N:>2} B {:<12} kafka_partition {:>5.2} ns/key, partition_for {:>5.2} ns/key; \
+         ratio {:.3}x (p10-p90 {:.3}-{:.3}, min-max {:.3}-{:.3})",
+        Shape::of(N).name(),
+        r.base,
+        r.ours,
+        r.ratio,
+        r.p10,
+        r.p90,
+        r.min,
+        r.max
+    );
 }
 
 fn report_interleaved() {
     const ROUNDS: usize = 301;
-    let (base, ours, ratio) = interleaved_ratio::<16>(ROUNDS);
+    let r = interleaved(&assignment::<16>(), &keys::<16>(HEAVY_SHARE), ROUNDS);
     println!(
-        "interleaved ({ROUNDS} rounds): kafka_partition {base:.2} ns/key, partition_for \
-         {ours:.2} ns/key; median ratio {ratio:.3}x"
+        "interleaved ({ROUNDS} rounds): kafka_partition {:.2} ns/key, partition_for {:.2} ns/key; \
+         median ratio {:.3}x (p10-p90 {:.3}-{:.3})",
+        r.base, r.ours, r.ratio, r.p10, r.p90
     );
-    // Other key lengths, for information (no target): the comparison takes its out-of-line path.
-    for (len, (base, ours, ratio)) in [
-        (6, interleaved_ratio::<6>(101)),
-        (36, interleaved_ratio::<36>(101)),
-    ] {
-        println!(
-            "  {len:>2}-byte keys (101 rounds): kafka_partition {base:.2} ns/key, partition_for \
-             {ours:.2} ns/key; median ratio {ratio:.3}x"
-        );
+    // `DKG_BENCH_LENGTHS=6,36` restricts the sweep (for quick iterations).
+    let only = std::env::var("DKG_BENCH_LENGTHS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|l| l.trim().parse().ok()).collect());
+    println!(
+        "key lengths, {SWEEP_ROUNDS} alternating rounds each (median ratio of the rounds; target <= 1.3x):"
+    );
+    macro_rules! sweep {
+        ($($n:literal),*) => {{
+            // The list above and this one must agree (checked when the bench starts).
+            assert_eq!(SWEEP, [$($n),*]);
+            $(report_length::<$n>(&only);)*
+        }};
     }
+    sweep!(1, 2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 36, 48, 64);
 }
 
 fn main() {

@@ -47,8 +47,11 @@
 //!   key's partition and the bucket's; buckets without a heavy key name a group with their
 //!   partition;
 //! - the key is compared with the group's key and one of the group's two partitions is read at
-//!   an index given by the outcome. Keys of 8 to 16 bytes are compared inline; shorter and longer
-//!   ones (the bytes between the first and last 8 compared in an arena) in an out-of-line path;
+//!   an index given by the outcome. Up to 16 bytes the first and last 8 bytes and the length are
+//!   the whole key (under 8 bytes the key's word comes from murmur2's own reads of it); for 17 to
+//!   64 bytes a few 8-byte windows of the middle are also compared, without a branch, with a
+//!   per-group table found from the slot; longer keys compare their middle in the key arena,
+//!   out of line, only when the rest matched. Each length class is one straight path;
 //! - buckets holding two or more heavy keys (rare: about `heavy^2 / (2 * buckets)` of them) name
 //!   no group but a *run*: their heavy keys side by side, at most [`MAX_HEAVY_KEYS_PER_BUCKET`],
 //!   matched by hash, length and bytes. The slot's value is past the last group, so the bounds
@@ -58,8 +61,9 @@
 //!   document's build stays O(n log n), whatever its heavy keys.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
-//! apart. Cost (BENCHMARKS.md, "Lookup speed"): about 1.3x Kafka's own murmur2 placement of the
-//! same 16-byte keys.
+//! apart. Cost (BENCHMARKS.md, "Lookup speed"): 1.2-1.5x Kafka's own murmur2 placement of the
+//! same keys of 16 to 64 bytes, 1.4-1.8x for shorter keys (where murmur2 itself is only a few
+//! instructions).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -426,18 +430,45 @@ impl Assignment {
     }
 
     /// The partition for `key`. O(1), allocation-free, never panics, always `< partitions()`.
-    #[inline]
+    ///
+    /// Always inlined, with [`Assignment::route`]: a call costs more than the lookup adds to
+    /// the hash (BENCHMARKS.md, "Lookup speed"); the rare paths stay out of line.
+    #[inline(always)]
     #[must_use]
     pub fn partition_for(&self, key: &[u8]) -> u32 {
         self.route(key).0
     }
 
     /// The partition for `key` and which route gave it.
-    #[inline]
+    #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
-        let h = self.parts.bucket_hash.hash(key);
-        self.index.partition(&self.parts, h, key)
+        // One complete path per length class, so each is laid out straight (a shared tail would
+        // branch on the length again); the branches go the same way for all keys of a length.
+        let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
+        match key.len() {
+            0..=7 => {
+                // The hash's reads give the comparison's word too (always `Some` here).
+                let (h, word) = hash
+                    .hash_short(key)
+                    .unwrap_or_else(|| (hash.hash(key), key_words(key)[0]));
+                self.index.partition::<0>(parts, h, [word, 0], key)
+            }
+            8..=16 => self
+                .index
+                .partition::<0>(parts, hash.hash(key), key_words(key), key),
+            17..=32 => self
+                .index
+                .partition::<2>(parts, hash.hash(key), key_words(key), key),
+            33..=48 => self
+                .index
+                .partition::<4>(parts, hash.hash(key), key_words(key), key),
+            49..=BRANCHLESS_KEY_BYTES => {
+                self.index
+                    .partition::<6>(parts, hash.hash(key), key_words(key), key)
+            }
+            _ => self.index.long_partition(parts, key),
+        }
     }
 
     /// The partition of `key` if it is a heavy key.
@@ -538,11 +569,39 @@ impl FastRem {
     }
 }
 
-/// `Group::len` of a bucket's partition group (no heavy key). No key routed by the inline
-/// comparison is that long (it handles 8 to 16 bytes), and the general path also checks for it.
+/// `Group::len` of a bucket's partition group (no heavy key). No key compared branch-free is that
+/// long (they have at most [`BRANCHLESS_KEY_BYTES`]), and the longer keys' path checks for it.
 const LIGHT: u32 = u32::MAX;
-/// Keys up to this long are compared without branching on the outcome (see `Lookup::general`).
+/// Keys up to this long are compared without branching on the outcome (see `Lookup::middle_diff`).
 const BRANCHLESS_KEY_BYTES: usize = 64;
+/// Where a key of `N` windows' class reads its middle: 8-byte windows from offset 8 on and from the
+/// end back, so that they cover bytes 8 to `len - 8` for every length of the class (`len` up to
+/// `16 + 8 N`: 17 to 32 bytes for `N = 2`, 33 to 48 for 4, 49 to 64 for 6); windows of a
+/// shorter key overlap. Fixed per length, so a key and a heavy key of its length read the same
+/// offsets. (Three windows for 33 to 40 bytes, one for 17 to 24, measured slower: layout.)
+#[inline(always)]
+fn middle_offsets<const N: usize>(len: usize) -> [usize; N] {
+    let mut at = [0; N];
+    for (i, a) in at.iter_mut().enumerate() {
+        *a = if i < N / 2 {
+            8 + 8 * i
+        } else {
+            len.saturating_sub(16 + 8 * (N - 1 - i))
+        };
+    }
+    at
+}
+
+/// The middle words of `key` at `middle_offsets::<N>`; `None` if a window is out of the key
+/// (not for the class's lengths).
+#[inline(always)]
+fn middle_words<const N: usize>(key: &[u8]) -> Option<[u64; N]> {
+    let mut words = [0; N];
+    for (w, at) in words.iter_mut().zip(middle_offsets::<N>(key.len())) {
+        *w = u64::from_le_bytes(*key.get(at..)?.first_chunk()?);
+    }
+    Some(words)
+}
 
 /// What a bucket's slot names. A bucket with exactly one heavy key names that key's own group. A
 /// bucket without heavy keys names any group whose bucket partition is its own: another bucket's
@@ -558,7 +617,7 @@ struct Group {
     words: [u64; 2],
     /// The key's length, or [`LIGHT`].
     len: u32,
-    /// Offset of the key's bytes in the arena (read only for keys outside 8..=16 bytes).
+    /// Offset of the key's bytes in the arena (read only by the build and for keys over 64 bytes).
     start: u32,
     /// `[partition of the key, partition of the bucket]`, indexed by "the key differs", which
     /// compiles to an indexed load instead of a branch.
@@ -631,6 +690,14 @@ struct Lookup {
     runs: Box<[(u32, u32)]>,
     /// All heavy key bytes, back to back.
     arena: Box<[u8]>,
+    /// Per group (indexed like `groups`), the middle words ([`middle_words`]) of its heavy key if
+    /// that has 17 to 32 bytes, else zeros; empty when no heavy key has such a length (then no
+    /// key of those lengths is heavy).
+    middles_2: Box<[[u64; 2]]>,
+    /// The same for keys of 33 to 48 bytes, four windows.
+    middles_4: Box<[[u64; 4]]>,
+    /// The same for keys of 49 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
+    middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
 }
 
@@ -644,6 +711,9 @@ impl fmt::Debug for Lookup {
             .field("shared_keys", &self.shared.len())
             .field("runs", &self.runs.len())
             .field("arena_bytes", &self.arena.len())
+            .field("middles_2", &self.middles_2.len())
+            .field("middles_4", &self.middles_4.len())
+            .field("middles_6", &self.middles_6.len())
             .finish_non_exhaustive()
     }
 }
@@ -749,11 +819,17 @@ impl Lookup {
             // groups + runs <= 2 * buckets + partitions: far below u32::MAX.
             slots[bucket] = (groups.len() + r) as u32;
         }
+        let middles_2 = middles(&groups, &arena, 17..=32);
+        let middles_4 = middles(&groups, &arena, 33..=48);
+        let middles_6 = middles(&groups, &arena, 49..=BRANCHLESS_KEY_BYTES);
         Ok(Self {
             slots: Slots::new(slots, groups.len() + runs.len()),
             groups: groups.into_boxed_slice(),
             shared: shared.into_boxed_slice(),
             runs: runs.into_boxed_slice(),
+            middles_2,
+            middles_4,
+            middles_6,
             arena: arena.into_boxed_slice(),
             buckets,
         })
@@ -769,62 +845,88 @@ impl Lookup {
     /// whether the bucket holds several heavy keys (rare: the bounds check of `groups` sends
     /// those to the bucket's run).
     ///
-    /// Every instruction here shows in the `partition_for` bench (this path is ~25 instructions
-    /// against murmur2's ~65), and so do branch layout and the L1 footprint; a select written as
-    /// `if` or mask arithmetic was compiled into a branch (LLVM's cmov-to-branch conversion),
-    /// hence the indexed read in `Group::partitions`.
-    #[inline]
-    fn partition(&self, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+    /// `MIDDLE` is the key's count of middle windows (0 up to 16 bytes, else 2, 4 or 6: the
+    /// caller dispatches on the length). Every instruction and dependent load here shows in the
+    /// `partition_for` bench (murmur2 of a short key is only ~15 instructions), and so do branch
+    /// layout and the L1 footprint; a select written as `if` or mask arithmetic was compiled into
+    /// a branch (LLVM's cmov-to-branch conversion), hence the indexed read in `Group::partitions`.
+    #[inline(always)]
+    fn partition<const MIDDLE: usize>(
+        &self,
+        parts: &AssignmentParts,
+        h: u32,
+        [w0, w1]: [u64; 2],
+        key: &[u8],
+    ) -> (u32, Route) {
         let bucket = self.buckets.rem(to_positive(h)) as usize;
         // The width is fixed per assignment: this branch always goes the same way.
-        let slot = self.slots.get(bucket);
-        self.resolve(slot.unwrap_or(usize::MAX), parts, h, key)
-    }
-
-    #[inline(always)]
-    fn resolve(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+        let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
             return self.run_partition(slot, parts, h, key);
         };
-        // 8 to 16 bytes: the first and last 8 bytes and the length are the whole key.
-        let (Some(head), Some(last), true) = (key.first_chunk(), key.last_chunk(), key.len() <= 16)
-        else {
-            return self.general(group, key);
-        };
-        let diff = (u64::from_le_bytes(*head) ^ group.words[0])
-            | (u64::from_le_bytes(*last) ^ group.words[1])
-            | (key.len() as u64 ^ u64::from(group.len));
-        let differs = diff != 0;
-        let route = if differs { Route::Bucket } else { Route::Heavy };
-        (group.partitions[usize::from(differs)], route)
-    }
-
-    /// [`Lookup::resolve`] for keys shorter than 8 or longer than 16 bytes. Marked cold only so
-    /// that the 8-16 byte comparison is laid out as the fall-through path.
-    #[cold]
-    #[inline(never)]
-    fn general(&self, group: &Group, key: &[u8]) -> (u32, Route) {
-        let [w0, w1] = key_words(key);
+        // Up to 16 bytes, the two words and the length are the whole key.
         let mut diff = (w0 ^ group.words[0])
             | (w1 ^ group.words[1])
-            | (key.len() as u64 ^ u64::from(group.len))
-            | u64::from(group.len == LIGHT);
-        if let Some(middle) = key.get(8..key.len().saturating_sub(8)) {
-            // The stored key's bytes between its first and last 8, as long as `middle`; `None`
-            // if the arena ends first (then the lengths differ anyway).
-            let stored = (group.start as usize)
-                .checked_add(8)
-                .and_then(|from| self.arena.get(from..))
-                .and_then(|rest| rest.get(..middle.len()));
-            diff |= match stored {
-                Some(stored) if key.len() <= BRANCHLESS_KEY_BYTES => xor_diff(stored, middle),
-                Some(stored) => u64::from(diff != 0 || stored != middle),
-                None => 1,
-            };
+            | (key.len() as u64 ^ u64::from(group.len));
+        if MIDDLE > 0 {
+            diff |= self.middle_diff::<MIDDLE>(slot, key);
         }
         let differs = diff != 0;
         let route = if differs { Route::Bucket } else { Route::Heavy };
         (group.partitions[usize::from(differs)], route)
+    }
+
+    /// Non-zero if the bytes of `key` (17 to [`BRANCHLESS_KEY_BYTES`] long, `N` windows of
+    /// [`middle_offsets`]) between its first and last 8 differ from those of the group's key.
+    ///
+    /// Compared unconditionally: a branch on "the first and last bytes match" would go one way
+    /// for heavy keys and the other for light ones, which interleave at random. The stored words
+    /// are found from the slot alone, so their load does not wait for the group's; a light group
+    /// (or one whose key has another length) has some words too, and `diff` holds the length
+    /// mismatch. No table (no heavy key of the class): the key is not heavy.
+    #[inline(always)]
+    fn middle_diff<const N: usize>(&self, slot: usize, key: &[u8]) -> u64 {
+        let stored = match N {
+            2 => self.middles_2.get(slot).map(|m| m.as_slice()),
+            4 => self.middles_4.get(slot).map(|m| m.as_slice()),
+            _ => self.middles_6.get(slot).map(|m| m.as_slice()),
+        };
+        match (stored, middle_words::<N>(key)) {
+            (Some(stored), Some(words)) => {
+                words.iter().zip(stored).fold(0, |d, (w, s)| d | (w ^ s))
+            }
+            _ => 1,
+        }
+    }
+
+    /// [`Lookup::partition`] for keys longer than [`BRANCHLESS_KEY_BYTES`]: their middle is
+    /// compared (in the arena) only if everything else matched. Out of line so the common lengths
+    /// stay compact; hashing such a key costs more than the call.
+    #[cold]
+    #[inline(never)]
+    fn long_partition(&self, parts: &AssignmentParts, key: &[u8]) -> (u32, Route) {
+        let h = parts.bucket_hash.hash(key);
+        let bucket = self.buckets.rem(to_positive(h)) as usize;
+        let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
+        let Some(group) = self.groups.get(slot) else {
+            return self.run_partition(slot, parts, h, key);
+        };
+        let [w0, w1] = key_words(key);
+        let ends_match = w0 == group.words[0]
+            && w1 == group.words[1]
+            && key.len() as u64 == u64::from(group.len);
+        let middle = key.get(8..key.len().saturating_sub(8)).unwrap_or_default();
+        let heavy = ends_match
+            && (group.start as usize)
+                .checked_add(8)
+                .and_then(|from| self.arena.get(from..))
+                .and_then(|rest| rest.get(..middle.len()))
+                == Some(middle);
+        if heavy {
+            (group.partitions[0], Route::Heavy)
+        } else {
+            (group.partitions[1], Route::Bucket)
+        }
     }
 
     /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
@@ -861,6 +963,24 @@ impl Lookup {
     }
 }
 
+/// `Lookup::middles_2`, `middles_4` or `middles_6` of these groups: per group, the middle words of its heavy
+/// key if the key's length is in `lens`, else zeros. Empty when no heavy key's length is.
+fn middles<const N: usize>(
+    groups: &[Group],
+    arena: &[u8],
+    lens: std::ops::RangeInclusive<usize>,
+) -> Box<[[u64; N]]> {
+    let middle = |g: &Group| {
+        let key = arena_key(arena, g.start, g.len).unwrap_or_default();
+        let inline = g.len != LIGHT && lens.contains(&key.len());
+        inline.then(|| middle_words::<N>(key)).flatten()
+    };
+    if !groups.iter().any(|g| middle(g).is_some()) {
+        return Box::default();
+    }
+    groups.iter().map(|g| middle(g).unwrap_or([0; N])).collect()
+}
+
 #[inline]
 fn arena_key(arena: &[u8], start: u32, len: u32) -> Option<&[u8]> {
     let start = start as usize;
@@ -876,43 +996,24 @@ fn duplicate(key: &[u8]) -> Error {
 /// A key's first and last 8 bytes as little-endian words; for keys under 8 bytes, the key
 /// zero-padded and 0. Together with the length this is the whole key up to 16 bytes.
 ///
-/// Short keys are read with overlapping loads (4 to 7 bytes: the first and the last 4), not a
-/// byte loop, which the compiler turns into a `memcpy` call.
-#[inline]
+/// Short keys are read with overlapping loads (4 to 7 bytes: the first and the last 4; 1 to 3:
+/// the first, middle and last byte), not a byte loop, which costs more than the rest of the
+/// lookup. The branches depend only on the key's length.
+#[inline(always)]
 fn key_words(key: &[u8]) -> [u64; 2] {
+    let n = key.len();
     if let (Some(head), Some(last)) = (key.first_chunk(), key.last_chunk()) {
         return [u64::from_le_bytes(*head), u64::from_le_bytes(*last)];
     }
-    let word = match (key.first_chunk(), key.last_chunk()) {
-        (Some(head), Some(last)) => {
-            let last = u64::from(u32::from_le_bytes(*last)) << (8 * (key.len() - 4));
-            u64::from(u32::from_le_bytes(*head)) | last
-        }
-        _ => key
-            .iter()
-            .rev()
-            .fold(0, |word, &byte| (word << 8) | u64::from(byte)),
+    let word = if let (Some(head), Some(last)) = (key.first_chunk(), key.last_chunk()) {
+        let last = u64::from(u32::from_le_bytes(*last)) << (8 * (n - 4));
+        u64::from(u32::from_le_bytes(*head)) | last
+    } else {
+        // 0 to 3 bytes: bytes 0, n / 2 and n - 1 are all of them.
+        let byte = |i: usize| key.get(i).map_or(0, |&b| u64::from(b) << (8 * i));
+        byte(0) | byte(n / 2) | byte(n.wrapping_sub(1))
     };
     [word, 0]
-}
-
-/// Non-zero iff two slices differ; no early exit on their bytes: 8 bytes at a time, the last 8
-/// overlapping the previous chunk, OR of XORs (shorter slices through `key_words`, which is exact
-/// below 8 bytes).
-#[inline]
-fn xor_diff(a: &[u8], b: &[u8]) -> u64 {
-    if a.len() != b.len() {
-        return 1;
-    }
-    let word = |s: &[u8]| s.try_into().map_or(0, u64::from_le_bytes);
-    match (a.last_chunk::<8>(), b.last_chunk::<8>()) {
-        (Some(a_last), Some(b_last)) => {
-            let chunks = a.chunks_exact(8).zip(b.chunks_exact(8));
-            let body = chunks.fold(0, |diff, (x, y)| diff | (word(x) ^ word(y)));
-            body | (u64::from_le_bytes(*a_last) ^ u64::from_le_bytes(*b_last))
-        }
-        _ => key_words(a)[0] ^ key_words(b)[0],
-    }
 }
 
 /// Read before the full document; other fields are skipped.
@@ -1040,6 +1141,88 @@ mod tests {
             let f = FastRem::new(NonZeroU32::new(d).expect("nonzero"));
             proptest::prop_assert_eq!(f.rem(x), x % d);
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Keys that share their first and last 8 bytes and their length differ only in the
+        /// middle, which the lookup compares against `middles` (17 to 64 bytes) or the arena
+        /// (longer): each heavy key routes heavy, its one-byte middle changes and the other keys
+        /// of the same shape route by their bucket, whatever group their bucket names.
+        #[test]
+        fn keys_differing_only_in_the_middle_route_by_the_rule(
+            len in 17_usize..=80,
+            middles in proptest::collection::btree_set(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 1..=64), 1..24),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            buckets in 1_u32..=64,
+        ) {
+            let key = |middle: &[u8]| {
+                let mut k = vec![b'k'; len];
+                let n = middle.len().min(len - 16);
+                k[8..8 + n].copy_from_slice(&middle[..n]);
+                k
+            };
+            let keys: std::collections::BTreeSet<Vec<u8>> = middles.iter().map(|m| key(m)).collect();
+            let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let (heavy_keys, light_keys) = keys.split_at(keys.len().div_ceil(2));
+            let heavy = heavy_keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| HeavyKey { key: k.clone(), partition: 1 + i as u32 % 3, weight: 1 })
+                .collect();
+            let parts = AssignmentParts {
+                topic: "t".to_owned(),
+                partitions: 4,
+                epoch: 1,
+                bucket_hash: BucketHash::default(),
+                table: (0..buckets).map(|b| b % 2 * 3).collect(),
+                heavy,
+                params: Params { theta: 0.1, epsilon: 0.05, mu: 1.0, window_records: 1 },
+                created_at_ms: 0,
+                predicted_load: vec![0.25; 4],
+            };
+            let Ok(a) = Assignment::new(parts) else {
+                // More than the per-bucket bound of heavy keys in one bucket: not a document.
+                return Ok(());
+            };
+            let rule = |k: &[u8]| match a.heavy().iter().find(|h| h.key == k) {
+                Some(h) => (h.partition, Route::Heavy),
+                None => (a.table()[a.bucket(k) as usize], Route::Bucket),
+            };
+            for k in heavy_keys {
+                proptest::prop_assert_eq!(a.route(k).1, Route::Heavy);
+                let mut changed = k.clone();
+                changed[8 + at.index(len - 16)] ^= 0x20;
+                proptest::prop_assert_eq!(a.route(&changed), rule(&changed));
+            }
+            for k in light_keys {
+                proptest::prop_assert_eq!(a.route(k), rule(k));
+                proptest::prop_assert_eq!(a.route(k).1, Route::Bucket);
+            }
+        }
+    }
+
+    /// For every length the lookup compares branch-free, its class's windows stay inside the key
+    /// and cover every byte between the first and last 8.
+    #[test]
+    fn middle_windows_cover_the_middle_of_every_length() {
+        fn check<const N: usize>(lens: std::ops::RangeInclusive<usize>) {
+            for len in lens {
+                let mut covered = vec![false; len];
+                for at in middle_offsets::<N>(len) {
+                    assert!(at + 8 <= len, "len {len}: window at {at}");
+                    covered[at..at + 8].iter_mut().for_each(|c| *c = true);
+                }
+                assert!(covered[8..len - 8].iter().all(|&c| c), "len {len}");
+                let key: Vec<u8> = (0..len as u8).collect();
+                assert!(middle_words::<N>(&key).is_some(), "len {len}");
+            }
+        }
+        check::<2>(17..=32);
+        check::<4>(33..=48);
+        check::<6>(49..=BRANCHLESS_KEY_BYTES);
     }
 
     #[test]

@@ -77,6 +77,54 @@ pub fn murmur2_seeded(data: &[u8], seed: u32) -> u32 {
     h
 }
 
+/// [`murmur2_seeded`] of a key shorter than 8 bytes, and the key as a little-endian word
+/// (zero-padded), from the same reads; `None` for keys of 8 bytes or more.
+///
+/// The lookup compares a key with a heavy key word by word; for short keys the word is the
+/// murmur2 block and tail, so reading the bytes once serves both. One arm per length, each
+/// with fixed loads and shifts (a jump on the length, which a topic's keys tend to share);
+/// bit-exact with [`murmur2_seeded`] (tested below for every length).
+#[inline(always)]
+#[must_use]
+pub(crate) fn murmur2_seeded_short(data: &[u8], seed: u32) -> Option<(u32, u64)> {
+    match data.len() {
+        0 => short::<0>(data, seed),
+        1 => short::<1>(data, seed),
+        2 => short::<2>(data, seed),
+        3 => short::<3>(data, seed),
+        4 => short::<4>(data, seed),
+        5 => short::<5>(data, seed),
+        6 => short::<6>(data, seed),
+        7 => short::<7>(data, seed),
+        _ => None,
+    }
+}
+
+/// [`murmur2_seeded_short`] of an `N`-byte key (`None` if `data` is shorter).
+#[inline(always)]
+fn short<const N: usize>(data: &[u8], seed: u32) -> Option<(u32, u64)> {
+    let bytes: &[u8; N] = data.first_chunk()?;
+    let word = bytes
+        .iter()
+        .enumerate()
+        .fold(0, |w, (i, &b)| w | (u64::from(b) << (8 * i)));
+    let mut h = seed ^ (N as u32);
+    if N >= 4 {
+        let mut k = (word as u32).wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+    }
+    if N % 4 != 0 {
+        h ^= (word >> (8 * (N / 4 * 4))) as u32;
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    Some((h, word))
+}
+
 /// Kafka's `Utils.toPositive`: clear the sign bit (not `abs`, which breaks on `i32::MIN`).
 #[inline]
 #[must_use]
@@ -130,6 +178,15 @@ impl BucketHash {
         }
     }
 
+    /// [`BucketHash::hash`] of a key shorter than 8 bytes and the key as a word, from the same
+    /// reads ([`murmur2_seeded_short`]); `None` for longer keys.
+    #[inline(always)]
+    pub(crate) fn hash_short(&self, key: &[u8]) -> Option<(u32, u64)> {
+        match *self {
+            Self::Murmur2 { seed } => murmur2_seeded_short(key, seed),
+        }
+    }
+
     /// `to_positive(hash(key)) % buckets`; `buckets == 0` returns 0.
     #[inline]
     #[must_use]
@@ -167,6 +224,27 @@ mod tests {
             murmur2(b"kafka"),
             murmur2_seeded(b"kafka", DEFAULT_BUCKET_SEED)
         );
+    }
+
+    proptest::proptest! {
+        /// The short-key variant is murmur2 for every length under 8, and its word is the key.
+        #[test]
+        fn short_murmur2_is_murmur2(
+            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            seed in proptest::prelude::any::<u32>(),
+        ) {
+            let short = murmur2_seeded_short(&key, seed);
+            if key.len() >= 8 {
+                proptest::prop_assert_eq!(short, None);
+            } else {
+                let mut padded = [0_u8; 8];
+                padded[..key.len()].copy_from_slice(&key);
+                proptest::prop_assert_eq!(
+                    short,
+                    Some((murmur2_seeded(&key, seed), u64::from_le_bytes(padded)))
+                );
+            }
+        }
     }
 
     #[test]
