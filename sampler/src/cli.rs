@@ -122,9 +122,14 @@ pub fn is_secret_key(key: &str) -> bool {
     ["password", "secret", "token", "jaas", "credential"]
         .iter()
         .any(|w| k.contains(w))
-        || ["ssl.key.", "ssl_key", "ssl.keystore.", "sasl.oauthbearer.config"]
-            .iter()
-            .any(|p| k.starts_with(p))
+        || [
+            "ssl.key.",
+            "ssl_key",
+            "ssl.keystore.",
+            "sasl.oauthbearer.config",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
 }
 
 /// `value`, or [`REDACTED`] if `key` looks secret.
@@ -344,7 +349,11 @@ mod tests {
         k.apply(&mut c).expect("valid");
         assert_eq!(c.get("security.protocol"), Some("SASL_PLAINTEXT"));
         assert_eq!(c.get("bootstrap.servers"), Some("a:1,b:2"));
-        assert_eq!(c.get("linger.ms"), Some("20"), "the flag wins over the file");
+        assert_eq!(
+            c.get("linger.ms"),
+            Some("20"),
+            "the flag wins over the file"
+        );
         let _ = std::fs::remove_file(path);
     }
 
@@ -363,7 +372,10 @@ mod tests {
             .expect_err("the file is gone");
         assert!(matches!(e, BadKafkaConfig::Read { .. }), "{e}");
         assert!(e.to_string().contains(&path.display().to_string()));
-        assert_eq!(parse_properties(" =v"), Err((1, "empty key (expected key=value)")));
+        assert_eq!(
+            parse_properties(" =v"),
+            Err((1, "empty key (expected key=value)"))
+        );
     }
 
     #[test]
@@ -406,7 +418,10 @@ mod tests {
             }
             assert!(shown.contains("SASL_PLAINTEXT"), "{shown}");
         }
-        assert!(described.contains("sasl.password=<redacted>"), "{described}");
+        assert!(
+            described.contains("sasl.password=<redacted>"),
+            "{described}"
+        );
         assert_eq!(kafka(&[], None).describe().expect("none"), "none");
     }
 

@@ -89,7 +89,7 @@ pub fn cluster() -> &'static Cluster {
     })
 }
 
-fn normalise(bootstrap: &str) -> Vec<String> {
+pub(crate) fn normalise(bootstrap: &str) -> Vec<String> {
     let mut v: Vec<String> = bootstrap
         .split(',')
         .map(|s| s.trim().to_owned())
@@ -99,26 +99,44 @@ fn normalise(bootstrap: &str) -> Vec<String> {
     v
 }
 
-fn script_path() -> PathBuf {
+pub(crate) fn script_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka")
 }
 
-/// `scripts/kafka cluster ARGS`: stdout, trimmed; panics with stderr on failure.
-fn script(args: &[&str]) -> String {
+/// `scripts/kafka MODE ARGS` with `stdin` as its input: stdout, trimmed; panics with stderr on
+/// failure.
+pub(crate) fn kafka_script(mode: &str, args: &[&str], stdin: &str) -> String {
+    use std::io::Write as _;
     let path = script_path();
-    let out = Command::new(&path)
-        .arg("cluster")
+    let mut child = Command::new(&path)
+        .arg(mode)
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    if let Some(mut input) = child.stdin.take() {
+        input
+            .write_all(stdin.as_bytes())
+            .unwrap_or_else(|e| panic!("writing to scripts/kafka {mode}: {e}"));
+    }
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for scripts/kafka {mode}: {e}"));
     assert!(
         out.status.success(),
-        "`scripts/kafka cluster {}` failed ({}):\n{}",
+        "`scripts/kafka {mode} {}` failed ({}):\n{}",
         args.join(" "),
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `scripts/kafka cluster ARGS`.
+fn script(args: &[&str]) -> String {
+    kafka_script("cluster", args, "")
 }
 
 impl Cluster {

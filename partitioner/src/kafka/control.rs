@@ -353,7 +353,11 @@ mod tests {
         assert_eq!(m.get("sasl.mechanism"), Some(&"PLAIN"));
         assert_eq!(m.get("ssl.ca.location"), Some(&"/ca"));
         assert_eq!(m.get("client.id"), Some(&"app-dkg-control"));
-        assert_eq!(out.get("sasl.password"), Some("pw,with=commas"), "the real value");
+        assert_eq!(
+            out.get("sasl.password"),
+            Some("pw,with=commas"),
+            "the real value"
+        );
         assert!(!m.contains_key("acks"));
         assert!(!m.contains_key("linger.ms"));
     }

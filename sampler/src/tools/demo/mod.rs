@@ -36,9 +36,9 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::BaseConsumer;
 
 use self::children::{Children, wait_healthy};
-use crate::cli::KafkaConfigArgs;
 use self::screen::{Screen, terminal_width};
 use self::summary::{Summary, Tracker};
+use crate::cli::KafkaConfigArgs;
 
 /// Arguments of `dkg-sampler demo`.
 #[derive(Debug, clap::Args)]
