@@ -70,11 +70,20 @@ async fn create_topics(broker: &SaslBroker, n: &Names) {
 /// `count` skewed keyed records into the data topic as the admin.
 async fn seed(broker: &SaslBroker, topic: &str, count: usize) {
     let producer: FutureProducer = broker.config(broker.admin()).create().unwrap();
-    for i in 0..count {
-        let key = format!("k{}", if i % 2 == 0 { 0 } else { i % 50 });
-        producer
-            .send(FutureRecord::to(topic).key(&key).payload("v"), DEADLINE)
+    // All enqueued, then every delivery awaited: one round trip per batch, not per record.
+    let deliveries: Vec<_> = (0..count)
+        .map(|i| {
+            let key = format!("k{}", if i % 2 == 0 { 0 } else { i % 50 });
+            producer
+                .send_result(FutureRecord::to(topic).key(&key).payload("v"))
+                .map_err(|(e, _)| e)
+                .expect("the admin enqueues")
+        })
+        .collect();
+    for delivery in deliveries {
+        delivery
             .await
+            .expect("the producer is alive")
             .map_err(|(e, _)| e)
             .expect("the admin produces");
     }
@@ -447,19 +456,31 @@ async fn every_acl_of_every_role_is_needed() {
     }
     let mut grants = Grants::default();
     for (role, dropped, n, user) in &cases {
-        create_topics(broker, n).await;
         let acls: Vec<Acl> = role.acls(n).into_iter().filter(|a| a != dropped).collect();
         grants = grants.user(user).allow(user, &acls);
     }
-    grants.apply(broker);
-    for (role, _, n, _) in &cases {
-        if matches!(role, Role::Sampler | Role::Consumer) {
-            seed(broker, &n.topic, 300).await;
-        }
-        if *role == Role::Consumer {
-            // Something to read: an empty topic is read to its end without a fetch.
-            seed(broker, &n.handoff_topic, 1).await;
-        }
+    // Topics of all cases at once, while the grants are applied.
+    let topics: Vec<_> = cases
+        .iter()
+        .map(|(role, _, n, _)| {
+            let (role, n) = (*role, n.clone());
+            tokio::spawn(async move {
+                create_topics(broker, &n).await;
+                if matches!(role, Role::Sampler | Role::Consumer) {
+                    seed(broker, &n.topic, 300).await;
+                }
+                if role == Role::Consumer {
+                    // Something to read: an empty topic is read to its end without a fetch.
+                    seed(broker, &n.handoff_topic, 1).await;
+                }
+            })
+        })
+        .collect();
+    tokio::task::spawn_blocking(move || grants.apply(broker))
+        .await
+        .expect("the grants");
+    for task in topics {
+        task.await.expect("the topics of a case");
     }
 
     // The samplers run side by side; each must log an authorization failure.
@@ -469,12 +490,26 @@ async fn every_acl_of_every_role_is_needed() {
         .map(|(_, dropped, n, user)| (dropped, start_sampler(broker, "lp-drop", n, user, &[])))
         .collect();
     let mut failures = Vec::new();
-    for (role, dropped, n, user) in cases.iter().filter(|c| c.0 != Role::Sampler) {
-        let result = match role {
-            Role::Producer => exercise_producer(broker, n, user, false).await.map(|_| 0),
-            Role::OrderingProducer => exercise_producer(broker, n, user, true).await.map(|_| 0),
-            _ => exercise_consumer(broker, n, user, 100).await,
-        };
+    // The library clients side by side too, each in a task of its own.
+    let clients: Vec<_> = cases
+        .iter()
+        .filter(|c| c.0 != Role::Sampler)
+        .map(|(role, dropped, n, user)| {
+            let (role, n, user) = (*role, n.clone(), user.clone());
+            let task = tokio::spawn(async move {
+                match role {
+                    Role::Producer => exercise_producer(broker, &n, &user, false).await.map(|_| 0),
+                    Role::OrderingProducer => {
+                        exercise_producer(broker, &n, &user, true).await.map(|_| 0)
+                    }
+                    _ => exercise_consumer(broker, &n, &user, 100).await,
+                }
+            });
+            (role, dropped, task)
+        })
+        .collect();
+    for (role, dropped, task) in clients {
+        let result = task.await.expect("the client task");
         match result {
             Err(e) if authorization_error(&e) => {}
             other => failures.push(format!("{role:?} without {dropped:?}: {other:?}")),
