@@ -62,23 +62,13 @@ pub struct Exclusive<'a> {
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let managed = script(&["bootstrap"]);
-        if let Some(wanted) = std::env::var("DKG_TEST_CLUSTER_BOOTSTRAP")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-        {
-            assert_eq!(
-                normalise(&wanted),
-                normalise(&managed),
-                "DKG_TEST_CLUSTER_BOOTSTRAP={wanted} is not the cluster scripts/kafka manages ({managed}, \
-                 from DKG_KAFKA_CLUSTER_PORT): the fault tests would kill brokers of one cluster and watch \
-                 another. Set DKG_KAFKA_CLUSTER_PORT / DKG_KAFKA_CLUSTER_CONTROLLER_PORT / \
-                 DKG_KAFKA_CLUSTER_DATA to that cluster's, or unset DKG_TEST_CLUSTER_BOOTSTRAP."
-            );
-        }
-        // Idempotent: starts only the brokers that are not running, waits for all.
-        let started = script(&["start"]);
-        assert_eq!(normalise(&started), normalise(&managed));
+        let managed = start_managed(
+            "cluster",
+            "DKG_TEST_CLUSTER_BOOTSTRAP",
+            "the fault tests would kill brokers of one cluster and watch another. Set \
+             DKG_KAFKA_CLUSTER_PORT / DKG_KAFKA_CLUSTER_CONTROLLER_PORT / DKG_KAFKA_CLUSTER_DATA to that \
+             cluster's",
+        );
         if let Err(e) = check_broker(&managed, Duration::from_secs(30)) {
             panic!("the cluster at {managed} does not answer a metadata request ({e})");
         }
@@ -89,7 +79,24 @@ pub fn cluster() -> &'static Cluster {
     })
 }
 
-pub(crate) fn normalise(bootstrap: &str) -> Vec<String> {
+/// `scripts/kafka MODE start` (idempotent: starts what is not running, waits for all); its
+/// bootstrap. Panics if `var` is set to another bootstrap than the one the script manages (`why`
+/// says what would go wrong and which `DKG_KAFKA_*` settings select the right one).
+pub(crate) fn start_managed(mode: &str, var: &str, why: &str) -> String {
+    let managed = kafka_script(mode, &["bootstrap"], "");
+    if let Some(wanted) = std::env::var(var).ok().filter(|s| !s.trim().is_empty()) {
+        assert_eq!(
+            normalise(&wanted),
+            normalise(&managed),
+            "{var}={wanted} is not the one `scripts/kafka {mode}` manages ({managed}): {why}, or unset {var}."
+        );
+    }
+    let started = kafka_script(mode, &["start"], "");
+    assert_eq!(normalise(&started), normalise(&managed));
+    managed
+}
+
+fn normalise(bootstrap: &str) -> Vec<String> {
     let mut v: Vec<String> = bootstrap
         .split(',')
         .map(|s| s.trim().to_owned())

@@ -20,7 +20,7 @@ use dkg_partitioner::kafka::topic::{self, Ensured, TopicSpec};
 use rdkafka::ClientConfig;
 
 use crate::broker::check_client;
-use crate::cluster::{kafka_script, normalise};
+use crate::cluster::{kafka_script, start_managed};
 
 /// The SCRAM mechanism of the broker's client listener.
 pub const MECHANISM: &str = "SCRAM-SHA-512";
@@ -54,22 +54,12 @@ impl std::fmt::Debug for User {
 pub fn sasl_broker() -> &'static SaslBroker {
     static BROKER: OnceLock<SaslBroker> = OnceLock::new();
     BROKER.get_or_init(|| {
-        let managed = kafka_script("sasl", &["bootstrap"], "");
-        if let Some(wanted) = std::env::var("DKG_TEST_SASL_BOOTSTRAP")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-        {
-            assert_eq!(
-                normalise(&wanted),
-                normalise(&managed),
-                "DKG_TEST_SASL_BOOTSTRAP={wanted} is not the SASL broker scripts/kafka manages \
-                 ({managed}, from DKG_KAFKA_SASL_PORT): the tests need its admin credentials. Set \
-                 DKG_KAFKA_SASL_PORT / DKG_KAFKA_SASL_DATA to that broker's, or unset \
-                 DKG_TEST_SASL_BOOTSTRAP."
-            );
-        }
-        let started = kafka_script("sasl", &["start"], "");
-        assert_eq!(normalise(&started), normalise(&managed));
+        let managed = start_managed(
+            "sasl",
+            "DKG_TEST_SASL_BOOTSTRAP",
+            "the tests need its admin credentials. Set DKG_KAFKA_SASL_PORT / DKG_KAFKA_SASL_DATA to \
+             that broker's",
+        );
         let properties = kafka_script("sasl", &["admin-config"], "");
         let admin = User {
             name: "admin".to_owned(),
