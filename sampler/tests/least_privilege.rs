@@ -341,6 +341,33 @@ fn help_never_shows_secret_settings_from_the_environment() {
             "{sub} --help shows the secret:\n{text}"
         );
     }
+    // A malformed line of the file is named by its number, never shown.
+    let file = std::env::temp_dir().join(format!("{}.properties", unique_topic("lp-bad-file")));
+    std::fs::write(
+        &file,
+        format!("security.protocol=SASL_PLAINTEXT\nsasl.password {secret}\n"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+        .args([
+            "inspect",
+            "--bootstrap-servers",
+            "127.0.0.1:1",
+            "--topic",
+            "t",
+        ])
+        .arg("--kafka-config-file")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a bad line is an error");
+    assert!(stderr.contains("line 2: no '='"), "{stderr}");
+    assert!(
+        !stderr.contains(secret),
+        "the error shows the secret: {stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
