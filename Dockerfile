@@ -5,13 +5,13 @@
 #   docker run --rm dkg-sampler run --help
 #
 # Two stages: the Rust toolchain builds a release binary (librdkafka is compiled from source by rdkafka-sys,
-# which needs a C/C++ toolchain, make, cmake, pkg-config and zlib headers); the runtime stage is a slim Debian
+# which needs a C/C++ toolchain, make, cmake, pkg-config, zlib and OpenSSL headers: TLS and SCRAM); the runtime stage is a slim Debian
 # of the same release, so the binary finds the glibc it was linked against.
 
 FROM rust:1.95-trixie AS builder
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        build-essential cmake pkg-config zlib1g-dev python3 \
+        build-essential cmake pkg-config zlib1g-dev libssl-dev python3 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -26,7 +26,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 FROM debian:13-slim
 # curl: the compose healthchecks ask /healthz; ca-certificates: TLS brokers.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates curl zlib1g \
+    && apt-get install -y --no-install-recommends ca-certificates curl zlib1g libssl3t64 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin dkg
 COPY --from=builder /out/dkg-sampler /usr/local/bin/dkg-sampler

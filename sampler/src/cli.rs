@@ -1,5 +1,20 @@
 //! Command-line flags shared by several subcommands (flattened into their `Args` with
 //! `#[command(flatten)]`), so a flag has one name, one `DKG_*` variable and one meaning everywhere.
+//!
+//! # Kafka client settings
+//! Every subcommand that talks to Kafka takes [`KafkaConfigArgs`]: a properties file
+//! (`--kafka-config-file`, `DKG_KAFKA_CONFIG_FILE`) and repeatable `--kafka-config KEY=VALUE` entries
+//! (`DKG_KAFKA_CONFIG`: one entry per line), applied in that order on top of the subcommand's own
+//! settings, so a later entry wins. A value is everything after the first `=`, commas included
+//! (`sasl.jaas.config`-style values, broker lists). The variable is split on newlines, not commas,
+//! because commas occur in values and newlines never do.
+//!
+//! Settings whose key looks secret ([`is_secret_key`]) are shown as `<redacted>` wherever the
+//! sampler shows configuration: its start-up log ([`KafkaConfigArgs::describe`]), `Debug` output and
+//! the errors about malformed entries. `--help` never shows a variable's value.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use dkg_partitioner::kafka::DEFAULT_CONTROL_TOPIC;
 use rdkafka::config::ClientConfig;
@@ -20,50 +35,259 @@ pub struct ClusterArgs {
     #[arg(long, env = "DKG_CONTROL_TOPIC", default_value = DEFAULT_CONTROL_TOPIC)]
     pub control_topic: String,
 
-    /// Extra librdkafka settings for every client (security, timeouts), e.g.
-    /// `security.protocol=SASL_SSL`; repeat the flag or separate with commas in the variable.
-    #[arg(
-        long = "kafka-config",
-        env = "DKG_KAFKA_CONFIG",
-        value_delimiter = ',',
-        value_name = "KEY=VALUE"
-    )]
-    pub kafka_config: Vec<String>,
+    /// Extra librdkafka settings for every client.
+    #[command(flatten)]
+    pub kafka: KafkaConfigArgs,
 }
 
-/// A `--kafka-config` entry that is not `KEY=VALUE`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not KEY=VALUE")]
-pub struct BadKafkaConfig(pub String);
-
 impl ClusterArgs {
-    /// The base client configuration: the bootstrap servers, `client.id`, then every `--kafka-config`
-    /// entry (last, so a user's setting wins, `client.id` included).
+    /// The base client configuration: the bootstrap servers, `client.id`, then the
+    /// [`KafkaConfigArgs`] settings (last, so a user's setting wins, `client.id` included).
     pub fn client_config(&self, client_id: &str) -> Result<ClientConfig, BadKafkaConfig> {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap_servers);
         config.set("client.id", client_id);
-        for kv in &self.kafka_config {
-            let Some((k, v)) = kv.split_once('=') else {
-                return Err(BadKafkaConfig(kv.clone()));
-            };
-            config.set(k.trim(), v.trim());
-        }
+        self.kafka.apply(&mut config)?;
         Ok(config)
     }
+}
+
+/// Extra librdkafka settings (security, timeouts) for every client of a subcommand.
+#[derive(Clone, Default, clap::Args)]
+pub struct KafkaConfigArgs {
+    /// Extra librdkafka setting for every client, e.g. `security.protocol=SASL_SSL`; repeat the flag
+    /// for several. The value is everything after the first `=` (commas included). The variable
+    /// holds one KEY=VALUE per line. Applied after --kafka-config-file, so these win.
+    #[arg(
+        long = "kafka-config",
+        env = "DKG_KAFKA_CONFIG",
+        value_delimiter = '\n',
+        value_name = "KEY=VALUE",
+        hide_env_values = true
+    )]
+    pub kafka_config: Vec<String>,
+
+    /// A file of librdkafka settings, Java properties style: `key=value` lines, `#` or `!` comment
+    /// lines, blank lines ignored; no escapes or continuation lines (a value runs to the end of its
+    /// line). Keep secrets (sasl.password, ...) here rather than on the command line.
+    #[arg(
+        long = "kafka-config-file",
+        env = "DKG_KAFKA_CONFIG_FILE",
+        value_name = "PATH",
+        hide_env_values = true
+    )]
+    pub kafka_config_file: Option<PathBuf>,
+}
+
+/// A malformed Kafka setting. Never holds a secret value: an entry whose key looks secret is named by
+/// its position only.
+#[derive(Debug, thiserror::Error)]
+pub enum BadKafkaConfig {
+    /// A `--kafka-config` entry (1-based position) is not KEY=VALUE.
+    #[error("--kafka-config entry {position} ({shown}) is not KEY=VALUE")]
+    Entry {
+        /// 1-based position among the entries (the variable's lines, or the flags).
+        position: usize,
+        /// The entry, or `<redacted>` if it looks secret.
+        shown: String,
+    },
+    /// A line of `--kafka-config-file` is not `key=value`.
+    #[error("--kafka-config-file {}: line {line}: {reason}", path.display())]
+    FileLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `--kafka-config-file` cannot be read.
+    #[error("cannot read --kafka-config-file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Placeholder shown instead of a secret value.
+pub const REDACTED: &str = "<redacted>";
+
+/// Whether a client setting's value must never be shown: passwords, secrets, tokens, JAAS lines,
+/// private keys and keystores, OAUTHBEARER configs (they hold client secrets).
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["password", "secret", "token", "jaas", "credential"]
+        .iter()
+        .any(|w| k.contains(w))
+        || [
+            "ssl.key.",
+            "ssl_key",
+            "ssl.keystore.",
+            "sasl.oauthbearer.config",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
+}
+
+/// `value`, or [`REDACTED`] if `key` looks secret.
+pub fn shown_value<'a>(key: &str, value: &'a str) -> &'a str {
+    if is_secret_key(key) { REDACTED } else { value }
+}
+
+/// `key=value` with [`shown_value`].
+fn shown_entry(entry: &str) -> String {
+    match entry.split_once('=') {
+        Some((k, v)) => format!("{}={}", k.trim(), shown_value(k.trim(), v.trim())),
+        // No '=': the whole text may be a mistyped secret.
+        None if is_secret_key(entry) => REDACTED.to_owned(),
+        None => entry.to_owned(),
+    }
+}
+
+impl KafkaConfigArgs {
+    /// The settings in the order they apply: the file's lines, then the `--kafka-config` entries
+    /// (blank ones skipped). Keys and values are trimmed.
+    pub fn settings(&self) -> Result<Vec<(String, String)>, BadKafkaConfig> {
+        let mut out = match &self.kafka_config_file {
+            Some(path) => read_properties(path)?,
+            None => Vec::new(),
+        };
+        for (i, entry) in self.kafka_config.iter().enumerate() {
+            if entry.trim().is_empty() {
+                continue;
+            }
+            match entry.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => {
+                    out.push((k.trim().to_owned(), v.trim().to_owned()));
+                }
+                _ => {
+                    return Err(BadKafkaConfig::Entry {
+                        position: i + 1,
+                        shown: shown_entry(entry),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Set every setting on `config` (later ones win).
+    pub fn apply(&self, config: &mut ClientConfig) -> Result<(), BadKafkaConfig> {
+        for (k, v) in self.settings()? {
+            config.set(k, v);
+        }
+        Ok(())
+    }
+
+    /// The settings for a log line, secrets redacted: `key=value key=<redacted> ...` (or `none`).
+    pub fn describe(&self) -> Result<String, BadKafkaConfig> {
+        let settings = self.settings()?;
+        if settings.is_empty() {
+            return Ok("none".to_owned());
+        }
+        Ok(settings
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shown_value(k, v)))
+            .collect::<Vec<_>>()
+            .join(" "))
+    }
+
+    /// These settings as the environment of a child `dkg-sampler` (the variables, not flags: a
+    /// secret in an argument would show in the process list).
+    pub fn child_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![("DKG_KAFKA_CONFIG", self.kafka_config.join("\n"))];
+        if let Some(path) = &self.kafka_config_file {
+            env.push(("DKG_KAFKA_CONFIG_FILE", path.display().to_string()));
+        }
+        env
+    }
+}
+
+impl fmt::Debug for KafkaConfigArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries: Vec<String> = self.kafka_config.iter().map(|e| shown_entry(e)).collect();
+        f.debug_struct("KafkaConfigArgs")
+            .field("kafka_config", &entries)
+            .field("kafka_config_file", &self.kafka_config_file)
+            .finish()
+    }
+}
+
+/// A [`ClientConfig`] for `Debug` output with every secret-looking value redacted (rdkafka's own
+/// `Debug` hides only a few password keys).
+pub struct RedactedConfig<'a>(pub &'a ClientConfig);
+
+impl fmt::Debug for RedactedConfig<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let map = self.0.config_map();
+        f.debug_map()
+            .entries(map.iter().map(|(k, v)| (k, shown_value(k, v))))
+            .finish()
+    }
+}
+
+/// Java-properties-style `key=value` lines (see [`KafkaConfigArgs::kafka_config_file`]).
+fn read_properties(path: &Path) -> Result<Vec<(String, String)>, BadKafkaConfig> {
+    let text = std::fs::read_to_string(path).map_err(|source| BadKafkaConfig::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_properties(&text).map_err(|(line, reason)| BadKafkaConfig::FileLine {
+        path: path.to_owned(),
+        line,
+        reason,
+    })
+}
+
+fn parse_properties(text: &str) -> Result<Vec<(String, String)>, (usize, &'static str)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with('!') {
+            continue;
+        }
+        match t.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                out.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+            Some(_) => return Err((i + 1, "empty key (expected key=value)")),
+            None => return Err((i + 1, "no '=' (expected key=value)")),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
-    fn args(kafka_config: &[&str]) -> ClusterArgs {
+    const JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                        username=\"u\" password=\"p,w=1\";";
+
+    fn kafka(entries: &[&str], file: Option<PathBuf>) -> KafkaConfigArgs {
+        KafkaConfigArgs {
+            kafka_config: entries.iter().map(|s| (*s).to_owned()).collect(),
+            kafka_config_file: file,
+        }
+    }
+
+    fn args(entries: &[&str]) -> ClusterArgs {
         ClusterArgs {
             bootstrap_servers: "b:9092".into(),
             topic: "t".into(),
             control_topic: DEFAULT_CONTROL_TOPIC.into(),
-            kafka_config: kafka_config.iter().map(|s| (*s).to_owned()).collect(),
+            kafka: kafka(entries, None),
         }
+    }
+
+    fn temp_file(name: &str, text: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("dkg-cli-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).expect("write the temp file");
+        path
     }
 
     #[test]
@@ -81,11 +305,152 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_without_equals_is_rejected_by_name() {
-        let e = args(&["a=b", "novalue"])
+    fn values_keep_their_commas_and_equals_signs() {
+        let jaas = format!("sasl.jaas.config={JAAS}");
+        let c = args(&[&jaas, "bootstrap.servers=a:1,b:2"])
             .client_config("x")
+            .expect("valid");
+        assert_eq!(c.get("sasl.jaas.config"), Some(JAAS));
+        assert_eq!(c.get("bootstrap.servers"), Some("a:1,b:2"));
+    }
+
+    #[test]
+    fn the_variable_is_one_entry_per_line_and_the_flag_repeats() {
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            kafka: KafkaConfigArgs,
+        }
+        let cli = Cli::parse_from([
+            "x",
+            "--kafka-config",
+            "a=1,2",
+            "--kafka-config",
+            "sasl.password=p,q",
+        ]);
+        assert_eq!(cli.kafka.kafka_config, ["a=1,2", "sasl.password=p,q"]);
+        // The variable's split is clap's value_delimiter, the same code path as for the flag.
+        let cli = Cli::parse_from(["x", "--kafka-config", "a=1,2\nb=3\n"]);
+        assert_eq!(
+            cli.kafka.settings().expect("valid"),
+            [("a".into(), "1,2".into()), ("b".into(), "3".into())]
+        );
+    }
+
+    #[test]
+    fn the_file_applies_first_and_later_entries_win() {
+        let path = temp_file(
+            "order.properties",
+            "# comment\n! also a comment\n\nsecurity.protocol = SASL_PLAINTEXT\nlinger.ms=5\n\
+             bootstrap.servers=a:1,b:2\n",
+        );
+        let k = kafka(&["linger.ms=20"], Some(path.clone()));
+        let mut c = ClientConfig::new();
+        k.apply(&mut c).expect("valid");
+        assert_eq!(c.get("security.protocol"), Some("SASL_PLAINTEXT"));
+        assert_eq!(c.get("bootstrap.servers"), Some("a:1,b:2"));
+        assert_eq!(
+            c.get("linger.ms"),
+            Some("20"),
+            "the flag wins over the file"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn bad_file_lines_are_named_by_number_without_their_content() {
+        let path = temp_file("bad.properties", "a=1\n\nsasl.password hunter2\n");
+        let e = kafka(&[], Some(path.clone()))
+            .settings()
+            .expect_err("line 3 has no '='");
+        let text = e.to_string();
+        assert!(text.contains("line 3: no '='"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        let _ = std::fs::remove_file(&path);
+        let e = kafka(&[], Some(path.clone()))
+            .settings()
+            .expect_err("the file is gone");
+        assert!(matches!(e, BadKafkaConfig::Read { .. }), "{e}");
+        assert!(e.to_string().contains(&path.display().to_string()));
+        assert_eq!(
+            parse_properties(" =v"),
+            Err((1, "empty key (expected key=value)"))
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_is_rejected_by_position_and_a_secret_one_is_not_echoed() {
+        let e = kafka(&["a=b", "novalue"], None)
+            .settings()
             .expect_err("novalue has no '='");
-        assert_eq!(e, BadKafkaConfig("novalue".into()));
-        assert!(e.to_string().contains("\"novalue\""));
+        assert_eq!(
+            e.to_string(),
+            "--kafka-config entry 2 (novalue) is not KEY=VALUE"
+        );
+        let e = kafka(&["sasl.password:hunter2"], None)
+            .settings()
+            .expect_err("':' is not '='");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        assert!(e.to_string().contains(REDACTED), "{e}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_descriptions_and_debug_output() {
+        let jaas = format!("sasl.jaas.config={JAAS}");
+        let k = kafka(
+            &[
+                "security.protocol=SASL_PLAINTEXT",
+                "sasl.password=hunter2",
+                &jaas,
+                "ssl.key.pem=-----BEGIN KEY-----",
+                "sasl.oauthbearer.client.secret=s3",
+            ],
+            None,
+        );
+        let described = k.describe().expect("valid");
+        let debug = format!("{k:?}");
+        let mut c = ClientConfig::new();
+        k.apply(&mut c).expect("valid");
+        let config_debug = format!("{:?}", RedactedConfig(&c));
+        for shown in [&described, &debug, &config_debug] {
+            for secret in ["hunter2", "p,w=1", "BEGIN KEY", "s3"] {
+                assert!(!shown.contains(secret), "{secret} in {shown}");
+            }
+            assert!(shown.contains("SASL_PLAINTEXT"), "{shown}");
+        }
+        assert!(
+            described.contains("sasl.password=<redacted>"),
+            "{described}"
+        );
+        assert_eq!(kafka(&[], None).describe().expect("none"), "none");
+    }
+
+    #[test]
+    fn secret_keys_are_recognised() {
+        for key in [
+            "sasl.password",
+            "SASL.PASSWORD",
+            "sasl.jaas.config",
+            "ssl.key.password",
+            "ssl.key.pem",
+            "ssl.keystore.location",
+            "ssl_key",
+            "sasl.oauthbearer.client.secret",
+            "sasl.oauthbearer.config",
+            "sasl.oauthbearer.token.endpoint.url",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in [
+            "bootstrap.servers",
+            "security.protocol",
+            "sasl.mechanism",
+            "sasl.username",
+            "ssl.ca.location",
+            "ssl.certificate.location",
+            "linger.ms",
+        ] {
+            assert!(!is_secret_key(key), "{key}");
+        }
     }
 }

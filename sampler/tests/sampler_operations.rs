@@ -58,7 +58,7 @@ fn an_unreachable_broker_is_retried_and_sigterm_still_exits_cleanly() {
         .env("DKG_MAX_BACKOFF_SECS", "2")
         .env(
             "DKG_KAFKA_CONFIG",
-            "socket.connection.setup.timeout.ms=1000,log_level=2",
+            "socket.connection.setup.timeout.ms=1000\nlog_level=2",
         )
         .stdout(file.try_clone().expect("fd"))
         .stderr(file)

@@ -42,7 +42,12 @@ pub fn bootstrap() -> String {
 
 /// One metadata round trip to `addr`; `Ok` once the broker lists at least one broker.
 pub fn check_broker(addr: &str, timeout: Duration) -> Result<(), String> {
-    let consumer: BaseConsumer = client_config(addr)
+    check_client(client_config(addr), timeout)
+}
+
+/// [`check_broker`] with a whole client configuration (security settings included).
+pub fn check_client(mut config: ClientConfig, timeout: Duration) -> Result<(), String> {
+    let consumer: BaseConsumer = config
         .set("socket.connection.setup.timeout.ms", "3000")
         // librdkafka would print every refused connection; the caller says what is wrong.
         .set("log_level", "2")

@@ -62,23 +62,13 @@ pub struct Exclusive<'a> {
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let managed = script(&["bootstrap"]);
-        if let Some(wanted) = std::env::var("DKG_TEST_CLUSTER_BOOTSTRAP")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-        {
-            assert_eq!(
-                normalise(&wanted),
-                normalise(&managed),
-                "DKG_TEST_CLUSTER_BOOTSTRAP={wanted} is not the cluster scripts/kafka manages ({managed}, \
-                 from DKG_KAFKA_CLUSTER_PORT): the fault tests would kill brokers of one cluster and watch \
-                 another. Set DKG_KAFKA_CLUSTER_PORT / DKG_KAFKA_CLUSTER_CONTROLLER_PORT / \
-                 DKG_KAFKA_CLUSTER_DATA to that cluster's, or unset DKG_TEST_CLUSTER_BOOTSTRAP."
-            );
-        }
-        // Idempotent: starts only the brokers that are not running, waits for all.
-        let started = script(&["start"]);
-        assert_eq!(normalise(&started), normalise(&managed));
+        let managed = start_managed(
+            "cluster",
+            "DKG_TEST_CLUSTER_BOOTSTRAP",
+            "the fault tests would kill brokers of one cluster and watch another. Set \
+             DKG_KAFKA_CLUSTER_PORT / DKG_KAFKA_CLUSTER_CONTROLLER_PORT / DKG_KAFKA_CLUSTER_DATA to that \
+             cluster's",
+        );
         if let Err(e) = check_broker(&managed, Duration::from_secs(30)) {
             panic!("the cluster at {managed} does not answer a metadata request ({e})");
         }
@@ -87,6 +77,23 @@ pub fn cluster() -> &'static Cluster {
             lock: Mutex::new(()),
         }
     })
+}
+
+/// `scripts/kafka MODE start` (idempotent: starts what is not running, waits for all); its
+/// bootstrap. Panics if `var` is set to another bootstrap than the one the script manages (`why`
+/// says what would go wrong and which `DKG_KAFKA_*` settings select the right one).
+pub(crate) fn start_managed(mode: &str, var: &str, why: &str) -> String {
+    let managed = kafka_script(mode, &["bootstrap"], "");
+    if let Some(wanted) = std::env::var(var).ok().filter(|s| !s.trim().is_empty()) {
+        assert_eq!(
+            normalise(&wanted),
+            normalise(&managed),
+            "{var}={wanted} is not the one `scripts/kafka {mode}` manages ({managed}): {why}, or unset {var}."
+        );
+    }
+    let started = kafka_script(mode, &["start"], "");
+    assert_eq!(normalise(&started), normalise(&managed));
+    managed
 }
 
 fn normalise(bootstrap: &str) -> Vec<String> {
@@ -99,26 +106,44 @@ fn normalise(bootstrap: &str) -> Vec<String> {
     v
 }
 
-fn script_path() -> PathBuf {
+pub(crate) fn script_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka")
 }
 
-/// `scripts/kafka cluster ARGS`: stdout, trimmed; panics with stderr on failure.
-fn script(args: &[&str]) -> String {
+/// `scripts/kafka MODE ARGS` with `stdin` as its input: stdout, trimmed; panics with stderr on
+/// failure.
+pub(crate) fn kafka_script(mode: &str, args: &[&str], stdin: &str) -> String {
+    use std::io::Write as _;
     let path = script_path();
-    let out = Command::new(&path)
-        .arg("cluster")
+    let mut child = Command::new(&path)
+        .arg(mode)
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    if let Some(mut input) = child.stdin.take() {
+        input
+            .write_all(stdin.as_bytes())
+            .unwrap_or_else(|e| panic!("writing to scripts/kafka {mode}: {e}"));
+    }
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for scripts/kafka {mode}: {e}"));
     assert!(
         out.status.success(),
-        "`scripts/kafka cluster {}` failed ({}):\n{}",
+        "`scripts/kafka {mode} {}` failed ({}):\n{}",
         args.join(" "),
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `scripts/kafka cluster ARGS`.
+fn script(args: &[&str]) -> String {
+    kafka_script("cluster", args, "")
 }
 
 impl Cluster {

@@ -6,6 +6,8 @@
 //!   skips. Unique topic names, topic creation through the partitioner's topic layer.
 //! - [`cluster`] (feature `kafka`): the 3-broker cluster of `scripts/kafka cluster` for the fault
 //!   tests, started once per test binary; brokers killed, stopped and started by number.
+//! - [`sasl`] (feature `kafka`): the SASL/SCRAM broker of `scripts/kafka sasl` with ACLs enforced,
+//!   for the least-privilege tests: SCRAM users, ACL grants, the documented ACL set of every role.
 //! - [`fixtures`]: valid `Assignment`s and their parts for tests.
 //! - [`process`]: child processes with their output in a log file (printed when a test fails), free
 //!   local ports, a minimal HTTP GET, polling with a deadline.
@@ -19,3 +21,5 @@ pub mod broker;
 pub mod cluster;
 pub mod fixtures;
 pub mod process;
+#[cfg(feature = "kafka")]
+pub mod sasl;

@@ -170,8 +170,12 @@ pub fn connection_config(config: &ClientConfig) -> ClientConfig {
         "https.",
     ];
     let mut out = ClientConfig::new();
-    for (key, value) in config.config_map() {
-        if EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p)) {
+    // Values through `get`: `config_map` masks passwords (rdkafka's sanitised view), which would
+    // hand the control-topic clients "[sanitized for safety]" as their SASL password.
+    for key in config.config_map().into_keys() {
+        if (EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p)))
+            && let Some(value) = config.get(key)
+        {
             out.set(key, value);
         }
     }
@@ -338,6 +342,7 @@ mod tests {
         c.set("bootstrap.servers", "b:1")
             .set("security.protocol", "SASL_SSL")
             .set("sasl.mechanism", "PLAIN")
+            .set("sasl.password", "pw,with=commas")
             .set("ssl.ca.location", "/ca")
             .set("acks", "1")
             .set("linger.ms", "20")
@@ -348,6 +353,11 @@ mod tests {
         assert_eq!(m.get("sasl.mechanism"), Some(&"PLAIN"));
         assert_eq!(m.get("ssl.ca.location"), Some(&"/ca"));
         assert_eq!(m.get("client.id"), Some(&"app-dkg-control"));
+        assert_eq!(
+            out.get("sasl.password"),
+            Some("pw,with=commas"),
+            "the real value"
+        );
         assert!(!m.contains_key("acks"));
         assert!(!m.contains_key("linger.ms"));
     }

@@ -318,11 +318,13 @@ pub async fn validate_compacted<C: ClientContext>(
         )));
     }
     let metadata = admin.inner().fetch_metadata(Some(name), timeout)?;
-    let found = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == name)
-        .map_or(0, |t| t.partitions().len());
+    let topic = metadata.topics().iter().find(|t| t.name() == name);
+    // A topic this principal may not describe has no partitions in the metadata: say so, not
+    // "0 partitions".
+    if let Some(code) = topic.and_then(|t| t.error()) {
+        return Err(KafkaError::MetadataFetch(code.into()).into());
+    }
+    let found = topic.map_or(0, |t| t.partitions().len());
     if found != partitions as usize {
         return Err(misconfigured(format!(
             "it has {found} partitions, must have exactly {partitions} (one total order of \
@@ -453,7 +455,7 @@ impl CompactedReader {
             Ok((_, high)) => high,
             Err(KafkaError::MetadataFetch(
                 RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
-            )) => return Ok(None),
+            )) => return self.missing_or_denied(timeout).await,
             Err(e) => return Err(e.into()),
         };
         let consumer = &self.consumer;
@@ -488,8 +490,37 @@ impl CompactedReader {
                     return Err(timed_out(format!("offset {high} not reached; read {read}")));
                 }
                 Err(_) | Ok(Err(KafkaError::PartitionEOF(_))) => {}
+                // Not transient for this read: the caller gets the reason, not a timeout.
+                Ok(Err(e))
+                    if e.rdkafka_error_code()
+                        == Some(RDKafkaErrorCode::TopicAuthorizationFailed) =>
+                {
+                    return Err(e.into());
+                }
                 Ok(Err(e)) => back_off(topic, &e, &mut self.last_error_log).await,
             }
+        }
+    }
+
+    /// `Ok(None)` for a topic that does not exist; an error if it exists but this principal may
+    /// not read it: librdkafka reports both alike to the watermark query, and a denied topic must
+    /// not pass for an empty one (a client without its ACL would silently run without it).
+    async fn missing_or_denied(&self, timeout: Duration) -> Result<Option<usize>> {
+        let probe = Arc::clone(&self.consumer);
+        let name = self.topic.clone();
+        let code = tokio::task::spawn_blocking(move || {
+            let metadata = probe.fetch_metadata(Some(&name), timeout).ok()?;
+            let topic = metadata.topics().iter().find(|t| t.name() == name)?;
+            topic.error().map(RDKafkaErrorCode::from)
+        })
+        .await
+        .ok()
+        .flatten();
+        match code {
+            Some(code @ RDKafkaErrorCode::TopicAuthorizationFailed) => {
+                Err(KafkaError::MetadataFetch(code).into())
+            }
+            _ => Ok(None),
         }
     }
 

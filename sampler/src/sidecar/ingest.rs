@@ -199,9 +199,11 @@ pub fn consumer_config(
         .set("fetch.min.bytes", "65536")
         .set("fetch.wait.max.ms", "100")
         .set("queued.min.messages", "200000");
-    // User settings win.
-    for (k, v) in base.config_map() {
-        c.set(k, v);
+    // User settings win. Values through `get`: `config_map` masks passwords.
+    for k in base.config_map().into_keys() {
+        if let Some(v) = base.get(k) {
+            c.set(k, v);
+        }
     }
     c
 }

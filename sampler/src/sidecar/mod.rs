@@ -129,10 +129,20 @@ async fn main_task(s: Settings) -> Result<(), RunError> {
         },
     ));
     let server = http::serve(s.args.metrics_addr, Arc::clone(&http), stop.clone()).await?;
+    // Validated by Settings::from_args already; secrets shown as <redacted>.
+    let kafka_config = s
+        .args
+        .cluster
+        .kafka
+        .describe()
+        .map_err(|e| settings::invalid("kafka-config", e.to_string()))?;
     tracing::info!(
         topic = %s.args.cluster.topic,
         group_id = %s.group_id,
         member_id = %s.member_id,
+        transactional_id = %s.transactional_id,
+        bootstrap_servers = %s.args.cluster.bootstrap_servers,
+        kafka_config = %kafka_config,
         interval_secs = s.args.interval_secs,
         dry_run = s.args.dry_run,
         once = s.args.once,

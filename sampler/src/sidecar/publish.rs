@@ -54,12 +54,23 @@ pub struct ControlState {
 }
 
 /// Follows the control topic for one data topic in a background task.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ControlView {
     state: Arc<Mutex<ControlState>>,
     connection: ClientConfig,
     control_topic: String,
     topic: String,
+}
+
+impl std::fmt::Debug for ControlView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlView")
+            .field("state", &self.state)
+            .field("connection", &crate::cli::RedactedConfig(&self.connection))
+            .field("control_topic", &self.control_topic)
+            .field("topic", &self.topic)
+            .finish()
+    }
 }
 
 impl ControlView {

@@ -11,7 +11,7 @@ use rdkafka::config::ClientConfig;
 use super::RunError;
 use super::cluster::DEFAULT_SKETCHES_TOPIC;
 use super::decide::Policy;
-use crate::cli::ClusterArgs;
+use crate::cli::{ClusterArgs, RedactedConfig};
 
 /// Learn a topic's key skew and publish DKG assignments (the sidecar).
 ///
@@ -127,7 +127,7 @@ pub struct Args {
 }
 
 /// Validated settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     pub args: Args,
     pub interval: Duration,
@@ -140,6 +140,24 @@ pub struct Settings {
     pub max_backoff: Duration,
     /// Leader by construction (--once, --dry-run: standalone, own group).
     pub standalone: bool,
+}
+
+// By hand: the connection holds the user's secrets (rdkafka's own Debug hides only some of them).
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("args", &self.args)
+            .field("interval", &self.interval)
+            .field("group_id", &self.group_id)
+            .field("member_id", &self.member_id)
+            .field("transactional_id", &self.transactional_id)
+            .field("dkg", &self.dkg)
+            .field("policy", &self.policy)
+            .field("connection", &RedactedConfig(&self.connection))
+            .field("max_backoff", &self.max_backoff)
+            .field("standalone", &self.standalone)
+            .finish()
+    }
 }
 
 pub(super) fn invalid(flag: &'static str, reason: impl Into<String>) -> RunError {

@@ -36,6 +36,8 @@ use rdkafka::config::ClientConfig;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::cli::{BadKafkaConfig, KafkaConfigArgs};
+
 /// Debt below which a member does not sleep (see the module docs).
 pub const SLEEP_QUANTUM: Duration = Duration::from_millis(5);
 
@@ -49,6 +51,10 @@ pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
     pub bootstrap_servers: String,
+
+    /// Extra librdkafka settings for every client (security, timeouts).
+    #[command(flatten)]
+    pub kafka: KafkaConfigArgs,
 
     /// The topic to consume.
     #[arg(long, env = "DKG_TOPIC")]
@@ -98,6 +104,9 @@ pub struct Args {
 /// Errors of `dkg-sampler consume`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsumeError {
+    /// A `--kafka-config` entry or file is malformed.
+    #[error("{0}")]
+    KafkaConfig(#[from] BadKafkaConfig),
     /// Building a member failed (missing topic, unreachable broker, ...).
     #[error("starting member {member}: {source}")]
     Build {
@@ -305,6 +314,7 @@ async fn build_members(
     config
         .set("bootstrap.servers", &args.bootstrap_servers)
         .set("auto.offset.reset", &args.auto_offset_reset);
+    args.kafka.apply(&mut config)?;
     let mut builds = Vec::new();
     for i in 0..args.members {
         let name = format!("{prefix}-{i}");

@@ -54,7 +54,7 @@ pub enum InspectError {
         source: dkg_partitioner::Error,
     },
     /// A `--kafka-config` entry is malformed.
-    #[error("invalid --kafka-config: {0}")]
+    #[error("{0}")]
     KafkaConfig(#[from] BadKafkaConfig),
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]

@@ -28,6 +28,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
 use super::workload::ZipfKeys;
+use crate::cli::{BadKafkaConfig, KafkaConfigArgs};
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
 #[derive(Debug, Parser)]
@@ -40,6 +41,10 @@ pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
     pub bootstrap_servers: String,
+
+    /// Extra librdkafka settings for every client (security, timeouts).
+    #[command(flatten)]
+    pub kafka: KafkaConfigArgs,
 
     /// The topic to produce to.
     #[arg(long, env = "DKG_TOPIC")]
@@ -120,6 +125,9 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 /// Errors of `dkg-sampler loadgen`.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadgenError {
+    /// A `--kafka-config` entry or file is malformed.
+    #[error("{0}")]
+    KafkaConfig(#[from] BadKafkaConfig),
     /// A Kafka client call failed.
     #[error("{what}: {source}")]
     Kafka {
@@ -266,6 +274,7 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
         })?;
     let mut user_config = ClientConfig::new();
     user_config.set("bootstrap.servers", &args.bootstrap_servers);
+    args.kafka.apply(&mut user_config)?;
     let partitions = ensure_topic(&args, &user_config).await?;
     let registry = prometheus::Registry::new();
     let delivered = match args.metrics_addr {

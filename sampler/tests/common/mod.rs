@@ -404,8 +404,19 @@ pub fn read_keyed_on(
     read_committed: bool,
     keep: impl Fn(&[u8]) -> bool,
 ) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", bootstrap);
+    read_keyed_with(config, name, read_committed, keep)
+}
+
+/// [`read_keyed`] with a whole client configuration (a SASL user's, say).
+pub fn read_keyed_with(
+    mut config: ClientConfig,
+    name: &str,
+    read_committed: bool,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
+    let consumer: BaseConsumer = config
         .set("group.id", "dkg-sampler-tests-reader")
         .set("enable.auto.commit", "false")
         .set(

@@ -7,7 +7,7 @@ use super::*;
 /// with its default. [`DkgRouterBuilder`] and
 /// [`DkgProducerBuilder`](crate::kafka::DkgProducerBuilder) wrap one; their setters set these
 /// fields.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RouterConfig {
     /// The control topic to follow. Default [`DEFAULT_CONTROL_TOPIC`].
@@ -48,6 +48,30 @@ pub struct RouterConfig {
     /// assignment). Default false; [`DkgProducer`](crate::kafka::DkgProducer) turns it on for
     /// [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved).
     pub track_moved_keys: bool,
+}
+
+// By hand: the control consumer's config may hold secrets, and rdkafka's own `Debug` hides only a
+// few password keys (not `ssl.key.pem`, `sasl.oauthbearer.config`, ...): its keys only.
+impl fmt::Debug for RouterConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let control_consumer_keys = self
+            .control_consumer_config
+            .as_ref()
+            .map(|c| c.config_map().into_keys().collect::<Vec<_>>());
+        f.debug_struct("RouterConfig")
+            .field("control_topic", &self.control_topic)
+            .field("metrics", &self.metrics.is_some())
+            .field("topics", &self.topics)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("metadata_refresh_interval", &self.metadata_refresh_interval)
+            .field("metadata_timeout", &self.metadata_timeout)
+            .field("ensure_control_topic", &self.ensure_control_topic)
+            .field("control_topic_replication", &self.control_topic_replication)
+            .field("control_consumer_config_keys", &control_consumer_keys)
+            .field("max_assignment_bytes", &self.max_assignment_bytes)
+            .field("track_moved_keys", &self.track_moved_keys)
+            .finish()
+    }
 }
 
 impl Default for RouterConfig {

@@ -319,6 +319,23 @@ mod tests {
     use super::*;
     use dkg_core::fixtures;
 
+    #[test]
+    fn router_config_debug_shows_no_secret_of_the_control_consumer() {
+        let mut c = ClientConfig::new();
+        c.set("sasl.password", "hunter2")
+            .set("ssl.key.pem", "-----BEGIN KEY-----");
+        let config = RouterConfig {
+            control_consumer_config: Some(c),
+            ..RouterConfig::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("BEGIN KEY"),
+            "{shown}"
+        );
+        assert!(shown.contains("ssl.key.pem"), "the keys are shown: {shown}");
+    }
+
     /// A router with no background tasks: state is set by hand.
     fn detached() -> DkgRouter {
         let (tx, _rx) = mpsc::unbounded_channel();

@@ -24,6 +24,7 @@ impl Children {
         exe: &Path,
         name: &str,
         args: &[String],
+        env: &[(&str, String)],
         log_dir: &Path,
     ) -> anyhow::Result<()> {
         let log = log_dir.join(format!("{name}.log"));
@@ -39,6 +40,7 @@ impl Children {
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             )
             .env("NO_COLOR", "1")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file)

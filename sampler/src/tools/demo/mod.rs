@@ -38,6 +38,7 @@ use rdkafka::consumer::BaseConsumer;
 use self::children::{Children, wait_healthy};
 use self::screen::{Screen, terminal_width};
 use self::summary::{Summary, Tracker};
+use crate::cli::KafkaConfigArgs;
 
 /// Arguments of `dkg-sampler demo`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +49,10 @@ pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS", default_value = "127.0.0.1:9092")]
     pub bootstrap_servers: String,
+
+    /// Extra librdkafka settings for every client, the children's included.
+    #[command(flatten)]
+    pub kafka: KafkaConfigArgs,
 
     /// Partitions of each of the twin topics.
     #[arg(long, env = "DKG_DEMO_PARTITIONS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(2..=256))]
@@ -143,8 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &args.bootstrap_servers)
+    let admin: AdminClient<DefaultClientContext> = connection(&args)?
         .create()
         .context("creating the Kafka admin client")?;
     eprintln!(
@@ -152,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hash.topic, dkg.topic, args.partitions, args.bootstrap_servers
     );
     runtime.block_on(create_topics(
-        &args.bootstrap_servers,
+        &connection(&args)?,
         &[&hash.topic, &dkg.topic],
         args.partitions,
     ))?;
@@ -271,7 +275,13 @@ impl Launch<'_> {
         .map(|s| (*s).to_owned())
         .collect();
         let name = format!("{role}-{}", side_name(side));
-        children.spawn(self.exe, &name, &a, self.log_dir)
+        children.spawn(
+            self.exe,
+            &name,
+            &a,
+            &self.args.kafka.child_env(),
+            self.log_dir,
+        )
     }
 }
 
@@ -304,12 +314,22 @@ fn free_local_addr() -> anyhow::Result<SocketAddr> {
 }
 
 /// Create the demo's fresh topics and wait until every partition has a leader.
-async fn create_topics(bootstrap: &str, topics: &[&str], partitions: u32) -> anyhow::Result<()> {
-    let mut connection = ClientConfig::new();
-    connection.set("bootstrap.servers", bootstrap);
+/// The demo's own clients: the bootstrap servers and the --kafka-config settings.
+fn connection(args: &Args) -> anyhow::Result<ClientConfig> {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &args.bootstrap_servers);
+    args.kafka.apply(&mut c)?;
+    Ok(c)
+}
+
+async fn create_topics(
+    connection: &ClientConfig,
+    topics: &[&str],
+    partitions: u32,
+) -> anyhow::Result<()> {
     for name in topics {
         let spec = TopicSpec::new(*name, partitions).replication(1);
-        topic::create_and_wait(&connection, &spec, Duration::from_secs(30))
+        topic::create_and_wait(connection, &spec, Duration::from_secs(30))
             .await
             .with_context(|| {
                 format!("creating the demo topic {name} (is the broker up? scripts/kafka start)")
@@ -340,8 +360,7 @@ fn live(
     stop: &AtomicBool,
     log_dir: &Path,
 ) -> anyhow::Result<Summary> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &args.bootstrap_servers)
+    let consumer: BaseConsumer = connection(args)?
         .create()
         .context("creating the Kafka client for end offsets")?;
     let tty = std::io::stdout().is_terminal() && !args.plain;
