@@ -30,6 +30,7 @@ create_exception!(
 );
 
 mod book;
+mod produce;
 
 /// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`.
 fn assignment_error(py: Python<'_>, e: &Error, data: &[u8]) -> PyErr {
@@ -296,7 +297,7 @@ enum Before {
 /// without an assignment) keys go to Kafka's default murmur2 placement over the topic's partitions.
 #[pyclass(module = "dkg_kafka._native", frozen)]
 #[derive(Debug)]
-struct Placement {
+pub(crate) struct Placement {
     assignment: Option<Py<PyAssignment>>,
     effective: Option<Arc<Assignment>>,
     partitions: u32,
@@ -317,6 +318,19 @@ impl Placement {
             }
             None => (kafka_partition(key, self.partitions), None),
         }
+    }
+
+    /// The partition of `key`, counted by route and partition, and its `dkg-epoch` header value
+    /// if the record carries one (only records placed by the assignment can).
+    #[inline]
+    pub(crate) fn place_counted(&self, key: &[u8]) -> (u32, Option<&Py<PyBytes>>) {
+        let (partition, route) = self.locate(key);
+        self.counters.get().count(partition, route);
+        let header = match &self.epoch_header {
+            Some(h) if route.is_some() && self.stamped(key, partition) => Some(h),
+            _ => None,
+        };
+        (partition, header)
     }
 
     /// Whether a record of `key` placed on `partition` by the assignment carries `dkg-epoch`.
@@ -401,13 +415,8 @@ impl Placement {
     /// `(partition, dkg-epoch header value or None)` of `key`, counted like [`Placement::place`].
     /// Only records placed by the assignment (heavy or bucket route) can carry the header.
     fn place_stamped(&self, py: Python<'_>, key: &[u8]) -> (u32, Option<Py<PyBytes>>) {
-        let (partition, route) = self.locate(key);
-        self.counters.get().count(partition, route);
-        let header = match &self.epoch_header {
-            Some(h) if route.is_some() && self.stamped(key, partition) => Some(h.clone_ref(py)),
-            _ => None,
-        };
-        (partition, header)
+        let (partition, header) = self.place_counted(key);
+        (partition, header.map(|h| h.clone_ref(py)))
     }
 
     /// `(partition, route)` of `key` without counting it; route `"heavy"`, `"bucket"` or
@@ -509,6 +518,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAssignment>()?;
     m.add_class::<RouteCounters>()?;
     m.add_class::<Placement>()?;
+    m.add_class::<produce::ProducerCore>()?;
     m.add_class::<book::PyAssignmentBook>()?;
     m.add_class::<book::PyControlUpdate>()?;
     m.add(

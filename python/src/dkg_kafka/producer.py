@@ -2,28 +2,28 @@
 
 confluent-kafka cannot take a Python partitioner (librdkafka would call it from its own threads),
 so the wrapper computes the partition itself and passes ``partition=``, the maintainers' advice.
-Every keyed record without an explicit partition gets one: the assignment's, or Kafka's murmur2
+``produce`` is the extension's ``ProducerCore.produce`` (``python/rust/produce.rs``): one native call
+per record that places it and calls the client's ``produce`` once. Every keyed record without an explicit partition gets one: the assignment's, or Kafka's murmur2
 placement when none is in effect, so Python, Java and Rust producers agree on every key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Producer
 
+from . import _native
 from ._config import producer_config
 from .router import DEFAULT_CONTROL_TOPIC, Router
 
-DeliveryCallback = Callable[[Any, Any], None]
 
-
-class DkgProducer:
+class DkgProducer(_native.ProducerCore):
     """Drop-in for ``confluent_kafka.Producer``: ``Producer(conf)`` becomes ``DkgProducer(conf)``.
 
-    ``produce`` has the client's signature. Keyless records and records with an explicit
-    partition are passed through untouched; keyed ones (``bytes`` or ``str``) get the partition of
+    ``produce`` has the client's signature and exceptions. Keyless records and records with an
+    explicit partition are passed through untouched; keyed ones (``bytes`` or ``str``) get the partition of
     their topic's current assignment. ``enable.idempotence=true`` and ``acks=all`` apply unless
     ``conf`` sets them (a ``RuntimeWarning`` when turned off); ``partitioner`` defaults to
     ``murmur2_random`` for the records placed before a topic's partition count is known.
@@ -79,51 +79,9 @@ class DkgProducer:
             if self._owns_router:
                 router.close()
             raise
-        self._produce = self._producer.produce
-        self._placements = router._placements  # the router swaps entries, never the dict
-        self._unplaced = router._unplaced
-
-    def produce(
-        self,
-        topic: str,
-        value: str | bytes | None = None,
-        key: str | bytes | None = None,
-        partition: int = -1,
-        on_delivery: DeliveryCallback | None = None,
-        timestamp: int = 0,
-        headers: Any = None,
-        *,
-        callback: DeliveryCallback | None = None,
-    ) -> None:
-        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments, with
-        ``callback`` the client's alias of ``on_delivery``; same exceptions: ``BufferError`` when
-        the queue is full, ``KafkaException`` otherwise)."""
-        # The hot path: one dict lookup and one Rust call per keyed record (no Router frame).
-        if key is not None and partition == -1:
-            if type(key) is str:
-                # What the client would send for a str key.
-                key = key.encode("utf-8")
-            if type(key) is bytes:
-                placement = self._placements.get(topic)
-                if placement is not None:
-                    partition, epoch = placement.place_stamped(key)
-                    if epoch is not None:
-                        headers = _with_epoch(headers, epoch)
-                else:
-                    self._unplaced(topic)
-        if on_delivery is None:
-            on_delivery = callback
-        if on_delivery is None and timestamp == 0 and headers is None:
-            self._produce(topic, value, key, partition)
-            return
-        extra: dict[str, Any] = {}
-        if on_delivery is not None:
-            extra["on_delivery"] = on_delivery
-        if timestamp:
-            extra["timestamp"] = timestamp
-        if headers is not None:
-            extra["headers"] = headers
-        self._produce(topic, value, key, partition, **extra)
+        # produce() is the extension's (ProducerCore): per record one native call that places
+        # the key and calls the client's produce once.
+        self.bind(self._producer.produce, router._placements, router._unplaced)
 
     def poll(self, timeout: float = -1) -> int:
         """Serve delivery callbacks (``Producer.poll``)."""
@@ -156,14 +114,3 @@ class DkgProducer:
             raise AttributeError(name)
         return getattr(self._producer, name)
 
-
-EPOCH_HEADER = "dkg-epoch"
-
-
-def _with_epoch(headers: Any, epoch: bytes) -> Any:
-    """The record's headers with ``dkg-epoch`` appended after them (spec section 8)."""
-    if headers is None:
-        return [(EPOCH_HEADER, epoch)]
-    items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
-    items.append((EPOCH_HEADER, epoch))
-    return items
