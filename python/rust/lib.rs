@@ -192,7 +192,11 @@ impl PyAssignment {
 
 /// Records routed for one topic, by route and by partition; read by the metrics at scrape time.
 ///
-/// Atomics, so concurrent `produce()` calls count without a Python lock.
+/// Atomics, so concurrent `produce()` calls count without a Python lock. The per-partition
+/// counts live in arrays that only ever get added: a [`Placement`] takes the newest (long enough
+/// for its partition count) once, so counting a record takes no lock; a partition count increase
+/// adds a longer array and a scrape sums them all (Kafka partition counts only grow, so there are
+/// few).
 #[pyclass(module = "dkg_kafka._native", frozen)]
 #[derive(Debug, Default)]
 struct RouteCounters {
@@ -202,30 +206,36 @@ struct RouteCounters {
     /// Fallback records whose partition the client chose (the topic's partition count was not known
     /// yet); also counted in `fallback`.
     unplaced: AtomicU64,
-    /// Per partition; only grows (Kafka partition counts only grow).
-    partitions: RwLock<Vec<AtomicU64>>,
+    /// Per partition, index = partition; the last array is the longest.
+    partitions: RwLock<Vec<Arc<[AtomicU64]>>>,
 }
 
 impl RouteCounters {
-    fn count(&self, partition: u32, route: Option<Route>) {
+    fn count(&self, route: Option<Route>) {
         let by_route = match route {
             Some(Route::Heavy) => &self.heavy,
             Some(Route::Bucket) => &self.bucket,
             None => &self.fallback,
         };
         by_route.fetch_add(1, Ordering::Relaxed);
-        let partitions = self.partitions.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = partitions.get(partition as usize) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
     }
 
-    fn ensure(&self, partitions: u32) {
+    /// A per-partition array with at least `partitions` counters.
+    fn partition_counters(&self, partitions: u32) -> Arc<[AtomicU64]> {
         let want = partitions as usize;
-        if self.partitions.read().map_or(true, |v| v.len() < want) {
-            let mut v = self.partitions.write().unwrap_or_else(|p| p.into_inner());
-            while v.len() < want {
-                v.push(AtomicU64::new(0));
+        {
+            let arrays = self.partitions.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(last) = arrays.last().filter(|a| a.len() >= want) {
+                return Arc::clone(last);
+            }
+        }
+        let mut arrays = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        match arrays.last().filter(|a| a.len() >= want) {
+            Some(last) => Arc::clone(last),
+            None => {
+                let array: Arc<[AtomicU64]> = (0..want).map(|_| AtomicU64::new(0)).collect();
+                arrays.push(Arc::clone(&array));
+                array
             }
         }
     }
@@ -255,8 +265,14 @@ impl RouteCounters {
 
     /// Records per partition (index = partition).
     fn per_partition(&self) -> Vec<u64> {
-        let v = self.partitions.read().unwrap_or_else(|p| p.into_inner());
-        v.iter().map(|c| c.load(Ordering::Relaxed)).collect()
+        let arrays = self.partitions.read().unwrap_or_else(|p| p.into_inner());
+        let mut out = vec![0; arrays.last().map_or(0, |a| a.len())];
+        for array in arrays.iter() {
+            for (total, c) in out.iter_mut().zip(array.iter()) {
+                *total += c.load(Ordering::Relaxed);
+            }
+        }
+        out
     }
 
     /// Fallback records placed by the client because the partition count was not known.
@@ -302,6 +318,8 @@ pub(crate) struct Placement {
     effective: Option<Arc<Assignment>>,
     partitions: u32,
     counters: Py<RouteCounters>,
+    /// The counters' per-partition array for this placement (at least `partitions` long).
+    partition_counts: Arc<[AtomicU64]>,
     stamp: Stamp,
     before: Before,
     /// The `dkg-epoch` header value: the assignment's epoch in decimal.
@@ -325,12 +343,20 @@ impl Placement {
     #[inline]
     pub(crate) fn place_counted(&self, key: &[u8]) -> (u32, Option<&Py<PyBytes>>) {
         let (partition, route) = self.locate(key);
-        self.counters.get().count(partition, route);
+        self.count(partition, route);
         let header = match &self.epoch_header {
             Some(h) if route.is_some() && self.stamped(key, partition) => Some(h),
             _ => None,
         };
         (partition, header)
+    }
+
+    #[inline]
+    fn count(&self, partition: u32, route: Option<Route>) {
+        self.counters.get().count(route);
+        if let Some(c) = self.partition_counts.get(partition as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Whether a record of `key` placed on `partition` by the assignment carries `dkg-epoch`.
@@ -386,7 +412,7 @@ impl Placement {
             None if previous_known => Before::Hash,
             None => Before::Unknown,
         };
-        counters.get().ensure(partitions);
+        let partition_counts = counters.get().partition_counters(partitions);
         let effective = assignment
             .as_ref()
             .map(|a| Arc::clone(&a.get().inner))
@@ -399,6 +425,7 @@ impl Placement {
             effective,
             partitions,
             counters: counters.unbind(),
+            partition_counts,
             stamp,
             before,
             epoch_header,
@@ -408,7 +435,7 @@ impl Placement {
     /// The partition of `key`, counted by route and partition. Never raises for `bytes`.
     fn place(&self, key: &[u8]) -> u32 {
         let (partition, route) = self.locate(key);
-        self.counters.get().count(partition, route);
+        self.count(partition, route);
         partition
     }
 

@@ -9,7 +9,7 @@ placement when none is in effect, so Python, Java and Rust producers agree on ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Producer
@@ -17,6 +17,19 @@ from confluent_kafka import Producer
 from . import _native
 from ._config import producer_config
 from .router import DEFAULT_CONTROL_TOPIC, Router
+
+
+def _forward(name: str) -> Callable[..., Any]:
+    """A method calling the client's method ``name`` (its docstring too)."""
+
+    def forward(self: DkgProducer, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._producer, name)(*args, **kwargs)
+
+    forward.__name__ = name
+    forward.__qualname__ = f"DkgProducer.{name}"
+    # None where the installed client is older than the method (calling it raises AttributeError).
+    forward.__doc__ = getattr(getattr(Producer, name, None), "__doc__", None)
+    return forward
 
 
 class DkgProducer(_native.ProducerCore):
@@ -108,9 +121,17 @@ class DkgProducer(_native.ProducerCore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names this class does not define.
-        if name == "_producer":
-            raise AttributeError(name)
-        return getattr(self._producer, name)
-
+    # The client's other public methods, forwarded as methods of the class rather than through
+    # __getattr__: a class with __getattr__ makes every attribute lookup on its instances slow,
+    # `producer.produce` included (about 600 more instructions a call). A test checks that this
+    # list covers the installed client's methods.
+    abort_transaction = _forward("abort_transaction")
+    begin_transaction = _forward("begin_transaction")
+    cluster_id = _forward("cluster_id")
+    commit_transaction = _forward("commit_transaction")
+    init_transactions = _forward("init_transactions")
+    list_topics = _forward("list_topics")
+    produce_batch = _forward("produce_batch")
+    purge = _forward("purge")
+    send_offsets_to_transaction = _forward("send_offsets_to_transaction")
+    set_sasl_credentials = _forward("set_sasl_credentials")
