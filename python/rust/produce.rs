@@ -16,7 +16,7 @@
 
 use std::sync::OnceLock;
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyBufferError, PyRuntimeError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple};
@@ -109,57 +109,59 @@ impl ProducerCore {
         headers: Option<&Bound<'py, PyAny>>,
         callback: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<()> {
-        let target = self.target.get().ok_or_else(|| {
-            PyRuntimeError::new_err("ProducerCore.produce before bind (DkgProducer.__init__)")
-        })?;
-        let mut key = key.cloned();
-        let mut placed = None;
+        let target = self.target()?;
         let mut headers = headers.cloned();
-        if partition == PARTITION_UNASSIGNED {
-            if let Some(k) = &key {
-                // Exact types only, as before: subclasses and buffers go to the client as given.
-                if let Ok(s) = k.downcast_exact::<PyString>() {
-                    key = Some(s.encode_utf8()?.into_any());
-                }
-            }
+        let (key, mut placed) = (key.cloned(), None);
+        let key = if partition == PARTITION_UNASSIGNED {
+            let (key, bytes) = placeable(key)?;
             // A non-str topic skips placing: the client raises its TypeError for it.
-            if let (Some(k), Ok(topic)) = (&key, topic.downcast::<PyString>()) {
-                if let Ok(k) = k.downcast_exact::<PyBytes>() {
-                    match target.placements.bind(py).get_item(topic)? {
-                        Some(placement) => {
-                            let (p, epoch) = placement
-                                .downcast::<Placement>()?
-                                .get()
-                                .place_counted(k.as_bytes());
-                            if let Some(epoch) = epoch {
-                                headers = Some(with_epoch(py, headers, epoch)?);
-                            }
-                            placed = Some(p);
-                        }
-                        None => {
-                            target.unplaced.bind(py).call1((topic,))?;
-                        }
-                    }
-                }
+            if let (Some(bytes), Ok(topic)) = (bytes, topic.downcast::<PyString>()) {
+                let placement = target.placement(topic)?;
+                placed = target.place(topic, placement.as_ref(), &bytes, &mut headers)?;
+            }
+            key
+        } else {
+            key
+        };
+        let partition = partition_arg(py, placed, partition)?;
+        // The client takes `callback` over `on_delivery`.
+        let delivery = callback.or(on_delivery);
+        target.send(topic, value, key, partition, delivery, timestamp, headers)
+    }
+
+    /// Enqueue many records of one topic: `records` yields `(value, key)` pairs, placed as
+    /// [`produce`](Self::produce) places them but by the topic's placement at the start of the
+    /// call, each sent with the client's `produce` (`on_delivery` for every one). Returns how many
+    /// were enqueued: all of them, or fewer when the client's queue is full (`BufferError`: poll
+    /// and pass the rest again). Any other error of the client is raised, the records before it
+    /// being enqueued.
+    #[pyo3(signature = (topic, records, on_delivery = None))]
+    fn produce_many<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &Bound<'py, PyString>,
+        records: &Bound<'py, PyAny>,
+        on_delivery: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<usize> {
+        let target = self.target()?;
+        let placement = target.placement(topic)?;
+        let mut sent = 0;
+        for record in records.try_iter()? {
+            let (value, key): (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) = record?.extract()?;
+            let (key, bytes) = placeable(key)?;
+            let mut headers = None;
+            let placed = match bytes {
+                Some(bytes) => target.place(topic, placement.as_ref(), &bytes, &mut headers)?,
+                None => None,
+            };
+            let partition = partition_arg(py, placed, PARTITION_UNASSIGNED)?;
+            match target.send(topic, Some(&value), key, partition, on_delivery, 0, headers) {
+                Ok(()) => sent += 1,
+                Err(e) if e.is_instance_of::<PyBufferError>(py) => return Ok(sent),
+                Err(e) => return Err(e),
             }
         }
-        let partition = match placed {
-            Some(p) => p.into_pyobject(py)?.into_any(),
-            None => partition.into_pyobject(py)?.into_any(),
-        };
-        let produce = target.produce.bind(py);
-        // The client takes `callback` over `on_delivery`; only one slot is filled, since a None
-        // in `callback` would hide `on_delivery` from it.
-        let delivery = callback.or(on_delivery);
-        if delivery.is_none() && timestamp == 0 && headers.is_none() {
-            produce.call1((topic, value, key, partition))?;
-        } else {
-            let none: Option<&Bound<'py, PyAny>> = None;
-            produce.call1((
-                topic, value, key, partition, delivery, none, timestamp, headers,
-            ))?;
-        }
-        Ok(())
+        Ok(sent)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -170,6 +172,100 @@ impl ProducerCore {
         }
         Ok(())
     }
+}
+
+impl ProducerCore {
+    fn target(&self) -> PyResult<&Target> {
+        self.target.get().ok_or_else(|| {
+            PyRuntimeError::new_err("ProducerCore used before bind (DkgProducer.__init__)")
+        })
+    }
+}
+
+impl Target {
+    /// The topic's current placement (`None` while its partition count is unknown).
+    fn placement<'py>(
+        &self,
+        topic: &Bound<'py, PyString>,
+    ) -> PyResult<Option<Bound<'py, Placement>>> {
+        match self.placements.bind(topic.py()).get_item(topic)? {
+            Some(p) => Ok(Some(p.downcast_into::<Placement>()?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The partition of a keyed record by `placement`, counted, with the `dkg-epoch` header
+    /// appended to `headers` when due; `None` (reported to the router) without a placement.
+    fn place<'py>(
+        &self,
+        topic: &Bound<'py, PyString>,
+        placement: Option<&Bound<'py, Placement>>,
+        key: &Bound<'py, PyBytes>,
+        headers: &mut Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<u32>> {
+        let py = topic.py();
+        let Some(placement) = placement else {
+            self.unplaced.bind(py).call1((topic,))?;
+            return Ok(None);
+        };
+        let (partition, epoch) = placement.get().place_counted(key.as_bytes());
+        if let Some(epoch) = epoch {
+            *headers = Some(with_epoch(py, headers.take(), epoch)?);
+        }
+        Ok(Some(partition))
+    }
+
+    /// One call of the client's `produce`: four positional arguments for a plain record, all
+    /// eight (its order: `callback` before `on_delivery`, which stays None) otherwise.
+    #[allow(clippy::too_many_arguments)] // the client's arguments
+    fn send<'py>(
+        &self,
+        topic: &Bound<'py, PyAny>,
+        value: Option<&Bound<'py, PyAny>>,
+        key: Option<Bound<'py, PyAny>>,
+        partition: Bound<'py, PyAny>,
+        delivery: Option<&Bound<'py, PyAny>>,
+        timestamp: i64,
+        headers: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        let produce = self.produce.bind(topic.py());
+        let plain = delivery.is_none() && headers.is_none() && timestamp == 0;
+        if plain {
+            produce.call1((topic, value, key, partition))?;
+        } else {
+            let none: Option<&Bound<'py, PyAny>> = None;
+            produce.call1((
+                topic, value, key, partition, delivery, none, timestamp, headers,
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+/// The key to send and the bytes DKG places it by (see [`placeable`]).
+type Keys<'py> = (Option<Bound<'py, PyAny>>, Option<Bound<'py, PyBytes>>);
+
+/// The partition argument for the client: the placed one, else the one given.
+fn partition_arg(py: Python<'_>, placed: Option<u32>, given: i32) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match placed {
+        Some(p) => p.into_pyobject(py)?.into_any(),
+        None => given.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// The key to send and, if the record is placed by DKG, its bytes: a `str` key is encoded as
+/// UTF-8 as the client would; exact `bytes` and `str` only, as before (subclasses and buffers go
+/// to the client as given, placed by its partitioner).
+fn placeable<'py>(key: Option<Bound<'py, PyAny>>) -> PyResult<Keys<'py>> {
+    let Some(key) = key else {
+        return Ok((None, None));
+    };
+    if let Ok(s) = key.downcast_exact::<PyString>() {
+        let bytes = s.encode_utf8()?;
+        return Ok((Some(bytes.clone().into_any()), Some(bytes)));
+    }
+    let bytes = key.downcast_exact::<PyBytes>().ok().cloned();
+    Ok((Some(key), bytes))
 }
 
 /// The record's headers with `("dkg-epoch", epoch)` appended after them (spec section 8): a new

@@ -231,3 +231,40 @@ def test_dkg_producer_forwards_every_other_client_method_without_getattr() -> No
     assert "__getattr__" not in vars(DkgProducer)
     assert DkgProducer.produce is ProducerCore.produce
     assert DkgProducer.list_topics.__doc__ == Producer.list_topics.__doc__
+
+
+def test_produce_many_places_like_produce_and_stops_at_a_full_queue() -> None:
+    core, client, counters, unplaced = bound(epoch_header="moved")
+    single, single_client, _, _ = bound(epoch_header="moved")
+    keys: list[bytes | str | None] = [f"key-{i}".encode() for i in range(100)] + ["hot", None]
+    assert core.produce_many("t", [(b"v", k) for k in keys]) == len(keys)
+    for k in keys:
+        single.produce("t", b"v", k)
+    assert client.calls == single_client.calls
+    assert sum(counters.per_partition()) == len(keys) - 1  # the keyless one is not counted
+
+    def od(err: Any, msg: Any) -> None: ...
+
+    client.calls.clear()
+    assert core.produce_many("new-topic", iter([(b"v", b"k"), (None, None)]), on_delivery=od) == 2
+    assert [args for args, _ in client.calls] == [
+        ("new-topic", b"v", b"k", -1, od, None, 0, None),
+        ("new-topic", None, None, -1, od, None, 0, None),
+    ]
+    assert unplaced == ["new-topic"]
+
+    class FullAfter(Client):
+        def produce(self, *args: Any, **kwargs: Any) -> None:
+            super().produce(*args, **kwargs)
+            if len(self.calls) > 3:
+                raise BufferError("Local: Queue full")
+
+    full = FullAfter()
+    core = ProducerCore()
+    core.bind(full.produce, {}, unplaced.append)
+    assert core.produce_many("u", [(b"v", b"k")] * 10) == 3
+    full.error = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT))
+    with pytest.raises(KafkaException):
+        core.produce_many("u", [(b"v", b"k")])
+    with pytest.raises(TypeError):
+        core.produce_many("u", [b"not a pair"])  # type: ignore[list-item]

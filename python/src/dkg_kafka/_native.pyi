@@ -153,6 +153,15 @@ class ProducerCore:
     ) -> None:
         """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments and
         exceptions); keyed records without an explicit partition get their topic's placement."""
+    def produce_many(
+        self,
+        topic: str,
+        records: Iterable[tuple[str | bytes | None, str | bytes | None]],
+        on_delivery: _DeliveryCallback | None = None,
+    ) -> int:
+        """Enqueue ``(value, key)`` records of ``topic`` in one call, placed like :meth:`produce`
+        by the topic's placement at the start; returns how many were enqueued (fewer than given
+        when the client's queue filled: poll and pass the rest again)."""
 
 @final
 class ControlUpdate:
