@@ -55,7 +55,9 @@ class DkgProducer(_native.ProducerCore):
         router: a started :class:`Router` to share (its lifetime stays the caller's; it reads
             partition counts through its own client and keeps its own ``epoch_header``).
 
-    Other ``Producer`` methods (``list_topics``, transactions...) are forwarded unchanged.
+    ``produce_many(topic, [(value, key), ...])`` is a batch ``produce`` (one native call; returns
+    how many records went). Other ``Producer`` methods (``list_topics``, transactions...) are
+    forwarded unchanged; the client's ``produce_batch`` does not place keys by DKG.
     """
 
     def __init__(
