@@ -30,6 +30,7 @@ create_exception!(
 );
 
 mod book;
+mod produce;
 
 /// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`.
 fn assignment_error(py: Python<'_>, e: &Error, data: &[u8]) -> PyErr {
@@ -191,7 +192,11 @@ impl PyAssignment {
 
 /// Records routed for one topic, by route and by partition; read by the metrics at scrape time.
 ///
-/// Atomics, so concurrent `produce()` calls count without a Python lock.
+/// Atomics, so concurrent `produce()` calls count without a Python lock. The per-partition
+/// counts live in arrays that only ever get added: a [`Placement`] takes the newest (long enough
+/// for its partition count) once, so counting a record takes no lock; a partition count increase
+/// adds a longer array and a scrape sums them all (Kafka partition counts only grow, so there are
+/// few).
 #[pyclass(module = "dkg_kafka._native", frozen)]
 #[derive(Debug, Default)]
 struct RouteCounters {
@@ -201,30 +206,36 @@ struct RouteCounters {
     /// Fallback records whose partition the client chose (the topic's partition count was not known
     /// yet); also counted in `fallback`.
     unplaced: AtomicU64,
-    /// Per partition; only grows (Kafka partition counts only grow).
-    partitions: RwLock<Vec<AtomicU64>>,
+    /// Per partition, index = partition; the last array is the longest.
+    partitions: RwLock<Vec<Arc<[AtomicU64]>>>,
 }
 
 impl RouteCounters {
-    fn count(&self, partition: u32, route: Option<Route>) {
+    fn count(&self, route: Option<Route>) {
         let by_route = match route {
             Some(Route::Heavy) => &self.heavy,
             Some(Route::Bucket) => &self.bucket,
             None => &self.fallback,
         };
         by_route.fetch_add(1, Ordering::Relaxed);
-        let partitions = self.partitions.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = partitions.get(partition as usize) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
     }
 
-    fn ensure(&self, partitions: u32) {
+    /// A per-partition array with at least `partitions` counters.
+    fn partition_counters(&self, partitions: u32) -> Arc<[AtomicU64]> {
         let want = partitions as usize;
-        if self.partitions.read().map_or(true, |v| v.len() < want) {
-            let mut v = self.partitions.write().unwrap_or_else(|p| p.into_inner());
-            while v.len() < want {
-                v.push(AtomicU64::new(0));
+        {
+            let arrays = self.partitions.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(last) = arrays.last().filter(|a| a.len() >= want) {
+                return Arc::clone(last);
+            }
+        }
+        let mut arrays = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        match arrays.last().filter(|a| a.len() >= want) {
+            Some(last) => Arc::clone(last),
+            None => {
+                let array: Arc<[AtomicU64]> = (0..want).map(|_| AtomicU64::new(0)).collect();
+                arrays.push(Arc::clone(&array));
+                array
             }
         }
     }
@@ -254,8 +265,14 @@ impl RouteCounters {
 
     /// Records per partition (index = partition).
     fn per_partition(&self) -> Vec<u64> {
-        let v = self.partitions.read().unwrap_or_else(|p| p.into_inner());
-        v.iter().map(|c| c.load(Ordering::Relaxed)).collect()
+        let arrays = self.partitions.read().unwrap_or_else(|p| p.into_inner());
+        let mut out = vec![0; arrays.last().map_or(0, |a| a.len())];
+        for array in arrays.iter() {
+            for (total, c) in out.iter_mut().zip(array.iter()) {
+                *total += c.load(Ordering::Relaxed);
+            }
+        }
+        out
     }
 
     /// Fallback records placed by the client because the partition count was not known.
@@ -296,11 +313,13 @@ enum Before {
 /// without an assignment) keys go to Kafka's default murmur2 placement over the topic's partitions.
 #[pyclass(module = "dkg_kafka._native", frozen)]
 #[derive(Debug)]
-struct Placement {
+pub(crate) struct Placement {
     assignment: Option<Py<PyAssignment>>,
     effective: Option<Arc<Assignment>>,
     partitions: u32,
     counters: Py<RouteCounters>,
+    /// The counters' per-partition array for this placement (at least `partitions` long).
+    partition_counts: Arc<[AtomicU64]>,
     stamp: Stamp,
     before: Before,
     /// The `dkg-epoch` header value: the assignment's epoch in decimal.
@@ -316,6 +335,27 @@ impl Placement {
                 (partition, Some(route))
             }
             None => (kafka_partition(key, self.partitions), None),
+        }
+    }
+
+    /// The partition of `key`, counted by route and partition, and its `dkg-epoch` header value
+    /// if the record carries one (only records placed by the assignment can).
+    #[inline]
+    pub(crate) fn place_counted(&self, key: &[u8]) -> (u32, Option<&Py<PyBytes>>) {
+        let (partition, route) = self.locate(key);
+        self.count(partition, route);
+        let header = match &self.epoch_header {
+            Some(h) if route.is_some() && self.stamped(key, partition) => Some(h),
+            _ => None,
+        };
+        (partition, header)
+    }
+
+    #[inline]
+    fn count(&self, partition: u32, route: Option<Route>) {
+        self.counters.get().count(route);
+        if let Some(c) = self.partition_counts.get(partition as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -372,7 +412,7 @@ impl Placement {
             None if previous_known => Before::Hash,
             None => Before::Unknown,
         };
-        counters.get().ensure(partitions);
+        let partition_counts = counters.get().partition_counters(partitions);
         let effective = assignment
             .as_ref()
             .map(|a| Arc::clone(&a.get().inner))
@@ -385,6 +425,7 @@ impl Placement {
             effective,
             partitions,
             counters: counters.unbind(),
+            partition_counts,
             stamp,
             before,
             epoch_header,
@@ -394,20 +435,15 @@ impl Placement {
     /// The partition of `key`, counted by route and partition. Never raises for `bytes`.
     fn place(&self, key: &[u8]) -> u32 {
         let (partition, route) = self.locate(key);
-        self.counters.get().count(partition, route);
+        self.count(partition, route);
         partition
     }
 
     /// `(partition, dkg-epoch header value or None)` of `key`, counted like [`Placement::place`].
     /// Only records placed by the assignment (heavy or bucket route) can carry the header.
     fn place_stamped(&self, py: Python<'_>, key: &[u8]) -> (u32, Option<Py<PyBytes>>) {
-        let (partition, route) = self.locate(key);
-        self.counters.get().count(partition, route);
-        let header = match &self.epoch_header {
-            Some(h) if route.is_some() && self.stamped(key, partition) => Some(h.clone_ref(py)),
-            _ => None,
-        };
-        (partition, header)
+        let (partition, header) = self.place_counted(key);
+        (partition, header.map(|h| h.clone_ref(py)))
     }
 
     /// `(partition, route)` of `key` without counting it; route `"heavy"`, `"bucket"` or
@@ -509,6 +545,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAssignment>()?;
     m.add_class::<RouteCounters>()?;
     m.add_class::<Placement>()?;
+    m.add_class::<produce::ProducerCore>()?;
     m.add_class::<book::PyAssignmentBook>()?;
     m.add_class::<book::PyControlUpdate>()?;
     m.add(

@@ -1,9 +1,9 @@
 """Type stubs of the Rust extension ``dkg_kafka._native`` (``python/src/lib.rs``, ``book.rs``)."""
 
-from collections.abc import Iterable
-from typing import Literal, final
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, final
 
-from typing_extensions import TypeAlias
+from typing_extensions import Self, TypeAlias, disjoint_base
 
 _Route: TypeAlias = Literal["heavy", "bucket"]
 _PlacementRoute: TypeAlias = Literal["heavy", "bucket", "fallback"]
@@ -16,6 +16,7 @@ __all__ = [
     "AssignmentError",
     "ControlUpdate",
     "Placement",
+    "ProducerCore",
     "RouteCounters",
     "fnv1a64_partitions",
     "kafka_partition",
@@ -121,6 +122,46 @@ class Placement:
     def in_effect(self) -> bool: ...
     @property
     def counters(self) -> RouteCounters: ...
+
+_DeliveryCallback: TypeAlias = Callable[[Any, Any], object]
+
+@disjoint_base
+class ProducerCore:
+    """The per-record path of ``DkgProducer`` (its base class): ``produce`` in one native call."""
+
+    def __new__(cls, *_args: object, **_kwargs: object) -> Self: ...
+    def bind(
+        self,
+        produce: Callable[..., object],
+        placements: dict[str, Placement],
+        unplaced: Callable[[str], object],
+    ) -> None:
+        """Route :meth:`produce` through ``produce`` (the client's bound ``Producer.produce``),
+        placing keyed records by ``placements`` (topic -> :class:`Placement`) and reporting
+        records of topics without one to ``unplaced(topic)``; once only (``RuntimeError``)."""
+    def produce(
+        self,
+        topic: str,
+        value: str | bytes | None = None,
+        key: str | bytes | None = None,
+        partition: int = -1,
+        on_delivery: _DeliveryCallback | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+        *,
+        callback: _DeliveryCallback | None = None,
+    ) -> None:
+        """Enqueue a record, as ``confluent_kafka.Producer.produce`` does (same arguments and
+        exceptions); keyed records without an explicit partition get their topic's placement."""
+    def produce_many(
+        self,
+        topic: str,
+        records: Iterable[tuple[str | bytes | None, str | bytes | None]],
+        on_delivery: _DeliveryCallback | None = None,
+    ) -> int:
+        """Enqueue ``(value, key)`` records of ``topic`` in one call, placed like :meth:`produce`
+        by the topic's placement at the start; returns how many were enqueued (fewer than given
+        when the client's queue filled: poll and pass the rest again)."""
 
 @final
 class ControlUpdate:
