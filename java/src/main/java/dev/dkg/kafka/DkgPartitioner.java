@@ -82,11 +82,12 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
             Cluster cluster) {
         int n = 0;
         try {
-            n = cluster.partitionsForTopic(topic).size();
+            DkgRouter.TopicState s = router.state(topic);
+            n = s.partitionCount(cluster);
             if (keyBytes == null) {
-                return keyless(topic, keyBytes, valueBytes, cluster, n);
+                return keyless(s, valueBytes, cluster, n);
             }
-            return router.partition(topic, keyBytes, n);
+            return s.partition(keyBytes, n);
         } catch (RuntimeException e) {
             // Never fail a send over placement: count it and answer like Kafka's default partitioner would.
             try {
@@ -98,14 +99,14 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
         }
     }
 
-    private int keyless(String topic, byte[] keyBytes, byte[] valueBytes, Cluster cluster, int n) {
-        router.countKeyless(topic);
+    private int keyless(DkgRouter.TopicState state, byte[] valueBytes, Cluster cluster, int n) {
+        router.countKeyless(state);
         if (n <= 0) {
             return 0;
         }
-        StickyPartition s = sticky.get(topic);
+        StickyPartition s = sticky.get(state.topic);
         if (s == null) {
-            s = sticky.computeIfAbsent(topic, StickyPartition::new);
+            s = sticky.computeIfAbsent(state.topic, StickyPartition::new);
         }
         int bytes = (valueBytes == null ? 0 : valueBytes.length) + StickyPartition.RECORD_OVERHEAD;
         return s.next(cluster, n, bytes, batchSize);
