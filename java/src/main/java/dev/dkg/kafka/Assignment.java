@@ -31,7 +31,7 @@ import java.util.Base64;
  * {@code h} serves both routes, the bucket {@code toPositive(h) % buckets} is computed by multiplication (Lemire,
  * Kaser, Kurz, "Faster remainder by direct computation", 2019), and an index answers "heavy partition or bucket
  * partition" without branching on which it is (heavy and light keys interleave at random in a skewed stream, and a
- * mispredicted branch costs about as much as the whole lookup). Each bucket's slot names a 32-byte group: the
+ * mispredicted branch costs about as much as the whole lookup). Each bucket's slot names a 64-byte group: the
  * bucket's single heavy key (first and last 8 bytes, length, arena offset) and the two answers; a bucket without a
  * heavy key names a group whose key cannot match. The key is compared with the group's key by OR of XORs and the
  * outcome selects the answer by a shift. Buckets with several heavy keys (rare) name a run, past the groups,
@@ -65,8 +65,12 @@ public final class Assignment {
 
     private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-    /** Longs per lookup group (32 bytes: two groups per cache line). */
-    private static final int GROUP_LONGS = 4;
+    /** Longs per lookup group (64 bytes: one cache line). */
+    private static final int GROUP_LONGS = 8;
+    /** Key words a group holds ({@link #keyWords}). */
+    private static final int KEY_WORDS = 5;
+    /** Longest key compared from the group's words alone; longer ones also read the arena. */
+    private static final int INLINE_KEY_BYTES = 40;
     /** The length of a group without a heavy key: no key has it. */
     private static final int LIGHT = -1;
     /** Zero bytes after the arena; also the longest key compared without a branch on its bytes. */
@@ -91,9 +95,9 @@ public final class Assignment {
     /** Bucket to group index, or {@code groupCount + r} for a bucket whose heavy keys are run {@code r}. */
     private final int[] slots;
     /**
-     * {@value #GROUP_LONGS} longs per group: the key's first and last 8 bytes ({@link #keyWords}), its arena
-     * offset (high half) and length (low half, {@link #LIGHT} for a group without a key), and the two answers, the
-     * heavy key's as {@code -1 - partition} (low half) and the bucket's partition (high half).
+     * {@value #GROUP_LONGS} longs per group: at 0-4 the key's words ({@link #keyWords}), at 5 its arena offset
+     * (high half) and length (low half, {@link #LIGHT} for a group without a key), at 6 the two answers, the heavy
+     * key's as {@code -1 - partition} (low half) and the bucket's partition (high half); 7 is padding.
      */
     private final long[] groups;
     private final int groupCount;
@@ -254,9 +258,8 @@ public final class Assignment {
                 if (partitionGroup[table[b]] < 0) {
                     partitionGroup[table[b]] = groupCount;
                 }
-                long[] words = keyWords(keys[i], keys[i].length);
-                setGroup(groups, groupCount++, words[0], words[1], offset[i], keys[i].length, -1 - heavyPartitions[i],
-                        table[b]);
+                setGroup(groups, groupCount++, keyWords(keys[i], keys[i].length), offset[i], keys[i].length,
+                        -1 - heavyPartitions[i], table[b]);
             } else if (count > 1) {
                 runs++;
                 runEntries += count;
@@ -267,7 +270,7 @@ public final class Assignment {
                 int p = table[b];
                 if (partitionGroup[p] < 0) {
                     partitionGroup[p] = groupCount;
-                    setGroup(groups, groupCount++, 0, 0, 0, LIGHT, p, p);
+                    setGroup(groups, groupCount++, new long[KEY_WORDS], 0, LIGHT, p, p);
                 }
                 slots[b] = partitionGroup[p];
             }
@@ -301,13 +304,13 @@ public final class Assignment {
         this.groupCount = groupCount;
     }
 
-    private static void setGroup(long[] groups, int g, long w0, long w1, int offset, int len, int heavyAnswer,
+    /** Group {@code g}: {@code words} ({@link #keyWords}) and the rest as the {@link #groups} comment says. */
+    private static void setGroup(long[] groups, int g, long[] words, int offset, int len, int heavyAnswer,
             int bucketPartition) {
         int at = g * GROUP_LONGS;
-        groups[at] = w0;
-        groups[at + 1] = w1;
-        groups[at + 2] = ((long) offset << 32) | (len & 0xffff_ffffL);
-        groups[at + 3] = ((long) bucketPartition << 32) | (heavyAnswer & 0xffff_ffffL);
+        System.arraycopy(words, 0, groups, at, KEY_WORDS);
+        groups[at + 5] = ((long) offset << 32) | (len & 0xffff_ffffL);
+        groups[at + 6] = ((long) bucketPartition << 32) | (heavyAnswer & 0xffff_ffffL);
     }
 
     /**
@@ -394,12 +397,18 @@ public final class Assignment {
         long[] gs = groups;
         int at = g * GROUP_LONGS;
         int len = key.length;
-        long ref = gs[at + 2];
+        long ref = gs[at + 5];
         long diff;
         if (len >= 8) {
             diff = ((long) LONG_LE.get(key, 0) ^ gs[at]) | ((long) LONG_LE.get(key, len - 8) ^ gs[at + 1]);
             if (len > 16) {
-                diff |= middleDiff(key, len, (int) (ref >>> 32), (int) ref);
+                if (len <= INLINE_KEY_BYTES) {
+                    diff |= ((long) LONG_LE.get(key, 8) ^ gs[at + 2])
+                            | ((long) LONG_LE.get(key, Math.min(16, len - 16)) ^ gs[at + 3])
+                            | ((long) LONG_LE.get(key, len - 16) ^ gs[at + 4]);
+                } else {
+                    diff |= middleDiff(key, len, (int) (ref >>> 32), (int) ref);
+                }
             }
         } else {
             diff = (shortWord(key, len) ^ gs[at]) | gs[at + 1];
@@ -407,7 +416,7 @@ public final class Assignment {
         diff |= len ^ (int) ref;
         // 0 if the key is the group's heavy key, else 1: selects the low (heavy) or high (bucket) answer.
         int differs = (int) ((diff | -diff) >>> 63);
-        return (int) (gs[at + 3] >>> (differs << 5));
+        return (int) (gs[at + 6] >>> (differs << 5));
     }
 
     /** {@code toPositive(h) % buckets()} by multiplication (Lemire's fastmod; exact for every 32-bit input). */
@@ -418,8 +427,9 @@ public final class Assignment {
     }
 
     /**
-     * Non-zero if the bytes of {@code key} between its first and last 8 differ from the group key's at
-     * {@code offset} (whose length is {@code groupLen}; only an equal length can match). Up to 64 bytes: 8 at a
+     * For keys over {@value #INLINE_KEY_BYTES} bytes: non-zero if the bytes of {@code key} between its first and
+     * last 8 differ from the group key's at {@code offset} (whose length is {@code groupLen}; only an equal length
+     * can match). Up to 64 bytes: 8 at a
      * time, the last 8 overlapping, OR of XORs, no branch on the bytes (the arena's padding keeps the reads in
      * bounds whatever the group); longer keys are compared only if everything else matched.
      */
@@ -448,14 +458,25 @@ public final class Assignment {
     }
 
     /**
-     * A key's first and last 8 bytes as little-endian words; for keys under 8 bytes, the key zero-padded and 0.
-     * With the length this is the whole key up to 16 bytes (the Rust {@code key_words}).
+     * The words of a key the lookup compares inline, little-endian: its first and last 8 bytes and, for 17 to
+     * {@value #INLINE_KEY_BYTES} bytes, the 8 at offsets 8, {@code min(16, len - 16)} and {@code len - 16}
+     * (overlapping, so with the length they are the whole key); for keys under 8 bytes, the key zero-padded. Words a
+     * key's length does not use are 0. The first two are the Rust {@code key_words}.
      */
     private static long[] keyWords(byte[] key, int len) {
-        if (len >= 8) {
-            return new long[] {(long) LONG_LE.get(key, 0), (long) LONG_LE.get(key, len - 8)};
+        long[] w = new long[KEY_WORDS];
+        if (len < 8) {
+            w[0] = shortWord(key, len);
+            return w;
         }
-        return new long[] {shortWord(key, len), 0};
+        w[0] = (long) LONG_LE.get(key, 0);
+        w[1] = (long) LONG_LE.get(key, len - 8);
+        if (len > 16 && len <= INLINE_KEY_BYTES) {
+            w[2] = (long) LONG_LE.get(key, 8);
+            w[3] = (long) LONG_LE.get(key, Math.min(16, len - 16));
+            w[4] = (long) LONG_LE.get(key, len - 16);
+        }
+        return w;
     }
 
     /** A key of under 8 bytes, zero-padded, as a little-endian word; 4 to 7 bytes by two overlapping loads. */

@@ -33,6 +33,13 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
     private boolean ownsRouter;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private final ConcurrentHashMap<String, StickyPartition> sticky = new ConcurrentHashMap<>();
+    /**
+     * The first topic this partitioner placed a record of, under the caller's {@code String} instance: most
+     * producers write one topic, and then the state is one field read and an identity compare away. Set once (a
+     * producer of many topics would otherwise rewrite a shared field on every switch); other topics go through
+     * {@link DkgRouter#state}'s index.
+     */
+    private DkgRouter.IndexEntry first;
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
     public DkgPartitioner() {}
@@ -82,12 +89,22 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
             Cluster cluster) {
         int n = 0;
         try {
-            DkgRouter.TopicState s = router.state(topic);
+            DkgRouter.IndexEntry e = first;
+            DkgRouter.TopicState s;
+            if (e != null && e.key == topic) {
+                s = e.state;
+            } else {
+                s = router.state(topic);
+                if (e == null) {
+                    // A plain write: IndexEntry's fields are final, so any thread that sees it sees them.
+                    first = new DkgRouter.IndexEntry(topic, s, 0);
+                }
+            }
             n = s.partitionCount(cluster);
             if (keyBytes == null) {
                 return keyless(s, valueBytes, cluster, n);
             }
-            return s.partition(keyBytes, n);
+            return s.route(keyBytes, n);
         } catch (RuntimeException e) {
             // Never fail a send over placement: count it and answer like Kafka's default partitioner would.
             try {

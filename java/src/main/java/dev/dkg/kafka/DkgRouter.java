@@ -36,6 +36,8 @@ public final class DkgRouter implements AutoCloseable {
     private static final int HEAVY_OR_BUCKET = Route.BUCKET.ordinal();
     /** Most slots of the direct-mapped topic index ({@link #index}). */
     private static final int MAX_INDEX_SLOTS = 4096;
+    /** Times an {@link #index} slot follows a caller to a new {@code String} instance of its topic. */
+    private static final int MAX_REKEYS = 16;
 
     /**
      * One data topic: its assignment (swapped atomically by the follower), the partition count of the last
@@ -68,17 +70,31 @@ public final class DkgRouter implements AutoCloseable {
             int n = cluster.partitionsForTopic(topic).size();
             // A plain write: ClusterCount's fields are final, so any thread that sees it sees them.
             clusterCount = new ClusterCount(cluster, n);
+            seen(n);
             return n;
+        }
+
+        /** Notes the partition count the producer routes with (for the in-effect gauge). */
+        void seen(int numPartitions) {
+            if (lastPartitions != numPartitions) {
+                lastPartitions = numPartitions;
+            }
         }
 
         /** {@link DkgRouter#partition(String, byte[], int)} for this topic. */
         int partition(byte[] key, int numPartitions) {
+            seen(numPartitions);
+            return route(key, numPartitions);
+        }
+
+        /**
+         * {@link #partition(byte[], int)} for a count already {@link #seen} (the partitioner's path: its count comes
+         * from {@link #partitionCount}, which notes every new count).
+         */
+        int route(byte[] key, int numPartitions) {
             if (numPartitions <= 0 || key == null) {
                 records.add(FALLBACK);
                 return 0;
-            }
-            if (lastPartitions != numPartitions) {
-                lastPartitions = numPartitions;
             }
             Assignment a = assignment;
             if (a != null && a.partitions() == numPartitions) {
@@ -97,6 +113,23 @@ public final class DkgRouter implements AutoCloseable {
         }
     }
 
+    /**
+     * A slot of {@link #index}: a topic's state under the {@code String} instance a caller passed (producers pass
+     * the same instance for every record of a topic, usually not the one the state was made with).
+     */
+    static final class IndexEntry {
+        final String key;
+        final TopicState state;
+        /** How often this slot was re-keyed to a new instance of the same name (bounded, see {@link #state}). */
+        final int rekeys;
+
+        IndexEntry(String key, TopicState state, int rekeys) {
+            this.key = key;
+            this.state = state;
+            this.rekeys = rekeys;
+        }
+    }
+
     /** A {@code Cluster} instance and the topic's partition count in it. */
     private static final class ClusterCount {
         final Cluster cluster;
@@ -111,11 +144,12 @@ public final class DkgRouter implements AutoCloseable {
     private final String controlTopic;
     private final ConcurrentHashMap<String, TopicState> topics = new ConcurrentHashMap<>();
     /**
-     * The topics again, direct-mapped by {@code String.hashCode()} (a power-of-two array, copied on every new
-     * topic): the hot path's lookup is one array read and an identity compare, falling back to {@link #topics} on a
-     * miss (a topic not yet known, or two topics in one slot).
+     * The topics again, direct-mapped by {@code String.hashCode()} (a power-of-two array, rebuilt on every new
+     * topic): the hot path's lookup is one array read and an identity compare with the {@code String} instance the
+     * caller used last for that topic, falling back to {@link #topics} on a miss (a topic not yet known, or two
+     * topics in one slot).
      */
-    private volatile TopicState[] index = new TopicState[16];
+    private volatile IndexEntry[] index = new IndexEntry[16];
     /** Written only by the follower (under {@code this}); read by the metrics and {@link #assignments()}. */
     private final AssignmentBook book;
     private final LongAdder[] rejected = new LongAdder[REASONS.length];
@@ -191,12 +225,23 @@ public final class DkgRouter implements AutoCloseable {
 
     /** The state of {@code topic}, created (and its metrics registered) on first use. */
     TopicState state(String topic) {
-        TopicState[] slots = index;
-        TopicState s = slots[topic.hashCode() & (slots.length - 1)];
-        if (s != null && (s.topic == topic || s.topic.equals(topic))) {
-            return s;
+        IndexEntry[] slots = index;
+        int at = topic.hashCode() & (slots.length - 1);
+        IndexEntry e = slots[at];
+        if (e != null) {
+            if (e.key == topic) {
+                return e.state;
+            }
+            if (e.key.equals(topic)) {
+                // Re-key to this instance so that its next records hit by identity. Bounded: a caller that builds a
+                // new String per record stays on the equals path instead of writing a shared slot every time.
+                if (e.rekeys < MAX_REKEYS) {
+                    slots[at] = new IndexEntry(topic, e.state, e.rekeys + 1);
+                }
+                return e.state;
+            }
         }
-        s = topics.get(topic);
+        TopicState s = topics.get(topic);
         return s != null ? s : register(topic);
     }
 
@@ -214,11 +259,21 @@ public final class DkgRouter implements AutoCloseable {
     /** Rebuilds {@link #index} from {@link #topics} (under {@code metricsLock}): at least 4 slots per topic. */
     private void reindex() {
         int want = Math.min(MAX_INDEX_SLOTS, Integer.highestOneBit(Math.max(4, topics.size() * 4 - 1)) << 1);
-        TopicState[] slots = new TopicState[Math.max(want, index.length)];
+        IndexEntry[] old = index;
+        IndexEntry[] slots = new IndexEntry[Math.max(want, old.length)];
         for (TopicState t : topics.values()) {
             int at = t.topic.hashCode() & (slots.length - 1);
             if (slots[at] == null) {
-                slots[at] = t;
+                slots[at] = new IndexEntry(t.topic, t, 0);
+            }
+        }
+        // Keep the callers' instances of the topics already indexed (where they kept their slot).
+        for (IndexEntry e : old) {
+            if (e != null) {
+                int at = e.key.hashCode() & (slots.length - 1);
+                if (slots[at] != null && slots[at].state == e.state) {
+                    slots[at] = e;
+                }
             }
         }
         index = slots;

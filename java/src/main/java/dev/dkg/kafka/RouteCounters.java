@@ -2,7 +2,6 @@ package dev.dkg.kafka;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -27,6 +26,7 @@ final class RouteCounters {
     private static final int PAD = 8;
     private static final int ROUTES = Route.values().length;
     private static final VarHandle COUNT = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle CELL = MethodHandles.arrayElementVarHandle(Cell[].class);
 
     private static final class Cell {
         final long owner;
@@ -37,7 +37,8 @@ final class RouteCounters {
         }
     }
 
-    private final AtomicReferenceArray<Cell> cells = new AtomicReferenceArray<>(CELLS);
+    /** Written only by compare-and-set ({@link #CELL}); read plainly on the hot path (see {@link #add}). */
+    private final Cell[] cells = new Cell[CELLS];
     private final LongAdder[] shared = new LongAdder[ROUTES];
 
     RouteCounters() {
@@ -49,8 +50,9 @@ final class RouteCounters {
     /** Counts one record of route {@code route} (a {@link Route} ordinal). */
     void add(int route) {
         long tid = Thread.currentThread().getId();
-        // A plain read is enough: a cell is published by a CAS and its fields are final.
-        Cell c = cells.getPlain((int) tid & (CELLS - 1));
+        // A plain read is enough: a cell is published by a CAS and its fields are final, so a thread that sees
+        // it sees them; one that does not yet see its own cell (never: it wrote it) would only take the slow path.
+        Cell c = cells[(int) tid & (CELLS - 1)];
         if (c != null && c.owner == tid) {
             increment(c, route);
         } else {
@@ -62,14 +64,14 @@ final class RouteCounters {
         int home = (int) tid & (CELLS - 1);
         for (int i = 0; i < PROBES; i++) {
             int slot = (home + i) & (CELLS - 1);
-            Cell c = cells.get(slot);
+            Cell c = (Cell) CELL.getVolatile(cells, slot);
             if (c == null) {
                 Cell mine = new Cell(tid);
-                if (cells.compareAndSet(slot, null, mine)) {
+                if (CELL.compareAndSet(cells, slot, (Cell) null, mine)) {
                     increment(mine, route);
                     return;
                 }
-                c = cells.get(slot);
+                c = (Cell) CELL.getVolatile(cells, slot);
             }
             if (c.owner == tid) {
                 increment(c, route);
@@ -90,7 +92,7 @@ final class RouteCounters {
         int r = route.ordinal();
         long total = shared[r].sum();
         for (int slot = 0; slot < CELLS; slot++) {
-            Cell c = cells.get(slot);
+            Cell c = (Cell) CELL.getVolatile(cells, slot);
             if (c != null) {
                 total += (long) COUNT.getOpaque(c.counts, PAD + r);
             }
