@@ -125,8 +125,7 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
         if (s == null) {
             s = sticky.computeIfAbsent(state.topic, StickyPartition::new);
         }
-        int bytes = (valueBytes == null ? 0 : valueBytes.length) + StickyPartition.RECORD_OVERHEAD;
-        return s.next(cluster, n, bytes, batchSize);
+        return s.next(cluster, n, StickyPartition.recordBytes(valueBytes == null ? -1 : valueBytes.length), batchSize);
     }
 
     /** The router this partitioner routes with. */
