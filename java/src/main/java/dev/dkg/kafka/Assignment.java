@@ -411,7 +411,8 @@ public final class Assignment {
                 }
             }
         } else {
-            diff = (shortWord(key, len) ^ gs[at]) | gs[at + 1];
+            // A short heavy key's other words are 0, and a longer one differs in length.
+            diff = shortWord(key, len) ^ gs[at];
         }
         diff |= len ^ (int) ref;
         // 0 if the key is the group's heavy key, else 1: selects the low (heavy) or high (bucket) answer.
@@ -460,8 +461,9 @@ public final class Assignment {
     /**
      * The words of a key the lookup compares inline, little-endian: its first and last 8 bytes and, for 17 to
      * {@value #INLINE_KEY_BYTES} bytes, the 8 at offsets 8, {@code min(16, len - 16)} and {@code len - 16}
-     * (overlapping, so with the length they are the whole key); for keys under 8 bytes, the key zero-padded. Words a
-     * key's length does not use are 0. The first two are the Rust {@code key_words}.
+     * (overlapping, so with the length they are the whole key); for keys under 8 bytes, {@link #shortWord}. Words a
+     * key's length does not use are 0. Only the lookup reads them: the Rust {@code key_words} differs for 4 to 7
+     * bytes, which changes no placement.
      */
     private static long[] keyWords(byte[] key, int len) {
         long[] w = new long[KEY_WORDS];
@@ -479,12 +481,13 @@ public final class Assignment {
         return w;
     }
 
-    /** A key of under 8 bytes, zero-padded, as a little-endian word; 4 to 7 bytes by two overlapping loads. */
+    /**
+     * A key of under 8 bytes as one word: 4 to 7 bytes as its first and last 4 (overlapping loads; with the length
+     * they are the whole key), shorter ones zero-padded, little-endian.
+     */
     private static long shortWord(byte[] key, int len) {
         if (len >= 4) {
-            long head = (int) INT_LE.get(key, 0) & 0xffff_ffffL;
-            long last = (int) INT_LE.get(key, len - 4) & 0xffff_ffffL;
-            return head | (last << (8 * (len - 4)));
+            return ((int) INT_LE.get(key, 0) & 0xffff_ffffL) | ((long) (int) INT_LE.get(key, len - 4) << 32);
         }
         long word = 0;
         for (int i = len - 1; i >= 0; i--) {
