@@ -1,5 +1,8 @@
 package dev.dkg.kafka;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Base64;
 
@@ -21,6 +24,19 @@ import java.util.Base64;
  * heavy partitions in range ({@code out_of_range}), heavy-key count and sizes ({@code oversize}), predicted load,
  * parameters, then bucket by bucket at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} heavy keys and no duplicate
  * ({@code invalid}).
+ *
+ * <h2>Lookup</h2>
+ *
+ * The design of the Rust {@code Lookup} ({@code crates/dkg-core/src/assignment.rs}, "Lookup"): one 32-bit hash
+ * {@code h} serves both routes, the bucket {@code toPositive(h) % buckets} is computed by multiplication (Lemire,
+ * Kaser, Kurz, "Faster remainder by direct computation", 2019), and an index answers "heavy partition or bucket
+ * partition" without branching on which it is (heavy and light keys interleave at random in a skewed stream, and a
+ * mispredicted branch costs about as much as the whole lookup). Each bucket's slot names a 64-byte group: the
+ * bucket's single heavy key (first and last 8 bytes, length, arena offset) and the two answers; a bucket without a
+ * heavy key names a group whose key cannot match. The key is compared with the group's key by OR of XORs and the
+ * outcome selects the answer by a shift. Buckets with several heavy keys (rare) name a run, past the groups,
+ * matched by hash, length and bytes: at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} compares, whatever the keys. The
+ * branches left depend only on the key's length (which a topic's keys tend to share) and on the bucket being a run.
  */
 public final class Assignment {
     /** The {@code format} field of every assignment document. */
@@ -47,6 +63,19 @@ public final class Assignment {
     /** Longest legal Kafka topic name. */
     public static final int MAX_TOPIC_LEN = 249;
 
+    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    /** Longs per lookup group (64 bytes: one cache line). */
+    private static final int GROUP_LONGS = 8;
+    /** Key words a group holds ({@link #keyWords}). */
+    private static final int KEY_WORDS = 5;
+    /** Longest key compared from the group's words alone; longer ones also read the arena. */
+    private static final int INLINE_KEY_BYTES = 40;
+    /** The length of a group without a heavy key: no key has it. */
+    private static final int LIGHT = -1;
+    /** Zero bytes after the arena; also the longest key compared without a branch on its bytes. */
+    private static final int ARENA_PAD = 64;
+
     private final String topic;
     private final int partitions;
     private final long epoch;
@@ -62,13 +91,28 @@ public final class Assignment {
     private final long createdAtMs;
     private final double[] predictedLoad;
 
-    // The heavy-key index: the heavy keys grouped by bucket, bucket b's at [bucketStart[b], bucketStart[b + 1]) of
-    // sortedHash / sortedRef (heavy index), at most MAX_HEAVY_KEYS_PER_BUCKET of them; a match needs the same
-    // 32-bit hash and the same bytes. O(1) to find a bucket's keys and a bounded scan to match, whatever the keys.
-    // bucketStart is null without heavy keys.
-    private final int[] bucketStart;
-    private final int[] sortedHash;
-    private final int[] sortedRef;
+    // The lookup index (see "Lookup" in the class comment), built from the document by the constructor.
+    /** Bucket to group index, or {@code groupCount + r} for a bucket whose heavy keys are run {@code r}. */
+    private final int[] slots;
+    /**
+     * {@value #GROUP_LONGS} longs per group: at 0-4 the key's words ({@link #keyWords}), at 5 its arena offset
+     * (high half) and length (low half, {@link #LIGHT} for a group without a key), at 6 the two answers, the heavy
+     * key's as {@code -1 - partition} (low half) and the bucket's partition (high half); 7 is padding.
+     */
+    private final long[] groups;
+    private final int groupCount;
+    /** Buckets of several heavy keys: run {@code r} is entries {@code [runStart[r], runStart[r + 1])}. */
+    private final int[] runStart;
+    /** Per run entry: the key's bucket hash, length, arena offset and partition. */
+    private final int[] runHash;
+    private final int[] runLen;
+    private final int[] runOffset;
+    private final int[] runPartition;
+    /** All heavy keys back to back, then {@value #ARENA_PAD} zero bytes (see {@link #middleDiff}). */
+    private final byte[] arena;
+    /** {@code buckets()} and Lemire's multiplier for it: {@code x % buckets} without a division. */
+    private final int divisor;
+    private final long multiplier;
 
     private Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
         validateTopic(d.topic);
@@ -146,28 +190,29 @@ public final class Assignment {
 
         int buckets = table.length;
         int n = keys.length;
-        this.sortedHash = new int[n];
-        this.sortedRef = new int[n];
-        if (n == 0) {
-            this.bucketStart = null;
-            return;
-        }
+        this.divisor = buckets;
+        // Lemire, Kaser, Kurz: ceil(2^64 / d), wrapping to 0 for d = 1 (then every remainder is 0, still exact).
+        this.multiplier = Long.divideUnsigned(-1L, buckets) + 1;
         int[] hashes = new int[n];
         int[] bucketOf = new int[n];
         int[] start = new int[buckets + 1];
+        int[] offset = new int[n];
+        int arenaBytes = 0;
         for (int i = 0; i < n; i++) {
             hashes[i] = Murmur2.hash(keys[i], seed);
             bucketOf[i] = Murmur2.toPositive(hashes[i]) % buckets;
             start[bucketOf[i] + 1]++;
+            offset[i] = arenaBytes;
+            // Fits: total key bytes <= MAX_HEAVY_KEY_BYTES_TOTAL (checked above) < 2^31 - ARENA_PAD.
+            arenaBytes += keys[i].length;
         }
         for (int b = 0; b < buckets; b++) {
             start[b + 1] += start[b];
         }
+        int[] sortedRef = new int[n];
         int[] next = Arrays.copyOf(start, buckets);
         for (int i = 0; i < n; i++) {
-            int at = next[bucketOf[i]]++;
-            sortedHash[at] = hashes[i];
-            sortedRef[at] = i;
+            sortedRef[next[bucketOf[i]]++] = i;
         }
         // Bucket by bucket, as the Rust decoder: the bound, then duplicates (equal keys share a bucket).
         for (int b = 0; b < buckets; b++) {
@@ -179,14 +224,93 @@ public final class Assignment {
             }
             for (int x = from + 1; x < to; x++) {
                 for (int y = from; y < x; y++) {
-                    if (sortedHash[x] == sortedHash[y] && Arrays.equals(keys[sortedRef[x]], keys[sortedRef[y]])) {
+                    int kx = sortedRef[x];
+                    int ky = sortedRef[y];
+                    if (hashes[kx] == hashes[ky] && Arrays.equals(keys[kx], keys[ky])) {
                         throw invalid("heavy key listed twice (base64 "
-                                + display(Base64.getEncoder().encodeToString(keys[sortedRef[x]])) + ")");
+                                + display(Base64.getEncoder().encodeToString(keys[kx])) + ")");
                     }
                 }
             }
         }
-        this.bucketStart = start;
+        byte[] arena = new byte[arenaBytes + ARENA_PAD];
+        for (int i = 0; i < n; i++) {
+            System.arraycopy(keys[i], 0, arena, offset[i], keys[i].length);
+        }
+        this.arena = arena;
+
+        // Groups: one per bucket with exactly one heavy key; every other key-less bucket names a group with its
+        // partition (another bucket's heavy-key group, whose key hashes elsewhere and so never matches, or one made
+        // for the partition). Sharing keeps the groups few and the index small in the cache.
+        int[] slots = new int[buckets];
+        Arrays.fill(slots, -1);
+        int[] partitionGroup = new int[d.partitions];
+        Arrays.fill(partitionGroup, -1);
+        long[] groups = new long[GROUP_LONGS * Math.min(buckets, n + d.partitions)];
+        int groupCount = 0;
+        int runs = 0;
+        int runEntries = 0;
+        for (int b = 0; b < buckets; b++) {
+            int count = start[b + 1] - start[b];
+            if (count == 1) {
+                int i = sortedRef[start[b]];
+                slots[b] = groupCount;
+                if (partitionGroup[table[b]] < 0) {
+                    partitionGroup[table[b]] = groupCount;
+                }
+                setGroup(groups, groupCount++, keyWords(keys[i], keys[i].length), offset[i], keys[i].length,
+                        -1 - heavyPartitions[i], table[b]);
+            } else if (count > 1) {
+                runs++;
+                runEntries += count;
+            }
+        }
+        for (int b = 0; b < buckets; b++) {
+            if (slots[b] < 0 && start[b + 1] == start[b]) {
+                int p = table[b];
+                if (partitionGroup[p] < 0) {
+                    partitionGroup[p] = groupCount;
+                    setGroup(groups, groupCount++, new long[KEY_WORDS], 0, LIGHT, p, p);
+                }
+                slots[b] = partitionGroup[p];
+            }
+        }
+        // Buckets of several heavy keys (about heavy^2 / (2 * buckets) of them): slots past the groups, so the
+        // bounds check on the group index is the branch to the run, matched by hash, length and bytes.
+        this.runStart = new int[runs + 1];
+        this.runHash = new int[runEntries];
+        this.runLen = new int[runEntries];
+        this.runOffset = new int[runEntries];
+        this.runPartition = new int[runEntries];
+        int r = 0;
+        int e = 0;
+        for (int b = 0; b < buckets; b++) {
+            if (start[b + 1] - start[b] > 1) {
+                slots[b] = groupCount + r;
+                runStart[r++] = e;
+                for (int at = start[b]; at < start[b + 1]; at++) {
+                    int i = sortedRef[at];
+                    runHash[e] = hashes[i];
+                    runLen[e] = keys[i].length;
+                    runOffset[e] = offset[i];
+                    runPartition[e] = heavyPartitions[i];
+                    e++;
+                }
+            }
+        }
+        runStart[r] = e;
+        this.slots = slots;
+        this.groups = Arrays.copyOf(groups, GROUP_LONGS * groupCount);
+        this.groupCount = groupCount;
+    }
+
+    /** Group {@code g}: {@code words} ({@link #keyWords}) and the rest as the {@link #groups} comment says. */
+    private static void setGroup(long[] groups, int g, long[] words, int offset, int len, int heavyAnswer,
+            int bucketPartition) {
+        int at = g * GROUP_LONGS;
+        System.arraycopy(words, 0, groups, at, KEY_WORDS);
+        groups[at + 5] = ((long) offset << 32) | (len & 0xffff_ffffL);
+        groups[at + 6] = ((long) bucketPartition << 32) | (heavyAnswer & 0xffff_ffffL);
     }
 
     /**
@@ -260,20 +384,116 @@ public final class Assignment {
         return Murmur2.toPositive(Murmur2.hash(key, seed)) % table.length;
     }
 
-    /** The partition, as {@code p} for the bucket route and {@code -1 - p} for a heavy key (one hash, no allocation). */
+    /**
+     * The partition, as {@code p} for the bucket route and {@code -1 - p} for a heavy key (one hash, no allocation,
+     * no branch on which of the two it is; see "Lookup" in the class comment).
+     */
     int lookup(byte[] key) {
         int h = Murmur2.hash(key, seed);
-        int b = Murmur2.toPositive(h) % table.length;
-        int[] start = bucketStart;
-        if (start != null) {
-            for (int at = start[b], end = start[b + 1]; at < end; at++) {
-                int ref = sortedRef[at];
-                if (sortedHash[at] == h && Arrays.equals(heavyKeys[ref], key)) {
-                    return -1 - heavyPartitions[ref];
+        int g = slots[bucketOf(h)];
+        if (g >= groupCount) {
+            return runLookup(g - groupCount, h, key);
+        }
+        long[] gs = groups;
+        int at = g * GROUP_LONGS;
+        int len = key.length;
+        long ref = gs[at + 5];
+        long diff;
+        if (len >= 8) {
+            diff = ((long) LONG_LE.get(key, 0) ^ gs[at]) | ((long) LONG_LE.get(key, len - 8) ^ gs[at + 1]);
+            if (len > 16) {
+                if (len <= INLINE_KEY_BYTES) {
+                    diff |= ((long) LONG_LE.get(key, 8) ^ gs[at + 2])
+                            | ((long) LONG_LE.get(key, Math.min(16, len - 16)) ^ gs[at + 3])
+                            | ((long) LONG_LE.get(key, len - 16) ^ gs[at + 4]);
+                } else {
+                    diff |= middleDiff(key, len, (int) (ref >>> 32), (int) ref);
                 }
             }
+        } else {
+            // A short heavy key's other words are 0, and a longer one differs in length.
+            diff = shortWord(key, len) ^ gs[at];
         }
-        return table[b];
+        diff |= len ^ (int) ref;
+        // 0 if the key is the group's heavy key, else 1: selects the low (heavy) or high (bucket) answer.
+        int differs = (int) ((diff | -diff) >>> 63);
+        return (int) (gs[at + 6] >>> (differs << 5));
+    }
+
+    /** {@code toPositive(h) % buckets()} by multiplication (Lemire's fastmod; exact for every 32-bit input). */
+    private int bucketOf(int h) {
+        long low = multiplier * (h & 0x7fff_ffffL);
+        // The unsigned high half of low * divisor (Math.multiplyHigh is signed; divisor > 0).
+        return (int) (Math.multiplyHigh(low, divisor) + ((low >> 63) & divisor));
+    }
+
+    /**
+     * For keys over {@value #INLINE_KEY_BYTES} bytes: non-zero if the bytes of {@code key} between its first and
+     * last 8 differ from the group key's at {@code offset} (whose length is {@code groupLen}; only an equal length
+     * can match). Up to 64 bytes: 8 at a
+     * time, the last 8 overlapping, OR of XORs, no branch on the bytes (the arena's padding keeps the reads in
+     * bounds whatever the group); longer keys are compared only if everything else matched.
+     */
+    private long middleDiff(byte[] key, int len, int offset, int groupLen) {
+        if (len <= ARENA_PAD) {
+            long diff = 0;
+            for (int o = 8; o < len - 8; o += 8) {
+                int q = Math.min(o, len - 16);
+                diff |= (long) LONG_LE.get(key, q) ^ (long) LONG_LE.get(arena, offset + q);
+            }
+            return diff;
+        }
+        return groupLen == len && Arrays.equals(key, 8, len - 8, arena, offset + 8, offset + len - 8) ? 0 : 1;
+    }
+
+    /** A bucket of several heavy keys: an exact match in its run, else the bucket's partition. */
+    private int runLookup(int r, int h, byte[] key) {
+        int len = key.length;
+        for (int e = runStart[r], end = runStart[r + 1]; e < end; e++) {
+            if (runHash[e] == h && runLen[e] == len
+                    && Arrays.equals(key, 0, len, arena, runOffset[e], runOffset[e] + len)) {
+                return -1 - runPartition[e];
+            }
+        }
+        return table[bucketOf(h)];
+    }
+
+    /**
+     * The words of a key the lookup compares inline, little-endian: its first and last 8 bytes and, for 17 to
+     * {@value #INLINE_KEY_BYTES} bytes, the 8 at offsets 8, {@code min(16, len - 16)} and {@code len - 16}
+     * (overlapping, so with the length they are the whole key); for keys under 8 bytes, {@link #shortWord}. Words a
+     * key's length does not use are 0. Only the lookup reads them: the Rust {@code key_words} differs for 4 to 7
+     * bytes, which changes no placement.
+     */
+    private static long[] keyWords(byte[] key, int len) {
+        long[] w = new long[KEY_WORDS];
+        if (len < 8) {
+            w[0] = shortWord(key, len);
+            return w;
+        }
+        w[0] = (long) LONG_LE.get(key, 0);
+        w[1] = (long) LONG_LE.get(key, len - 8);
+        if (len > 16 && len <= INLINE_KEY_BYTES) {
+            w[2] = (long) LONG_LE.get(key, 8);
+            w[3] = (long) LONG_LE.get(key, Math.min(16, len - 16));
+            w[4] = (long) LONG_LE.get(key, len - 16);
+        }
+        return w;
+    }
+
+    /**
+     * A key of under 8 bytes as one word: 4 to 7 bytes as its first and last 4 (overlapping loads; with the length
+     * they are the whole key), shorter ones zero-padded, little-endian.
+     */
+    private static long shortWord(byte[] key, int len) {
+        if (len >= 4) {
+            return ((int) INT_LE.get(key, 0) & 0xffff_ffffL) | ((long) (int) INT_LE.get(key, len - 4) << 32);
+        }
+        long word = 0;
+        for (int i = len - 1; i >= 0; i--) {
+            word = (word << 8) | (key[i] & 0xff);
+        }
+        return word;
     }
 
     // ------------------------------------------------------------------------------------------------------------

@@ -7,7 +7,10 @@ package dev.dkg.kafka;
  * ({@code partitioner/src/kafka/metrics.rs}): {@code dkg_producer_X} there is {@code dkg-producer-X} here.
  */
 public final class DkgMetrics {
-    /** Records placed, by {@code topic} and {@code route} (heavy, bucket, fallback, keyless); a counter. */
+    /**
+     * Records placed, by {@code topic} and {@code route} (heavy, bucket, fallback, keyless); a counter. Exact: per-thread
+     * cells without atomic read-modify-write ({@code RouteCounters}); a read may miss only increments still in flight.
+     */
     public static final String RECORDS_TOTAL = "dkg-producer-records-total";
     /** Epoch of the topic's current assignment, 0 = none; by {@code topic}. */
     public static final String EPOCH = "dkg-producer-epoch";

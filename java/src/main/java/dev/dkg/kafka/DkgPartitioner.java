@@ -33,6 +33,13 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
     private boolean ownsRouter;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private final ConcurrentHashMap<String, StickyPartition> sticky = new ConcurrentHashMap<>();
+    /**
+     * The first topic this partitioner placed a record of, under the caller's {@code String} instance: most
+     * producers write one topic, and then the state is one field read and an identity compare away. Set once (a
+     * producer of many topics would otherwise rewrite a shared field on every switch); other topics go through
+     * {@link DkgRouter#state}'s index.
+     */
+    private DkgRouter.IndexEntry first;
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
     public DkgPartitioner() {}
@@ -82,11 +89,22 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
             Cluster cluster) {
         int n = 0;
         try {
-            n = cluster.partitionsForTopic(topic).size();
-            if (keyBytes == null) {
-                return keyless(topic, keyBytes, valueBytes, cluster, n);
+            DkgRouter.IndexEntry e = first;
+            DkgRouter.TopicState s;
+            if (e != null && e.key == topic) {
+                s = e.state;
+            } else {
+                s = router.state(topic);
+                if (e == null) {
+                    // A plain write: IndexEntry's fields are final, so any thread that sees it sees them.
+                    first = new DkgRouter.IndexEntry(topic, s, 0);
+                }
             }
-            return router.partition(topic, keyBytes, n);
+            n = s.partitionCount(cluster);
+            if (keyBytes == null) {
+                return keyless(s, valueBytes, cluster, n);
+            }
+            return s.route(keyBytes, n);
         } catch (RuntimeException e) {
             // Never fail a send over placement: count it and answer like Kafka's default partitioner would.
             try {
@@ -98,17 +116,16 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
         }
     }
 
-    private int keyless(String topic, byte[] keyBytes, byte[] valueBytes, Cluster cluster, int n) {
-        router.countKeyless(topic);
+    private int keyless(DkgRouter.TopicState state, byte[] valueBytes, Cluster cluster, int n) {
+        router.countKeyless(state);
         if (n <= 0) {
             return 0;
         }
-        StickyPartition s = sticky.get(topic);
+        StickyPartition s = sticky.get(state.topic);
         if (s == null) {
-            s = sticky.computeIfAbsent(topic, StickyPartition::new);
+            s = sticky.computeIfAbsent(state.topic, StickyPartition::new);
         }
-        int bytes = (valueBytes == null ? 0 : valueBytes.length) + StickyPartition.RECORD_OVERHEAD;
-        return s.next(cluster, n, bytes, batchSize);
+        return s.next(cluster, n, StickyPartition.recordBytes(valueBytes == null ? -1 : valueBytes.length), batchSize);
     }
 
     /** The router this partitioner routes with. */

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.Measurable;
@@ -17,9 +18,11 @@ import org.slf4j.LoggerFactory;
  * keyed lookup ({@link #partition}). The Java counterpart of the Rust {@code DkgRouter}
  * ({@code partitioner/src/kafka/router.rs}).
  *
- * <p>Hot path: one {@link ConcurrentHashMap} read for the topic's state, one volatile read of its assignment, the
- * O(1) {@link Assignment} lookup, one {@link LongAdder} increment. No lock, no allocation (except the first record
- * of a topic never seen before), no I/O, never throws. An assignment routes only while its partition count equals
+ * <p>Hot path: one array read and an identity compare for the topic's state (a direct-mapped index over the
+ * {@link ConcurrentHashMap} of topics), one volatile read of its assignment, the O(1), branch-free
+ * {@link Assignment} lookup, and one plain increment of the calling thread's own route counter
+ * ({@link RouteCounters}: exact, no atomic read-modify-write). No lock, no allocation (except the first record of a
+ * topic never seen before, or of a thread never seen for it), no I/O, never throws. An assignment routes only while its partition count equals
  * the count the caller passes (from the producer's {@code Cluster}); otherwise, and without an assignment, keys go
  * where Kafka's default partitioner puts them: {@code toPositive(murmur2(key)) % numPartitions}.
  */
@@ -27,26 +30,126 @@ public final class DkgRouter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DkgRouter.class);
     private static final Route[] ROUTES = Route.values();
     private static final RejectReason[] REASONS = RejectReason.values();
+    private static final int FALLBACK = Route.FALLBACK.ordinal();
+    private static final int KEYLESS = Route.KEYLESS.ordinal();
+    /** HEAVY is BUCKET - 1, so the route of an encoded lookup {@code r} is this minus (1 if heavy, else 0). */
+    private static final int HEAVY_OR_BUCKET = Route.BUCKET.ordinal();
+    /** Most slots of the direct-mapped topic index ({@link #index}). */
+    private static final int MAX_INDEX_SLOTS = 4096;
+    /** Times an {@link #index} slot follows a caller to a new {@code String} instance of its topic. */
+    private static final int MAX_REKEYS = 16;
 
-    /** One data topic: its assignment (swapped atomically by the follower) and counters. */
+    /**
+     * One data topic: its assignment (swapped atomically by the follower), the partition count of the last
+     * {@code Cluster} seen, and its counters. {@link #partition(byte[], int)} is the keyed hot path.
+     */
     static final class TopicState {
         final String topic;
         volatile Assignment assignment;
         /** The partition count the producer last routed with (for the in-effect gauge); 0 = none yet. */
         volatile int lastPartitions;
-        final LongAdder[] records = new LongAdder[ROUTES.length];
+        /** The partition count of the last {@code Cluster} passed to {@link #partitionCount}; see there. */
+        private ClusterCount clusterCount;
+        final RouteCounters records = new RouteCounters();
         boolean registered;
 
         TopicState(String topic) {
             this.topic = topic;
-            for (int i = 0; i < records.length; i++) {
-                records[i] = new LongAdder();
+        }
+
+        /**
+         * {@code cluster.partitionsForTopic(topic).size()}, remembered for the {@code Cluster} instance it was read
+         * from. A {@code Cluster} is immutable and the producer passes the same instance until its metadata
+         * changes, so the answer is exact and the map lookup is paid once per metadata update, not per record.
+         */
+        int partitionCount(Cluster cluster) {
+            ClusterCount c = clusterCount;
+            if (c != null && c.cluster == cluster) {
+                return c.partitions;
             }
+            int n = cluster.partitionsForTopic(topic).size();
+            // A plain write: ClusterCount's fields are final, so any thread that sees it sees them.
+            clusterCount = new ClusterCount(cluster, n);
+            seen(n);
+            return n;
+        }
+
+        /** Notes the partition count the producer routes with (for the in-effect gauge). */
+        void seen(int numPartitions) {
+            if (lastPartitions != numPartitions) {
+                lastPartitions = numPartitions;
+            }
+        }
+
+        /** {@link DkgRouter#partition(String, byte[], int)} for this topic. */
+        int partition(byte[] key, int numPartitions) {
+            seen(numPartitions);
+            return route(key, numPartitions);
+        }
+
+        /**
+         * {@link #partition(byte[], int)} for a count already {@link #seen} (the partitioner's path: its count comes
+         * from {@link #partitionCount}, which notes every new count).
+         */
+        int route(byte[] key, int numPartitions) {
+            if (numPartitions <= 0 || key == null) {
+                records.add(FALLBACK);
+                return 0;
+            }
+            Assignment a = assignment;
+            if (a != null && a.partitions() == numPartitions) {
+                int r = a.lookup(key);
+                // r is p (bucket route) or -1 - p (heavy): decoded without a branch on which, since heavy and light
+                // keys interleave at random. Always in range (Assignment guarantees it); re-checked (one compare,
+                // always true) so that no bug elsewhere can pick a missing partition.
+                int p = r ^ (r >> 31);
+                if (p < numPartitions) {
+                    records.add(HEAVY_OR_BUCKET - (r >>> 31));
+                    return p;
+                }
+            }
+            records.add(FALLBACK);
+            return Murmur2.kafkaPartition(key, numPartitions);
+        }
+    }
+
+    /**
+     * A slot of {@link #index}: a topic's state under the {@code String} instance a caller passed (producers pass
+     * the same instance for every record of a topic, usually not the one the state was made with).
+     */
+    static final class IndexEntry {
+        final String key;
+        final TopicState state;
+        /** How often this slot was re-keyed to a new instance of the same name (bounded, see {@link #state}). */
+        final int rekeys;
+
+        IndexEntry(String key, TopicState state, int rekeys) {
+            this.key = key;
+            this.state = state;
+            this.rekeys = rekeys;
+        }
+    }
+
+    /** A {@code Cluster} instance and the topic's partition count in it. */
+    private static final class ClusterCount {
+        final Cluster cluster;
+        final int partitions;
+
+        ClusterCount(Cluster cluster, int partitions) {
+            this.cluster = cluster;
+            this.partitions = partitions;
         }
     }
 
     private final String controlTopic;
     private final ConcurrentHashMap<String, TopicState> topics = new ConcurrentHashMap<>();
+    /**
+     * The topics again, direct-mapped by {@code String.hashCode()} (a power-of-two array, rebuilt on every new
+     * topic): the hot path's lookup is one array read and an identity compare with the {@code String} instance the
+     * caller used last for that topic, falling back to {@link #topics} on a miss (a topic not yet known, or two
+     * topics in one slot).
+     */
+    private volatile IndexEntry[] index = new IndexEntry[16];
     /** Written only by the follower (under {@code this}); read by the metrics and {@link #assignments()}. */
     private final AssignmentBook book;
     private final LongAdder[] rejected = new LongAdder[REASONS.length];
@@ -107,35 +210,12 @@ public final class DkgRouter implements AutoCloseable {
      * (keyless records are the caller's to place). {@code topic} must not be null.
      */
     public int partition(String topic, byte[] key, int numPartitions) {
-        TopicState s = state(topic);
-        if (numPartitions <= 0 || key == null) {
-            s.records[Route.FALLBACK.ordinal()].increment();
-            return 0;
-        }
-        if (s.lastPartitions != numPartitions) {
-            s.lastPartitions = numPartitions;
-        }
-        Assignment a = s.assignment;
-        if (a != null && a.partitions() == numPartitions) {
-            int r = a.lookup(key);
-            // Guaranteed by Assignment; re-checked (one compare) so no bug elsewhere can pick a missing partition.
-            if (r >= 0 && r < numPartitions) {
-                s.records[Route.BUCKET.ordinal()].increment();
-                return r;
-            }
-            int p = -1 - r;
-            if (r < 0 && p < numPartitions) {
-                s.records[Route.HEAVY.ordinal()].increment();
-                return p;
-            }
-        }
-        s.records[Route.FALLBACK.ordinal()].increment();
-        return Murmur2.kafkaPartition(key, numPartitions);
+        return state(topic).partition(key, numPartitions);
     }
 
     /** Counts a keyless record of {@code topic} (placed by the caller). */
-    void countKeyless(String topic) {
-        state(topic).records[Route.KEYLESS.ordinal()].increment();
+    void countKeyless(TopicState s) {
+        s.records.add(KEYLESS);
     }
 
     /** Counts an unexpected failure answered by the fallback placement. */
@@ -143,7 +223,24 @@ public final class DkgRouter implements AutoCloseable {
         errors.increment();
     }
 
-    private TopicState state(String topic) {
+    /** The state of {@code topic}, created (and its metrics registered) on first use. */
+    TopicState state(String topic) {
+        IndexEntry[] slots = index;
+        int at = topic.hashCode() & (slots.length - 1);
+        IndexEntry e = slots[at];
+        if (e != null) {
+            if (e.key == topic) {
+                return e.state;
+            }
+            if (e.key.equals(topic)) {
+                // Re-key to this instance so that its next records hit by identity. Bounded: a caller that builds a
+                // new String per record stays on the equals path instead of writing a shared slot every time.
+                if (e.rekeys < MAX_REKEYS) {
+                    slots[at] = new IndexEntry(topic, e.state, e.rekeys + 1);
+                }
+                return e.state;
+            }
+        }
         TopicState s = topics.get(topic);
         return s != null ? s : register(topic);
     }
@@ -154,8 +251,32 @@ public final class DkgRouter implements AutoCloseable {
             if (metrics != null && !s.registered) {
                 registerTopic(metrics, s);
             }
+            reindex();
         }
         return s;
+    }
+
+    /** Rebuilds {@link #index} from {@link #topics} (under {@code metricsLock}): at least 4 slots per topic. */
+    private void reindex() {
+        int want = Math.min(MAX_INDEX_SLOTS, Integer.highestOneBit(Math.max(4, topics.size() * 4 - 1)) << 1);
+        IndexEntry[] old = index;
+        IndexEntry[] slots = new IndexEntry[Math.max(want, old.length)];
+        for (TopicState t : topics.values()) {
+            int at = t.topic.hashCode() & (slots.length - 1);
+            if (slots[at] == null) {
+                slots[at] = new IndexEntry(t.topic, t, 0);
+            }
+        }
+        // Keep the callers' instances of the topics already indexed (where they kept their slot).
+        for (IndexEntry e : old) {
+            if (e != null) {
+                int at = e.key.hashCode() & (slots.length - 1);
+                if (slots[at] != null && slots[at].state == e.state) {
+                    slots[at] = e;
+                }
+            }
+        }
+        index = slots;
     }
 
     // ------------------------------------------------------------------------------------------------------------
@@ -212,7 +333,7 @@ public final class DkgRouter implements AutoCloseable {
     /** Records of {@code topic} placed by {@code route} so far. */
     public long records(String topic, Route route) {
         TopicState s = topics.get(topic);
-        return s == null ? 0 : s.records[route.ordinal()].sum();
+        return s == null ? 0 : s.records.sum(route);
     }
 
     /** Control records rejected for {@code reason} so far. */
@@ -258,11 +379,10 @@ public final class DkgRouter implements AutoCloseable {
     private static void registerTopic(PluginMetrics m, TopicState s) {
         s.registered = true;
         for (Route route : ROUTES) {
-            LongAdder counter = s.records[route.ordinal()];
             LinkedHashMap<String, String> tags = tags("topic", s.topic);
             tags.put("route", route.label());
             add(m, DkgMetrics.RECORDS_TOTAL, "Records placed by the DKG partitioner, by route.", tags,
-                    (config, now) -> counter.sum());
+                    (config, now) -> s.records.sum(route));
         }
         add(m, DkgMetrics.EPOCH, "Epoch of the topic's current DKG assignment (0 = none).", tags("topic", s.topic),
                 (config, now) -> {

@@ -1,10 +1,18 @@
 package dev.dkg.kafka;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+
 /**
  * Kafka's murmur2 (bit-exact with {@code org.apache.kafka.common.utils.Utils.murmur2}, which the default
  * partitioner uses as {@code toPositive(murmur2(key)) % numPartitions}) and the seeded variant DKG uses as its
  * bucket hash. Austin Appleby's MurmurHash2, 32-bit, little-endian word reads, Kafka's length mixing and tail
  * handling. Reference: {@code partitioner/src/hash.rs} (the Rust implementation this must equal).
+ *
+ * <p>Words are read with one little-endian 4-byte load ({@link MethodHandles#byteArrayViewVarHandle}, which the JIT
+ * compiles to a plain unaligned load) instead of Kafka's four byte loads and shifts: the same value, fewer
+ * instructions on the hot path.
  */
 public final class Murmur2 {
     /** Seed of Kafka's murmur2. */
@@ -12,6 +20,7 @@ public final class Murmur2 {
 
     private static final int M = 0x5bd1e995;
     private static final int R = 24;
+    private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
 
     private Murmur2() {}
 
@@ -24,18 +33,15 @@ public final class Murmur2 {
     public static int hash(byte[] data, int seed) {
         final int length = data.length;
         int h = seed ^ length;
-        final int words = length >>> 2;
-        for (int i = 0; i < words; i++) {
-            final int o = i << 2;
-            int k = (data[o] & 0xff) | ((data[o + 1] & 0xff) << 8) | ((data[o + 2] & 0xff) << 16)
-                    | ((data[o + 3] & 0xff) << 24);
+        final int tail = length & ~3;
+        for (int o = 0; o < tail; o += 4) {
+            int k = (int) INT_LE.get(data, o);
             k *= M;
             k ^= k >>> R;
             k *= M;
             h *= M;
             h ^= k;
         }
-        final int tail = length & ~3;
         // The C/Java switch with fallthrough: bytes 2, 1, 0 of the tail, then one multiply.
         final int rest = length & 3;
         if (rest == 3) {

@@ -1,6 +1,9 @@
 package dev.dkg.kafka;
 
-/** Which rule placed a record: the {@code route} tag of {@code dkg-producer-records-total}. */
+/**
+ * Which rule placed a record: the {@code route} tag of {@code dkg-producer-records-total}. The order matters:
+ * {@code DkgRouter} derives HEAVY (= BUCKET - 1) from the sign of the encoded lookup without a branch.
+ */
 public enum Route {
     /** The key is a heavy hitter of the current assignment. */
     HEAVY("heavy"),

@@ -62,6 +62,70 @@ class AssignmentTest {
         }
     }
 
+    /**
+     * The lookup compares keys by words (first and last 8 bytes, the middle 8 at a time, short keys by overlapping
+     * loads): heavy keys of every length from 0 to 80 bytes and a few longer, each looked up itself, with each one
+     * of its bytes changed, cut by one byte and grown by one, under bucket counts that give one heavy key per bucket
+     * (groups) and several (runs): each answer is the definition's.
+     */
+    @Test
+    void nearMissesOfHeavyKeysRouteByTheirBucket() {
+        SplittableRandom random = new SplittableRandom(7);
+        List<byte[]> heavyKeys = new ArrayList<>();
+        for (int len = 0; len <= 80; len++) {
+            heavyKeys.add(randomBytes(random, len));
+        }
+        for (int len : new int[] {127, 128, 129, 1000}) {
+            heavyKeys.add(randomBytes(random, len));
+        }
+        for (int buckets : new int[] {1, 5, 97, 4096}) {
+            int partitions = 13;
+            int[] table = new int[buckets];
+            for (int i = 0; i < buckets; i++) {
+                table[i] = random.nextInt(partitions);
+            }
+            Docs d = Docs.base().partitions(partitions).seed(random.nextInt()).table(table);
+            Map<ByteBuffer, Integer> heavy = new HashMap<>();
+            // At most MAX_HEAVY_KEYS_PER_BUCKET per bucket: with 1 or 5 buckets only a few of the keys are heavy.
+            int[] perBucket = new int[buckets];
+            for (byte[] key : heavyKeys) {
+                int b = Murmur2.toPositive(Murmur2.hash(key, d.seed)) % buckets;
+                if (perBucket[b] < Assignment.MAX_HEAVY_KEYS_PER_BUCKET) {
+                    perBucket[b]++;
+                    int p = random.nextInt(partitions);
+                    heavy.put(ByteBuffer.wrap(key), p);
+                    d.heavy(key, p);
+                }
+            }
+            Assignment a = d.build();
+            for (byte[] key : heavyKeys) {
+                List<byte[]> probes = new ArrayList<>();
+                probes.add(key);
+                probes.add(Arrays.copyOf(key, key.length + 1));
+                if (key.length > 0) {
+                    probes.add(Arrays.copyOf(key, key.length - 1));
+                }
+                for (int i = 0; i < key.length; i++) {
+                    byte[] changed = key.clone();
+                    changed[i] ^= (byte) (1 << random.nextInt(8));
+                    probes.add(changed);
+                }
+                for (byte[] probe : probes) {
+                    boolean isHeavy = heavy.containsKey(ByteBuffer.wrap(probe));
+                    assertEquals(reference(heavy, table, d.seed, probe), a.partitionFor(probe),
+                            () -> buckets + " buckets, key of " + probe.length + " bytes");
+                    assertEquals(isHeavy ? Route.HEAVY : Route.BUCKET, a.route(probe));
+                }
+            }
+        }
+    }
+
+    private static byte[] randomBytes(SplittableRandom random, int len) {
+        byte[] key = new byte[len];
+        random.nextBytes(key);
+        return key;
+    }
+
     /** Two keys with the same 32-bit bucket hash: only the one listed is heavy (the bytes decide). */
     @Test
     void keysCollidingInTheFullHashAreToldApart() {

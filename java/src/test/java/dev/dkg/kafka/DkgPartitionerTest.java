@@ -120,10 +120,14 @@ class DkgPartitionerTest {
     @Test
     void keylessRecordsStickUntilBatchSizeBytesThenMoveOnAtRandom() {
         DkgRouter router = DkgRouter.detached("_dkg.assignments");
-        // 90-byte values count 100 bytes each: 10 records fill a 1000-byte batch.
-        DkgPartitioner partitioner = new DkgPartitioner(router, 1000);
+        // A 90-byte value makes a 101-byte v2 record: a body of 99 (attributes 1, deltas 2 + 2, key length 1, value
+        // length 2 (zig-zag 180), the value, header count 1) and its length (2, zig-zag 198). Ten of them fill a
+        // batch of 10 * 101 + 61 bytes (the batch header); an eleventh would not fit.
+        byte[] value = new byte[90];
+        assertEquals(101, StickyPartition.recordBytes(value.length));
+        assertEquals(9, StickyPartition.recordBytes(-1));
+        DkgPartitioner partitioner = new DkgPartitioner(router, 10 * 101 + StickyPartition.BATCH_OVERHEAD + 100);
         Cluster cluster = Clusters.of(TOPIC, 4);
-        byte[] value = new byte[100 - StickyPartition.RECORD_OVERHEAD];
         int runs = 400;
         int[] perPartition = new int[4];
         int changes = 0;
