@@ -1,9 +1,6 @@
 package dev.dkg.kafka;
 
 import dev.dkg.kafka.bench.PartitionBench;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.utils.Utils;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -22,7 +19,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The parts of {@code PartitionBench.dkgPartitioner} one at a time, on the same keys: Kafka's murmur2, DKG's
  * seeded murmur2, the hash plus the bucket (fastmod), the whole {@code Assignment} lookup and the router's route
- * (lookup plus route counter). In this package to reach the package-private lookup.
+ * (lookup plus route counter), the cached partition count and the route counter alone. In this package to reach
+ * the package-private lookup. Run with {@code -p keyLength=6} (or 16, 36) like {@code PartitionBench}.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -31,8 +29,6 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 3, time = 1)
 @Fork(1)
 public class LookupPartsBench {
-    private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-
     @Param({"6"})
     public int keyLength;
 
