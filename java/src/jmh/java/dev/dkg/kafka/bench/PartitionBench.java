@@ -47,9 +47,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class PartitionBench {
-    static final int BATCH = 4096;
-    static final int PARTITIONS = 12;
-    static final String TOPIC = "bench";
+    public static final int BATCH = 4096;
+    public static final int PARTITIONS = 12;
+    public static final String TOPIC = "bench";
 
     @Param({"6", "16", "36"})
     public int keyLength;
@@ -60,32 +60,57 @@ public class PartitionBench {
     private DkgPartitioner partitioner;
     private Cluster cluster;
 
+    /** The bench's keys, assignment, router and cluster (shared with {@code dev.dkg.kafka.LookupPartsBench}). */
+    public static final class Fixture {
+        public final byte[][] stream;
+        public final Assignment assignment;
+        public final DkgRouter router;
+        public final Cluster cluster;
+
+        private Fixture(byte[][] stream, Assignment assignment, DkgRouter router, Cluster cluster) {
+            this.stream = stream;
+            this.assignment = assignment;
+            this.router = router;
+            this.cluster = cluster;
+        }
+
+        /** Keys of {@code keyLength} bytes. */
+        public static Fixture make(int keyLength) throws AssignmentException {
+            Zipf zipf = new Zipf(10_000, 1.0, 42);
+            List<Doc.Heavy> heavy = new ArrayList<>();
+            for (int rank = 1; rank <= 50; rank++) {
+                heavy.add(new Doc.Heavy(key(rank, keyLength), rank % PARTITIONS));
+            }
+            Doc doc = Doc.shuffled(TOPIC, PARTITIONS, 1, 64, 1, heavy);
+            Assignment assignment = Assignment.fromJson(doc.bytes());
+            // A router fed directly (no broker), shared with a partitioner the way a Streams app shares one.
+            DkgRouter router = DkgRouter.detached("bench-control");
+            router.apply(TOPIC.getBytes(StandardCharsets.UTF_8), doc.bytes());
+            if (router.assignment(TOPIC) == null) {
+                throw new IllegalStateException("the bench assignment was not adopted");
+            }
+            List<PartitionInfo> infos = new ArrayList<>();
+            Node node = new Node(0, "localhost", 9092);
+            for (int p = 0; p < PARTITIONS; p++) {
+                infos.add(new PartitionInfo(TOPIC, p, node, new Node[] {node}, new Node[] {node}));
+            }
+            Cluster cluster = new Cluster("bench", List.of(node), infos, Set.of(), Set.of());
+            byte[][] stream = new byte[BATCH][];
+            for (int i = 0; i < BATCH; i++) {
+                stream[i] = key(zipf.nextRank(), keyLength);
+            }
+            return new Fixture(stream, assignment, router, cluster);
+        }
+    }
+
     @Setup
     public void setup() throws AssignmentException {
-        Zipf zipf = new Zipf(10_000, 1.0, 42);
-        List<Doc.Heavy> heavy = new ArrayList<>();
-        for (int rank = 1; rank <= 50; rank++) {
-            heavy.add(new Doc.Heavy(key(rank, keyLength), rank % PARTITIONS));
-        }
-        Doc doc = Doc.shuffled(TOPIC, PARTITIONS, 1, 64, 1, heavy);
-        assignment = Assignment.fromJson(doc.bytes());
-        // A router fed directly (no broker), shared with a partitioner the way a Streams app shares one.
-        router = DkgRouter.detached("bench-control");
-        router.apply(TOPIC.getBytes(StandardCharsets.UTF_8), doc.bytes());
-        if (router.assignment(TOPIC) == null) {
-            throw new IllegalStateException("the bench assignment was not adopted");
-        }
+        Fixture f = Fixture.make(keyLength);
+        stream = f.stream;
+        assignment = f.assignment;
+        router = f.router;
+        cluster = f.cluster;
         partitioner = new DkgPartitioner(router, 16384);
-        List<PartitionInfo> infos = new ArrayList<>();
-        Node node = new Node(0, "localhost", 9092);
-        for (int p = 0; p < PARTITIONS; p++) {
-            infos.add(new PartitionInfo(TOPIC, p, node, new Node[] {node}, new Node[] {node}));
-        }
-        cluster = new Cluster("bench", List.of(node), infos, Set.of(), Set.of());
-        stream = new byte[BATCH][];
-        for (int i = 0; i < BATCH; i++) {
-            stream[i] = key(zipf.nextRank(), keyLength);
-        }
     }
 
     @TearDown
