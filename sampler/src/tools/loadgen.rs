@@ -197,24 +197,24 @@ pub fn run(args: Args) -> Result<(), LoadgenError> {
 }
 
 /// `send_result`'s outcome: the delivery future, or the error with the record handed back.
-type SendResult<'a> = Result<DeliveryFuture, (KafkaError, FutureRecord<'a, [u8], [u8]>)>;
+pub(crate) type SendResult<'a> = Result<DeliveryFuture, (KafkaError, FutureRecord<'a, [u8], [u8]>)>;
 
 /// The producer used: the wrapper or a plain one.
-enum Sender {
+pub(crate) enum Sender {
     Dkg(DkgProducer),
     Plain(FutureProducer),
 }
 
 impl Sender {
     #[allow(clippy::result_large_err)]
-    fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
+    pub(crate) fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
         match self {
             Sender::Dkg(p) => p.send_result(record),
             Sender::Plain(p) => p.send_result(record),
         }
     }
 
-    fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
+    pub(crate) fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
         match self {
             Sender::Dkg(p) => p.flush(timeout),
             Sender::Plain(p) => p.flush(timeout),
