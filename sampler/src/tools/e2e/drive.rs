@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use super::Args;
 use super::group::{Group, GroupSpec};
 use super::report::{BenchResult, Latency, SideResult, Step};
+use crate::tools::demo::delete_topics;
 use crate::tools::loadgen::Sender;
 use crate::tools::workload::ZipfKeys;
 
@@ -112,11 +113,21 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
     );
     let joining = Instant::now();
     wait_members(&[&hash, &dkg]).await?;
-    tracing::info!(secs = joining.elapsed().as_secs_f64(), "both groups have one partition per member");
+    tracing::info!(
+        secs = joining.elapsed().as_secs_f64(),
+        "both groups have one partition per member"
+    );
 
     let outcome = measure(args, &mut hash, &mut dkg).await;
     let _ = stop_tx.send(true);
     let (h, d) = (hash.group_join().await, dkg.group_join().await);
+    if !args.keep_topics {
+        let admin: AdminClient<DefaultClientContext> =
+            connection.create().context("creating the admin client")?;
+        if let Err(e) = delete_topics(&admin, &[&hash.topic, &dkg.topic]).await {
+            tracing::warn!("could not delete the twin topics: {e:#}");
+        }
+    }
     let (capacity_hash, capacity_dkg, b_rate, c_rate) = outcome?;
     h?;
     d?;

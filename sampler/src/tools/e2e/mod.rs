@@ -122,6 +122,10 @@ pub struct Args {
     #[arg(long, env = "DKG_E2E_TOPIC_PREFIX", default_value = "dkg-e2e")]
     pub topic_prefix: String,
 
+    /// Keep the twin topics after the run (by default they are deleted).
+    #[arg(long, env = "DKG_E2E_KEEP_TOPICS")]
+    pub keep_topics: bool,
+
     /// Directory for the JSON and the PNG.
     #[arg(long, env = "DKG_E2E_OUT_DIR", default_value = "target/e2e")]
     pub out_dir: PathBuf,
