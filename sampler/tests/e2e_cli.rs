@@ -80,12 +80,12 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         let sum: u64 = counts.iter().sum();
         assert!(sum > 0, "{side}: no records");
         assert!((f(s, "imbalance") - imbalance(&counts)).abs() < 1e-9);
-        let share = *counts.iter().max().unwrap() as f64 / sum as f64;
+        let share = *counts.iter().max().expect("a partition") as f64 / sum as f64;
         assert!((f(s, "max_share") - share).abs() < 1e-9);
         max_share.push(share);
         imbalances.push(imbalance(&counts));
         let steps = s["steps"].as_array().expect("steps");
-        let phases: Vec<&str> = steps.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+        let phases: Vec<&str> = steps.iter().map(|p| p["phase"].as_str().expect("a phase")).collect();
         let mut want = vec!["capacity"; BISECT];
         want.extend(["at_70pct_hash", "at_70pct_dkg"]);
         assert_eq!(phases, want, "{side}");
@@ -95,7 +95,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
                 "{side}: {p}"
             );
             assert!(
-                p["latency_ms"]["count"].as_u64().unwrap() > 0,
+                p["latency_ms"]["count"].as_u64().expect("a count") > 0,
                 "{side}: {p}"
             );
         }
