@@ -85,7 +85,10 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         max_share.push(share);
         imbalances.push(imbalance(&counts));
         let steps = s["steps"].as_array().expect("steps");
-        let phases: Vec<&str> = steps.iter().map(|p| p["phase"].as_str().expect("a phase")).collect();
+        let phases: Vec<&str> = steps
+            .iter()
+            .map(|p| p["phase"].as_str().expect("a phase"))
+            .collect();
         let mut want = vec!["capacity"; BISECT];
         want.extend(["at_70pct_hash", "at_70pct_dkg"]);
         assert_eq!(phases, want, "{side}");
