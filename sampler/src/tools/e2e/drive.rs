@@ -128,15 +128,16 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
             tracing::warn!("could not delete the twin topics: {e:#}");
         }
     }
-    let (capacity_hash, capacity_dkg, b_rate, c_rate) = outcome?;
+    let ([hash_bracket, dkg_bracket], b_rate, c_rate) = outcome?;
+    let (capacity_hash, capacity_dkg) = (hash_bracket.0, dkg_bracket.0);
     h?;
     d?;
 
     #[allow(clippy::cast_precision_loss)]
     let top_key_share = hash.top_key as f64 / hash.sent.max(1) as f64;
     let key_grouping_bound = (f64::from(k) * top_key_share).max(1.0) - 1.0;
-    let hash_result = hash.result(capacity_hash);
-    let mut dkg_result = dkg.result(capacity_dkg);
+    let hash_result = hash.result(hash_bracket);
+    let mut dkg_result = dkg.result(dkg_bracket);
     dkg_result.assignment_epoch = Some(epoch);
     dkg_result.predicted_imbalance = Some(predicted_imbalance);
     let predicted_limit = (1.0 + hash_result.imbalance) / (1.0 + key_grouping_bound);
@@ -165,13 +166,14 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
     })
 }
 
-/// Capacities by interleaved bisection, then the latency runs (b) and (c). Returns the capacities
-/// and the rates of (b) and (c).
+/// Capacities by interleaved bisection, then the latency runs (b) and (c). Returns each side's final
+/// bracket (highest sustained rate = the capacity, lowest unsustained one) and the rates of (b) and
+/// (c).
 async fn measure(
     args: &Args,
     hash: &mut Side,
     dkg: &mut Side,
-) -> anyhow::Result<(f64, f64, f64, f64)> {
+) -> anyhow::Result<([(f64, f64); 2], f64, f64)> {
     let c = args.member_capacity_rps;
     let total = c * f64::from(args.partitions);
     let step = Duration::from_secs(args.step_secs);
@@ -198,7 +200,7 @@ async fn measure(
     let overload = Duration::from_secs(args.overload_secs);
     dkg.step(args, "at_70pct_dkg", c_rate, overload).await?;
     hash.step(args, "at_70pct_dkg", c_rate, overload).await?;
-    Ok((cap_hash, cap_dkg, b_rate, c_rate))
+    Ok((bounds, b_rate, c_rate))
 }
 
 /// Learn the DKG assignment from a prefix of the stream and publish it (epoch 1 of a fresh topic) with
@@ -456,7 +458,7 @@ impl Side {
         Ok(step)
     }
 
-    fn result(&self, capacity_rps: f64) -> SideResult {
+    fn result(&self, (capacity_rps, unsustained_rps): (f64, f64)) -> SideResult {
         #[allow(clippy::cast_precision_loss)]
         let loads: Vec<f64> = self.per_partition.iter().map(|&c| c as f64).collect();
         let total: u64 = self.per_partition.iter().sum();
@@ -466,6 +468,7 @@ impl Side {
         SideResult {
             topic: self.topic.clone(),
             capacity_rps,
+            unsustained_rps,
             per_partition: self.per_partition.clone(),
             imbalance: imbalance(&loads),
             max_share,

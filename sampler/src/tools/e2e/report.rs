@@ -63,6 +63,9 @@ pub struct SideResult {
     pub topic: String,
     /// Highest sustained rate the bisection found.
     pub capacity_rps: f64,
+    /// Lowest rate the bisection found unsustained (or its starting bracket, 1.05 x the group's total):
+    /// the capacity lies between `capacity_rps` and this.
+    pub unsustained_rps: f64,
     /// Records acknowledged per partition over the whole run.
     pub per_partition: Vec<u64>,
     /// `max/mean - 1` of `per_partition`.
