@@ -41,7 +41,14 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         .args(["--keys", "1000", "--learn-records", "20000"])
         .args(["--member-capacity-rps", &CAPACITY.to_string()])
         .args(["--step-secs", "2", "--bisect-steps", &BISECT.to_string()])
-        .args(["--latency-secs", "1", "--overload-secs", "1"])
+        .args([
+            "--latency-secs",
+            "1",
+            "--latency-rounds",
+            "2",
+            "--overload-secs",
+            "1",
+        ])
         .arg("--out-dir")
         .arg(&out)
         .env("DKG_LOG", "warn")
@@ -62,6 +69,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
 
     let total = CAPACITY * f64::from(PARTITIONS);
     let mut max_share = Vec::new();
+    let mut b_p99 = Vec::new();
     let mut imbalances = Vec::new();
     for side in ["hash", "dkg"] {
         let s = &r[side];
@@ -90,8 +98,16 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
             .map(|p| p["phase"].as_str().expect("a phase"))
             .collect();
         let mut want = vec!["capacity"; BISECT];
-        want.extend(["at_70pct_hash", "at_70pct_dkg"]);
+        want.extend(["at_70pct_hash", "at_70pct_hash", "at_70pct_dkg"]);
         assert_eq!(phases, want, "{side}");
+        let p99 = |p: &Value| p["latency_ms"]["p99"].as_f64().expect("a p99");
+        b_p99.push(
+            steps
+                .iter()
+                .filter(|p| p["phase"] == "at_70pct_hash")
+                .map(p99)
+                .collect::<Vec<f64>>(),
+        );
         for p in steps {
             assert!(
                 f(p, "achieved_rps") >= 0.95 * f(p, "offered_rps"),
@@ -132,5 +148,15 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     assert!((f(&r, "predicted_limit") - limit).abs() < 1e-9);
     assert!((f(&r, "at_70pct_hash_rps") - 0.7 * hash_cap).abs() < 1e-6);
     assert!((f(&r, "at_70pct_dkg_rps") - 0.7 * dkg_cap).abs() < 1e-6);
+    let mut ratios: Vec<f64> = b_p99[0]
+        .iter()
+        .zip(&b_p99[1])
+        .map(|(h, d)| d / h.max(1.0))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let spread = &r["at_70pct_hash_p99_ratio"];
+    assert_eq!(spread["rounds"], 2);
+    assert!((f(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
+    assert!((f(spread, "min") - ratios[0]).abs() < 1e-9);
     let _ = std::fs::remove_dir_all(&out);
 }

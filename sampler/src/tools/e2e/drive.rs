@@ -13,16 +13,14 @@ use dkg_partitioner::kafka::{DkgProducer, control, producer_config};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use tokio::sync::watch;
 
 use super::Args;
 use super::group::{Group, GroupSpec};
-use super::report::{BenchResult, Latency, SideResult, Step};
+use super::report::{AT_70PCT_HASH, BenchResult, Latency, SideResult, Spread, Step};
 use crate::tools::demo::delete_topics;
-use crate::tools::loadgen::Sender;
+use crate::tools::loadgen::{Sender, Tally};
 use crate::tools::workload::ZipfKeys;
 
 /// Lag samples per second within a step.
@@ -41,8 +39,8 @@ struct Side {
     group: Group,
     /// Records sent so far.
     sent: u64,
-    /// Records acknowledged per partition.
-    per_partition: Vec<u64>,
+    /// Records acknowledged per partition (and failed ones).
+    tally: Tally,
     /// Records of the hottest key (rank 0) sent.
     top_key: u64,
     steps: Vec<Step>,
@@ -142,7 +140,13 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
     dkg_result.predicted_imbalance = Some(predicted_imbalance);
     let predicted_limit = (1.0 + hash_result.imbalance) / (1.0 + key_grouping_bound);
     let ratio = capacity_dkg / capacity_hash;
+    let p99_ratios: Vec<f64> = hash_result
+        .phases(AT_70PCT_HASH)
+        .zip(dkg_result.phases(AT_70PCT_HASH))
+        .map(|(h, d)| f64::from(d.latency_ms.p99) / f64::from(h.latency_ms.p99.max(1)))
+        .collect();
     Ok(BenchResult {
+        at_70pct_hash_p99_ratio: Spread::of(&p99_ratios),
         zipf: args.zipf,
         partitions: k,
         keys: args.keys,
@@ -193,8 +197,10 @@ async fn measure(
     let [(cap_hash, _), (cap_dkg, _)] = bounds;
     let b_rate = 0.7 * cap_hash;
     let latency = Duration::from_secs(args.latency_secs);
-    hash.step(args, "at_70pct_hash", b_rate, latency).await?;
-    dkg.step(args, "at_70pct_hash", b_rate, latency).await?;
+    for _ in 0..args.latency_rounds {
+        hash.step(args, AT_70PCT_HASH, b_rate, latency).await?;
+        dkg.step(args, AT_70PCT_HASH, b_rate, latency).await?;
+    }
     // DKG first: the hash group's backlog of (c) is never drained.
     let c_rate = 0.7 * cap_dkg;
     let overload = Duration::from_secs(args.overload_secs);
@@ -302,7 +308,7 @@ impl Side {
             keys,
             group,
             sent: 0,
-            per_partition: vec![0; k as usize],
+            tally: Tally::new(k),
             top_key: 0,
             steps: Vec::new(),
         }
@@ -377,30 +383,19 @@ impl Side {
             }
             key.clear();
             let _ = write!(key, "{}", self.keys.ids()[rank as usize]);
-            let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic)
+            let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic)
                 .key(key.as_bytes())
                 .payload(&payload);
-            loop {
-                match self.sender.send(record) {
-                    Ok(f) => {
-                        in_flight.push_back(f);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                        record = back;
-                        match in_flight.pop_front() {
-                            Some(f) => settle(&mut self.per_partition, f).await?,
-                            None => tokio::time::sleep(Duration::from_millis(5)).await,
-                        }
-                    }
-                    Err((e, _)) => bail!("producing to {}: {e}", self.topic),
-                }
-            }
+            let tally = &mut self.tally;
+            self.sender
+                .send_queued(record, &mut in_flight, async |f| tally.settle(f).await)
+                .await
+                .with_context(|| format!("producing to {}", self.topic))?;
             sent += 1;
             self.sent += 1;
             while in_flight.len() >= MAX_IN_FLIGHT {
                 if let Some(f) = in_flight.pop_front() {
-                    settle(&mut self.per_partition, f).await?;
+                    self.tally.settle(f).await;
                 }
             }
             if sent % 1024 == 0 {
@@ -412,7 +407,14 @@ impl Side {
             .flush(Duration::from_secs(60))
             .context("flushing the producer")?;
         for f in in_flight.drain(..) {
-            settle(&mut self.per_partition, f).await?;
+            self.tally.settle(f).await;
+        }
+        if let Some(first) = &self.tally.first_error {
+            bail!(
+                "{} records to {} were not delivered; first error: {first}",
+                self.tally.failed,
+                self.topic
+            );
         }
         let ack_tail = start.elapsed() - sent_for;
         #[allow(clippy::cast_precision_loss)]
@@ -460,16 +462,16 @@ impl Side {
 
     fn result(&self, (capacity_rps, unsustained_rps): (f64, f64)) -> SideResult {
         #[allow(clippy::cast_precision_loss)]
-        let loads: Vec<f64> = self.per_partition.iter().map(|&c| c as f64).collect();
-        let total: u64 = self.per_partition.iter().sum();
+        let loads: Vec<f64> = self.tally.per_partition.iter().map(|&c| c as f64).collect();
+        let total: u64 = self.tally.per_partition.iter().sum();
         #[allow(clippy::cast_precision_loss)]
-        let max_share =
-            self.per_partition.iter().copied().max().unwrap_or(0) as f64 / total.max(1) as f64;
+        let max_share = self.tally.per_partition.iter().copied().max().unwrap_or(0) as f64
+            / total.max(1) as f64;
         SideResult {
             topic: self.topic.clone(),
             capacity_rps,
             unsustained_rps,
-            per_partition: self.per_partition.clone(),
+            per_partition: self.tally.per_partition.clone(),
             imbalance: imbalance(&loads),
             max_share,
             assignment_epoch: None,
@@ -477,25 +479,5 @@ impl Side {
             receive_errors: self.group.progress.errors.load(Ordering::Relaxed),
             steps: self.steps.clone(),
         }
-    }
-}
-
-async fn settle(per_partition: &mut [u64], f: DeliveryFuture) -> anyhow::Result<()> {
-    match f.await {
-        Ok(Ok(d)) => {
-            let slot = usize::try_from(d.partition)
-                .ok()
-                .and_then(|p| per_partition.get_mut(p));
-            match slot {
-                Some(c) => *c += 1,
-                None => bail!(
-                    "a record was acknowledged on partition {}, outside the topic",
-                    d.partition
-                ),
-            }
-            Ok(())
-        }
-        Ok(Err((e, _))) => bail!("a record was not delivered: {e}"),
-        Err(_) => bail!("the producer was dropped before a delivery report"),
     }
 }

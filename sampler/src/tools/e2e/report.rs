@@ -39,6 +39,41 @@ impl Latency {
     }
 }
 
+/// The phase of the (b) rounds.
+pub const AT_70PCT_HASH: &str = "at_70pct_hash";
+
+/// Median, min and max of per-round values.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
+}
+
+impl Spread {
+    /// Of `values` (all zero when empty); the median of an even count is the mean of the middle two.
+    pub fn of(values: &[f64]) -> Self {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            return Self::default();
+        }
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Self {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            rounds: n,
+        }
+    }
+}
+
 /// One step: a rate offered for a while.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
@@ -80,8 +115,34 @@ pub struct SideResult {
 }
 
 impl SideResult {
+    /// The steps of `phase`, in order.
+    pub fn phases<'a>(&'a self, phase: &str) -> impl Iterator<Item = &'a Step> + use<'a> {
+        let phase = phase.to_owned();
+        self.steps.iter().filter(move |s| s.phase == phase)
+    }
+
     fn phase(&self, phase: &str) -> Option<&Step> {
-        self.steps.iter().find(|s| s.phase == phase)
+        self.phases(phase).next()
+    }
+
+    /// Median over the rounds of `phase` of p50, p99 and max.
+    fn median_latency(&self, phase: &str) -> String {
+        let stat = |f: fn(&Latency) -> u32| {
+            let v: Vec<f64> = self
+                .phases(phase)
+                .map(|s| f64::from(f(&s.latency_ms)))
+                .collect();
+            Spread::of(&v).median
+        };
+        if self.phase(phase).is_none() {
+            return "-".to_owned();
+        }
+        format!(
+            "{:.0} / {:.0} / {:.0}",
+            stat(|l| l.p50),
+            stat(|l| l.p99),
+            stat(|l| l.max)
+        )
     }
 }
 
@@ -107,6 +168,8 @@ pub struct BenchResult {
     pub predicted_limit: f64,
     pub ratio_over_limit: f64,
     pub at_70pct_hash_rps: f64,
+    /// DKG's p99 over hash's in the (b) rounds.
+    pub at_70pct_hash_p99_ratio: Spread,
     pub at_70pct_dkg_rps: f64,
     pub hash: SideResult,
     pub dkg: SideResult,
@@ -155,14 +218,14 @@ pub fn table(r: &BenchResult) -> String {
         format!("{:.3}", r.dkg.max_share),
     );
     let b = format!(
-        "latency p50/p99/max ms at {:.0} rec/s (b)",
-        r.at_70pct_hash_rps
+        "latency p50/p99/max ms at {:.0} rec/s (b, median of {})",
+        r.at_70pct_hash_rps, r.at_70pct_hash_p99_ratio.rounds
     );
     row(
         &mut out,
         &b,
-        latency_cell(r.hash.phase("at_70pct_hash")),
-        latency_cell(r.dkg.phase("at_70pct_hash")),
+        r.hash.median_latency(AT_70PCT_HASH),
+        r.dkg.median_latency(AT_70PCT_HASH),
     );
     let c = format!(
         "latency p50/p99/max ms at {:.0} rec/s (c)",
@@ -184,6 +247,12 @@ pub fn table(r: &BenchResult) -> String {
         lag(&r.hash),
         lag(&r.dkg),
     );
+    let q = &r.at_70pct_hash_p99_ratio;
+    let _ = writeln!(
+        out,
+        "p99 latency DKG/hash at (b): median {:.2} (min {:.2}, max {:.2}) over {} rounds",
+        q.median, q.min, q.max, q.rounds
+    );
     let _ = writeln!(
         out,
         "capacity ratio DKG/hash {:.2}; predicted limit (1 + {:.3}) / (1 + {:.3}) = {:.2}; ratio / limit {:.2}",
@@ -203,5 +272,17 @@ mod tests {
         let one = Latency::of(vec![7]);
         assert_eq!((one.p50, one.p99, one.max), (7, 7, 7));
         assert_eq!(Latency::of(Vec::new()).count, 0);
+    }
+
+    #[test]
+    fn spread_takes_the_middle_and_the_ends() {
+        let odd = super::Spread::of(&[3.0, 1.0, 2.0]);
+        assert_eq!(
+            (odd.median, odd.min, odd.max, odd.rounds),
+            (2.0, 1.0, 3.0, 3)
+        );
+        let even = super::Spread::of(&[4.0, 1.0, 2.0, 3.0]);
+        assert_eq!((even.median, even.min, even.max), (2.5, 1.0, 4.0));
+        assert_eq!(super::Spread::of(&[]).rounds, 0);
     }
 }
