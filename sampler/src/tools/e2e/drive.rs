@@ -481,3 +481,23 @@ impl Side {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::slope;
+
+    #[test]
+    fn slope_is_the_least_squares_fit() {
+        let line: Vec<(f64, f64)> = (0..20)
+            .map(|i| (f64::from(i) * 0.25, 100.0 + 40.0 * f64::from(i) * 0.25))
+            .collect();
+        assert!((slope(&line) - 40.0).abs() < 1e-9);
+        // Noise around a flat lag fits a slope near 0.
+        let flat: Vec<(f64, f64)> = (0..20)
+            .map(|i| (f64::from(i), if i % 2 == 0 { 10.0 } else { 30.0 }))
+            .collect();
+        assert!(slope(&flat).abs() < 1.1);
+        assert_eq!(slope(&[(1.0, 5.0)]), 0.0);
+        assert_eq!(slope(&[(1.0, 5.0), (1.0, 9.0)]), 0.0);
+    }
+}
