@@ -42,6 +42,12 @@ pub fn draw(path: &Path, r: &BenchResult) -> anyhow::Result<()> {
         .collect();
     let x_max = all.iter().map(|p| p.0).fold(1.0, f64::max) * 1.05;
     let y_max = all.iter().map(|p| p.1).fold(10.0, f64::max) * 2.0;
+    let y_min = [&r.hash, &r.dkg]
+        .iter()
+        .flat_map(|s| points(s, false))
+        .map(|p| p.1)
+        .fold(y_max / 4.0, f64::min)
+        / 1.5;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
@@ -53,7 +59,7 @@ pub fn draw(path: &Path, r: &BenchResult) -> anyhow::Result<()> {
         .margin(14)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..x_max, (0.8..y_max).log_scale())
+        .build_cartesian_2d(0.0..x_max, (y_min..y_max).log_scale())
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -86,7 +92,7 @@ pub fn draw(path: &Path, r: &BenchResult) -> anyhow::Result<()> {
         let cap = side.capacity_rps;
         chart
             .draw_series(DashedLineSeries::new(
-                [(cap, 0.8), (cap, y_max)],
+                [(cap, y_min), (cap, y_max)],
                 3,
                 3,
                 colour.mix(0.5).stroke_width(1),
