@@ -11,8 +11,10 @@
 //!   growing, by bisection between one member's capacity (always sustainable) and 1.05x the group's
 //!   total (never). A step offers a rate for `--step-secs` after the backlog of the previous one
 //!   drained; it is sustained when the least-squares slope of the lag over its last two thirds is at
-//!   most `--lag-slope-max-ratio` x one member's capacity (the lag grows on the hottest partition
-//!   only, so the threshold is relative to what one member drains).
+//!   most `--lag-slope-max-ratio` x one member's capacity per second (the lag grows on the hottest
+//!   partition only, so the threshold is relative to what one member drains), or when the lag at its
+//!   end is at most what that slope would have accumulated over the step (the group caught up: a
+//!   transient stall of the shared machine is no overload; a real overload fails both).
 //! - (b) end-to-end latency (CreateTime to processed) p50/p99/max at 70% of the hash group's
 //!   capacity, which both carry, in `--latency-rounds` alternating rounds (the DKG/hash p99 ratio is
 //!   the median of the rounds' ratios, with min and max: the machine is shared), and (c) over `--overload-secs` at 70% of DKG's capacity, where the
@@ -81,7 +83,8 @@ pub struct Args {
     pub bisect_steps: u32,
 
     /// A step is sustained when its lag grows by at most this fraction of one member's capacity
-    /// per second.
+    /// per second (least-squares slope over its last two thirds), or its lag at the end is at most
+    /// that slope times the step's length.
     #[arg(long, env = "DKG_E2E_LAG_SLOPE_MAX_RATIO", default_value_t = 0.05)]
     pub lag_slope_max_ratio: f64,
 
