@@ -1,7 +1,7 @@
 //! `dkg-sampler`: the DKG sidecar and its offline tools.
 //!
 //! Layout: [`sidecar`] is the long-running service (`run`); [`tools`] holds the offline and operator tools
-//! (`simulate`, `inspect`, `loadgen`, `consume`, `demo`). Each subcommand's module has `pub struct Args`
+//! (`simulate`, `inspect`, `loadgen`, `consume`, `demo`, `e2e`). Each subcommand's module has `pub struct Args`
 //! (clap derive) and `pub fn run(args)`. To add a subcommand: a module, a variant of [`Command`], and one
 //! arm in [`main`].
 
@@ -57,6 +57,8 @@ enum Command {
     Consume(tools::consume::Args),
     /// Live terminal demo: the same skewed workload through Kafka's hash and through DKG, side by side.
     Demo(tools::demo::Args),
+    /// End-to-end benchmark: consumer-group capacity and latency, Kafka's hash vs DKG, on twin topics.
+    E2e(tools::e2e::Args),
 }
 
 fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
@@ -81,6 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Loadgen(args) => tools::loadgen::run(args).map_err(Into::into),
         Command::Consume(args) => tools::consume::run(args).map_err(Into::into),
         Command::Demo(args) => tools::demo::run(args),
+        Command::E2e(args) => tools::e2e::run(args),
     }
 }
 

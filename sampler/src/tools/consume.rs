@@ -458,14 +458,14 @@ impl Member {
 /// The simulated processing cost of one member (see the module docs): a debt in nanoseconds,
 /// paid by sleeping in quanta.
 #[derive(Clone, Debug)]
-struct Work {
+pub(crate) struct Work {
     per_record_ns: i128,
     /// Owed wait minus credit from oversleeping (negative = credit).
     owed_ns: i128,
 }
 
 impl Work {
-    fn new(per_record: Duration) -> Self {
+    pub(crate) fn new(per_record: Duration) -> Self {
         Self {
             per_record_ns: i128::try_from(per_record.as_nanos()).unwrap_or(i128::MAX / 4),
             owed_ns: 0,
@@ -490,7 +490,7 @@ impl Work {
     }
 
     /// Charge one record and sleep if due.
-    async fn pay(&mut self) {
+    pub(crate) async fn pay(&mut self) {
         if let Some(owed) = self.charge() {
             let t = Instant::now();
             tokio::time::sleep(owed).await;

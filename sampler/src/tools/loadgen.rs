@@ -197,24 +197,51 @@ pub fn run(args: Args) -> Result<(), LoadgenError> {
 }
 
 /// `send_result`'s outcome: the delivery future, or the error with the record handed back.
-type SendResult<'a> = Result<DeliveryFuture, (KafkaError, FutureRecord<'a, [u8], [u8]>)>;
+pub(crate) type SendResult<'a> = Result<DeliveryFuture, (KafkaError, FutureRecord<'a, [u8], [u8]>)>;
 
 /// The producer used: the wrapper or a plain one.
-enum Sender {
+pub(crate) enum Sender {
     Dkg(DkgProducer),
     Plain(FutureProducer),
 }
 
 impl Sender {
     #[allow(clippy::result_large_err)]
-    fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
+    pub(crate) fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
         match self {
             Sender::Dkg(p) => p.send_result(record),
             Sender::Plain(p) => p.send_result(record),
         }
     }
 
-    fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
+    /// Hand `record` to the producer and push its delivery future on `in_flight`. While librdkafka's
+    /// queue is full, the oldest future in flight is settled with `settle` (or, with none in flight,
+    /// it pauses) and the send retried; any other error comes back.
+    pub(crate) async fn send_queued(
+        &self,
+        mut record: FutureRecord<'_, [u8], [u8]>,
+        in_flight: &mut VecDeque<DeliveryFuture>,
+        mut settle: impl AsyncFnMut(DeliveryFuture),
+    ) -> Result<(), KafkaError> {
+        loop {
+            match self.send(record) {
+                Ok(future) => {
+                    in_flight.push_back(future);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    match in_flight.pop_front() {
+                        Some(oldest) => settle(oldest).await,
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    pub(crate) fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
         match self {
             Sender::Dkg(p) => p.flush(timeout),
             Sender::Plain(p) => p.flush(timeout),
@@ -223,16 +250,28 @@ impl Sender {
 }
 
 /// Delivery bookkeeping.
-struct Tally {
-    per_partition: Vec<u64>,
-    failed: u64,
-    first_error: Option<String>,
+pub(crate) struct Tally {
+    /// Records acknowledged per partition.
+    pub(crate) per_partition: Vec<u64>,
+    /// Records whose delivery failed, and the first error.
+    pub(crate) failed: u64,
+    pub(crate) first_error: Option<String>,
     /// --plain with --metrics-addr: dkg_producer_partition_records_total of this topic.
     delivered: Option<(prometheus::IntCounterVec, String)>,
 }
 
 impl Tally {
-    async fn settle(&mut self, future: DeliveryFuture) {
+    /// No deliveries yet on a topic of `partitions` partitions.
+    pub(crate) fn new(partitions: u32) -> Self {
+        Self {
+            per_partition: vec![0; partitions as usize],
+            failed: 0,
+            first_error: None,
+            delivered: None,
+        }
+    }
+
+    pub(crate) async fn settle(&mut self, future: DeliveryFuture) {
         match future.await {
             Ok(Ok(delivery)) => {
                 let p = usize::try_from(delivery.partition).unwrap_or(usize::MAX);
@@ -254,7 +293,7 @@ impl Tally {
         }
     }
 
-    fn fail(&mut self, error: String) {
+    pub(crate) fn fail(&mut self, error: String) {
         self.failed += 1;
         if self.first_error.is_none() {
             self.first_error = Some(error);
@@ -292,10 +331,8 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
     let sender = make_sender(&args, &user_config, &registry, partitions).await?;
     let bar = progress_bar(args.count);
     let mut tally = Tally {
-        per_partition: vec![0; partitions as usize],
-        failed: 0,
-        first_error: None,
         delivered,
+        ..Tally::new(partitions)
     };
     let start = Instant::now();
     produce(&args, &sender, &mut zipf, &mut tally, &bar, start).await?;
@@ -395,31 +432,18 @@ async fn produce(
         }
         key.clear();
         let _ = write!(key, "{}", zipf.next_id());
-        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
+        let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
             .key(key.as_bytes())
             .payload(&payload);
-        loop {
-            match sender.send(record) {
-                Ok(future) => {
-                    in_flight.push_back(future);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    match in_flight.pop_front() {
-                        Some(oldest) => {
-                            tally.settle(oldest).await;
-                            bar.inc(1);
-                        }
-                        None => tokio::time::sleep(Duration::from_millis(10)).await,
-                    }
-                }
-                Err((e, _)) => {
-                    tally.fail(e.to_string());
-                    bar.inc(1);
-                    break;
-                }
-            }
+        let sent = sender
+            .send_queued(record, &mut in_flight, async |oldest| {
+                tally.settle(oldest).await;
+                bar.inc(1);
+            })
+            .await;
+        if let Err(e) = sent {
+            tally.fail(e.to_string());
+            bar.inc(1);
         }
         while in_flight.len() >= max_in_flight {
             if let Some(oldest) = in_flight.pop_front() {

@@ -338,7 +338,7 @@ async fn create_topics(
     Ok(())
 }
 
-async fn delete_topics(
+pub(crate) async fn delete_topics(
     admin: &AdminClient<DefaultClientContext>,
     topics: &[&str],
 ) -> anyhow::Result<()> {

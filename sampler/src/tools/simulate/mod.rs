@@ -16,7 +16,7 @@
 //! split per k instead); jobs run on `--threads` scoped threads.
 
 mod algorithms;
-mod plot;
+pub(crate) mod plot;
 mod report;
 mod stream;
 

@@ -16,14 +16,14 @@ use super::algorithms::Algorithm;
 use super::report::Row;
 
 const FONT: &[u8] = include_bytes!("../../../../assets/fonts/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 /// Smallest lambda (percent) the log axis shows.
 const FLOOR_PCT: f64 = 0.1;
 const PANEL_WIDTH: u32 = 560;
 const PANEL_HEIGHT: u32 = 420;
 const TITLE_HEIGHT: u32 = 50;
 
-fn register_font() -> anyhow::Result<()> {
+pub(crate) fn register_font() -> anyhow::Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED
         .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());

@@ -1,0 +1,509 @@
+//! The benchmark's driver: topics, the DKG assignment, the two producers and groups, the steps.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use dkg_partitioner::dkg::{DkgConfig, Sketch};
+use dkg_partitioner::imbalance;
+use dkg_partitioner::kafka::topic::{self, TopicSpec};
+use dkg_partitioner::kafka::{DkgProducer, control, producer_config};
+use rdkafka::admin::AdminClient;
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use tokio::sync::watch;
+
+use super::Args;
+use super::group::{Group, GroupSpec};
+use super::report::{AT_70PCT_HASH, BenchResult, Latency, SideResult, Spread, Step};
+use crate::tools::demo::delete_topics;
+use crate::tools::loadgen::{Sender, Tally};
+use crate::tools::workload::ZipfKeys;
+
+/// Lag samples per second within a step.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// Longest wait, after a step's last send, for every record of the step to be acknowledged.
+const MAX_ACK_TAIL: Duration = Duration::from_secs(2);
+/// Most records awaiting their delivery report.
+const MAX_IN_FLIGHT: usize = 100_000;
+
+/// One side of the benchmark: a topic, its producer, its workload and its group.
+struct Side {
+    name: &'static str,
+    sender: Sender,
+    topic: String,
+    keys: ZipfKeys,
+    group: Group,
+    /// Records sent so far.
+    sent: u64,
+    /// Records acknowledged per partition (and failed ones).
+    tally: Tally,
+    /// Records of the hottest key (rank 0) sent.
+    top_key: u64,
+    steps: Vec<Step>,
+}
+
+pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
+    let mut connection = ClientConfig::new();
+    connection.set("bootstrap.servers", &args.bootstrap_servers);
+    args.kafka.apply(&mut connection)?;
+    let k = args.partitions;
+    let hash_topic = format!("{}-hash-{run_id}", args.topic_prefix);
+    let dkg_topic = format!("{}-dkg-{run_id}", args.topic_prefix);
+    for t in [&hash_topic, &dkg_topic] {
+        topic::create_and_wait(
+            &connection,
+            &TopicSpec::new(t, k).replication(1),
+            Duration::from_secs(30),
+        )
+        .await
+        .with_context(|| format!("creating {t} (is the broker up? scripts/kafka start)"))?;
+    }
+    let keys = || {
+        ZipfKeys::new(args.keys, args.zipf, args.seed).with_context(|| {
+            format!(
+                "no Zipf law over {} keys with exponent {}",
+                args.keys, args.zipf
+            )
+        })
+    };
+    let (epoch, predicted_imbalance) =
+        publish_learned(args, &connection, &dkg_topic, keys()?).await?;
+    let dkg_producer = DkgProducer::builder(connection.clone())
+        .control_topic(&args.control_topic)
+        .topics([dkg_topic.as_str()])
+        .build()
+        .await
+        .context("building the DkgProducer")?;
+    wait_for_assignment(&dkg_producer, &dkg_topic, epoch).await?;
+    let hash_producer: FutureProducer = producer_config(&connection)
+        .create()
+        .context("creating the hash side's producer")?;
+
+    let (stop_tx, stop) = watch::channel(false);
+    let spec = |topic: String, dkg: bool| GroupSpec {
+        connection: connection.clone(),
+        topic,
+        dkg_control_topic: dkg.then(|| args.control_topic.clone()),
+        members: k,
+        capacity_rps: args.member_capacity_rps,
+    };
+    let hash_group = Group::start(&spec(hash_topic.clone(), false), &stop).await?;
+    let dkg_group = Group::start(&spec(dkg_topic.clone(), true), &stop).await?;
+    let mut hash = Side::new(
+        "hash",
+        Sender::Plain(hash_producer),
+        hash_topic,
+        keys()?,
+        hash_group,
+        k,
+    );
+    let mut dkg = Side::new(
+        "dkg",
+        Sender::Dkg(dkg_producer),
+        dkg_topic,
+        keys()?,
+        dkg_group,
+        k,
+    );
+    let joining = Instant::now();
+    wait_members(&[&hash, &dkg]).await?;
+    tracing::info!(
+        secs = joining.elapsed().as_secs_f64(),
+        "both groups have one partition per member"
+    );
+
+    let outcome = measure(args, &mut hash, &mut dkg).await;
+    let _ = stop_tx.send(true);
+    let (h, d) = (hash.group_join().await, dkg.group_join().await);
+    if !args.keep_topics {
+        let admin: AdminClient<DefaultClientContext> =
+            connection.create().context("creating the admin client")?;
+        if let Err(e) = delete_topics(&admin, &[&hash.topic, &dkg.topic]).await {
+            tracing::warn!("could not delete the twin topics: {e:#}");
+        }
+    }
+    let ([hash_bracket, dkg_bracket], b_rate, c_rate) = outcome?;
+    let (capacity_hash, capacity_dkg) = (hash_bracket.0, dkg_bracket.0);
+    h?;
+    d?;
+
+    #[allow(clippy::cast_precision_loss)]
+    let top_key_share = hash.top_key as f64 / hash.sent.max(1) as f64;
+    let key_grouping_bound = (f64::from(k) * top_key_share).max(1.0) - 1.0;
+    let hash_result = hash.result(hash_bracket);
+    let mut dkg_result = dkg.result(dkg_bracket);
+    dkg_result.assignment_epoch = Some(epoch);
+    dkg_result.predicted_imbalance = Some(predicted_imbalance);
+    let predicted_limit = (1.0 + hash_result.imbalance) / (1.0 + key_grouping_bound);
+    let ratio = capacity_dkg / capacity_hash;
+    let p99_ratios: Vec<f64> = hash_result
+        .phases(AT_70PCT_HASH)
+        .zip(dkg_result.phases(AT_70PCT_HASH))
+        .map(|(h, d)| f64::from(d.latency_ms.p99) / f64::from(h.latency_ms.p99.max(1)))
+        .collect();
+    Ok(BenchResult {
+        at_70pct_hash_p99_ratio: Spread::of(&p99_ratios),
+        zipf: args.zipf,
+        partitions: k,
+        keys: args.keys,
+        member_capacity_rps: args.member_capacity_rps,
+        step_secs: args.step_secs,
+        lag_slope_max_rps: args.lag_slope_max_ratio * args.member_capacity_rps,
+        overload_secs: args.overload_secs,
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        ratio,
+        top_key_share,
+        key_grouping_bound,
+        predicted_limit,
+        ratio_over_limit: ratio / predicted_limit,
+        at_70pct_hash_rps: b_rate,
+        at_70pct_dkg_rps: c_rate,
+        hash: hash_result,
+        dkg: dkg_result,
+    })
+}
+
+/// Capacities by interleaved bisection, then the latency runs (b) and (c). Returns each side's final
+/// bracket (highest sustained rate = the capacity, lowest unsustained one) and the rates of (b) and
+/// (c).
+async fn measure(
+    args: &Args,
+    hash: &mut Side,
+    dkg: &mut Side,
+) -> anyhow::Result<([(f64, f64); 2], f64, f64)> {
+    let c = args.member_capacity_rps;
+    let total = c * f64::from(args.partitions);
+    let step = Duration::from_secs(args.step_secs);
+    // (sustained, unsustained) per side.
+    let mut bounds = [(c, total * 1.05); 2];
+    for _ in 0..args.bisect_steps {
+        for (side, b) in [&mut *hash, &mut *dkg].into_iter().zip(&mut bounds) {
+            let rate = (b.0 + b.1) / 2.0;
+            let s = side.step(args, "capacity", rate, step).await?;
+            if s.sustained {
+                b.0 = rate;
+            } else {
+                b.1 = rate;
+            }
+        }
+    }
+    let [(cap_hash, _), (cap_dkg, _)] = bounds;
+    let b_rate = 0.7 * cap_hash;
+    let latency = Duration::from_secs(args.latency_secs);
+    for _ in 0..args.latency_rounds {
+        hash.step(args, AT_70PCT_HASH, b_rate, latency).await?;
+        dkg.step(args, AT_70PCT_HASH, b_rate, latency).await?;
+    }
+    // DKG first: the hash group's backlog of (c) is never drained.
+    let c_rate = 0.7 * cap_dkg;
+    let overload = Duration::from_secs(args.overload_secs);
+    dkg.step(args, "at_70pct_dkg", c_rate, overload).await?;
+    hash.step(args, "at_70pct_dkg", c_rate, overload).await?;
+    Ok((bounds, b_rate, c_rate))
+}
+
+/// Learn the DKG assignment from a prefix of the stream and publish it (epoch 1 of a fresh topic) with
+/// the library's publish code. Returns its epoch and predicted imbalance.
+async fn publish_learned(
+    args: &Args,
+    connection: &ClientConfig,
+    topic: &str,
+    mut keys: ZipfKeys,
+) -> anyhow::Result<(u64, f64)> {
+    let mut sketch = Sketch::new(&DkgConfig::default(), args.partitions)?;
+    let mut key = String::with_capacity(12);
+    for _ in 0..args.learn_records {
+        key.clear();
+        let _ = write!(key, "{}", keys.next_id());
+        sketch.observe(key.as_bytes());
+    }
+    let epoch = 1;
+    let build = sketch.build(topic, epoch, crate::sidecar::now_ms(), None)?;
+    let admin: AdminClient<DefaultClientContext> =
+        connection.create().context("creating the admin client")?;
+    control::ensure_control_topic(&admin, &args.control_topic, -1).await?;
+    let publisher: FutureProducer = control::publisher_config(connection)
+        .create()
+        .context("creating the assignment publisher")?;
+    control::publish_assignment(
+        &publisher,
+        &args.control_topic,
+        &build.assignment,
+        Duration::from_secs(30),
+    )
+    .await
+    .context("publishing the learned assignment")?;
+    Ok((epoch, build.predicted_imbalance))
+}
+
+async fn wait_for_assignment(
+    producer: &DkgProducer,
+    topic: &str,
+    epoch: u64,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while producer
+        .router()
+        .assignment(topic)
+        .is_none_or(|a| a.epoch() != epoch)
+    {
+        ensure!(
+            Instant::now() < deadline,
+            "the DkgProducer did not adopt epoch {epoch} of {topic} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Wait until every member of both groups owns exactly one partition.
+async fn wait_members(sides: &[&Side]) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !sides.iter().all(|s| s.group.progress.one_partition_each()) {
+        ensure!(
+            Instant::now() < deadline,
+            "the groups did not settle to one partition per member within 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// Least-squares slope of `(t, y)` points (units of y per unit of t); 0 with fewer than two points.
+pub fn slope(points: &[(f64, f64)]) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return 0.0;
+    }
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (x, y)| {
+        (num + (x - mx) * (y - my), den + (x - mx) * (x - mx))
+    });
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
+impl Side {
+    fn new(
+        name: &'static str,
+        sender: Sender,
+        topic: String,
+        keys: ZipfKeys,
+        group: Group,
+        k: u32,
+    ) -> Self {
+        Self {
+            name,
+            sender,
+            topic,
+            keys,
+            group,
+            sent: 0,
+            tally: Tally::new(k),
+            top_key: 0,
+            steps: Vec::new(),
+        }
+    }
+
+    async fn group_join(&mut self) -> anyhow::Result<()> {
+        let group = std::mem::replace(&mut self.group, Group::empty());
+        group
+            .join()
+            .await
+            .with_context(|| format!("the {} group", self.name))
+    }
+
+    fn processed(&self) -> u64 {
+        self.group.progress.processed.load(Ordering::Relaxed)
+    }
+
+    /// Wait until the group processed everything sent.
+    async fn drain(&self, args: &Args) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(args.drain_timeout_secs);
+        while self.processed() < self.sent {
+            ensure!(
+                Instant::now() < deadline,
+                "the {} group did not drain its backlog of {} records within {} s",
+                self.name,
+                self.sent - self.processed(),
+                args.drain_timeout_secs
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
+    /// Offer `rate` records/s for `length` after the backlog drained; the step's measurements.
+    async fn step(
+        &mut self,
+        args: &Args,
+        phase: &'static str,
+        rate: f64,
+        length: Duration,
+    ) -> anyhow::Result<Step> {
+        self.drain(args).await?;
+        drop(self.group.progress.take_latencies());
+        let payload = vec![b'x'; args.value_bytes];
+        let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
+        let mut samples: Vec<(f64, f64)> = Vec::new();
+        let mut key = String::with_capacity(12);
+        let start = Instant::now();
+        let mut next_sample = start;
+        let mut sent = 0_u64;
+        loop {
+            #[allow(clippy::cast_precision_loss)]
+            let due = Duration::from_secs_f64(sent as f64 / rate);
+            if due >= length {
+                break;
+            }
+            let now = Instant::now();
+            if now >= next_sample {
+                next_sample += SAMPLE_EVERY;
+                #[allow(clippy::cast_precision_loss)]
+                let lag = self.sent.saturating_sub(self.processed()) as f64;
+                samples.push(((now - start).as_secs_f64(), lag));
+            }
+            let elapsed = now - start;
+            if due > elapsed + Duration::from_millis(1) {
+                tokio::time::sleep((due - elapsed).min(SAMPLE_EVERY)).await;
+                continue;
+            }
+            let rank = self.keys.next_rank();
+            if rank == 0 {
+                self.top_key += 1;
+            }
+            key.clear();
+            let _ = write!(key, "{}", self.keys.ids()[rank as usize]);
+            let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic)
+                .key(key.as_bytes())
+                .payload(&payload);
+            let tally = &mut self.tally;
+            self.sender
+                .send_queued(record, &mut in_flight, async |f| tally.settle(f).await)
+                .await
+                .with_context(|| format!("producing to {}", self.topic))?;
+            sent += 1;
+            self.sent += 1;
+            while in_flight.len() >= MAX_IN_FLIGHT {
+                if let Some(f) = in_flight.pop_front() {
+                    self.tally.settle(f).await;
+                }
+            }
+            if sent % 1024 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let sent_for = start.elapsed();
+        self.sender
+            .flush(Duration::from_secs(60))
+            .context("flushing the producer")?;
+        for f in in_flight.drain(..) {
+            self.tally.settle(f).await;
+        }
+        if let Some(first) = &self.tally.first_error {
+            bail!(
+                "{} records to {} were not delivered; first error: {first}",
+                self.tally.failed,
+                self.topic
+            );
+        }
+        let ack_tail = start.elapsed() - sent_for;
+        #[allow(clippy::cast_precision_loss)]
+        let achieved = sent as f64 / sent_for.as_secs_f64();
+        let from = length.as_secs_f64() / 3.0;
+        let tail: Vec<(f64, f64)> = samples
+            .iter()
+            .copied()
+            .filter(|(t, _)| *t >= from)
+            .collect();
+        let lag_slope = slope(&tail);
+        let max_slope = args.lag_slope_max_ratio * args.member_capacity_rps;
+        let lag_end = self.sent.saturating_sub(self.processed());
+        let step = Step {
+            phase,
+            offered_rps: rate,
+            achieved_rps: achieved,
+            ack_tail_ms: u64::try_from(ack_tail.as_millis()).unwrap_or(u64::MAX),
+            lag_slope_rps: lag_slope,
+            // Either the lag stopped growing, or the group caught up by the end: a transient stall
+            // of the shared machine inside the window (the lag rises, then drains) is no overload.
+            // An overloaded step fails both (its backlog grows by the excess every second).
+            #[allow(clippy::cast_precision_loss)]
+            sustained: lag_slope <= max_slope || lag_end as f64 <= max_slope * length.as_secs_f64(),
+            lag_end,
+            latency_ms: Latency::of(self.group.progress.take_latencies()),
+        };
+        tracing::info!(
+            side = self.name,
+            phase,
+            offered = rate,
+            achieved,
+            lag_slope,
+            sustained = step.sustained,
+            p99_ms = step.latency_ms.p99,
+            "step"
+        );
+        ensure!(
+            achieved >= args.min_delivered_ratio * rate && ack_tail <= MAX_ACK_TAIL,
+            "the {} producer sent {achieved:.0} records/s of the {rate:.0} offered (--min-delivered-ratio {}), the last \
+             acknowledged {} ms after the last send (at most {} ms allowed): the broker or the machine, not the \
+             group, limited this step",
+            self.name,
+            args.min_delivered_ratio,
+            ack_tail.as_millis(),
+            MAX_ACK_TAIL.as_millis()
+        );
+        self.steps.push(step.clone());
+        Ok(step)
+    }
+
+    fn result(&self, (capacity_rps, unsustained_rps): (f64, f64)) -> SideResult {
+        #[allow(clippy::cast_precision_loss)]
+        let loads: Vec<f64> = self.tally.per_partition.iter().map(|&c| c as f64).collect();
+        let total: u64 = self.tally.per_partition.iter().sum();
+        #[allow(clippy::cast_precision_loss)]
+        let max_share = self.tally.per_partition.iter().copied().max().unwrap_or(0) as f64
+            / total.max(1) as f64;
+        SideResult {
+            topic: self.topic.clone(),
+            capacity_rps,
+            unsustained_rps,
+            per_partition: self.tally.per_partition.clone(),
+            imbalance: imbalance(&loads),
+            max_share,
+            assignment_epoch: None,
+            predicted_imbalance: None,
+            receive_errors: self.group.progress.errors.load(Ordering::Relaxed),
+            steps: self.steps.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slope;
+
+    #[test]
+    fn slope_is_the_least_squares_fit() {
+        let line: Vec<(f64, f64)> = (0..20)
+            .map(|i| (f64::from(i) * 0.25, 100.0 + 40.0 * f64::from(i) * 0.25))
+            .collect();
+        assert!((slope(&line) - 40.0).abs() < 1e-9);
+        // Noise around a flat lag fits a slope near 0.
+        let flat: Vec<(f64, f64)> = (0..20)
+            .map(|i| (f64::from(i), if i % 2 == 0 { 10.0 } else { 30.0 }))
+            .collect();
+        assert!(slope(&flat).abs() < 1.1);
+        assert_eq!(slope(&[(1.0, 5.0)]), 0.0);
+        assert_eq!(slope(&[(1.0, 5.0), (1.0, 9.0)]), 0.0);
+    }
+}
