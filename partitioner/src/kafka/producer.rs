@@ -381,7 +381,10 @@ pub struct ProducerConfig {
     pub handoff_topic: String,
     /// Lease duration of an ordering producer: how long consumers keep waiting for its barriers
     /// after it died without [`DkgProducer::close`]. Renewed every third of it. Default
-    /// [`DEFAULT_LEASE`](handoff::DEFAULT_LEASE); at least 30 ms is used.
+    /// [`DEFAULT_LEASE`](handoff::DEFAULT_LEASE); at least 30 ms is used. Keep it well above the
+    /// cluster's failover time (`broker.session.timeout.ms` plus an election and a metadata
+    /// refresh): renewals stall while the handoff partition has no leader, and an expired lease
+    /// lets consumers stop waiting for this producer's barriers, which can reorder its moved keys.
     pub lease_duration: Duration,
 }
 
