@@ -112,30 +112,7 @@ pub enum BadKafkaConfig {
     },
 }
 
-/// Placeholder shown instead of a secret value.
-pub const REDACTED: &str = "<redacted>";
-
-/// Whether a client setting's value must never be shown: passwords, secrets, tokens, JAAS lines,
-/// private keys and keystores, OAUTHBEARER configs (they hold client secrets).
-pub fn is_secret_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
-    ["password", "secret", "token", "jaas", "credential"]
-        .iter()
-        .any(|w| k.contains(w))
-        || [
-            "ssl.key.",
-            "ssl_key",
-            "ssl.keystore.",
-            "sasl.oauthbearer.config",
-        ]
-        .iter()
-        .any(|p| k.starts_with(p))
-}
-
-/// `value`, or [`REDACTED`] if `key` looks secret.
-pub fn shown_value<'a>(key: &str, value: &'a str) -> &'a str {
-    if is_secret_key(key) { REDACTED } else { value }
-}
+pub use dkg_partitioner::kafka::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 
 /// `key=value` with [`shown_value`].
 fn shown_entry(entry: &str) -> String {
@@ -212,19 +189,6 @@ impl fmt::Debug for KafkaConfigArgs {
         f.debug_struct("KafkaConfigArgs")
             .field("kafka_config", &entries)
             .field("kafka_config_file", &self.kafka_config_file)
-            .finish()
-    }
-}
-
-/// A [`ClientConfig`] for `Debug` output with every secret-looking value redacted (rdkafka's own
-/// `Debug` hides only a few password keys).
-pub struct RedactedConfig<'a>(pub &'a ClientConfig);
-
-impl fmt::Debug for RedactedConfig<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let map = self.0.config_map();
-        f.debug_map()
-            .entries(map.iter().map(|(k, v)| (k, shown_value(k, v))))
             .finish()
     }
 }

@@ -85,6 +85,7 @@ pub mod handoff;
 pub mod metrics;
 mod ordering;
 mod producer;
+mod redact;
 mod router;
 pub mod topic;
 
@@ -102,6 +103,7 @@ pub use handoff::{
     ProducerId, Progress, ensure_handoff_topic,
 };
 pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, ProducerConfig, producer_config};
+pub use redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 pub use router::{
     DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,
     PartitionCountSource, RouteKind, RouterConfig, Routing, epoch_of, stamp_epoch,

@@ -2,6 +2,7 @@
 //! same struct, and both get their setters from one macro, [`router_setters`]).
 
 use super::*;
+use crate::kafka::RedactedConfig;
 
 /// Settings of a [`DkgRouter`] (all but the client config and the partition-count source), each
 /// with its default. [`DkgRouterBuilder`] and
@@ -50,14 +51,9 @@ pub struct RouterConfig {
     pub track_moved_keys: bool,
 }
 
-// By hand: the control consumer's config may hold secrets, and rdkafka's own `Debug` hides only a
-// few password keys (not `ssl.key.pem`, `sasl.oauthbearer.config`, ...): its keys only.
+// By hand: the control consumer's config may hold secrets (shown through `RedactedConfig`).
 impl fmt::Debug for RouterConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let control_consumer_keys = self
-            .control_consumer_config
-            .as_ref()
-            .map(|c| c.config_map().into_keys().collect::<Vec<_>>());
         f.debug_struct("RouterConfig")
             .field("control_topic", &self.control_topic)
             .field("metrics", &self.metrics.is_some())
@@ -67,7 +63,10 @@ impl fmt::Debug for RouterConfig {
             .field("metadata_timeout", &self.metadata_timeout)
             .field("ensure_control_topic", &self.ensure_control_topic)
             .field("control_topic_replication", &self.control_topic_replication)
-            .field("control_consumer_config_keys", &control_consumer_keys)
+            .field(
+                "control_consumer_config",
+                &self.control_consumer_config.as_ref().map(RedactedConfig),
+            )
             .field("max_assignment_bytes", &self.max_assignment_bytes)
             .field("track_moved_keys", &self.track_moved_keys)
             .finish()
