@@ -280,18 +280,34 @@ def test_a_million_records_land_where_their_epochs_assignment_puts_them(
 
 def test_concurrent_produce_through_assignment_swaps(bootstrap: str, admin: AdminClient) -> None:
     """Four threads produce through one DkgProducer while assignments swap under them: every record
-    lands on the partition of an assignment that was in force, and none is lost."""
+    lands on the partition of an assignment that was in force, and none is lost.
+
+    The threads' first quarter runs before any swap (epoch 1, shape 0 only) and their last quarter
+    after the final swap (an even epoch, shape 1 only); the swaps race the middle half. So both
+    shapes are used whatever the scheduling (a version that only raced 199 timed swaps against the
+    threads saw every record under one shape once, on a busy CI box)."""
     topic = data_topic(admin, 6)
     router = Router({"bootstrap.servers": bootstrap})
     router._set_partition_count(topic, 6)
-    docs = [rotated(topic, 6, epoch, shift=epoch % 2) for epoch in range(1, 200)]
-    shapes = [Assignment.from_json(docs[0]), Assignment.from_json(docs[1])]
+    shapes = [Assignment.from_json(rotated(topic, 6, e, shift=e % 2)) for e in (1, 2)]
     producer = DkgProducer({"bootstrap.servers": bootstrap, "linger.ms": 5}, router=router)
     per_thread = 20_000
     keys = [f"key-{i}".encode() for i in range(300)] + [b"hot"]
+    threads_n = 4
+    first_quarter_done = threading.Barrier(threads_n + 1)
+    lock = threading.Lock()
+    at_tail = 0
+    tail_go = threading.Event()
 
     def produce(t: int) -> None:
+        nonlocal at_tail
         for i in range(per_thread):
+            if i == per_thread // 4:
+                first_quarter_done.wait()
+            if i == per_thread * 3 // 4:
+                with lock:
+                    at_tail += 1
+                tail_go.wait()
             while True:
                 try:
                     producer.produce(topic, b"%d:%d" % (t, i), keys[(i * 31 + t) % len(keys)])
@@ -299,19 +315,27 @@ def test_concurrent_produce_through_assignment_swaps(bootstrap: str, admin: Admi
                 except BufferError:
                     producer.poll(0.01)
 
-    assert router._apply(topic.encode(), docs[0]).outcome == "accepted"
-    threads = [threading.Thread(target=produce, args=(t,)) for t in range(4)]
+    assert router._apply(topic.encode(), rotated(topic, 6, 1, shift=1)).outcome == "accepted"
+    threads = [threading.Thread(target=produce, args=(t,)) for t in range(threads_n)]
     for t in threads:
         t.start()
-    for doc in docs[1:]:
-        assert router._apply(topic.encode(), doc).outcome == "accepted"
-        time.sleep(0.002)  # spread the swaps over the production
+    first_quarter_done.wait()
+    epoch = 1
+    while True:
+        epoch += 1
+        assert router._apply(topic.encode(), rotated(topic, 6, epoch, shift=epoch % 2)).outcome == "accepted"
+        with lock:
+            everyone_waits = at_tail == threads_n
+        if everyone_waits and epoch % 2 == 0:
+            break  # the last swap installed shape 1 for the tail
+        time.sleep(0.001)
+    tail_go.set()
     for t in threads:
         t.join()
     assert producer.close() == 0
     messages = read_all(bootstrap, topic, 6)
-    assert len(messages) == 4 * per_thread
-    assert len({m.value() for m in messages}) == 4 * per_thread
+    assert len(messages) == threads_n * per_thread
+    assert len({m.value() for m in messages}) == threads_n * per_thread
     used: Counter[int] = Counter()
     for m in messages:
         key = m.key()
@@ -319,8 +343,9 @@ def test_concurrent_produce_through_assignment_swaps(bootstrap: str, admin: Admi
         assert m.partition() in by_shape, key
         if by_shape[0] != by_shape[1]:
             used[by_shape.index(m.partition())] += 1
-    # Both assignments placed records: the swaps happened while the threads produced.
-    assert used[0] > 0 and used[1] > 0, used
+    # Every key moves between the two shapes (the table rotates by one), so the head's and the
+    # tail's records alone place a quarter of the records each under one shape.
+    assert used[0] >= threads_n * per_thread // 4 and used[1] >= threads_n * per_thread // 4, used
 
 
 def test_a_control_topic_created_later_is_followed(
