@@ -215,7 +215,7 @@ class DkgPartitionerTest {
             threads.add(new Thread(() -> {
                 started.countDown();
                 long done = 0;
-                while (!stop.get()) {
+                do { // at least one pass, however late this thread is scheduled
                     for (int i = 0; i < keys; i++) {
                         int p = partitioner.partition(TOPIC, null, key(i), null, null, cluster);
                         if (!allowed.get(i).contains(p)) {
@@ -223,7 +223,7 @@ class DkgPartitionerTest {
                         }
                         done++;
                     }
-                }
+                } while (!stop.get());
                 lookups[id] = done;
             }));
         }
