@@ -36,8 +36,16 @@ use serde::{Deserialize, Serialize};
 /// Default name of the handoff topic.
 pub const DEFAULT_HANDOFF_TOPIC: &str = "_dkg.handoff";
 
-/// Default lease duration of an ordering producer.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+/// Default lease duration of an ordering producer: 30 s.
+///
+/// Why not shorter: renewals stall while the handoff partition has no leader, and a lease that
+/// expires during a failover lets consumers stop waiting for a live producer's barriers (its moved
+/// keys can then be reordered). A failover takes Kafka's `broker.session.timeout.ms` (9 s) to
+/// fence a dead broker, then an election and the producer's metadata refresh, and the last renewal
+/// may be a third of a lease old when the leader dies: a 10 s lease expired in a broker-kill test
+/// on the 3-broker cluster. The price of a longer lease: a producer that dies without closing is
+/// waited for this long.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// A producer instance's identity: 128 random bits as 32 lowercase hex digits, fresh per
 /// `DkgProducer` instance (a restarted producer is a new producer).
