@@ -132,7 +132,7 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
 
     def produce() -> None:
         i = 0
-        while not stop.is_set():
+        while not stop.is_set() or i < 200:  # at least 200 records, however slow the box
             producer.produce(topic, b"v", f"key-{i % 500}".encode(), on_delivery=on_delivery)
             producer.poll(0)
             i += 1
