@@ -289,6 +289,31 @@ async fn describe_cleanup_policy<C: ClientContext>(
     }
 }
 
+/// How long an existing topic may describe as empty before that counts as the answer: on a
+/// multi-broker cluster the broker answering DescribeConfigs may not know yet a topic created a
+/// moment ago (seen on the 3-broker cluster: create said "already exists", the describe right
+/// after came back empty). Short, because an empty answer is also what a principal without
+/// DescribeConfigs permission gets, and that one should hear about it soon.
+const DESCRIBE_SETTLE: Duration = Duration::from_secs(2);
+
+/// [`describe_cleanup_policy`] of a topic known to exist: an empty answer is asked again, 100 ms
+/// apart, for at most [`DESCRIBE_SETTLE`] (or `timeout`, the shorter) before `Ok(None)` is believed.
+async fn describe_existing_policy<C: ClientContext>(
+    admin: &AdminClient<C>,
+    name: &str,
+    timeout: Duration,
+) -> Result<Option<String>> {
+    let deadline = Instant::now() + timeout.min(DESCRIBE_SETTLE);
+    loop {
+        let policy = describe_cleanup_policy(admin, name, timeout).await?;
+        if policy.is_some() || Instant::now() >= deadline {
+            return Ok(policy);
+        }
+        debug!(topic = name, "an existing topic described as empty: metadata still propagating?");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Check that the existing topic `name` is compacted (`cleanup.policy` exactly `compact`: with
 /// `delete` the latest values would expire) and has `partitions` partitions; otherwise
 /// [`Error::ControlTopicMisconfigured`] with what is wrong and how to fix it.
@@ -302,7 +327,7 @@ pub async fn validate_compacted<C: ClientContext>(
         topic: name.to_owned(),
         reason,
     };
-    let Some(policy) = describe_cleanup_policy(admin, name, timeout).await? else {
+    let Some(policy) = describe_existing_policy(admin, name, timeout).await? else {
         return Err(misconfigured(
             "it exists but the broker returned no configuration for it (is DescribeConfigs \
              allowed for this principal?): cannot check cleanup.policy"
