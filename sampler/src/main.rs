@@ -59,6 +59,9 @@ enum Command {
     Demo(tools::demo::Args),
     /// End-to-end benchmark: consumer-group capacity and latency, Kafka's hash vs DKG, on twin topics.
     E2e(tools::e2e::Args),
+    /// Soak: the sampler, drifting ordering producers and a consumer group as processes for a long
+    /// run, then every record checked (lost, duplicated, misplaced) and each process's memory reported.
+    Soak(tools::soak::Args),
 }
 
 fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
@@ -84,6 +87,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Consume(args) => tools::consume::run(args).map_err(Into::into),
         Command::Demo(args) => tools::demo::run(args),
         Command::E2e(args) => tools::e2e::run(args),
+        Command::Soak(args) => tools::soak::run(args),
     }
 }
 

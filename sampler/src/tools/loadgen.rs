@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use dkg_partitioner::imbalance;
 use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, producer_config};
+use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, EpochHeader, producer_config};
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -98,10 +98,49 @@ pub struct Args {
     #[arg(long, env = "DKG_LOADGEN_ORDERING")]
     pub ordering: bool,
 
+    /// Which records carry the `dkg-epoch` header (ignored with --plain): `moved` (the library's
+    /// default: records of keys the latest epoch switch moved), `all` (every record an assignment
+    /// placed, so a reader can check each record's placement against its epoch), `off`.
+    #[arg(long, env = "DKG_LOADGEN_EPOCH_HEADER", value_enum, default_value_t = HeaderMode::Moved)]
+    pub epoch_header: HeaderMode,
+
+    /// Make every value unique and checkable: `PREFIX:SEQ:` (SEQ = 0, 1, ... in send order), then
+    /// padding up to --value-bytes. Give each loadgen of a run its own prefix; `dkg-sampler soak`
+    /// checks the topic for lost and duplicated records this way. Without it values are padding only.
+    #[arg(long, env = "DKG_LOADGEN_VALUE_PREFIX")]
+    pub value_prefix: Option<String>,
+
+    /// Drift: every this many seconds of the run the Zipf ranks are mapped to other keys (the key
+    /// permutation is re-seeded with --seed + 1, + 2, ...), so the hot keys change and the sampler
+    /// has to publish new epochs. Without it the distribution is stationary.
+    #[arg(long, env = "DKG_LOADGEN_DRIFT_SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub drift_secs: Option<u64>,
+
     /// Serve Prometheus metrics at http://ADDR/metrics while producing: the wrapper's dkg_producer_*
     /// (with --plain: dkg_producer_partition_records_total, counted from the delivery reports).
     #[arg(long, env = "DKG_METRICS_ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// `--epoch-header`: the library's [`EpochHeader`] modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HeaderMode {
+    /// Records of keys the latest epoch switch moved.
+    Moved,
+    /// Every record an assignment placed.
+    All,
+    /// None.
+    Off,
+}
+
+impl From<HeaderMode> for EpochHeader {
+    fn from(m: HeaderMode) -> Self {
+        match m {
+            HeaderMode::Moved => EpochHeader::Moved,
+            HeaderMode::All => EpochHeader::All,
+            HeaderMode::Off => EpochHeader::Off,
+        }
+    }
 }
 
 fn parse_alpha(s: &str) -> Result<f64, String> {
@@ -372,6 +411,7 @@ async fn make_sender(
         .topics([args.topic.as_str()])
         .metrics(registry)
         .ordering(args.ordering)
+        .epoch_header(args.epoch_header)
         .build()
         .await?;
     match producer.router().assignment(&args.topic) {
@@ -416,11 +456,26 @@ async fn produce(
     bar: &ProgressBar,
     start: Instant,
 ) -> Result<(), LoadgenError> {
-    let payload = vec![b'x'; args.value_bytes];
+    let padding = vec![b'x'; args.value_bytes];
+    let mut value: Vec<u8> = Vec::with_capacity(args.value_bytes.max(32));
     let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
     let max_in_flight = args.max_in_flight as usize;
     let mut key = String::with_capacity(12);
+    let mut drift_step = 0_u64;
     for i in 0..args.count {
+        if let Some(every) = args.drift_secs {
+            let step = start.elapsed().as_secs() / every;
+            if step != drift_step {
+                drift_step = step;
+                // Same law, other keys: the hot ranks land on new ids.
+                if let Some(next) =
+                    ZipfKeys::new(args.keys, args.alpha, args.seed.wrapping_add(step))
+                {
+                    *zipf = next;
+                }
+                info!(step, "drift: the hot keys changed");
+            }
+        }
         if let Some(rate) = args.rate {
             // Pace against the schedule (not per-record sleeps), so the average rate holds.
             #[allow(clippy::cast_precision_loss)]
@@ -432,9 +487,19 @@ async fn produce(
         }
         key.clear();
         let _ = write!(key, "{}", zipf.next_id());
+        let payload: &[u8] = match &args.value_prefix {
+            Some(prefix) => {
+                value.clear();
+                let _ = write!(Bytes(&mut value), "{prefix}:{i}:");
+                let pad = args.value_bytes.saturating_sub(value.len());
+                value.extend_from_slice(&padding[..pad]);
+                &value
+            }
+            None => &padding,
+        };
         let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
             .key(key.as_bytes())
-            .payload(&payload);
+            .payload(payload);
         let sent = sender
             .send_queued(record, &mut in_flight, async |oldest| {
                 tally.settle(oldest).await;
@@ -464,6 +529,16 @@ async fn produce(
         bar.inc(1);
     }
     Ok(())
+}
+
+/// `fmt::Write` into a byte buffer (the value is built without a `String` per record).
+struct Bytes<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Bytes<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// The topic's partition count, creating the topic if asked to.
