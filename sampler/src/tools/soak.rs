@@ -101,6 +101,10 @@ pub struct Args {
     #[arg(long, env = "DKG_SOAK_DRAIN_TIMEOUT_SECS", default_value_t = 300)]
     pub drain_timeout_secs: u64,
 
+    /// Prefix of the soak's topic names (`<prefix>-<ms>`, `<prefix>-control-<ms>`).
+    #[arg(long, env = "DKG_SOAK_TOPIC_PREFIX", default_value = "dkg-soak")]
+    pub topic_prefix: String,
+
     /// Directory for the processes' logs and `soak.json`.
     #[arg(long, env = "DKG_SOAK_OUT_DIR", default_value = "soak-out")]
     pub out_dir: PathBuf,
@@ -310,8 +314,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.set("bootstrap.servers", &args.bootstrap_servers);
     args.kafka.apply(&mut config)?;
     let id = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
-    let data_topic = format!("dkg-soak-{id}");
-    let control_topic = format!("dkg-soak-control-{id}");
+    let data_topic = format!("{}-{id}", args.topic_prefix);
+    let control_topic = format!("{}-control-{id}", args.topic_prefix);
     runtime.block_on(async {
         topic::create_and_wait(
             &config,
