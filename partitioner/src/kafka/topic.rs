@@ -309,7 +309,10 @@ async fn describe_existing_policy<C: ClientContext>(
         if policy.is_some() || Instant::now() >= deadline {
             return Ok(policy);
         }
-        debug!(topic = name, "an existing topic described as empty: metadata still propagating?");
+        debug!(
+            topic = name,
+            "an existing topic described as empty: metadata still propagating?"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
