@@ -4,7 +4,7 @@
 //! A producer sends most records to one topic, usually passing the same `str` object each time
 //! (a literal or a variable). [`PlacementTable::lookup`] answers a repeat of the last topic by
 //! comparing that object's identity and the table's generation, bumped by every write, instead
-//! of hashing into the dict (measured: about 150 instructions less per `DkgProducer.produce`,
+//! of hashing into the dict (measured: about 135 instructions less per `DkgProducer.produce`,
 //! BENCHMARKS.md). Any other topic, a `str` subclass, or a write since, takes the dict.
 //!
 //! Sound without relying on when the GIL switches threads: a lookup reads the generation before
