@@ -31,6 +31,7 @@ create_exception!(
 
 mod book;
 mod produce;
+mod table;
 
 /// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`.
 fn assignment_error(py: Python<'_>, e: &Error, data: &[u8]) -> PyErr {
@@ -546,6 +547,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RouteCounters>()?;
     m.add_class::<Placement>()?;
     m.add_class::<produce::ProducerCore>()?;
+    m.add_class::<table::PlacementTable>()?;
     m.add_class::<book::PyAssignmentBook>()?;
     m.add_class::<book::PyControlUpdate>()?;
     m.add(

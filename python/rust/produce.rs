@@ -23,6 +23,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple};
 use pyo3::{PyTraverseError, intern};
 
 use crate::Placement;
+use crate::table::PlacementTable;
 
 /// librdkafka's `RD_KAFKA_PARTITION_UA`: the client's partitioner picks the partition.
 const PARTITION_UNASSIGNED: i32 = -1;
@@ -35,8 +36,8 @@ const EPOCH_HEADER: &str = "dkg-epoch";
 struct Target {
     /// The client's bound `Producer.produce`.
     produce: Py<PyAny>,
-    /// The router's topic -> `Placement` dict (the router swaps entries, never the dict).
-    placements: Py<PyDict>,
+    /// The router's topic -> `Placement` table (the router swaps entries, never the table).
+    placements: Py<PlacementTable>,
     /// The router's `_unplaced(topic)`: counts a record whose topic has no partition count yet and
     /// asks for the count.
     unplaced: Py<PyAny>,
@@ -67,7 +68,7 @@ impl ProducerCore {
     fn bind(
         &self,
         produce: Py<PyAny>,
-        placements: Py<PyDict>,
+        placements: Py<PlacementTable>,
         unplaced: Py<PyAny>,
     ) -> PyResult<()> {
         self.target
@@ -188,10 +189,7 @@ impl Target {
         &self,
         topic: &Bound<'py, PyString>,
     ) -> PyResult<Option<Bound<'py, Placement>>> {
-        match self.placements.bind(topic.py()).get_item(topic)? {
-            Some(p) => Ok(Some(p.downcast_into::<Placement>()?)),
-            None => Ok(None),
-        }
+        self.placements.get().lookup(topic)
     }
 
     /// The partition of a keyed record by `placement`, counted, with the `dkg-epoch` header
@@ -260,12 +258,16 @@ fn placeable<'py>(key: Option<Bound<'py, PyAny>>) -> PyResult<Keys<'py>> {
     let Some(key) = key else {
         return Ok((None, None));
     };
+    // bytes first: the common key.
+    if let Ok(bytes) = key.downcast_exact::<PyBytes>() {
+        let bytes = bytes.clone();
+        return Ok((Some(key), Some(bytes)));
+    }
     if let Ok(s) = key.downcast_exact::<PyString>() {
         let bytes = s.encode_utf8()?;
         return Ok((Some(bytes.clone().into_any()), Some(bytes)));
     }
-    let bytes = key.downcast_exact::<PyBytes>().ok().cloned();
-    Ok((Some(key), bytes))
+    Ok((Some(key), None))
 }
 
 /// The record's headers with `("dkg-epoch", epoch)` appended after them (spec section 8): a new

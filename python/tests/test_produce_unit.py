@@ -9,12 +9,19 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from dkg_kafka import Assignment, DkgProducer, Placement, RouteCounters
-from dkg_kafka._native import ProducerCore
+from dkg_kafka._native import PlacementTable, ProducerCore
 
 from .conftest import rotated
 
 # Epoch 2 moves some keys, not all (another bucket count).
 DOCS = [rotated("t", 4, epoch=1, shift=0), rotated("t", 4, epoch=2, shift=1, buckets=3)]
+
+
+def table(**placements: Placement) -> PlacementTable:
+    t = PlacementTable()
+    for topic, p in placements.items():
+        t[topic] = p
+    return t
 
 
 class Client:
@@ -34,7 +41,7 @@ def bound(epoch_header: str = "off") -> tuple[ProducerCore, Client, RouteCounter
     """A core over a fake client: topic ``t`` (4 partitions) placed by epoch 2, moved from 1."""
     a = [Assignment.from_json(d) for d in DOCS]
     counters = RouteCounters()
-    placements = {"t": Placement(4, a[1], counters, previous=a[0], epoch_header=epoch_header)}
+    placements = table(t=Placement(4, a[1], counters, previous=a[0], epoch_header=epoch_header))
     unplaced: list[str] = []
     client = Client()
     core = ProducerCore()
@@ -190,9 +197,9 @@ def test_bind_is_once_and_required() -> None:
     core = ProducerCore()
     with pytest.raises(RuntimeError, match="bind"):
         core.produce("t", b"v")
-    core.bind(Client().produce, {}, print)
+    core.bind(Client().produce, table(), print)
     with pytest.raises(RuntimeError, match="already bound"):
-        core.bind(Client().produce, {}, print)
+        core.bind(Client().produce, table(), print)
 
 
 def test_the_real_clients_parser_takes_every_shape() -> None:
@@ -203,7 +210,7 @@ def test_the_real_clients_parser_takes_every_shape() -> None:
     counters = RouteCounters()
     unplaced: list[str] = []
     core = ProducerCore()
-    core.bind(producer.produce, {"t": Placement(4, a, counters, epoch_header="all")}, unplaced.append)
+    core.bind(producer.produce, table(t=Placement(4, a, counters, epoch_header="all")), unplaced.append)
     reports: list[Any] = []
 
     def report(err: Any, msg: Any) -> None:
@@ -261,10 +268,52 @@ def test_produce_many_places_like_produce_and_stops_at_a_full_queue() -> None:
 
     full = FullAfter()
     core = ProducerCore()
-    core.bind(full.produce, {}, unplaced.append)
+    core.bind(full.produce, table(), unplaced.append)
     assert core.produce_many("u", [(b"v", b"k")] * 10) == 3
     full.error = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT))
     with pytest.raises(KafkaException):
         core.produce_many("u", [(b"v", b"k")])
     with pytest.raises(TypeError):
         core.produce_many("u", [b"not a pair"])  # type: ignore[list-item]
+
+
+def test_every_write_to_the_table_reaches_the_next_record_of_the_same_topic_object() -> None:
+    """The lookup's one-entry cache (the last topic's ``str`` object) never answers across a
+    swap, a removal or another topic, and a ``str`` subclass or an equal copy finds the same."""
+    a = [Assignment.from_json(d) for d in DOCS]
+    placements = table()
+    client, unplaced = Client(), list[str]()
+    core = ProducerCore()
+    core.bind(client.produce, placements, unplaced.append)
+    topic = "orders"
+    keys = [f"key-{i}".encode() for i in range(40)]
+    by = [[x.partition_for(k) for k in keys] for x in a]
+    assert by[0] != by[1]
+
+    def partitions(t: str = topic) -> list[int]:
+        client.calls.clear()
+        for k in keys:
+            core.produce(t, b"v", k)
+        return [args[3] for args, _ in client.calls]
+
+    assert partitions() == [-1] * len(keys) and unplaced == [topic] * len(keys)
+    placements[topic] = Placement(4, a[0], RouteCounters(), epoch_header="off")
+    assert partitions() == by[0]
+    placements[topic] = Placement(4, a[1], RouteCounters(), epoch_header="off")
+    assert partitions() == by[1]
+    placements["other"] = Placement(4, a[0], RouteCounters(), epoch_header="off")
+    assert partitions("other") == by[0]
+    assert partitions() == by[1]
+
+    class Topic(str):
+        pass
+
+    assert partitions(Topic(topic)) == by[1]
+    copy = "".join(["ord", "ers"])
+    assert copy == topic and copy is not topic
+    assert partitions(copy) == by[1]
+    unplaced.clear()
+    assert placements.pop(topic) is not None and placements.pop(topic) is None
+    assert partitions() == [-1] * len(keys) and unplaced == [topic] * len(keys)
+    assert len(placements) == 1 and placements.get(topic) is None
+    assert placements.get("other") is not None

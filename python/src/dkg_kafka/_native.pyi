@@ -16,6 +16,7 @@ __all__ = [
     "AssignmentError",
     "ControlUpdate",
     "Placement",
+    "PlacementTable",
     "ProducerCore",
     "RouteCounters",
     "fnv1a64_partitions",
@@ -123,6 +124,19 @@ class Placement:
     @property
     def counters(self) -> RouteCounters: ...
 
+@final
+class PlacementTable:
+    """Topic -> current :class:`Placement` (the router's); a lookup of the same ``str`` object as
+    the last one, with no write since, skips the dict."""
+
+    def __new__(cls) -> Self: ...
+    def get(self, topic: str) -> Placement | None:
+        """The topic's placement, ``None`` if it has none."""
+    def __setitem__(self, topic: str, placement: Placement, /) -> None: ...
+    def pop(self, topic: str) -> Placement | None:
+        """Remove the topic's placement; returns it (``None`` if it had none)."""
+    def __len__(self) -> int: ...
+
 _DeliveryCallback: TypeAlias = Callable[[Any, Any], object]
 
 @disjoint_base
@@ -133,7 +147,7 @@ class ProducerCore:
     def bind(
         self,
         produce: Callable[..., object],
-        placements: dict[str, Placement],
+        placements: PlacementTable,
         unplaced: Callable[[str], object],
     ) -> None:
         """Route :meth:`produce` through ``produce`` (the client's bound ``Producer.produce``),

@@ -93,9 +93,9 @@ class Router:
         self._metadata_timeout = metadata_timeout
         self._list_topics = list_topics
         self._book = _native.AssignmentBook()
-        # Read without a lock on the produce path (one dict lookup, atomic under the GIL); written
+        # Read without a lock on the produce path (a cached lookup, python/rust/table.rs); written
         # under `_lock` by the two background threads.
-        self._placements: dict[str, _native.Placement] = {}
+        self._placements = _native.PlacementTable()
         self._counters: dict[str, _native.RouteCounters] = {}
         self._counts: dict[str, int] = {}
         self._wanted: set[str] = set()
@@ -354,7 +354,7 @@ class Router:
                 return
             if count is None:
                 del self._counts[topic]
-                self._placements.pop(topic, None)
+                self._placements.pop(topic)
                 self._changed.notify_all()
             else:
                 self._counts[topic] = count
