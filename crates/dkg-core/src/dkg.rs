@@ -367,9 +367,10 @@ impl DkgConfig {
     }
 
     /// Estimated JSON bytes of the members of an assignment document this configuration fixes for
-    /// `partitions` partitions: the `table` (mean digits per entry), `predicted_load` and the header.
-    /// Every document built with it is about this long plus its heavy-key list (about 60 bytes per
-    /// 8-byte key).
+    /// `partitions` partitions: the `table` (mean digits per entry), `predicted_load` (its longest form,
+    /// 24 characters per share) and the header. Every document built with it is at most about this
+    /// long plus its heavy-key list (about 60 bytes per 8-byte key); shorter when the shares print
+    /// short (`0.0001`).
     #[must_use]
     pub fn fixed_document_bytes_for(&self, partitions: u32) -> u64 {
         let table = f64::from(self.buckets_for(partitions)) * table_entry_bytes(partitions);
@@ -962,6 +963,57 @@ mod tests {
         let s = Sketch::new(&DkgConfig::default(), 10).unwrap();
         assert_eq!(s.summary().capacity(), 80); // theta 1/40, eps 1/80
         assert_eq!(s.buckets(), 640);
+    }
+
+    #[test]
+    fn default_mu_falls_with_the_partition_count_down_to_the_floor() {
+        assert_eq!(table_entry_bytes(1), 2.0);
+        assert_eq!(table_entry_bytes(10), 2.0);
+        assert_eq!(table_entry_bytes(11), (10.0 + 2.0) / 11.0 + 1.0);
+        assert_eq!(table_entry_bytes(1000), (10.0 + 180.0 + 2700.0) / 1000.0 + 1.0);
+        for k in [1, 12, 100, 1000, 1600] {
+            assert_eq!(default_mu(k), DEFAULT_MU, "k = {k}");
+        }
+        assert_eq!(default_mu(0), DEFAULT_MU);
+        assert_eq!(default_mu(10_000), 10.0);
+        assert_eq!(default_mu(50_000), DEFAULT_MU_FLOOR);
+        let mut last = DEFAULT_MU;
+        for k in (1..=30_000).step_by(97) {
+            let mu = default_mu(k);
+            assert!(mu <= last && mu >= DEFAULT_MU_FLOOR, "k = {k}: {mu} after {last}");
+            assert_eq!(mu, mu.floor(), "an integer");
+            last = mu;
+        }
+        // The default fits while the floor is not reached, explicit mu wins, the paper stays at 2.
+        let c = DkgConfig::default();
+        assert_eq!(c.buckets_for(10_000), 100_000);
+        assert!(c.fits_default_limits(10_000));
+        assert!(!c.fits_default_limits(20_000));
+        let explicit = DkgConfig::builder().mu(64.0).build().unwrap();
+        assert_eq!(explicit.buckets_for(10_000), 640_000);
+        assert!(!explicit.fits_default_limits(10_000));
+        assert!(explicit.fits_default_limits(1000));
+        assert_eq!(DkgConfig::paper().buckets_for(10_000), 20_000);
+        assert_eq!(Sketch::new(&c, 10_000).unwrap().mu(), 10.0);
+    }
+
+    #[test]
+    fn an_explicit_mu_whose_documents_exceed_the_reader_limit_is_rejected() {
+        // 64 x 10,000: about 3.2 MB of table, publishable to a 9 MiB control topic.
+        let mu64 = DkgConfig::builder().mu(64.0).build().unwrap();
+        let fixed = mu64.fixed_document_bytes_for(10_000);
+        assert!((3_000_000..3_500_000).contains(&fixed), "{fixed}");
+        assert!(mu64.validate_for(10_000).is_ok());
+        // 64 x 25,000: 1.6 M entries of 5.6 bytes on average, over 8 MiB.
+        match mu64.validate_for(25_000) {
+            Err(Error::InvalidConfig { field: "mu", reason }) => {
+                assert!(reason.contains("never be published"), "{reason}");
+                assert!(reason.contains("use mu <= 55"), "{reason}");
+            }
+            other => panic!("expected a mu error, got {other:?}"),
+        }
+        assert!(Sketch::new(&mu64, 25_000).is_err());
+        assert!(DkgConfig::default().validate_for(25_000).is_ok());
     }
 
     #[test]
