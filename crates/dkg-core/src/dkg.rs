@@ -82,11 +82,12 @@ pub const DEFAULT_MU: f64 = 64.0;
 
 /// Lowest mu [`default_mu`] goes to for large partition counts.
 ///
-/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"): at 10,000
-/// partitions and 10^8 distinct keys the residual imbalance of the bucketed keys hardly changes between
-/// mu 8 and 64 (each partition still gets 8 buckets of about a thousand keys each, and LPT evens out
-/// such many small jobs); below 8 it grows quickly. The floor is reached at about 11,000 partitions;
-/// beyond that default documents outgrow [`DEFAULT_LIMITS_DOCUMENT_BYTES`] (see [`default_mu`]).
+/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"), 10,000
+/// partitions, 10^8 records over 10^8 distinct keys, learning on 10%: with Zipf 0.8, 1.0 and 1.2 the top
+/// key exceeds 1/k and every mu gives the key-grouping bound; with Zipf 0.5 (no dominant key) lambda
+/// is 9.1 / 13.5 / 17.1 / 23.3 % for mu 64 / 10 / 8 / 4 (lpt-full 0.0). Below 8 the loss grows
+/// quickly, so 8 is the floor; it is reached at about 11,000 partitions, beyond which default documents
+/// outgrow [`DEFAULT_LIMITS_DOCUMENT_BYTES`] anyway (see [`default_mu`]).
 pub const DEFAULT_MU_FLOOR: f64 = 8.0;
 
 /// Share of [`DEFAULT_LIMITS_DOCUMENT_BYTES`] the default configuration may fill with the members whose
@@ -970,7 +971,10 @@ mod tests {
         assert_eq!(table_entry_bytes(1), 2.0);
         assert_eq!(table_entry_bytes(10), 2.0);
         assert_eq!(table_entry_bytes(11), (10.0 + 2.0) / 11.0 + 1.0);
-        assert_eq!(table_entry_bytes(1000), (10.0 + 180.0 + 2700.0) / 1000.0 + 1.0);
+        assert_eq!(
+            table_entry_bytes(1000),
+            (10.0 + 180.0 + 2700.0) / 1000.0 + 1.0
+        );
         for k in [1, 12, 100, 1000, 1600] {
             assert_eq!(default_mu(k), DEFAULT_MU, "k = {k}");
         }
@@ -980,7 +984,10 @@ mod tests {
         let mut last = DEFAULT_MU;
         for k in (1..=30_000).step_by(97) {
             let mu = default_mu(k);
-            assert!(mu <= last && mu >= DEFAULT_MU_FLOOR, "k = {k}: {mu} after {last}");
+            assert!(
+                mu <= last && mu >= DEFAULT_MU_FLOOR,
+                "k = {k}: {mu} after {last}"
+            );
             assert_eq!(mu, mu.floor(), "an integer");
             last = mu;
         }
@@ -1006,7 +1013,10 @@ mod tests {
         assert!(mu64.validate_for(10_000).is_ok());
         // 64 x 25,000: 1.6 M entries of 5.6 bytes on average, over 8 MiB.
         match mu64.validate_for(25_000) {
-            Err(Error::InvalidConfig { field: "mu", reason }) => {
+            Err(Error::InvalidConfig {
+                field: "mu",
+                reason,
+            }) => {
                 assert!(reason.contains("never be published"), "{reason}");
                 assert!(reason.contains("use mu <= 55"), "{reason}");
             }
