@@ -421,27 +421,22 @@ impl Plan {
 
     /// A few lines describing the run (table header, plot legend).
     fn describe(&self) -> String {
+        // `name(k): k=5: .., k=10: ..` for a default rule, the override as given otherwise.
+        let per_k = |name: &str, rule: fn(u32) -> f64| {
+            let values: Vec<String> = self
+                .ks
+                .iter()
+                .map(|&k| format!("k={k}: {}", rule(k)))
+                .collect();
+            format!("{name}(k): {}", values.join(", "))
+        };
         let mu = match self.overrides.mu {
             Some(mu) => format!("mu {mu}"),
-            None => format!(
-                "mu default_mu(k): {}",
-                self.ks
-                    .iter()
-                    .map(|&k| format!("k={k}: {}", default_mu(k)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => per_k("mu default_mu", default_mu),
         };
         let theta = match self.overrides.theta {
             Some(rule) => format!("theta {rule}"),
-            None => format!(
-                "theta default_theta(k): {}",
-                self.ks
-                    .iter()
-                    .map(|&k| format!("k={k}: {}", default_theta(k)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => per_k("theta default_theta", default_theta),
         };
         let zipf = self
             .sources
