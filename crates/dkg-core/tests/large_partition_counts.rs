@@ -5,11 +5,11 @@ use dkg_core::{Assignment, DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Route, Sket
 
 const K: u32 = 10_000;
 
-/// 2,500 hot keys of 8 bytes with 40 records each, interleaved with 900,000 keys seen once: more heavy
+/// 2,500 hot keys of 8 bytes with 20 records each, interleaved with 450,000 keys seen once: more heavy
 /// keys than Zipf(1.0) over 10^8 keys gives at this k (about 2,100), each above theta = 1/(4k).
 fn learned(config: &DkgConfig) -> Sketch {
     let mut sketch = Sketch::new(config, K).expect("valid configuration");
-    for round in 0..40u32 {
+    for round in 0..20u32 {
         for h in 0..2500u32 {
             sketch.observe(format!("hot{h:05}").as_bytes());
         }
