@@ -184,7 +184,7 @@ impl Default for DkgConfig {
     /// about 1,600 partitions; above, it falls with `k` so that the assignment's table and
     /// `predicted_load` fill at most [`DEFAULT_FIXED_DOCUMENT_SHARE`] of Kafka's default message limits
     /// ([`DEFAULT_LIMITS_DOCUMENT_BYTES`]), down to [`DEFAULT_MU_FLOOR`] (10 at 10,000 partitions: a
-    /// 100,000-entry table, about 590 kB of JSON with the `predicted_load`). An explicit mu
+    /// 100,000-entry table, about 490 kB of JSON). An explicit mu
     /// ([`DkgConfigBuilder::mu`]) always wins; [`DkgConfig::validate_for`] rejects one whose document
     /// could not be published at all, and [`DkgConfig::fits_default_limits`] tells whether it fits a
     /// control topic with the broker's default `max.message.bytes`.
