@@ -85,8 +85,8 @@ pub const DEFAULT_MU: f64 = 64.0;
 /// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"), 10,000
 /// partitions, 10^8 records over 10^8 distinct keys, learning on 10%: with Zipf 0.8, 1.0 and 1.2 the top
 /// key exceeds 1/k and every mu gives the key-grouping bound; with Zipf 0.5 (no dominant key) lambda
-/// is 9.1 / 13.5 / 17.1 / 23.3 % for mu 64 / 10 / 8 / 4 (lpt-full 0.0). Below 8 the loss grows
-/// quickly, so 8 is the floor; it is reached at about 11,000 partitions, beyond which default documents
+/// is 9.1 / 13.5 / 17.1 / 23.3 % for mu 64 / 10 / 8 / 4 (lpt-full 0.0; learning the whole stream,
+/// 0.8 % with mu 64 and 7.8 % with mu 10). Below 8 the loss grows quickly, so 8 is the floor; it is reached at about 11,000 partitions, beyond which default documents
 /// outgrow [`DEFAULT_LIMITS_DOCUMENT_BYTES`] anyway (see [`default_mu`]).
 pub const DEFAULT_MU_FLOOR: f64 = 8.0;
 
