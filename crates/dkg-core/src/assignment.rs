@@ -85,6 +85,13 @@ pub const FORMAT_NAME: &str = "dkg.assignment";
 pub const FORMAT_VERSION: u64 = 1;
 /// Largest encoded document accepted (checked before parsing).
 pub const MAX_ASSIGNMENT_BYTES: usize = 8 * 1024 * 1024;
+/// Largest document that passes Kafka's default size limits on its whole way: librdkafka's producer
+/// `message.max.bytes` (1,000,000, checked on the uncompressed value and key), the Java producer's
+/// `max.request.size` (1,048,576) and a topic or broker `max.message.bytes` / `message.max.bytes` of
+/// 1,048,588 (checked on the batch, which a value this size and its framing fit even uncompressed);
+/// consumers' default `max.partition.fetch.bytes` (1 MiB) is not a hard limit since Kafka 0.10.1.
+/// Documents up to this size therefore work with a control topic created with the broker's defaults.
+pub const DEFAULT_LIMITS_DOCUMENT_BYTES: usize = 1_000_000;
 /// Largest partition count accepted.
 pub const MAX_PARTITIONS: u32 = 1_000_000;
 /// Largest bucket count accepted.
@@ -343,6 +350,22 @@ impl Assignment {
     pub fn to_json(&self) -> Vec<u8> {
         // Only strings, integers and finite floats (checked in `new`): serde_json cannot fail here.
         serde_json::to_vec(&self.doc_out()).expect("an assignment always serializes")
+    }
+
+    /// Approximate heap memory of the lookup index ([`Assignment::partition_for`]'s data), in bytes:
+    /// slot table, groups, runs, key arena and middle-word tables. The document fields are not counted
+    /// (a producer needs only the index to route).
+    #[must_use]
+    pub fn lookup_heap_bytes(&self) -> usize {
+        let i = &self.index;
+        i.slots.width() * i.slots.len()
+            + size_of_val::<[Group]>(&i.groups)
+            + size_of_val::<[Shared]>(&i.shared)
+            + size_of_val::<[(u32, u32)]>(&i.runs)
+            + i.arena.len()
+            + size_of_val::<[[u64; 2]]>(&i.middles_2)
+            + size_of_val::<[[u64; 4]]>(&i.middles_4)
+            + size_of_val::<[[u64; 6]]>(&i.middles_6)
     }
 
     /// Encode as indented JSON (for people: `dkg-sampler inspect`, docs).
@@ -674,6 +697,14 @@ impl Slots {
             Self::U8(_) => 1,
             Self::U16(_) => 2,
             Self::U32(_) => 4,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::U8(slots) => slots.len(),
+            Self::U16(slots) => slots.len(),
+            Self::U32(slots) => slots.len(),
         }
     }
 }

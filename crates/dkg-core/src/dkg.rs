@@ -27,8 +27,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::assignment::{
-    Assignment, AssignmentParts, HeavyKey, MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_HEAVY_KEYS_PER_BUCKET,
-    MAX_KEY_BYTES, MAX_PARTITIONS, Params,
+    Assignment, AssignmentParts, DEFAULT_LIMITS_DOCUMENT_BYTES, HeavyKey, MAX_ASSIGNMENT_BYTES,
+    MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, Params,
 };
 use crate::error::{Error, Result};
 use crate::hash::{BucketHash, kafka_partition};
@@ -75,7 +75,66 @@ pub const DEFAULT_THETA_MAX: f64 = 0.1;
 /// taken while empty buckets were spread `bucket % k`; spreading them over the partitions at or below the
 /// mean load instead (the current rule) gives, 3 seeds, learning on 10%: mean gap 0.71 points with mu = 64,
 /// 0.75 with mu = 128, and dkg equal to the bound on every cell where the top key exceeds 1/k.
+///
+/// This is the default up to about 1,600 partitions; above, [`default_mu`] lowers it so the assignment
+/// document still fits Kafka's default message limits.
 pub const DEFAULT_MU: f64 = 64.0;
+
+/// Lowest mu [`default_mu`] goes to for large partition counts.
+///
+/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"), 10,000
+/// partitions, 10^8 records over 10^8 distinct keys, learning on 10%: with Zipf 0.8, 1.0 and 1.2 the top
+/// key exceeds 1/k and every mu gives the key-grouping bound; with Zipf 0.5 (no dominant key) lambda
+/// is 9.1 / 13.5 / 17.1 / 23.3 % for mu 64 / 10 / 8 / 4 (lpt-full 0.0; learning the whole stream,
+/// 0.8 % with mu 64 and 7.8 % with mu 10). Below 8 the loss grows quickly, so 8 is the floor; it is reached at about 11,000 partitions, beyond which default documents
+/// outgrow [`DEFAULT_LIMITS_DOCUMENT_BYTES`] anyway (see [`default_mu`]).
+pub const DEFAULT_MU_FLOOR: f64 = 8.0;
+
+/// Share of [`DEFAULT_LIMITS_DOCUMENT_BYTES`] the default configuration may fill with the members whose
+/// size it fixes (`table`, `predicted_load`, the header); the rest is left to the heavy-key list.
+pub const DEFAULT_FIXED_DOCUMENT_SHARE: f64 = 0.75;
+
+/// The default buckets per partition for a topic of `partitions` partitions (`k = 0` counts as 1):
+/// [`DEFAULT_MU`], lowered for large `k` so the assignment document fits Kafka's default limits.
+///
+/// `min(DEFAULT_MU, floor(budget / (k * table_entry)))`, at least [`DEFAULT_MU_FLOOR`], where `budget`
+/// is [`DEFAULT_FIXED_DOCUMENT_SHARE`] of [`DEFAULT_LIMITS_DOCUMENT_BYTES`] minus the `predicted_load`
+/// and header text ([`DkgConfig::fixed_document_bytes_for`]) and `table_entry` the mean JSON bytes of
+/// one table entry (its digits and a comma). That leaves a quarter of the limit (250 kB, about 4,000
+/// heavy keys of 8 bytes) to the heavy list. 64 up to about 1,600 partitions; 32 at 3,000, 10 at
+/// 10,000; [`DEFAULT_MU_FLOOR`] from about 11,000 partitions on, where default documents exceed the
+/// default limits (they still fit a control topic created by this project, which allows 9 MiB). The
+/// spec's version 2 (compact table, chunks: `docs/spec.md` 11.4) removes the need for this rule.
+#[must_use]
+pub fn default_mu(partitions: u32) -> f64 {
+    let k = partitions.max(1);
+    let budget = DEFAULT_LIMITS_DOCUMENT_BYTES as f64 * DEFAULT_FIXED_DOCUMENT_SHARE
+        - other_fixed_bytes(k) as f64;
+    let fit = (budget / (f64::from(k) * table_entry_bytes(k))).floor();
+    fit.clamp(DEFAULT_MU_FLOOR, DEFAULT_MU)
+}
+
+/// Mean JSON bytes of one `table` entry for `k` partitions: its decimal digits (the mean over the
+/// partition numbers `0..k`, which LPT uses about equally often) and a comma.
+fn table_entry_bytes(k: u32) -> f64 {
+    let k = u64::from(k.max(1));
+    // Partition numbers below 10 have 1 digit, below 100 2, ...
+    let (mut digits, mut low, mut width) = (0u64, 0u64, 1u64);
+    while low < k {
+        let high = (low.max(1) * 10).min(k);
+        digits += (high - low) * width;
+        low = high;
+        width += 1;
+    }
+    digits as f64 / k as f64 + 1.0
+}
+
+/// JSON bytes of everything but `table` and `heavy` in a document for `k` partitions: `predicted_load`
+/// (at most 24 characters per share, as ryu writes a double in `[0, 1]`, and a comma) and 1 KiB for
+/// the header members (topic name at most 249 bytes, numbers, member names).
+fn other_fixed_bytes(k: u32) -> u64 {
+    u64::from(k) * 25 + 1024
+}
 
 /// How much worse than a fresh LPT, as a share of the mean partition load, a migration-aware rebuild may be
 /// in max load to keep jobs where they are.
@@ -111,19 +170,29 @@ pub struct DkgConfig {
     pub theta: Option<f64>,
     /// SpaceSaving error bound as a share of the window, in `(0, 1]`. `None` = `theta / 2`.
     pub epsilon: Option<f64>,
-    /// Buckets per partition (`ceil(mu * k)` buckets), finite and `> 0`. Default [`DEFAULT_MU`].
-    pub mu: f64,
+    /// Buckets per partition (`ceil(mu * k)` buckets), finite and `> 0`. `None` = [`default_mu`]`(k)`.
+    pub mu: Option<f64>,
     /// The hash mapping keys to buckets. Default `BucketHash::default()` (murmur2, `DEFAULT_BUCKET_SEED`).
     pub bucket_hash: BucketHash,
 }
 
 impl Default for DkgConfig {
-    /// theta = [`default_theta`]`(k)`, epsilon = theta / 2, mu = [`DEFAULT_MU`], default bucket hash.
+    /// theta = [`default_theta`]`(k)`, epsilon = theta / 2, mu = [`default_mu`]`(k)`, default bucket hash.
+    ///
+    /// Both rules depend on the partition count `k`. theta is a quarter of a fair share `1/k`, capped at
+    /// 0.1 ([`DEFAULT_THETA_PER_PARTITION`]). mu is [`DEFAULT_MU`] = 64 buckets per partition up to
+    /// about 1,600 partitions; above, it falls with `k` so that the assignment's table and
+    /// `predicted_load` fill at most [`DEFAULT_FIXED_DOCUMENT_SHARE`] of Kafka's default message limits
+    /// ([`DEFAULT_LIMITS_DOCUMENT_BYTES`]), down to [`DEFAULT_MU_FLOOR`] (10 at 10,000 partitions: a
+    /// 100,000-entry table, about 490 kB of JSON). An explicit mu
+    /// ([`DkgConfigBuilder::mu`]) always wins; [`DkgConfig::validate_for`] rejects one whose document
+    /// could not be published at all, and [`DkgConfig::fits_default_limits`] tells whether it fits a
+    /// control topic with the broker's default `max.message.bytes`.
     fn default() -> Self {
         Self {
             theta: None,
             epsilon: None,
-            mu: DEFAULT_MU,
+            mu: None,
             bucket_hash: BucketHash::default(),
         }
     }
@@ -150,10 +219,10 @@ impl DkgConfigBuilder {
         self
     }
 
-    /// Buckets per partition, finite and `> 0` (default [`DEFAULT_MU`]).
+    /// Buckets per partition, finite and `> 0` (default: [`default_mu`] of the partition count).
     #[must_use]
     pub fn mu(mut self, mu: f64) -> Self {
-        self.config.mu = mu;
+        self.config.mu = Some(mu);
         self
     }
 
@@ -198,7 +267,7 @@ impl DkgConfig {
         Self {
             theta: Some(PAPER_THETA),
             epsilon: None,
-            mu: PAPER_MU,
+            mu: Some(PAPER_MU),
             bucket_hash: BucketHash::default(),
         }
     }
@@ -214,10 +283,12 @@ impl DkgConfig {
         if let Some(epsilon) = self.epsilon {
             check_share("epsilon", epsilon)?;
         }
-        if !(self.mu.is_finite() && self.mu > 0.0) {
+        if let Some(mu) = self.mu
+            && !(mu.is_finite() && mu > 0.0)
+        {
             return Err(Error::InvalidConfig {
                 field: "mu",
-                reason: format!("must be finite and > 0, got {}", self.mu),
+                reason: format!("must be finite and > 0, got {mu}"),
             });
         }
         Ok(())
@@ -236,14 +307,27 @@ impl DkgConfig {
                 reason: format!("must be in 1..={MAX_PARTITIONS}, got {partitions}"),
             });
         }
-        let buckets = self.mu * f64::from(partitions);
+        let mu = self.mu_for(partitions);
+        let buckets = mu * f64::from(partitions);
         if buckets.ceil() > f64::from(MAX_BUCKETS) {
             return Err(Error::InvalidConfig {
                 field: "mu",
                 reason: format!(
-                    "mu {} x {partitions} partitions needs {} buckets, more than the maximum {MAX_BUCKETS}",
-                    self.mu,
+                    "mu {mu} x {partitions} partitions needs {} buckets, more than the maximum {MAX_BUCKETS}",
                     buckets.ceil()
+                ),
+            });
+        }
+        let fixed = self.fixed_document_bytes_for(partitions);
+        if fixed > MAX_ASSIGNMENT_BYTES as u64 {
+            let room = MAX_ASSIGNMENT_BYTES as f64 - other_fixed_bytes(partitions) as f64;
+            let largest = (room / (f64::from(partitions) * table_entry_bytes(partitions))).floor();
+            return Err(Error::InvalidConfig {
+                field: "mu",
+                reason: format!(
+                    "mu {mu} x {partitions} partitions makes assignment documents of at least {fixed} \
+                     bytes, over the {MAX_ASSIGNMENT_BYTES}-byte limit every reader enforces: they could \
+                     never be published; use mu <= {largest}"
                 ),
             });
         }
@@ -270,11 +354,39 @@ impl DkgConfig {
             .unwrap_or_else(|| self.theta_for(partitions) / 2.0)
     }
 
+    /// Buckets per partition for `partitions` partitions: the explicit mu, else [`default_mu`].
+    #[must_use]
+    pub fn mu_for(&self, partitions: u32) -> f64 {
+        self.mu.unwrap_or_else(|| default_mu(partitions))
+    }
+
     /// The bucket count `ceil(mu * k)`, at least 1 (saturating at `u32::MAX` for absurd values).
     #[must_use]
     pub fn buckets_for(&self, partitions: u32) -> u32 {
         // `as` saturates (and maps NaN to 0).
-        ((self.mu * f64::from(partitions)).ceil() as u32).max(1)
+        ((self.mu_for(partitions) * f64::from(partitions)).ceil() as u32).max(1)
+    }
+
+    /// Estimated JSON bytes of the members of an assignment document this configuration fixes for
+    /// `partitions` partitions: the `table` (mean digits per entry), `predicted_load` (its longest form,
+    /// 24 characters per share) and the header. Every document built with it is at most about this
+    /// long plus its heavy-key list (about 60 bytes per 8-byte key); shorter when the shares print
+    /// short (`0.0001`).
+    #[must_use]
+    pub fn fixed_document_bytes_for(&self, partitions: u32) -> u64 {
+        let table = f64::from(self.buckets_for(partitions)) * table_entry_bytes(partitions);
+        table.ceil() as u64 + other_fixed_bytes(partitions)
+    }
+
+    /// Whether documents for `partitions` partitions leave at least a quarter of
+    /// [`DEFAULT_LIMITS_DOCUMENT_BYTES`] to the heavy keys, so that they fit a control topic with Kafka's
+    /// default `max.message.bytes` (true for the default mu up to about 11,000 partitions). A publisher
+    /// should warn at startup when this is false: only a control topic created with a larger
+    /// `max.message.bytes` (as this project's client does) accepts such documents.
+    #[must_use]
+    pub fn fits_default_limits(&self, partitions: u32) -> bool {
+        self.fixed_document_bytes_for(partitions) as f64
+            <= DEFAULT_LIMITS_DOCUMENT_BYTES as f64 * DEFAULT_FIXED_DOCUMENT_SHARE
     }
 }
 
@@ -330,7 +442,7 @@ impl TryFrom<SketchWire> for Sketch {
         let config = DkgConfig {
             theta: Some(w.theta),
             epsilon: Some(w.epsilon),
-            mu: w.mu,
+            mu: Some(w.mu),
             bucket_hash: w.bucket_hash,
         };
         config.validate_for(w.partitions)?;
@@ -422,7 +534,7 @@ impl Sketch {
             partitions,
             theta: config.theta_for(partitions),
             epsilon,
-            mu: config.mu,
+            mu: config.mu_for(partitions),
             bucket_hash: config.bucket_hash,
             summary: SpaceSaving::with_epsilon(epsilon)?,
             bucket_weights: vec![0; config.buckets_for(partitions) as usize],
@@ -500,6 +612,13 @@ impl Sketch {
     #[must_use]
     pub fn bucket_weights(&self) -> &[u64] {
         &self.bucket_weights
+    }
+
+    /// Approximate heap memory of the sketch, in bytes: the summary's ([`SpaceSaving::heap_bytes`]) and
+    /// the bucket counters (8 bytes each). Bounded by the configuration, whatever the number of keys.
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.summary.heap_bytes() + self.bucket_weights.capacity() * size_of::<u64>()
     }
 
     /// Merge another sampler's sketch: summaries merge as in [`SpaceSaving::merge`] (error bound
@@ -845,6 +964,66 @@ mod tests {
         let s = Sketch::new(&DkgConfig::default(), 10).unwrap();
         assert_eq!(s.summary().capacity(), 80); // theta 1/40, eps 1/80
         assert_eq!(s.buckets(), 640);
+    }
+
+    #[test]
+    fn default_mu_falls_with_the_partition_count_down_to_the_floor() {
+        assert_eq!(table_entry_bytes(1), 2.0);
+        assert_eq!(table_entry_bytes(10), 2.0);
+        assert_eq!(table_entry_bytes(11), (10.0 + 2.0) / 11.0 + 1.0);
+        assert_eq!(
+            table_entry_bytes(1000),
+            (10.0 + 180.0 + 2700.0) / 1000.0 + 1.0
+        );
+        for k in [1, 12, 100, 1000, 1600] {
+            assert_eq!(default_mu(k), DEFAULT_MU, "k = {k}");
+        }
+        assert_eq!(default_mu(0), DEFAULT_MU);
+        assert_eq!(default_mu(10_000), 10.0);
+        assert_eq!(default_mu(50_000), DEFAULT_MU_FLOOR);
+        let mut last = DEFAULT_MU;
+        for k in (1..=30_000).step_by(97) {
+            let mu = default_mu(k);
+            assert!(
+                mu <= last && mu >= DEFAULT_MU_FLOOR,
+                "k = {k}: {mu} after {last}"
+            );
+            assert_eq!(mu, mu.floor(), "an integer");
+            last = mu;
+        }
+        // The default fits while the floor is not reached, explicit mu wins, the paper stays at 2.
+        let c = DkgConfig::default();
+        assert_eq!(c.buckets_for(10_000), 100_000);
+        assert!(c.fits_default_limits(10_000));
+        assert!(!c.fits_default_limits(20_000));
+        let explicit = DkgConfig::builder().mu(64.0).build().unwrap();
+        assert_eq!(explicit.buckets_for(10_000), 640_000);
+        assert!(!explicit.fits_default_limits(10_000));
+        assert!(explicit.fits_default_limits(1000));
+        assert_eq!(DkgConfig::paper().buckets_for(10_000), 20_000);
+        assert_eq!(Sketch::new(&c, 10_000).unwrap().mu(), 10.0);
+    }
+
+    #[test]
+    fn an_explicit_mu_whose_documents_exceed_the_reader_limit_is_rejected() {
+        // 64 x 10,000: about 3.2 MB of table, publishable to a 9 MiB control topic.
+        let mu64 = DkgConfig::builder().mu(64.0).build().unwrap();
+        let fixed = mu64.fixed_document_bytes_for(10_000);
+        assert!((3_000_000..3_500_000).contains(&fixed), "{fixed}");
+        assert!(mu64.validate_for(10_000).is_ok());
+        // 64 x 25,000: 1.6 M entries of 5.6 bytes on average, over 8 MiB.
+        match mu64.validate_for(25_000) {
+            Err(Error::InvalidConfig {
+                field: "mu",
+                reason,
+            }) => {
+                assert!(reason.contains("never be published"), "{reason}");
+                assert!(reason.contains("use mu <= 55"), "{reason}");
+            }
+            other => panic!("expected a mu error, got {other:?}"),
+        }
+        assert!(Sketch::new(&mu64, 25_000).is_err());
+        assert!(DkgConfig::default().validate_for(25_000).is_ok());
     }
 
     #[test]

@@ -44,10 +44,13 @@ pub mod lpt;
 pub mod space_saving;
 
 pub use assignment::{
-    Assignment, AssignmentParts, FORMAT_NAME, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES,
-    Params, Route,
+    Assignment, AssignmentParts, DEFAULT_LIMITS_DOCUMENT_BYTES, FORMAT_NAME, FORMAT_VERSION,
+    HeavyKey, MAX_ASSIGNMENT_BYTES, Params, Route,
 };
-pub use dkg::{Build, DEFAULT_MU, DkgConfig, DkgConfigBuilder, Sketch, default_theta, imbalance};
+pub use dkg::{
+    Build, DEFAULT_MU, DEFAULT_MU_FLOOR, DkgConfig, DkgConfigBuilder, Sketch, default_mu,
+    default_theta, imbalance,
+};
 pub use error::{Error, Result};
 pub use hash::{
     BucketHash, DEFAULT_BUCKET_SEED, KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded,

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use dkg_partitioner::dkg::{DEFAULT_MU, DkgConfig};
+use dkg_partitioner::dkg::DkgConfig;
 use dkg_partitioner::hash::BucketHash;
 use rdkafka::config::ClientConfig;
 
@@ -82,9 +82,10 @@ pub struct Args {
     #[arg(long, env = "DKG_EPSILON")]
     pub epsilon: Option<f64>,
 
-    /// Buckets per partition (ceil(mu * k) buckets for the non-heavy keys).
-    #[arg(long, env = "DKG_MU", default_value_t = DEFAULT_MU)]
-    pub mu: f64,
+    /// Buckets per partition (ceil(mu * k) buckets for the non-heavy keys) [default: 64, lowered above
+    /// about 1,600 partitions so assignments fit Kafka's default 1 MB message limit: 10 at 10,000].
+    #[arg(long, env = "DKG_MU")]
+    pub mu: Option<f64>,
 
     /// Seed of the bucket hash (murmur2) [default: the library's].
     #[arg(long, env = "DKG_BUCKET_SEED")]
@@ -202,7 +203,10 @@ impl Settings {
         if args.once && args.dry_run {
             return Err(invalid("once", "cannot be combined with --dry-run"));
         }
-        let mut builder = DkgConfig::builder().mu(args.mu);
+        let mut builder = DkgConfig::builder();
+        if let Some(mu) = args.mu {
+            builder = builder.mu(mu);
+        }
         if let Some(t) = args.theta {
             builder = builder.theta(t);
         }

@@ -120,6 +120,25 @@ pub struct Window {
     started: Instant,
 }
 
+/// A sketch for `partitions` partitions; warns when its documents may not fit a control topic with the
+/// broker's default `max.message.bytes` (they still fit one this project created), so the operator learns
+/// it at startup rather than from a rejected publication.
+fn new_sketch(config: &DkgConfig, partitions: u32) -> dkg_partitioner::Result<Sketch> {
+    let sketch = Sketch::new(config, partitions)?;
+    if !config.fits_default_limits(partitions) {
+        tracing::warn!(
+            partitions,
+            mu = sketch.mu(),
+            buckets = sketch.buckets(),
+            document_bytes = config.fixed_document_bytes_for(partitions),
+            "assignment documents will exceed Kafka's default message limits (about 1 MB with the heavy \
+             keys): the control topic needs max.message.bytes >= 9437184 (the sampler creates it so); \
+             a lower --mu makes them fit"
+        );
+    }
+    Ok(sketch)
+}
+
 impl Window {
     /// A fresh window for `partitions` partitions.
     pub fn new(
@@ -129,7 +148,7 @@ impl Window {
     ) -> dkg_partitioner::Result<Self> {
         Ok(Self {
             config: config.clone(),
-            sketch: Sketch::new(config, partitions)?,
+            sketch: new_sketch(config, partitions)?,
             sampler,
             window_samples: 0.0,
             partition_counts: vec![0; partitions as usize],
@@ -206,7 +225,7 @@ impl Window {
     /// Forget everything and learn for `partitions` partitions from now on (the topic's partition count
     /// changed: old frequencies say nothing about the new placement).
     pub fn reset(&mut self, partitions: u32) -> dkg_partitioner::Result<()> {
-        self.sketch = Sketch::new(&self.config, partitions)?;
+        self.sketch = new_sketch(&self.config, partitions)?;
         self.window_samples = 0.0;
         self.partition_counts = vec![0; partitions as usize];
         self.consumed = 0;

@@ -129,7 +129,7 @@ impl fmt::Display for ThetaRule {
 pub struct DkgOverrides {
     /// Replaces `default_theta(k)`.
     pub theta: Option<ThetaRule>,
-    /// Replaces `DEFAULT_MU`.
+    /// Replaces `default_mu(k)`.
     pub mu: Option<f64>,
 }
 
@@ -143,7 +143,7 @@ pub fn dkg_config(algorithm: Algorithm, k: u32, overrides: &DkgOverrides) -> Opt
                 config.theta = Some(rule.theta_for(k));
             }
             if let Some(mu) = overrides.mu {
-                config.mu = mu;
+                config.mu = Some(mu);
             }
             Some(config)
         }

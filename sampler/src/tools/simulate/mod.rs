@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, bail, ensure};
-use dkg_partitioner::dkg::{DEFAULT_MU, default_theta};
+use dkg_partitioner::dkg::{default_mu, default_theta};
 
 pub use algorithms::{Algorithm, DkgOverrides, ThetaRule};
 use algorithms::{Outcome, Prepared, bound, dkg_config};
@@ -92,7 +92,7 @@ pub struct Args {
     pub theta: Option<ThetaRule>,
 
     /// Buckets per partition mu for the `dkg` algorithm (buckets = ceil(mu * k)). Default: the
-    /// project's `DEFAULT_MU`.
+    /// project's `default_mu(k)` (64, lower above about 1,600 partitions).
     #[arg(long, env = "DKG_SIM_MU", value_parser = parse_mu, allow_negative_numbers = true)]
     pub mu: Option<f64>,
 
@@ -410,7 +410,7 @@ impl Plan {
                     cell,
                     algorithm,
                     theta: config.as_ref().map(|c| c.theta_for(k)),
-                    mu: config.as_ref().map(|c| c.mu),
+                    mu: config.as_ref().map(|c| c.mu_for(k)),
                     learn_fraction: self.learn_fraction,
                     bounds: ms.iter().map(|m| m.bound).collect(),
                     outcomes: ms.iter().map(|m| m.outcome).collect(),
@@ -421,17 +421,22 @@ impl Plan {
 
     /// A few lines describing the run (table header, plot legend).
     fn describe(&self) -> String {
-        let mu = self.overrides.mu.unwrap_or(DEFAULT_MU);
+        // `name(k): k=5: .., k=10: ..` for a default rule, the override as given otherwise.
+        let per_k = |name: &str, rule: fn(u32) -> f64| {
+            let values: Vec<String> = self
+                .ks
+                .iter()
+                .map(|&k| format!("k={k}: {}", rule(k)))
+                .collect();
+            format!("{name}(k): {}", values.join(", "))
+        };
+        let mu = match self.overrides.mu {
+            Some(mu) => format!("mu {mu}"),
+            None => per_k("mu default_mu", default_mu),
+        };
         let theta = match self.overrides.theta {
             Some(rule) => format!("theta {rule}"),
-            None => format!(
-                "theta default_theta(k): {}",
-                self.ks
-                    .iter()
-                    .map(|&k| format!("k={k}: {}", default_theta(k)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            None => per_k("theta default_theta", default_theta),
         };
         let zipf = self
             .sources
@@ -446,7 +451,7 @@ impl Plan {
             format!("{} trace(s), evaluated once", self.sources.len())
         };
         format!(
-            "{shape}\nlearn on the first {:.1}% of each stream, lambda over all of it\ndkg: mu {mu}\ndkg: {theta}",
+            "{shape}\nlearn on the first {:.1}% of each stream, lambda over all of it\ndkg: {mu}\ndkg: {theta}",
             self.learn_fraction * 100.0
         )
     }
