@@ -19,6 +19,10 @@
 mod window;
 
 #[allow(dead_code)]
+#[path = "../src/sidecar/fraction.rs"]
+mod fraction;
+
+#[allow(dead_code)]
 #[path = "../src/sidecar/ingest.rs"]
 mod ingest;
 

@@ -11,8 +11,12 @@
 //! statistics (the consumer's own lag per partition) arrive in [`SamplerContext`] callbacks, which run on
 //! this thread inside `poll`, and are published in [`Shared`] state for the driver.
 //!
+//! With `--read-fraction F < 1` the loop reads chunks of each partition and seeks over the rest, following
+//! the schedule of [`super::fraction`] (its docs say what that trades away); the log end it needs comes
+//! from the same statistics, and a rebalance restarts the schedule.
+//!
 //! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends only on
-//! `window.rs`, the core crate and rdkafka.
+//! `window.rs`, `fraction.rs`, the core crate and rdkafka.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,9 +29,11 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::statistics::Statistics;
+use rdkafka::topic_partition_list::Offset;
 
+use super::fraction::{Schedule, Verdict};
 use super::window::{IntervalSnapshot, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
@@ -55,8 +61,15 @@ pub struct Shared {
     ownership: Mutex<Ownership>,
     lag: Mutex<BTreeMap<u32, i64>>,
     last_error: Mutex<Option<String>>,
-    /// Records polled since start (monotonic; for liveness and the benches).
+    /// The end of each owned partition's log (the next offset to be written, or the last stable offset
+    /// if lower), as of the last statistics.
+    log_end: Mutex<BTreeMap<u32, i64>>,
+    /// Bumped at every rebalance callback (the read-fraction schedule restarts).
+    rebalances: AtomicU64,
+    /// Records polled and observed since start (monotonic; for liveness and the benches).
     pub polled: AtomicU64,
+    /// Offsets skipped unread since start (`--read-fraction`; monotonic, for the benches).
+    pub skipped: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,6 +86,12 @@ impl Shared {
     /// The consumer lag (records) of every owned partition, as of the last librdkafka statistics.
     pub fn lag(&self) -> BTreeMap<u32, i64> {
         lock(&self.lag).clone()
+    }
+
+    /// The known end of `partition`'s log, if the statistics reported one.
+    pub fn log_end(&self, partition: i32) -> Option<i64> {
+        let p = u32::try_from(partition).ok()?;
+        lock(&self.log_end).get(&p).copied()
     }
 
     /// The last consumer error, if any (cleared when records flow again).
@@ -104,18 +123,29 @@ impl ClientContext for SamplerContext {
     fn stats(&self, statistics: Statistics) {
         let owned = lock(&self.shared.ownership).partitions.clone();
         let mut lag = BTreeMap::new();
+        let mut log_end = BTreeMap::new();
         if let Some(topic) = statistics.topics.get(&self.topic) {
             for (p, stats) in &topic.partitions {
                 // librdkafka reports -1 until it knows both ends; the internal UA partition is -1.
-                if let Ok(p) = u32::try_from(*p)
-                    && owned.contains(&p)
-                    && stats.consumer_lag >= 0
-                {
+                let Ok(p) = u32::try_from(*p) else { continue };
+                if !owned.contains(&p) {
+                    continue;
+                }
+                if stats.consumer_lag >= 0 {
                     lag.insert(p, stats.consumer_lag);
+                }
+                // read_committed reads up to the last stable offset only: never skip past it.
+                let end = match (stats.hi_offset, stats.ls_offset) {
+                    (hi, ls) if ls >= 0 => hi.min(ls),
+                    (hi, _) => hi,
+                };
+                if end >= 0 {
+                    log_end.insert(p, end);
                 }
             }
         }
         *lock(&self.shared.lag) = lag;
+        *lock(&self.shared.log_end) = log_end;
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -132,6 +162,7 @@ impl ClientContext for SamplerContext {
 
 impl ConsumerContext for SamplerContext {
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        self.shared.rebalances.fetch_add(1, Ordering::Relaxed);
         match rebalance {
             Rebalance::Assign(_) | Rebalance::Revoke(_) => {
                 // The authoritative full assignment (also right for incremental protocols).
@@ -208,6 +239,17 @@ pub fn consumer_config(
     c
 }
 
+/// With `--read-fraction` < 1: prefetch about one chunk per partition instead of 200,000 records, since a
+/// seek discards what librdkafka fetched beyond the chunk. The user's settings (`base`) still win.
+pub fn bound_prefetch(config: &mut ClientConfig, base: &ClientConfig, chunk: u64) {
+    if base.get("queued.min.messages").is_none() {
+        config.set(
+            "queued.min.messages",
+            chunk.clamp(1, 10_000_000).to_string(),
+        );
+    }
+}
+
 /// A command from the driver.
 #[derive(Debug)]
 pub enum Command {
@@ -251,6 +293,16 @@ pub struct ConsumeLoop {
     shared: Arc<Shared>,
     commands: Receiver<Command>,
     pending: Arc<AtomicBool>,
+    /// `--read-fraction` < 1: the read/skip schedule (`None` reads every record).
+    schedule: Option<Scheduled>,
+}
+
+/// The read/skip schedule of `--read-fraction` < 1 and the rebalance it last restarted at.
+#[derive(Debug)]
+struct Scheduled {
+    schedule: Schedule,
+    /// `Shared::rebalances` as of the schedule's last restart.
+    rebalances: u64,
 }
 
 impl std::fmt::Debug for ConsumeLoop {
@@ -283,6 +335,7 @@ impl ConsumeLoop {
                 shared,
                 commands: rx,
                 pending: Arc::clone(&pending),
+                schedule: None,
             },
             ConsumerHandle {
                 commands: tx,
@@ -291,22 +344,47 @@ impl ConsumeLoop {
         ))
     }
 
-    /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` records were consumed
-    /// when given (benches). Commits offsets synchronously before returning; dropping the loop leaves the
-    /// group.
+    /// Read `fraction` (in (0, 1)) of each partition in chunks of `chunk` offsets, skipping the rest
+    /// (`--read-fraction`); 1 keeps reading every record.
+    pub fn read_fraction(&mut self, fraction: f64, chunk: u64) {
+        let schedule = Schedule::new(fraction, chunk);
+        self.schedule = (schedule.fraction() < 1.0).then_some(Scheduled {
+            schedule,
+            rebalances: self.shared.rebalances.load(Ordering::Relaxed),
+        });
+    }
+
+    /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` offsets were consumed
+    /// or skipped when given (benches). Commits offsets synchronously before returning; dropping the loop
+    /// leaves the group.
     pub fn run(&mut self, limit: Option<u64>) {
         let mut consumed: u64 = 0;
+        let mut skipped: u64 = 0;
         let mut error_logged = false;
         loop {
             if self.pending.load(Ordering::Relaxed) && !self.handle_commands() {
                 break;
             }
-            if limit.is_some_and(|l| consumed >= l) {
+            if limit.is_some_and(|l| consumed + skipped >= l) {
                 break;
             }
             match self.consumer.poll(IDLE_POLL) {
                 Some(Ok(msg)) => {
-                    self.window.observe(msg.partition(), msg.key());
+                    if let Some(scheduled) = self.schedule.as_mut() {
+                        let (observed, skip) = scheduled.read(
+                            &msg,
+                            &mut self.window,
+                            &self.shared,
+                            &self.consumer,
+                            &self.topic,
+                        );
+                        skipped += skip;
+                        if !observed {
+                            continue;
+                        }
+                    } else {
+                        self.window.observe(msg.partition(), msg.key());
+                    }
                     consumed += 1;
                     if error_logged {
                         error_logged = false;
@@ -361,5 +439,47 @@ impl ConsumeLoop {
                 Err(TryRecvError::Empty) => return true,
             }
         }
+    }
+}
+
+impl Scheduled {
+    /// `--read-fraction`: observe `msg` with its chunk's weight or drop it, and seek past the chunk's
+    /// skipped range when it ends. Returns whether it was observed and the offsets skipped.
+    fn read(
+        &mut self,
+        msg: &BorrowedMessage<'_>,
+        window: &mut Window,
+        shared: &Shared,
+        consumer: &BaseConsumer<SamplerContext>,
+        topic: &str,
+    ) -> (bool, u64) {
+        let schedule = &mut self.schedule;
+        let rebalances = shared.rebalances.load(Ordering::Relaxed);
+        if rebalances != self.rebalances {
+            // Positions restart from the committed offsets: so do the chunks.
+            self.rebalances = rebalances;
+            schedule.clear();
+        }
+        let partition = msg.partition();
+        let (observed, seek_to) =
+            match schedule.record(partition, msg.offset(), || shared.log_end(partition)) {
+                Verdict::Read { weight, seek_to } => {
+                    window.observe_weighted(partition, msg.key(), weight);
+                    (true, seek_to)
+                }
+                Verdict::Drop { seek_to } => (false, seek_to),
+            };
+        let Some(to) = seek_to else {
+            return (observed, 0);
+        };
+        let skipped = schedule.take_skipped();
+        window.note_skipped(skipped);
+        shared.skipped.fetch_add(skipped, Ordering::Relaxed);
+        // Asynchronous (timeout 0): the hot loop never waits. A lost seek is harmless: the records of the
+        // skipped range are then dropped as they arrive.
+        if let Err(e) = consumer.seek(topic, partition, Offset::Offset(to), Duration::ZERO) {
+            tracing::debug!(topic = %topic, partition, offset = to, "seek failed: {e}");
+        }
+        (observed, skipped)
     }
 }
