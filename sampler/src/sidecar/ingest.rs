@@ -94,6 +94,28 @@ impl Shared {
         lock(&self.log_end).get(&p).copied()
     }
 
+    /// Ask the broker for `partition`'s end (before the first statistics: once per partition, a round
+    /// trip of at most 1 s on the consumer thread) and remember it until the next statistics.
+    fn query_log_end(
+        &self,
+        consumer: &BaseConsumer<SamplerContext>,
+        topic: &str,
+        partition: i32,
+    ) -> Option<i64> {
+        let p = u32::try_from(partition).ok()?;
+        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(1)) {
+            Ok((_, high)) if high >= 0 => {
+                lock(&self.log_end).insert(p, high);
+                Some(high)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(topic, partition, "cannot read the log end: {e}");
+                None
+            }
+        }
+    }
+
     /// The last consumer error, if any (cleared when records flow again).
     pub fn last_error(&self) -> Option<String> {
         lock(&self.last_error).clone()
@@ -461,14 +483,17 @@ impl Scheduled {
             schedule.clear();
         }
         let partition = msg.partition();
-        let (observed, seek_to) =
-            match schedule.record(partition, msg.offset(), || shared.log_end(partition)) {
-                Verdict::Read { weight, seek_to } => {
-                    window.observe_weighted(partition, msg.key(), weight);
-                    (true, seek_to)
-                }
-                Verdict::Drop { seek_to } => (false, seek_to),
-            };
+        let (observed, seek_to) = match schedule.record(partition, msg.offset(), || {
+            shared
+                .log_end(partition)
+                .or_else(|| shared.query_log_end(consumer, topic, partition))
+        }) {
+            Verdict::Read { weight, seek_to } => {
+                window.observe_weighted(partition, msg.key(), weight);
+                (true, seek_to)
+            }
+            Verdict::Drop { seek_to } => (false, seek_to),
+        };
         let Some(to) = seek_to else {
             return (observed, 0);
         };
