@@ -109,6 +109,8 @@ async fn once_on_an_idle_topic_fails_clearly_and_publishes_nothing() {
 fn invalid_flags_are_rejected_with_the_flag_named() {
     let cases: &[(&[&str], &str)] = &[
         (&["--sample-ratio", "0"], "--sample-ratio"),
+        (&["--read-fraction", "2"], "--read-fraction"),
+        (&["--read-chunk", "0"], "--read-chunk"),
         (&["--decay", "1"], "--decay"),
         (&["--interval-secs", "0"], "--interval-secs"),
         (&["--top-n", "21"], "--top-n"),

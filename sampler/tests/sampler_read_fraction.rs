@@ -1,0 +1,155 @@
+//! `--read-fraction` on the real broker: on a pre-filled skewed backlog, a sampler reading a tenth of each
+//! partition decides like one reading everything (same hottest keys, predicted imbalance within a stated
+//! tolerance), counts what it skipped, and resumes after a restart from its committed offsets without
+//! reading the backlog again; a bad fraction is rejected with a clear message.
+
+mod common;
+
+#[allow(dead_code)]
+#[path = "../benches/common/mod.rs"]
+mod bench_common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const PARTITIONS: u32 = 6;
+const BACKLOG: u64 = 300_000;
+
+fn predicted(s: &Sampler, topic: &str, placement: &str) -> Option<f64> {
+    s.metric(
+        "dkg_sampler_predicted_imbalance_ratio",
+        &[("topic", topic), ("placement", placement)],
+    )
+}
+
+fn counter(s: &Sampler, name: &str, topic: &str) -> f64 {
+    s.metric(name, &[("topic", topic)]).unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenth_of_the_log_decides_like_all_of_it_and_resumes_after_a_restart() {
+    let topic = unique_topic("sampler-read-fraction");
+    let bootstrap = bootstrap();
+    tokio::task::block_in_place(|| {
+        // Zipf 1.0 over 10^4 keys: the hottest key is about 10% of the records.
+        bench_common::prefill(&bootstrap, &topic, PARTITIONS, BACKLOG, (10_000, 1.0, 5));
+        let common = ["--auto-offset-reset", "earliest", "--interval-secs", "4"];
+        let full = Sampler::start("full", &topic, &[&common[..], &["--dry-run"]].concat());
+        let group = format!("{topic}.tenth");
+        let tenth_args = [
+            &common[..],
+            &[
+                "--read-fraction",
+                "0.1",
+                "--read-chunk",
+                "500",
+                "--group-id",
+                &group,
+            ],
+        ]
+        .concat();
+        let mut tenth = Sampler::start("tenth", &topic, &tenth_args);
+        for s in [&full, &tenth] {
+            wait_for("a decision on the backlog", Duration::from_secs(40), || {
+                predicted(s, &topic, "fresh")
+            });
+        }
+        let (full_fresh, tenth_fresh) = (
+            predicted(&full, &topic, "fresh").expect("fresh"),
+            predicted(&tenth, &topic, "fresh").expect("fresh"),
+        );
+        let (full_hash, tenth_hash) = (
+            predicted(&full, &topic, "hash").expect("hash"),
+            predicted(&tenth, &topic, "hash").expect("hash"),
+        );
+        // About 30,000 records read: the predicted imbalance of the fresh assignment within 3 points of
+        // full reading, of Kafka's hash placement (a skewed sum over few keys) within 5.
+        assert!(
+            (full_fresh - tenth_fresh).abs() <= 0.03,
+            "fresh: {full_fresh} at F = 1 vs {tenth_fresh} at F = 0.1"
+        );
+        assert!(
+            (full_hash - tenth_hash).abs() <= 0.05,
+            "hash: {full_hash} at F = 1 vs {tenth_hash} at F = 0.1"
+        );
+        // Zipf ranks start at 1: the three hottest keys are pinned either way.
+        for (s, label) in [(&full, "F = 1"), (&tenth, "F = 0.1")] {
+            let a = s.assignment().expect("assignment");
+            for rank in 1..=3 {
+                let key = bench_common::key(rank);
+                assert!(
+                    a.heavy().iter().any(|h| h.key == key),
+                    "rank {rank} is not pinned at {label}: {:?}",
+                    a.heavy()
+                );
+            }
+        }
+
+        // What it read and what it skipped add up to the backlog (less the records read before the first
+        // interval, which the window discards); about a tenth is read.
+        let read = counter(&tenth, "dkg_sampler_records_consumed_total", &topic);
+        let skipped = counter(&tenth, "dkg_sampler_records_skipped_total", &topic);
+        let backlog = BACKLOG as f64;
+        assert!(
+            read + skipped <= backlog && read + skipped >= 0.9 * backlog,
+            "read {read} + skipped {skipped} vs backlog {backlog}"
+        );
+        assert!(
+            read <= 0.2 * backlog && skipped >= 0.75 * backlog,
+            "read {read}, skipped {skipped}"
+        );
+        assert_eq!(
+            counter(&full, "dkg_sampler_records_skipped_total", &topic),
+            0.0,
+            "F = 1 skips nothing"
+        );
+
+        // Restart: the group's committed offsets are at the end of the backlog, nothing is read again.
+        assert!(
+            tenth.terminate(Duration::from_secs(30)).success(),
+            "{}",
+            tenth.log()
+        );
+        let again = Sampler::start("tenth-again", &topic, &tenth_args);
+        wait_for(
+            "two intervals after the restart",
+            Duration::from_secs(40),
+            || (again.intervals() >= 2).then_some(()),
+        );
+        let reread = counter(&again, "dkg_sampler_records_consumed_total", &topic)
+            + counter(&again, "dkg_sampler_records_skipped_total", &topic);
+        assert!(
+            reread <= 1000.0,
+            "the restarted sampler advanced {reread} offsets again:\n{}",
+            again.log()
+        );
+    });
+}
+
+#[test]
+fn a_bad_fraction_is_rejected_with_its_range() {
+    for bad in ["0", "1.5", "NaN", "inf"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+            .args([
+                "run",
+                "--bootstrap-servers",
+                "127.0.0.1:1",
+                "--topic",
+                "t",
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--read-fraction",
+                bad,
+            ])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--read-fraction {bad} accepted");
+        assert!(
+            stderr.contains("invalid --read-fraction") && stderr.contains("outside (0, 1]"),
+            "--read-fraction {bad}: {stderr}"
+        );
+    }
+}
