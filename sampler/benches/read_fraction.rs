@@ -19,7 +19,8 @@
 //! fails the run; `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092). Knobs: `DKG_BENCH_RECORDS` (part 1
 //! backlog, default 5,000,000), `DKG_BENCH_ROUNDS` (default 3), `DKG_BENCH_FRACTION` (in thousandths,
 //! default 100 = 0.1), `DKG_BENCH_CHUNK` (default the sampler's `--read-chunk`), `DKG_BENCH_QUALITY_RECORDS`
-//! (part 2 backlog per cell, default 2,000,000), `DKG_BENCH_QUALITY_CHUNK` (default 1000),
+//! (part 2 backlog per cell, default 2,000,000), `DKG_BENCH_QUALITY_CHUNK` (default 1000), `DKG_BENCH_TOPIC`
+//! (part 1 on an existing 12-partition backlog of `DKG_BENCH_RECORDS` records instead of a fresh one),
 //! `DKG_BENCH_SEEDS` (default 3), `DKG_BENCH_PART` (`advance`, `quality`, default both).
 
 #![allow(clippy::unwrap_used)]
@@ -93,7 +94,7 @@ fn pass(
         Arc::clone(&shared),
     )
     .unwrap();
-    lp.read_fraction(fraction, chunk);
+    lp.read_fraction(fraction, chunk, false);
     let watcher = {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || {
@@ -130,8 +131,12 @@ fn pass(
 }
 
 fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64) {
-    let topic = unique_topic("bench-readfrac");
-    prefill(bootstrap, &topic, 12, records, (1_000_000, 1.0, 1));
+    // DKG_BENCH_TOPIC: an existing backlog of exactly `records` records on 12 partitions (saves the fill).
+    let topic = std::env::var("DKG_BENCH_TOPIC").unwrap_or_else(|_| {
+        let topic = unique_topic("bench-readfrac");
+        prefill(bootstrap, &topic, 12, records, (1_000_000, 1.0, 1));
+        topic
+    });
     let (mut rate_ratio, mut cpu_ratio, mut full_rates, mut part_rates) =
         (vec![], vec![], vec![], vec![]);
     let (mut full_cpu, mut part_cpu) = (vec![], vec![]);

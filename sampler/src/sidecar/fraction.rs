@@ -72,6 +72,8 @@ struct Chunk {
     carry: f64,
     /// The seek to `skip_to` was issued.
     seeked: bool,
+    /// One past the last offset seen.
+    next: i64,
 }
 
 /// The read/skip schedule of every partition this consumer reads.
@@ -81,6 +83,7 @@ pub struct Schedule {
     chunk: u64,
     chunks: HashMap<i32, Chunk>,
     skipped: u64,
+    started: u64,
 }
 
 impl Schedule {
@@ -97,6 +100,7 @@ impl Schedule {
             chunk: chunk.max(1),
             chunks: HashMap::new(),
             skipped: 0,
+            started: 0,
         }
     }
 
@@ -108,6 +112,19 @@ impl Schedule {
     /// Forget every chunk (after a rebalance: positions restart from the committed offsets).
     pub fn clear(&mut self) {
         self.chunks.clear();
+    }
+
+    /// Where each partition resumes: past its skipped range once the seek was issued, else past the last
+    /// record seen (what the consumer should commit, so a restart neither re-reads nor re-weights).
+    pub fn positions(&self) -> impl Iterator<Item = (i32, i64)> + '_ {
+        self.chunks
+            .iter()
+            .map(|(&p, c)| (p, if c.seeked { c.skip_to } else { c.next }))
+    }
+
+    /// Chunks started so far (a record that starts one: everything before it is accounted for).
+    pub fn chunks_started(&self) -> u64 {
+        self.started
     }
 
     /// Offsets skipped (seeked over) since the last call.
@@ -131,6 +148,7 @@ impl Schedule {
             // First record, after a seek, or a rewind (a reset offset): a new chunk starts here.
             let c = self.start(offset, log_end());
             self.chunks.insert(partition, c);
+            self.started += 1;
         }
         let Some(chunk) = self.chunks.get_mut(&partition) else {
             // Inserted above; read the record in full rather than panic.
@@ -139,6 +157,7 @@ impl Schedule {
                 seek_to: None,
             };
         };
+        chunk.next = chunk.next.max(offset + 1);
         if offset >= chunk.read_end {
             let seek_to = (!chunk.seeked).then(|| {
                 chunk.seeked = true;
@@ -175,6 +194,7 @@ impl Schedule {
             weight: (skip_to - start) as f64 / chunk as f64,
             carry: 0.0,
             seeked: false,
+            next: start,
         }
     }
 }
@@ -295,6 +315,15 @@ mod tests {
         // A gap over the chunk's end: the first record past it seeks.
         assert_eq!(s.record(0, 6, end), Verdict::Drop { seek_to: Some(8) });
         assert_eq!(s.take_skipped(), 2 + 2);
+        assert_eq!(s.positions().collect::<Vec<_>>(), vec![(0, 8)]);
+        assert_eq!(
+            s.record(0, 8, end),
+            Verdict::Read {
+                weight: 2,
+                seek_to: None
+            }
+        );
+        assert_eq!(s.positions().collect::<Vec<_>>(), vec![(0, 9)]);
     }
 
     #[test]

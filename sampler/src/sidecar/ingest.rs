@@ -262,13 +262,18 @@ pub fn consumer_config(
 }
 
 /// With `--read-fraction` < 1: prefetch about one chunk per partition instead of 200,000 records, since a
-/// seek discards what librdkafka fetched beyond the chunk. The user's settings (`base`) still win.
+/// seek discards what librdkafka fetched beyond the chunk, and back off a full queue for 10 ms instead of
+/// librdkafka's 1 s, since a chunk is read (and the seek asks for the next) well within that. The user's
+/// settings (`base`) still win.
 pub fn bound_prefetch(config: &mut ClientConfig, base: &ClientConfig, chunk: u64) {
-    if base.get("queued.min.messages").is_none() {
-        config.set(
-            "queued.min.messages",
-            chunk.clamp(1, 10_000_000).to_string(),
-        );
+    let prefetch = chunk.clamp(1, 10_000_000).to_string();
+    for (key, value) in [
+        ("queued.min.messages", prefetch.as_str()),
+        ("fetch.queue.backoff.ms", "10"),
+    ] {
+        if base.get(key).is_none() {
+            config.set(key, value);
+        }
     }
 }
 
@@ -325,6 +330,9 @@ struct Scheduled {
     schedule: Schedule,
     /// `Shared::rebalances` as of the schedule's last restart.
     rebalances: u64,
+    /// Store the offsets to commit by hand (`enable.auto.offset.store` is off): the seek targets, so that
+    /// a restart resumes past a skipped range (an automatic store stops at the last record read).
+    store: bool,
 }
 
 impl std::fmt::Debug for ConsumeLoop {
@@ -367,12 +375,14 @@ impl ConsumeLoop {
     }
 
     /// Read `fraction` (in (0, 1)) of each partition in chunks of `chunk` offsets, skipping the rest
-    /// (`--read-fraction`); 1 keeps reading every record.
-    pub fn read_fraction(&mut self, fraction: f64, chunk: u64) {
+    /// (`--read-fraction`); 1 keeps reading every record. `store_offsets`: the consumer was configured
+    /// with `enable.auto.offset.store=false` and commits what this loop stores.
+    pub fn read_fraction(&mut self, fraction: f64, chunk: u64, store_offsets: bool) {
         let schedule = Schedule::new(fraction, chunk);
         self.schedule = (schedule.fraction() < 1.0).then_some(Scheduled {
             schedule,
             rebalances: self.shared.rebalances.load(Ordering::Relaxed),
+            store: store_offsets,
         });
     }
 
@@ -436,6 +446,13 @@ impl ConsumeLoop {
         self.shared
             .polled
             .fetch_add(consumed & 1023, Ordering::Relaxed);
+        if let Some(scheduled) = &self.schedule
+            && scheduled.store
+        {
+            for (partition, next) in scheduled.schedule.positions() {
+                store_next(&self.consumer, &self.topic, partition, next);
+            }
+        }
         match self.consumer.commit_consumer_state(CommitMode::Sync) {
             Ok(()) => tracing::debug!(topic = %self.topic, "committed offsets"),
             Err(KafkaError::ConsumerCommit(rdkafka::types::RDKafkaErrorCode::NoOffset)) => {}
@@ -483,6 +500,7 @@ impl Scheduled {
             schedule.clear();
         }
         let partition = msg.partition();
+        let started = schedule.chunks_started();
         let (observed, seek_to) = match schedule.record(partition, msg.offset(), || {
             shared
                 .log_end(partition)
@@ -494,6 +512,11 @@ impl Scheduled {
             }
             Verdict::Drop { seek_to } => (false, seek_to),
         };
+        if self.store && schedule.chunks_started() != started {
+            // A chunk starts here: the log before it is accounted for (at the head, where nothing is
+            // skipped, this is the only store; a crash re-reads at most the current chunk).
+            store_next(consumer, topic, partition, msg.offset());
+        }
         let Some(to) = seek_to else {
             return (observed, 0);
         };
@@ -505,6 +528,22 @@ impl Scheduled {
         if let Err(e) = consumer.seek(topic, partition, Offset::Offset(to), Duration::ZERO) {
             tracing::debug!(topic = %topic, partition, offset = to, "seek failed: {e}");
         }
+        if self.store {
+            store_next(consumer, topic, partition, to);
+        }
         (observed, skipped)
+    }
+}
+
+/// Store `next` as the offset to commit for `partition` (`rd_kafka_offset_store` stores its argument + 1).
+fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i32, next: i64) {
+    if let Err(e) = consumer.store_offset(topic, partition, next - 1) {
+        // After a revoke the partition is no longer ours: its new owner commits.
+        tracing::debug!(
+            topic,
+            partition,
+            offset = next,
+            "cannot store the offset: {e}"
+        );
     }
 }

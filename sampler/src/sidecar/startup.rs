@@ -234,6 +234,8 @@ fn start_consumer(
     );
     if !reads_all {
         ingest::bound_prefetch(&mut consumer_config, &s.connection, s.args.read_chunk);
+        // The loop stores the seek targets itself (below), so a restart resumes past a skipped range.
+        consumer_config.set("enable.auto.offset.store", "false");
     }
     if s.standalone {
         // --once / --dry-run look at the live stream: never resume from (or store) old offsets.
@@ -248,7 +250,7 @@ fn start_consumer(
                 source: e,
             }
         })?;
-    consume_loop.read_fraction(s.args.read_fraction, s.args.read_chunk);
+    consume_loop.read_fraction(s.args.read_fraction, s.args.read_chunk, !s.standalone);
     let thread = std::thread::Builder::new()
         .name("dkg-consume".into())
         .spawn(move || consume_loop.run(None))
