@@ -5,7 +5,6 @@
 
 mod common;
 
-#[allow(dead_code)]
 #[path = "../benches/common/mod.rs"]
 mod bench_common;
 

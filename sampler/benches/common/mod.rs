@@ -76,7 +76,7 @@ pub fn prefill(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .expect("a runtime");
     rt.block_on(create_topic(bootstrap, topic, partitions, &[]));
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -85,8 +85,8 @@ pub fn prefill(
         .set("queue.buffering.max.messages", "1000000")
         .set("partitioner", "murmur2_random")
         .create()
-        .unwrap();
-    let zipf = Zipf::new(keys as f64, alpha).unwrap();
+        .expect("a producer");
+    let zipf = Zipf::new(keys as f64, alpha).expect("a Zipf distribution");
     let mut rng = SmallRng::seed_from_u64(seed);
     let value = [b'v'; 100];
     let started = Instant::now();
@@ -103,7 +103,9 @@ pub fn prefill(
             }
         }
     }
-    producer.flush(Duration::from_secs(300)).unwrap();
+    producer
+        .flush(Duration::from_secs(300))
+        .expect("the backlog flushed");
     eprintln!(
         "pre-filled {topic}: {records} records in {:.1} s",
         started.elapsed().as_secs_f64()
