@@ -15,18 +15,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/window.rs"]
-mod window;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/fraction.rs"]
-mod fraction;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/ingest.rs"]
-mod ingest;
+#[path = "common/sidecar.rs"]
+mod sidecar;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -42,8 +32,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 
 use dkg_testkit::broker::unique_topic;
-use ingest::{ConsumeLoop, Shared};
-use window::{RecordSampler, Window};
+use sidecar::ingest::{self, ConsumeLoop, Shared};
+use sidecar::window::{RecordSampler, Window};
 
 const PARTITIONS: u32 = 12;
 const KEYS: u64 = 1_000_000;

@@ -26,18 +26,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/window.rs"]
-mod window;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/fraction.rs"]
-mod fraction;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/ingest.rs"]
-mod ingest;
+#[path = "common/sidecar.rs"]
+mod sidecar;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -49,8 +39,8 @@ use dkg_partitioner::dkg::{DkgConfig, imbalance};
 use rdkafka::ClientConfig;
 
 use dkg_testkit::broker::unique_topic;
-use ingest::{ConsumeLoop, Shared};
-use window::{IntervalSnapshot, RecordSampler, Window};
+use sidecar::ingest::{self, ConsumeLoop, Shared};
+use sidecar::window::{IntervalSnapshot, RecordSampler, Window};
 
 /// One pass through a backlog of `records` offsets.
 struct Pass {
@@ -275,7 +265,7 @@ fn main() {
                 if test_mode {
                     500
                 } else {
-                    fraction::DEFAULT_READ_CHUNK
+                    sidecar::fraction::DEFAULT_READ_CHUNK
                 },
             ),
         );

@@ -35,7 +35,7 @@
 //! Reference: the sampling-with-weights argument is Horvitz-Thompson (1952), each record weighted by the
 //! inverse of the share of the log its chunk reads.
 //!
-//! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends on
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it depends on
 //! nothing but std.
 
 use std::collections::HashMap;
