@@ -22,8 +22,11 @@
 //!
 //! A record that arrives inside a chunk's skipped range (the seek was lost, or librdkafka delivered a
 //! prefetched record) is dropped: the chunk's weight already stands for it. A rebalance forgets every
-//! schedule (the partition resumes from its committed offset, and a new chunk starts there). Committed
-//! offsets are the last delivered record's, as at `F = 1`: a restart resumes after the last chunk read.
+//! schedule (the partition resumes from its committed offset, and a new chunk starts there). The offsets
+//! to commit are stored by the loop, not by librdkafka: the start of each chunk (everything before it is
+//! accounted for) and each seek target ([`Schedule::positions`] at shutdown), so a restart resumes past
+//! the last skipped range rather than re-reading and re-weighting it; after a crash at most the current
+//! chunk is read twice (at `F = 1`, up to the auto-commit interval's records are).
 //!
 //! # What F < 1 trades away
 //! A burst shorter than the skipped range (`C / F - C` offsets) can be missed entirely, and the estimate of
@@ -35,8 +38,8 @@
 //! Reference: the sampling-with-weights argument is Horvitz-Thompson (1952), each record weighted by the
 //! inverse of the share of the log its chunk reads.
 //!
-//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it depends on
-//! nothing but std.
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
+//! depends on nothing but std.
 
 use std::collections::HashMap;
 
@@ -385,7 +388,13 @@ mod tests {
             let chunks = (advanced as f64 / chunk as f64).ceil() + 1.0;
             let spanned = weights as f64;
             prop_assert!(spanned >= read as f64);
-            prop_assert!(spanned <= advanced as f64 + chunks, "weights {} > advanced {} + {}", spanned, advanced, chunks);
+            prop_assert!(
+                spanned <= advanced as f64 + chunks,
+                "weights {} > advanced {} + {}",
+                spanned,
+                advanced,
+                chunks
+            );
         }
     }
 }

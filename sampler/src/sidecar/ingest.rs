@@ -15,8 +15,8 @@
 //! the schedule of [`super::fraction`] (its docs say what that trades away); the log end it needs comes
 //! from the same statistics, and a rebalance restarts the schedule.
 //!
-//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it depends only on
-//! `window.rs`, `fraction.rs`, the core crate and rdkafka.
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
+//! depends only on `window.rs`, `fraction.rs`, the core crate and rdkafka.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

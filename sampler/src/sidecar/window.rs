@@ -23,8 +23,8 @@
 //! kept record is observed with weight `1/r`, randomly rounded to one of the two neighbouring integers so
 //! that the expected weight is exactly `1/r`: frequency estimates stay unbiased for any ratio.
 //!
-//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it depends only on
-//! the core crate.
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
+//! depends only on the core crate.
 
 use std::time::{Duration, Instant};
 
