@@ -136,14 +136,14 @@ fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64
             &topic,
             (12, records),
             (1.0, chunk),
-            &format!("{topic}-full-{round}"),
+            &unique_topic(&format!("{topic}-full-{round}")),
         );
         let part = pass(
             bootstrap,
             &topic,
             (12, records),
             (fraction, chunk),
-            &format!("{topic}-part-{round}"),
+            &unique_topic(&format!("{topic}-part-{round}")),
         );
         eprintln!(
             "round {round}: F = 1 {:.0} offsets/s, {:.2} CPU s/1M; F = {fraction} {:.0} offsets/s, {:.2} CPU s/1M \
