@@ -21,7 +21,8 @@
 //! default 100 = 0.1), `DKG_BENCH_CHUNK` (default the sampler's `--read-chunk`), `DKG_BENCH_QUALITY_RECORDS`
 //! (part 2 backlog per cell, default 2,000,000), `DKG_BENCH_QUALITY_CHUNK` (default 1000), `DKG_BENCH_TOPIC`
 //! (part 1 on an existing 12-partition backlog of `DKG_BENCH_RECORDS` records instead of a fresh one),
-//! `DKG_BENCH_SEEDS` (default 3), `DKG_BENCH_PART` (`advance`, `quality`, default both).
+//! `DKG_BENCH_SEEDS` (default 3), `DKG_BENCH_PART` (`advance`, `quality`, default both), `DKG_BENCH_KAFKA`
+//! (`key=value,...` librdkafka settings for both sides, e.g. `queued.min.messages=2500`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -54,6 +55,15 @@ struct Pass {
 fn config(bootstrap: &str, group: &str, fraction: f64, chunk: u64) -> ClientConfig {
     let mut base = ClientConfig::new();
     base.set("bootstrap.servers", bootstrap);
+    // DKG_BENCH_KAFKA: `key=value,key=value` librdkafka settings that win, as `--kafka-config` would.
+    for kv in std::env::var("DKG_BENCH_KAFKA")
+        .unwrap_or_default()
+        .split(',')
+    {
+        if let Some((k, v)) = kv.split_once('=') {
+            base.set(k.trim(), v.trim());
+        }
+    }
     // The sampler's own settings (`startup.rs`): statistics every second, prefetch bounded with F < 1.
     let mut c = ingest::consumer_config(&base, group, "earliest", 1000);
     if fraction < 1.0 {
