@@ -14,18 +14,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-#[path = "../src/sidecar/window.rs"]
-mod window;
-
-#[allow(dead_code)]
-#[path = "../src/sidecar/ingest.rs"]
-mod ingest;
+mod common;
+#[path = "common/sidecar.rs"]
+mod sidecar;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use common::{env_u64, key, median, prefill};
 use dkg_partitioner::dkg::DkgConfig;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -33,28 +30,14 @@ use rand_distr::{Distribution, Zipf};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
-use dkg_testkit::broker::{create_topic, unique_topic};
-use ingest::{ConsumeLoop, Shared};
-use window::{RecordSampler, Window};
+use dkg_testkit::broker::unique_topic;
+use sidecar::ingest::{self, ConsumeLoop, Shared};
+use sidecar::window::{RecordSampler, Window};
 
 const PARTITIONS: u32 = 12;
 const KEYS: u64 = 1_000_000;
 const WARMUP: u64 = 1024;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn key(rank: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k.copy_from_slice(format!("key-{rank:012}").as_bytes());
-    k
-}
 
 fn rss_kib() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -67,48 +50,6 @@ fn rss_kib() -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmRSS:"), field("VmHWM:"))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn prefill(bootstrap: &str, topic: &str, records: u64) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(create_topic(bootstrap, topic, PARTITIONS, &[]));
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("batch.size", "1000000")
-        .set("queue.buffering.max.messages", "1000000")
-        .create()
-        .unwrap();
-    let zipf = Zipf::new(KEYS as f64, 1.0).unwrap();
-    let mut rng = SmallRng::seed_from_u64(1);
-    let value = [b'v'; 100];
-    let started = Instant::now();
-    for _ in 0..records {
-        let k = key(zipf.sample(&mut rng) as u64);
-        let mut record = BaseRecord::to(topic).key(&k[..]).payload(&value[..]);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    record = r;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
-    }
-    producer.flush(Duration::from_secs(120)).unwrap();
-    eprintln!(
-        "pre-filled {records} records in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
 }
 
 fn config(bootstrap: &str, group: &str) -> ClientConfig {
@@ -285,7 +226,7 @@ fn main() {
             ns.iter().map(|v| v.round()).collect::<Vec<_>>()
         );
     }
-    prefill(&bootstrap, &topic, records);
+    prefill(&bootstrap, &topic, PARTITIONS, records, (KEYS, 1.0, 1));
 
     let (mut base, mut full, mut sampled) = (vec![], vec![], vec![]);
     for round in 0..rounds {

@@ -28,6 +28,7 @@ const CONTRACT: &[&str] = &[
     "dkg_sampler_moved_load_share_ratio",
     "dkg_sampler_records_sampled_total",
     "dkg_sampler_records_consumed_total",
+    "dkg_sampler_records_skipped_total",
     "dkg_sampler_consumer_lag_records",
     "dkg_sampler_key_grouping_bound_ratio",
     "dkg_consumer_records_total",

@@ -109,6 +109,19 @@ async fn once_on_an_idle_topic_fails_clearly_and_publishes_nothing() {
 fn invalid_flags_are_rejected_with_the_flag_named() {
     let cases: &[(&[&str], &str)] = &[
         (&["--sample-ratio", "0"], "--sample-ratio"),
+        (
+            &["--read-fraction", "0"],
+            "invalid --read-fraction: 0 is outside (0, 1]",
+        ),
+        (
+            &["--read-fraction", "1.5"],
+            "invalid --read-fraction: 1.5 is outside (0, 1]",
+        ),
+        (
+            &["--read-fraction", "NaN"],
+            "invalid --read-fraction: NaN is outside (0, 1]",
+        ),
+        (&["--read-chunk", "0"], "--read-chunk"),
         (&["--decay", "1"], "--decay"),
         (&["--interval-secs", "0"], "--interval-secs"),
         (&["--top-n", "21"], "--top-n"),

@@ -11,8 +11,12 @@
 //! statistics (the consumer's own lag per partition) arrive in [`SamplerContext`] callbacks, which run on
 //! this thread inside `poll`, and are published in [`Shared`] state for the driver.
 //!
-//! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends only on
-//! `window.rs`, the core crate and rdkafka.
+//! With `--read-fraction F < 1` the loop reads chunks of each partition and seeks over the rest, following
+//! the schedule of [`super::fraction`] (its docs say what that trades away); the log end it needs comes
+//! from the same statistics, and a rebalance restarts the schedule.
+//!
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
+//! depends only on `window.rs`, `fraction.rs`, the core crate and rdkafka.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,9 +29,11 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::statistics::Statistics;
+use rdkafka::topic_partition_list::Offset;
 
+use super::fraction::{Schedule, Verdict};
 use super::window::{IntervalSnapshot, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
@@ -55,8 +61,15 @@ pub struct Shared {
     ownership: Mutex<Ownership>,
     lag: Mutex<BTreeMap<u32, i64>>,
     last_error: Mutex<Option<String>>,
-    /// Records polled since start (monotonic; for liveness and the benches).
+    /// The end of each owned partition's log (the next offset to be written, or the last stable offset
+    /// if lower), as of the last statistics.
+    log_end: Mutex<BTreeMap<u32, i64>>,
+    /// Bumped at every rebalance callback (the read-fraction schedule restarts).
+    rebalances: AtomicU64,
+    /// Records polled and observed since start (monotonic; for liveness and the benches).
     pub polled: AtomicU64,
+    /// Offsets skipped unread since start (`--read-fraction`; monotonic, for the benches).
+    pub skipped: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,6 +86,34 @@ impl Shared {
     /// The consumer lag (records) of every owned partition, as of the last librdkafka statistics.
     pub fn lag(&self) -> BTreeMap<u32, i64> {
         lock(&self.lag).clone()
+    }
+
+    /// The known end of `partition`'s log, if the statistics reported one.
+    pub fn log_end(&self, partition: i32) -> Option<i64> {
+        let p = u32::try_from(partition).ok()?;
+        lock(&self.log_end).get(&p).copied()
+    }
+
+    /// Ask the broker for `partition`'s end (before the first statistics: once per partition, a round
+    /// trip of at most 1 s on the consumer thread) and remember it until the next statistics.
+    fn query_log_end(
+        &self,
+        consumer: &BaseConsumer<SamplerContext>,
+        topic: &str,
+        partition: i32,
+    ) -> Option<i64> {
+        let p = u32::try_from(partition).ok()?;
+        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(1)) {
+            Ok((_, high)) if high >= 0 => {
+                lock(&self.log_end).insert(p, high);
+                Some(high)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(topic, partition, "cannot read the log end: {e}");
+                None
+            }
+        }
     }
 
     /// The last consumer error, if any (cleared when records flow again).
@@ -104,18 +145,29 @@ impl ClientContext for SamplerContext {
     fn stats(&self, statistics: Statistics) {
         let owned = lock(&self.shared.ownership).partitions.clone();
         let mut lag = BTreeMap::new();
+        let mut log_end = BTreeMap::new();
         if let Some(topic) = statistics.topics.get(&self.topic) {
             for (p, stats) in &topic.partitions {
                 // librdkafka reports -1 until it knows both ends; the internal UA partition is -1.
-                if let Ok(p) = u32::try_from(*p)
-                    && owned.contains(&p)
-                    && stats.consumer_lag >= 0
-                {
+                let Ok(p) = u32::try_from(*p) else { continue };
+                if !owned.contains(&p) {
+                    continue;
+                }
+                if stats.consumer_lag >= 0 {
                     lag.insert(p, stats.consumer_lag);
+                }
+                // read_committed reads up to the last stable offset only: never skip past it.
+                let end = match (stats.hi_offset, stats.ls_offset) {
+                    (hi, ls) if ls >= 0 => hi.min(ls),
+                    (hi, _) => hi,
+                };
+                if end >= 0 {
+                    log_end.insert(p, end);
                 }
             }
         }
         *lock(&self.shared.lag) = lag;
+        *lock(&self.shared.log_end) = log_end;
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -132,6 +184,7 @@ impl ClientContext for SamplerContext {
 
 impl ConsumerContext for SamplerContext {
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        self.shared.rebalances.fetch_add(1, Ordering::Relaxed);
         match rebalance {
             Rebalance::Assign(_) | Rebalance::Revoke(_) => {
                 // The authoritative full assignment (also right for incremental protocols).
@@ -208,6 +261,22 @@ pub fn consumer_config(
     c
 }
 
+/// With `--read-fraction` < 1: prefetch about one chunk per partition instead of 200,000 records, since a
+/// seek discards what librdkafka fetched beyond the chunk, and back off a full queue for 10 ms instead of
+/// librdkafka's 1 s, since a chunk is read (and the seek asks for the next) well within that. The user's
+/// settings (`base`) still win.
+pub fn bound_prefetch(config: &mut ClientConfig, base: &ClientConfig, chunk: u64) {
+    let prefetch = chunk.clamp(1, 10_000_000).to_string();
+    for (key, value) in [
+        ("queued.min.messages", prefetch.as_str()),
+        ("fetch.queue.backoff.ms", "10"),
+    ] {
+        if base.get(key).is_none() {
+            config.set(key, value);
+        }
+    }
+}
+
 /// A command from the driver.
 #[derive(Debug)]
 pub enum Command {
@@ -251,6 +320,19 @@ pub struct ConsumeLoop {
     shared: Arc<Shared>,
     commands: Receiver<Command>,
     pending: Arc<AtomicBool>,
+    /// `--read-fraction` < 1: the read/skip schedule (`None` reads every record).
+    schedule: Option<Scheduled>,
+}
+
+/// The read/skip schedule of `--read-fraction` < 1 and the rebalance it last restarted at.
+#[derive(Debug)]
+struct Scheduled {
+    schedule: Schedule,
+    /// `Shared::rebalances` as of the schedule's last restart.
+    rebalances: u64,
+    /// Store the offsets to commit by hand (`enable.auto.offset.store` is off): the seek targets, so that
+    /// a restart resumes past a skipped range (an automatic store stops at the last record read).
+    store: bool,
 }
 
 impl std::fmt::Debug for ConsumeLoop {
@@ -283,6 +365,7 @@ impl ConsumeLoop {
                 shared,
                 commands: rx,
                 pending: Arc::clone(&pending),
+                schedule: None,
             },
             ConsumerHandle {
                 commands: tx,
@@ -291,22 +374,49 @@ impl ConsumeLoop {
         ))
     }
 
-    /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` records were consumed
-    /// when given (benches). Commits offsets synchronously before returning; dropping the loop leaves the
-    /// group.
+    /// Read `fraction` (in (0, 1)) of each partition in chunks of `chunk` offsets, skipping the rest
+    /// (`--read-fraction`); 1 keeps reading every record. `store_offsets`: the consumer was configured
+    /// with `enable.auto.offset.store=false` and commits what this loop stores.
+    pub fn read_fraction(&mut self, fraction: f64, chunk: u64, store_offsets: bool) {
+        let schedule = Schedule::new(fraction, chunk);
+        self.schedule = (schedule.fraction() < 1.0).then_some(Scheduled {
+            schedule,
+            rebalances: self.shared.rebalances.load(Ordering::Relaxed),
+            store: store_offsets,
+        });
+    }
+
+    /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` offsets were consumed
+    /// or skipped when given (benches). Commits offsets synchronously before returning; dropping the loop
+    /// leaves the group.
     pub fn run(&mut self, limit: Option<u64>) {
         let mut consumed: u64 = 0;
+        let mut skipped: u64 = 0;
         let mut error_logged = false;
         loop {
             if self.pending.load(Ordering::Relaxed) && !self.handle_commands() {
                 break;
             }
-            if limit.is_some_and(|l| consumed >= l) {
+            if limit.is_some_and(|l| consumed + skipped >= l) {
                 break;
             }
             match self.consumer.poll(IDLE_POLL) {
                 Some(Ok(msg)) => {
-                    self.window.observe(msg.partition(), msg.key());
+                    if let Some(scheduled) = self.schedule.as_mut() {
+                        let (observed, skip) = scheduled.read(
+                            &msg,
+                            &mut self.window,
+                            &self.shared,
+                            &self.consumer,
+                            &self.topic,
+                        );
+                        skipped += skip;
+                        if !observed {
+                            continue;
+                        }
+                    } else {
+                        self.window.observe(msg.partition(), msg.key());
+                    }
                     consumed += 1;
                     if error_logged {
                         error_logged = false;
@@ -336,6 +446,13 @@ impl ConsumeLoop {
         self.shared
             .polled
             .fetch_add(consumed & 1023, Ordering::Relaxed);
+        if let Some(scheduled) = &self.schedule
+            && scheduled.store
+        {
+            for (partition, next) in scheduled.schedule.positions() {
+                store_next(&self.consumer, &self.topic, partition, next);
+            }
+        }
         match self.consumer.commit_consumer_state(CommitMode::Sync) {
             Ok(()) => tracing::debug!(topic = %self.topic, "committed offsets"),
             Err(KafkaError::ConsumerCommit(rdkafka::types::RDKafkaErrorCode::NoOffset)) => {}
@@ -361,5 +478,72 @@ impl ConsumeLoop {
                 Err(TryRecvError::Empty) => return true,
             }
         }
+    }
+}
+
+impl Scheduled {
+    /// `--read-fraction`: observe `msg` with its chunk's weight or drop it, and seek past the chunk's
+    /// skipped range when it ends. Returns whether it was observed and the offsets skipped.
+    fn read(
+        &mut self,
+        msg: &BorrowedMessage<'_>,
+        window: &mut Window,
+        shared: &Shared,
+        consumer: &BaseConsumer<SamplerContext>,
+        topic: &str,
+    ) -> (bool, u64) {
+        let schedule = &mut self.schedule;
+        let rebalances = shared.rebalances.load(Ordering::Relaxed);
+        if rebalances != self.rebalances {
+            // Positions restart from the committed offsets: so do the chunks.
+            self.rebalances = rebalances;
+            schedule.clear();
+        }
+        let partition = msg.partition();
+        let started = schedule.chunks_started();
+        let (observed, seek_to) = match schedule.record(partition, msg.offset(), || {
+            shared
+                .log_end(partition)
+                .or_else(|| shared.query_log_end(consumer, topic, partition))
+        }) {
+            Verdict::Read { weight, seek_to } => {
+                window.observe_weighted(partition, msg.key(), weight);
+                (true, seek_to)
+            }
+            Verdict::Drop { seek_to } => (false, seek_to),
+        };
+        if self.store && schedule.chunks_started() != started {
+            // A chunk starts here: the log before it is accounted for (at the head, where nothing is
+            // skipped, this is the only store; a crash re-reads at most the current chunk).
+            store_next(consumer, topic, partition, msg.offset());
+        }
+        let Some(to) = seek_to else {
+            return (observed, 0);
+        };
+        let skipped = schedule.take_skipped();
+        window.note_skipped(skipped);
+        shared.skipped.fetch_add(skipped, Ordering::Relaxed);
+        // Asynchronous (timeout 0): the hot loop never waits. A lost seek is harmless: the records of the
+        // skipped range are then dropped as they arrive.
+        if let Err(e) = consumer.seek(topic, partition, Offset::Offset(to), Duration::ZERO) {
+            tracing::debug!(topic = %topic, partition, offset = to, "seek failed: {e}");
+        }
+        if self.store {
+            store_next(consumer, topic, partition, to);
+        }
+        (observed, skipped)
+    }
+}
+
+/// Store `next` as the offset to commit for `partition` (`rd_kafka_offset_store` stores its argument + 1).
+fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i32, next: i64) {
+    if let Err(e) = consumer.store_offset(topic, partition, next - 1) {
+        // After a revoke the partition is no longer ours: its new owner commits.
+        tracing::debug!(
+            topic,
+            partition,
+            offset = next,
+            "cannot store the offset: {e}"
+        );
     }
 }

@@ -287,6 +287,9 @@ impl<'a> Driver<'a> {
         m.records_sampled
             .with_label_values(&[topic])
             .inc_by(snap.sampled);
+        m.records_skipped
+            .with_label_values(&[topic])
+            .inc_by(snap.skipped);
         let lag: Vec<(u32, f64)> = self
             .io
             .shared

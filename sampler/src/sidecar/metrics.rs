@@ -38,6 +38,8 @@ pub struct SamplerMetrics {
     pub records_sampled: IntCounterVec,
     /// dkg_sampler_records_consumed_total{topic}
     pub records_consumed: IntCounterVec,
+    /// dkg_sampler_records_skipped_total{topic}
+    pub records_skipped: IntCounterVec,
     /// dkg_sampler_consumer_lag_records{topic,partition}
     pub consumer_lag: GaugeVec,
     /// dkg_sampler_key_grouping_bound_ratio{topic}
@@ -140,6 +142,13 @@ impl SamplerMetrics {
                 "Records this sampler consumed.",
                 &["topic"],
             )?,
+            records_skipped: counter(
+                r,
+                "dkg_sampler_records_skipped_total",
+                "Offsets of the topic this sampler skipped unread (--read-fraction < 1; gaps of compacted \
+                 or transactional logs count as records).",
+                &["topic"],
+            )?,
             consumer_lag: gauge(
                 r,
                 "dkg_sampler_consumer_lag_records",
@@ -158,6 +167,7 @@ impl SamplerMetrics {
         m.publishes.with_label_values(&[topic]);
         m.records_consumed.with_label_values(&[topic]);
         m.records_sampled.with_label_values(&[topic]);
+        m.records_skipped.with_label_values(&[topic]);
         Ok(m)
     }
 
@@ -289,6 +299,7 @@ mod tests {
             "dkg_sampler_moved_load_share_ratio",
             "dkg_sampler_records_sampled_total",
             "dkg_sampler_records_consumed_total",
+            "dkg_sampler_records_skipped_total",
             "dkg_sampler_consumer_lag_records",
             "dkg_sampler_key_grouping_bound_ratio",
         ] {

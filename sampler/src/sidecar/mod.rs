@@ -17,6 +17,7 @@
 //! Module map: [`settings`] (the flags and their validation), [`startup`] (connecting, with backoff, and
 //! shutting down), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
 //! learning window: decay vs ring, sampling), [`ingest`] (the hot loop consuming the data topic),
+//! [`fraction`] (`--read-fraction`: which chunks of the log it reads, and their weights),
 //! [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
 //! instances, mergeable sketches), [`metrics`] and [`http`] (Prometheus and the endpoints).
 //!
@@ -32,6 +33,7 @@
 mod calc;
 pub mod cluster;
 pub mod decide;
+pub mod fraction;
 pub mod http;
 pub mod ingest;
 mod interval;

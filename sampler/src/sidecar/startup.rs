@@ -219,13 +219,24 @@ fn start_consumer(
         RecordSampler::new(s.args.sample_ratio, rand_seed()),
     )
     .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?;
-    let stats_ms = s.interval.as_millis().clamp(1000, 10_000) as u64;
+    let reads_all = s.args.read_fraction >= 1.0;
+    // --read-fraction skips up to the log end of the last statistics: keep it fresh.
+    let stats_ms = if reads_all {
+        s.interval.as_millis().clamp(1000, 10_000) as u64
+    } else {
+        1000
+    };
     let mut consumer_config = ingest::consumer_config(
         &s.connection,
         &s.group_id,
         &s.args.auto_offset_reset,
         stats_ms,
     );
+    if !reads_all {
+        ingest::bound_prefetch(&mut consumer_config, &s.connection, s.args.read_chunk);
+        // The loop stores the seek targets itself (below), so a restart resumes past a skipped range.
+        consumer_config.set("enable.auto.offset.store", "false");
+    }
     if s.standalone {
         // --once / --dry-run look at the live stream: never resume from (or store) old offsets.
         consumer_config
@@ -239,6 +250,7 @@ fn start_consumer(
                 source: e,
             }
         })?;
+    consume_loop.read_fraction(s.args.read_fraction, s.args.read_chunk, !s.standalone);
     let thread = std::thread::Builder::new()
         .name("dkg-consume".into())
         .spawn(move || consume_loop.run(None))

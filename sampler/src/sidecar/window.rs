@@ -23,8 +23,8 @@
 //! kept record is observed with weight `1/r`, randomly rounded to one of the two neighbouring integers so
 //! that the expected weight is exactly `1/r`: frequency estimates stay unbiased for any ratio.
 //!
-//! This module is also compiled into `benches/consume_throughput.rs` (via `#[path]`), so it depends only on
-//! the core crate.
+//! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
+//! depends only on the core crate.
 
 use std::time::{Duration, Instant};
 
@@ -102,6 +102,8 @@ pub struct IntervalSnapshot {
     pub sampled: u64,
     /// Keyless records consumed during this interval (counted as load, never observed: DKG routes keys).
     pub keyless: u64,
+    /// Offsets skipped unread during this interval (`--read-fraction`).
+    pub skipped: u64,
     /// Length of the interval.
     pub elapsed: Duration,
 }
@@ -117,6 +119,7 @@ pub struct Window {
     consumed: u64,
     sampled: u64,
     keyless: u64,
+    skipped: u64,
     started: Instant,
 }
 
@@ -155,6 +158,7 @@ impl Window {
             consumed: 0,
             sampled: 0,
             keyless: 0,
+            skipped: 0,
             started: Instant::now(),
         })
     }
@@ -168,19 +172,27 @@ impl Window {
     /// Observe one consumed record. Hot path: no allocation, no lock.
     #[inline]
     pub fn observe(&mut self, partition: i32, key: Option<&[u8]>) {
+        self.observe_weighted(partition, key, 1);
+    }
+
+    /// Observe one consumed record that stands for `offsets` records of the log (`--read-fraction`,
+    /// see `fraction.rs`): the partition's load and the key's count grow by that much.
+    #[inline]
+    pub fn observe_weighted(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64) {
         self.consumed += 1;
         if let Ok(p) = usize::try_from(partition) {
             if p >= self.partition_counts.len() {
                 // The topic grew before our metadata said so; count it anyway.
                 self.partition_counts.resize(p + 1, 0);
             }
-            self.partition_counts[p] += 1;
+            self.partition_counts[p] += offsets;
         }
         let Some(key) = key else {
             self.keyless += 1;
             return;
         };
         if let Some(weight) = self.sampler.sample() {
+            let weight = weight * offsets;
             self.sampled += 1;
             if weight == 1 {
                 self.sketch.observe(key);
@@ -188,6 +200,11 @@ impl Window {
                 self.sketch.observe_weighted(key, weight);
             }
         }
+    }
+
+    /// Count `offsets` skipped unread (`--read-fraction`).
+    pub fn note_skipped(&mut self, offsets: u64) {
+        self.skipped += offsets;
     }
 
     /// Close the interval: snapshot the window and the interval's counts, then decay the window by `decay`
@@ -205,6 +222,7 @@ impl Window {
             consumed: std::mem::take(&mut self.consumed),
             sampled: std::mem::take(&mut self.sampled),
             keyless: std::mem::take(&mut self.keyless),
+            skipped: std::mem::take(&mut self.skipped),
             elapsed: now.duration_since(self.started),
         };
         let decay = if decay.is_finite() {
@@ -231,6 +249,7 @@ impl Window {
         self.consumed = 0;
         self.sampled = 0;
         self.keyless = 0;
+        self.skipped = 0;
         self.started = Instant::now();
         Ok(())
     }
@@ -298,6 +317,25 @@ mod tests {
         );
         assert!((next.window_samples - 500.5).abs() < 1e-9);
         assert_eq!(next.partition_counts, vec![0; 4]);
+    }
+
+    #[test]
+    fn weighted_records_count_for_the_offsets_they_stand_for() {
+        let config = DkgConfig::default();
+        let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
+        w.observe_weighted(0, Some(b"a"), 10);
+        w.observe_weighted(1, Some(b"b"), 3);
+        w.observe_weighted(1, None, 4);
+        w.note_skipped(90);
+        let snap = w.end_interval(0.0);
+        assert_eq!(snap.partition_counts, vec![10, 7]);
+        assert_eq!(snap.window.total(), 13);
+        assert_eq!(snap.window.summary().get(b"a").map(|c| c.count), Some(10));
+        // The sample size behind the estimates is the records read, not their weights.
+        assert_eq!((snap.consumed, snap.sampled, snap.keyless), (3, 2, 1));
+        assert!((snap.window_samples - 2.0).abs() < 1e-9);
+        assert_eq!(snap.skipped, 90);
+        assert_eq!(w.end_interval(0.0).skipped, 0);
     }
 
     #[test]

@@ -1,0 +1,128 @@
+//! `--read-fraction` on the real broker: on a pre-filled skewed backlog, a sampler reading a tenth of each
+//! partition decides like one reading everything (same hottest keys, predicted imbalance within a stated
+//! tolerance), counts what it skipped, and resumes after a restart from its committed offsets without
+//! reading the backlog again. (A bad fraction's message: `sampler_operations.rs`.)
+
+mod common;
+
+#[path = "../benches/common/mod.rs"]
+mod bench_common;
+
+use std::time::Duration;
+
+use common::*;
+
+const PARTITIONS: u32 = 6;
+const BACKLOG: u64 = 300_000;
+
+fn predicted(s: &Sampler, topic: &str, placement: &str) -> Option<f64> {
+    s.metric(
+        "dkg_sampler_predicted_imbalance_ratio",
+        &[("topic", topic), ("placement", placement)],
+    )
+}
+
+fn counter(s: &Sampler, name: &str, topic: &str) -> f64 {
+    s.metric(name, &[("topic", topic)]).unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenth_of_the_log_decides_like_all_of_it_and_resumes_after_a_restart() {
+    let topic = unique_topic("sampler-read-fraction");
+    let bootstrap = bootstrap();
+    tokio::task::block_in_place(|| {
+        // Zipf 1.0 over 10^4 keys: the hottest key is about 10% of the records.
+        bench_common::prefill(&bootstrap, &topic, PARTITIONS, BACKLOG, (10_000, 1.0, 5));
+        let common = ["--auto-offset-reset", "earliest", "--interval-secs", "4"];
+        let full = Sampler::start("full", &topic, &[&common[..], &["--dry-run"]].concat());
+        let group = format!("{topic}.tenth");
+        let tenth_args = [
+            &common[..],
+            &[
+                "--read-fraction",
+                "0.1",
+                "--read-chunk",
+                "500",
+                "--group-id",
+                &group,
+            ],
+        ]
+        .concat();
+        let mut tenth = Sampler::start("tenth", &topic, &tenth_args);
+        for s in [&full, &tenth] {
+            wait_for("a decision on the backlog", Duration::from_secs(40), || {
+                predicted(s, &topic, "fresh")
+            });
+        }
+        // What it read and skipped in its intervals: at most the backlog (the records it went through
+        // before its first interval began are not counted, as at F = 1), about a tenth of it read.
+        let read = counter(&tenth, "dkg_sampler_records_consumed_total", &topic);
+        let skipped = counter(&tenth, "dkg_sampler_records_skipped_total", &topic);
+        let advanced = read + skipped;
+        assert!(
+            advanced <= BACKLOG as f64 && skipped > 0.0,
+            "read {read} + skipped {skipped} vs backlog {BACKLOG}"
+        );
+        assert!(
+            (0.05..=0.2).contains(&(read / advanced)),
+            "read {read}, skipped {skipped}"
+        );
+        assert_eq!(
+            counter(&full, "dkg_sampler_records_skipped_total", &topic),
+            0.0,
+            "F = 1 skips nothing"
+        );
+
+        let (full_fresh, tenth_fresh) = (
+            predicted(&full, &topic, "fresh").expect("fresh"),
+            predicted(&tenth, &topic, "fresh").expect("fresh"),
+        );
+        // The predicted imbalance of the assignment each would publish: within 3 points. (Not the hash
+        // placement's: in a backlog the window holds the part of each partition the sampler went through
+        // during its first interval, which at F = 0.1 is uneven; the bench compares whole backlogs.)
+        assert!(
+            (full_fresh - tenth_fresh).abs() <= 0.03,
+            "fresh: {full_fresh} at F = 1 vs {tenth_fresh} at F = 0.1"
+        );
+        // The hottest key (Zipf ranks start at 1; about 10% of the records) is pinned either way, and the
+        // heavy keys found differ by at most one (a key near the threshold).
+        let (fa, ta) = (
+            full.assignment().expect("assignment"),
+            tenth.assignment().expect("assignment"),
+        );
+        let hottest = bench_common::key(1);
+        for (a, label) in [(&fa, "F = 1"), (&ta, "F = 0.1")] {
+            assert!(
+                a.heavy().iter().any(|h| h.key == hottest),
+                "the hottest key is not pinned at {label}: {:?}",
+                a.heavy()
+            );
+        }
+        assert!(
+            fa.heavy().len().abs_diff(ta.heavy().len()) <= 1,
+            "heavy keys: {:?} at F = 1, {:?} at F = 0.1",
+            fa.heavy(),
+            ta.heavy()
+        );
+
+        // Restart: the group's committed offsets are at the end of the backlog, nothing is read again.
+        assert!(
+            tenth.terminate(Duration::from_secs(30)).success(),
+            "{}",
+            tenth.log()
+        );
+        let again = Sampler::start("tenth-again", &topic, &tenth_args);
+        wait_for(
+            "two intervals after the restart",
+            Duration::from_secs(40),
+            || (again.intervals() >= 2).then_some(()),
+        );
+        let reread = counter(&again, "dkg_sampler_records_consumed_total", &topic)
+            + counter(&again, "dkg_sampler_records_skipped_total", &topic);
+        assert!(
+            reread <= 1000.0,
+            "the restarted sampler advanced {reread} offsets again:\n{}",
+            again.log()
+        );
+    });
+}
