@@ -4,6 +4,7 @@
 //! [`demo`] (hash vs DKG side by side, live) [`e2e`] (the end-to-end consumer-group benchmark) and [`soak`] (the whole system for a long time, checked afterwards); [`workload`] is the Zipf key generator they share. The
 //! sidecar itself is [`crate::sidecar`].
 
+pub mod children;
 pub mod consume;
 pub mod demo;
 pub mod e2e;

@@ -21,7 +21,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
@@ -37,6 +36,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 
 use crate::cli::KafkaConfigArgs;
+use crate::tools::children::Children;
 
 /// Arguments of `dkg-sampler soak`.
 #[derive(Debug, clap::Args)]
@@ -113,7 +113,7 @@ pub struct Args {
 /// One child process and its memory samples.
 struct Proc {
     name: String,
-    child: Child,
+    pid: u32,
     /// (seconds since start, VmRSS KiB).
     first: Option<(f64, u64)>,
     last: Option<(f64, u64)>,
@@ -126,7 +126,7 @@ impl Proc {
         if self.exit.is_some() {
             return;
         }
-        if let Some((rss, hwm)) = memory_kib(self.child.id()) {
+        if let Some((rss, hwm)) = memory_kib(self.pid) {
             if warm && self.first.is_none() {
                 self.first = Some((at, rss));
             }
@@ -135,12 +135,12 @@ impl Proc {
         }
     }
 
-    fn poll_exit(&mut self) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    fn poll_exit(
+        &mut self,
+        children: &mut Children,
+    ) -> anyhow::Result<Option<std::process::ExitStatus>> {
         if self.exit.is_none() {
-            self.exit = self
-                .child
-                .try_wait()
-                .with_context(|| format!("waiting for {}", self.name))?;
+            self.exit = children.status(&self.name)?;
         }
         Ok(self.exit)
     }
@@ -343,18 +343,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     let total: u64 = counts.iter().sum();
     let started = Instant::now();
-    let mut procs = spawn_all(&args, &data_topic, &control_topic, &counts, total)?;
-    let outcome = supervise(&args, &mut procs, started);
-    // Whatever happened: nothing of ours keeps running.
-    for p in &mut procs {
-        if p.exit.is_none() {
-            terminate(&mut p.child);
-            p.exit = p.child.wait().ok();
-        }
-    }
+    let mut children = Children::default();
+    let mut procs = spawn_all(
+        &args,
+        &mut children,
+        &data_topic,
+        &control_topic,
+        &counts,
+        total,
+    )?;
+    let outcome = supervise(&args, &mut children, &mut procs, started);
+    // Whatever happened: nothing of ours keeps running (SIGTERM: final commits, closed leases).
+    children.stop_all();
     outcome?;
     let elapsed = started.elapsed();
-    let consumed = consumed_records(&args.out_dir.join("consume.out"));
+    let consumed = consumed_records(&args.out_dir.join("consume.log"));
 
     let (epochs, verdict) = runtime.block_on(async {
         let assignments = read_assignments(&config, &control_topic, &data_topic)?;
@@ -434,7 +437,7 @@ impl Report {
                 let _ = writeln!(out, "consumer group processed {n} records");
             }
             None => {
-                let _ = writeln!(out, "consumer group: no summary (see consume.out)");
+                let _ = writeln!(out, "consumer group: no summary (see consume.log)");
             }
         }
         let _ = writeln!(
@@ -469,9 +472,10 @@ fn memory_row(p: &Proc) -> MemoryRow {
 }
 
 /// The sampler, the consumer group and the producers, each a process of this binary with its
-/// output in `out_dir`.
+/// output in `out_dir` (`<name>.log`).
 fn spawn_all(
     args: &Args,
+    children: &mut Children,
     data_topic: &str,
     control_topic: &str,
     counts: &[u64],
@@ -491,7 +495,7 @@ fn spawn_all(
     let mut procs = Vec::new();
     let mut sampler = common("run");
     sampler.extend(["--interval-secs".into(), args.interval_secs.to_string()]);
-    procs.push(spawn(args, "sampler", &sampler)?);
+    procs.push(spawn(args, children, "sampler", &sampler)?);
     let mut consume = common("consume");
     consume.extend([
         "--members".into(),
@@ -505,7 +509,7 @@ fn spawn_all(
         "--duration-secs".into(),
         (args.duration_secs + args.drain_timeout_secs + 60).to_string(),
     ]);
-    procs.push(spawn(args, "consume", &consume)?);
+    procs.push(spawn(args, children, "consume", &consume)?);
     for (i, &count) in counts.iter().enumerate() {
         let mut loadgen = common("loadgen");
         loadgen.extend([
@@ -525,33 +529,32 @@ fn spawn_all(
             "--drift-secs".into(),
             args.drift_secs.to_string(),
         ]);
-        procs.push(spawn(args, &format!("producer{i}"), &loadgen)?);
+        procs.push(spawn(args, children, &format!("producer{i}"), &loadgen)?);
     }
     Ok(procs)
 }
 
-fn spawn(args: &Args, name: &str, argv: &[String]) -> anyhow::Result<Proc> {
+fn spawn(
+    args: &Args,
+    children: &mut Children,
+    name: &str,
+    argv: &[String],
+) -> anyhow::Result<Proc> {
     let exe = std::env::current_exe().context("locating this executable")?;
-    let log = |ext: &str| -> anyhow::Result<std::fs::File> {
-        let path = args.out_dir.join(format!("{name}.{ext}"));
-        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
-    };
-    let mut cmd = Command::new(exe);
-    cmd.args(argv)
-        .stdin(Stdio::null())
-        .stdout(log("out")?)
-        .stderr(log("log")?);
     // Settings (secrets too) reach the children through their environment, not their argv.
     let settings = args.kafka.settings()?;
+    let mut env = Vec::new();
     if !settings.is_empty() {
         let lines: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        cmd.env("DKG_KAFKA_CONFIG", lines.join("\n"))
-            .env_remove("DKG_KAFKA_CONFIG_FILE");
+        env.push(("DKG_KAFKA_CONFIG", lines.join("\n")));
     }
-    let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+    children.spawn(&exe, name, argv, &env, &args.out_dir)?;
+    let pid = children
+        .pid(name)
+        .with_context(|| format!("{name} was not started"))?;
     Ok(Proc {
         name: name.to_owned(),
-        child,
+        pid,
         first: None,
         last: None,
         peak_kib: 0,
@@ -561,7 +564,12 @@ fn spawn(args: &Args, name: &str, argv: &[String]) -> anyhow::Result<Proc> {
 
 /// Samples memory every second until the producers are done and the group has processed
 /// everything (or the drain timeout passes); fails as soon as a process fails.
-fn supervise(args: &Args, procs: &mut [Proc], started: Instant) -> anyhow::Result<()> {
+fn supervise(
+    args: &Args,
+    children: &mut Children,
+    procs: &mut [Proc],
+    started: Instant,
+) -> anyhow::Result<()> {
     let mut producers_done_at: Option<Instant> = None;
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -570,7 +578,7 @@ fn supervise(args: &Args, procs: &mut [Proc], started: Instant) -> anyhow::Resul
         let warm = at >= args.warmup_secs as f64;
         for p in procs.iter_mut() {
             p.sample(at, warm);
-            if let Some(status) = p.poll_exit()? {
+            if let Some(status) = p.poll_exit(children)? {
                 let producer = p.name.starts_with("producer");
                 if !status.success() || (!producer && p.name == "sampler") {
                     bail!(
@@ -606,21 +614,6 @@ fn supervise(args: &Args, procs: &mut [Proc], started: Instant) -> anyhow::Resul
             }
         }
     }
-}
-
-/// SIGTERM (a clean stop: final commits, closed leases), SIGKILL after 30 s.
-fn terminate(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
 }
 
 /// `consumed N records` from `consume`'s summary.

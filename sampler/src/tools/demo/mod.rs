@@ -35,10 +35,11 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::BaseConsumer;
 
-use self::children::{Children, wait_healthy};
+use self::children::wait_healthy;
 use self::screen::{Screen, terminal_width};
 use self::summary::{Summary, Tracker};
 use crate::cli::KafkaConfigArgs;
+use crate::tools::children::Children;
 
 /// Arguments of `dkg-sampler demo`.
 #[derive(Debug, clap::Args)]
