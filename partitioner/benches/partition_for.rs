@@ -53,6 +53,7 @@ fn assignment_of(heavy_keys: Vec<Vec<u8>>) -> Assignment {
             key,
             partition: (i as u32 * 13) % PARTITIONS,
             weight: 1_000 - i as u64,
+            split: Vec::new(),
         })
         .collect();
     Assignment::new(AssignmentParts {

@@ -82,6 +82,7 @@ fn assignment(topic: &str, hottest: &[[u8; 16]]) -> Assignment {
                 key: k.to_vec(),
                 partition: i as u32 % PARTITIONS,
                 weight: 1,
+                split: Vec::new(),
             })
             .collect(),
         params: Params {

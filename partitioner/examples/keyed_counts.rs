@@ -95,6 +95,7 @@ fn assignment(topic: &str, e: u64) -> Assignment {
             key: format!("key-{i}").into_bytes(),
             partition: ((i + e) % u64::from(PARTITIONS)) as u32,
             weight: 100,
+            split: Vec::new(),
         })
         .collect();
     Assignment::new(AssignmentParts {

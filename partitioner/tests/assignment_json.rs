@@ -665,6 +665,7 @@ fn arb_parts() -> impl Strategy<Value = dkg_partitioner::AssignmentParts> {
                                 key,
                                 partition,
                                 weight,
+                                split: Vec::new(),
                             })
                             .collect();
                         p.predicted_load = load;

@@ -213,6 +213,7 @@ fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
                         key,
                         partition,
                         weight: 1,
+                        split: Vec::new(),
                     })
                     .collect();
                 let mut p = parts(partitions, table, heavy_keys);

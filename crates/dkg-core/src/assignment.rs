@@ -119,7 +119,8 @@ pub enum Route {
     Bucket,
 }
 
-/// A heavy hitter and the partition it is pinned to.
+/// A heavy hitter and the partition it is pinned to, or, for a split key (format version 2,
+/// `docs/spec.md` section 11.2), the partitions it is spread over.
 ///
 /// Serializes as `{"key_b64":"..","partition":N,"weight":N}`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,11 +129,51 @@ pub struct HeavyKey {
     /// The key bytes.
     #[serde(rename = "key_b64", with = "key_b64")]
     pub key: Vec<u8>,
-    /// Its partition.
+    /// Its partition; for a split key, the partition of its first part (`split[0].partition`).
     pub partition: u32,
     /// Its estimated weight (guaranteed count) in the learning window.
     pub weight: u64,
+    /// Empty for a whole key (strict key grouping). Otherwise the key is split: its records are
+    /// spread over these parts (2 to [`MAX_SPLIT_PARTS`], distinct partitions) in proportion to
+    /// their weights, and it gives up per-key order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<SplitPart>,
 }
+
+impl HeavyKey {
+    /// A whole (not split) heavy key on `partition`.
+    #[must_use]
+    pub fn whole(key: impl Into<Vec<u8>>, partition: u32, weight: u64) -> Self {
+        Self {
+            key: key.into(),
+            partition,
+            weight,
+            split: Vec::new(),
+        }
+    }
+
+    /// Whether the key is split over several partitions.
+    #[must_use]
+    pub fn is_split(&self) -> bool {
+        !self.split.is_empty()
+    }
+}
+
+/// One part of a split heavy key: a partition and its relative weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitPart {
+    /// The partition of this part (distinct within one key).
+    pub partition: u32,
+    /// Relative share of the key's records, at least 1.
+    pub weight: u32,
+}
+
+/// Most parts one split key may have.
+pub const MAX_SPLIT_PARTS: usize = 64;
+/// Largest sum of one split key's part weights (the period of its deterministic spread, kept small
+/// so the spread's schedule is a small table).
+pub const MAX_SPLIT_WEIGHT_SUM: u64 = 4096;
 
 /// The parameters an assignment was learned with (informational; the lookup does not use them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -243,6 +284,7 @@ impl Assignment {
             if hk.partition >= parts.partitions {
                 return Err(out_of_range(hk.partition));
             }
+            validate_split(hk, parts.partitions, &out_of_range)?;
             key_bytes += hk.key.len();
         }
         if key_bytes > MAX_HEAVY_KEY_BYTES_TOTAL {
@@ -330,6 +372,7 @@ impl Assignment {
                 key,
                 partition: h.partition,
                 weight: h.weight,
+                split: Vec::new(),
             });
         }
         Self::new(AssignmentParts {
@@ -518,6 +561,50 @@ impl Assignment {
     pub fn into_parts(self) -> AssignmentParts {
         self.parts
     }
+}
+
+/// A split key's parts: none (whole), or 2..=MAX_SPLIT_PARTS distinct partitions in range with
+/// weights >= 1 summing to at most MAX_SPLIT_WEIGHT_SUM, the first being `partition`.
+fn validate_split(
+    hk: &HeavyKey,
+    partitions: u32,
+    out_of_range: &dyn Fn(u32) -> Error,
+) -> Result<()> {
+    if hk.split.is_empty() {
+        return Ok(());
+    }
+    if hk.split.len() < 2 || hk.split.len() > MAX_SPLIT_PARTS {
+        return Err(invalid(format!(
+            "a split key has {} parts, it must have 2 to {MAX_SPLIT_PARTS}",
+            hk.split.len()
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut sum = 0_u64;
+    for part in &hk.split {
+        if part.partition >= partitions {
+            return Err(out_of_range(part.partition));
+        }
+        if !seen.insert(part.partition) {
+            return Err(invalid(format!(
+                "a split key names partition {} twice",
+                part.partition
+            )));
+        }
+        if part.weight == 0 {
+            return Err(invalid("a split part's weight must be at least 1"));
+        }
+        sum += u64::from(part.weight);
+    }
+    if sum > MAX_SPLIT_WEIGHT_SUM {
+        return Err(too_large("split weight sum", sum, MAX_SPLIT_WEIGHT_SUM));
+    }
+    if hk.partition != hk.split[0].partition {
+        return Err(invalid(
+            "a split key's partition must be its first part's partition",
+        ));
+    }
+    Ok(())
 }
 
 fn invalid(reason: impl Into<String>) -> Error {
@@ -1201,7 +1288,7 @@ mod tests {
             let heavy = heavy_keys
                 .iter()
                 .enumerate()
-                .map(|(i, k)| HeavyKey { key: k.clone(), partition: 1 + i as u32 % 3, weight: 1 })
+                .map(|(i, k)| HeavyKey::whole(k.clone(), 1 + i as u32 % 3, 1))
                 .collect();
             let parts = AssignmentParts {
                 topic: "t".to_owned(),
@@ -1285,6 +1372,7 @@ mod tests {
                 key: k.clone(),
                 partition: partitions - 1,
                 weight: 1,
+                split: Vec::new(),
             })
             .collect();
         let parts = AssignmentParts {

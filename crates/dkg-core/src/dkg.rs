@@ -758,6 +758,7 @@ impl Sketch {
                 key: c.key.to_vec(),
                 partition,
                 weight: c.guaranteed(),
+                split: Vec::new(),
             })
             .collect();
         let predicted_load = shares(&schedule.loads);

@@ -39,6 +39,7 @@ pub fn assignment(
                 key: key.to_vec(),
                 partition,
                 weight,
+                split: Vec::new(),
             })
             .collect(),
         params: params(),

@@ -35,6 +35,7 @@ fn parts_with_heavy(keys: &[Vec<u8>]) -> AssignmentParts {
                 key: k.clone(),
                 partition: 3 + i as u32 % (PARTITIONS - 3),
                 weight: 100 - i as u64,
+                split: Vec::new(),
             })
             .collect(),
         params: Params {

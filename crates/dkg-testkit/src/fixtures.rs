@@ -24,6 +24,7 @@ pub fn heavy(key: &[u8], partition: u32, weight: u64) -> HeavyKey {
         key: key.to_vec(),
         partition,
         weight,
+        split: Vec::new(),
     }
 }
 

@@ -283,6 +283,7 @@ fn document(
             key: key.clone(),
             partition: (table[bucket_hash.bucket(key, buckets) as usize] + 1) % partitions,
             weight: 1_000 + 10 * i as u64,
+            split: Vec::new(),
         })
         .collect();
     assignment(AssignmentParts {
@@ -1504,6 +1505,7 @@ fn random_document(index: u64) -> (u64, Assignment, u32) {
             key,
             partition: rng.below(partitions.into()) as u32,
             weight: rng.below(1_000_000),
+            split: Vec::new(),
         })
         .collect();
     let a = assignment(AssignmentParts {
