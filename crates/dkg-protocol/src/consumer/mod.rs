@@ -120,3 +120,4 @@ pub mod history;
 pub mod hold;
 pub mod lane;
 pub mod progress;
+pub mod split;
