@@ -6,6 +6,8 @@ use std::fmt;
 use crate::assignment::Assignment;
 use crate::hash::kafka_partition;
 
+pub use dkg_protocol::consumer::split::SplitChange;
+
 /// Callbacks of a [`DkgConsumer`](super::DkgConsumer). All run on the task that calls
 /// [`recv`](super::DkgConsumer::recv) (or `commit`/`close`), synchronously, between two records:
 /// the state they touch is never used concurrently by the consumer's own processing. Keep them
@@ -38,6 +40,17 @@ pub trait ConsumerHooks: Send + Sync + 'static {
     fn on_epoch(&self, change: &EpochChange<'_>) {
         let _ = change;
     }
+
+    /// A key became split over several partitions (`change.parts` non-empty), was split
+    /// differently, or became whole again (`change.parts` empty, `change.partition` its
+    /// partition), from epoch `change.epoch` on. Called once per key and transition, when this
+    /// member learns the epoch, before it hands out any record it labels by that epoch; at start
+    /// for the keys split in the first epoch it learns. Split records are
+    /// [`DkgMessage::split_parts`](super::DkgMessage::split_parts)-marked: keep partial state
+    /// per partition for them and merge it downstream.
+    fn on_split_change(&self, change: &SplitChange) {
+        let _ = change;
+    }
 }
 
 /// Shared hooks: keep an `Arc` of your hooks to reach their state from the application.
@@ -52,6 +65,10 @@ impl<T: ConsumerHooks> ConsumerHooks for std::sync::Arc<T> {
 
     fn on_epoch(&self, change: &EpochChange<'_>) {
         (**self).on_epoch(change);
+    }
+
+    fn on_split_change(&self, change: &SplitChange) {
+        (**self).on_split_change(change);
     }
 }
 

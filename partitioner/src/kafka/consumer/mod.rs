@@ -46,7 +46,7 @@ use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
 use dkg_protocol::consumer::lane::Lanes;
 use dkg_protocol::consumer::progress::CommitMeta;
 
-pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
+pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks, SplitChange};
 use self::message::DkgHeaders;
 pub use self::message::{DkgMessage, DkgRecord};
 use self::metrics::ConsumerMetrics;

@@ -1,7 +1,7 @@
 //! The routing state shared by every producer flavour: [`DkgRouter`] (its docs: the hot path) and
 //! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::kafka::DkgRouter`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -367,12 +367,10 @@ mod tests {
     fn set_state(r: &DkgRouter, topic: &str, count: u32, a: Option<Arc<Assignment>>) {
         let state = r.shared.topic(topic);
         state.set_partition_count(count, &r.shared.metrics);
-        state.transition.store(a.as_ref().map(|a| {
-            Arc::new(Transition {
-                to_epoch: a.epoch(),
-                before: Before::Unknown,
-            })
-        }));
+        state.transition.store(
+            a.as_ref()
+                .map(|a| Arc::new(Transition::new(a.epoch(), Before::Unknown))),
+        );
         state.assignment.store(a);
     }
 
@@ -464,10 +462,7 @@ mod tests {
         r.shared
             .topic("t")
             .transition
-            .store(Some(Arc::new(Transition {
-                to_epoch: 9,
-                before: Before::Unknown,
-            })));
+            .store(Some(Arc::new(Transition::new(9, Before::Unknown))));
         assert!(moved(b"k"));
         // After a retraction, live adoption comes from Kafka's default placement.
         shared.apply(&ControlUpdate::Retracted { topic: "t".into() }, true);
@@ -475,6 +470,28 @@ mod tests {
         adopt(assignment("t", 4, 1, vec![0; 4]), true);
         assert_eq!(moved(b"k"), kafka_partition(b"k", 4) != 0);
         assert!(r.topics_in_use().contains(&"t".to_owned()));
+        // A key split in the previous epoch counts as moved when whole again, even on the
+        // partition of its first part (its records were on every part).
+        let mut parts = assignment("t", 4, 2, vec![0; 4])
+            .as_ref()
+            .clone()
+            .into_parts();
+        parts.heavy[0].split = vec![
+            crate::assignment::SplitPart {
+                partition: 3,
+                weight: 1,
+            },
+            crate::assignment::SplitPart {
+                partition: 1,
+                weight: 1,
+            },
+        ];
+        adopt(Arc::new(Assignment::new(parts).unwrap()), true);
+        adopt(assignment("t", 4, 3, vec![0; 4]), true);
+        assert!(moved(b"hot"), "whole again on 3 after split over 3 and 1");
+        assert!(!moved(b"k"), "bucket keys stayed on 0");
+        adopt(assignment("t", 4, 4, vec![0; 4]), true);
+        assert!(!moved(b"hot"), "whole in both");
     }
 
     #[test]

@@ -38,9 +38,30 @@ pub(super) enum Before {
 pub(super) struct Transition {
     pub(super) to_epoch: u64,
     pub(super) before: Before,
+    /// Keys split in the previous assignment (`docs/spec.md` 11.2): their records were spread
+    /// over several partitions, so a whole record of theirs now always counts as moved (the
+    /// consumer then holds it until every old part has drained).
+    split_before: HashSet<Box<[u8]>, ahash::RandomState>,
 }
 
 impl Transition {
+    pub(super) fn new(to_epoch: u64, before: Before) -> Self {
+        let split_before = match &before {
+            Before::Assignment(b) => b
+                .heavy()
+                .iter()
+                .filter(|h| h.is_split())
+                .map(|h| Box::from(h.key.as_slice()))
+                .collect(),
+            _ => HashSet::default(),
+        };
+        Self {
+            to_epoch,
+            before,
+            split_before,
+        }
+    }
+
     /// Whether `key`, placed on `partition` by the assignment of `epoch`, moved in this transition.
     #[inline]
     pub(super) fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
@@ -48,6 +69,13 @@ impl Transition {
             return true;
         }
         match &self.before {
+            Before::Assignment(b)
+                if !self.split_before.is_empty()
+                    && b.partitions() == count
+                    && self.split_before.contains(key) =>
+            {
+                true
+            }
             Before::Unknown => false,
             Before::Hash => kafka_partition(key, count) != partition,
             Before::Assignment(b) if b.partitions() == count => b.partition_for(key) != partition,
@@ -258,10 +286,9 @@ impl Shared {
                     None if live => Before::Hash,
                     None => Before::Unknown,
                 };
-                state.transition.store(Some(Arc::new(Transition {
-                    to_epoch: a.epoch(),
-                    before,
-                })));
+                state
+                    .transition
+                    .store(Some(Arc::new(Transition::new(a.epoch(), before))));
                 state.assignment.store(Some(Arc::clone(a)));
                 self.adoptions.send_modify(|n| *n += 1);
                 if !live {
