@@ -1322,7 +1322,6 @@ mod simulation {
 
     use super::*;
     use crate::handoff::Lease;
-    use dkg_core::fixtures;
 
     const PARTS: u32 = 3;
     const KEYS: usize = 3;
@@ -1407,41 +1406,12 @@ mod simulation {
     }
 
     fn assignment(epoch: u64, places: &[Vec<u32>; KEYS]) -> Arc<Assignment> {
-        use dkg_core::assignment::{AssignmentParts, HeavyKey, SplitPart};
-        let heavy = places
+        let heavy: Vec<(Vec<u8>, Vec<u32>)> = places
             .iter()
             .enumerate()
-            .map(|(k, place)| HeavyKey {
-                key: key(k),
-                partition: place[0],
-                weight: 1,
-                split: if place.len() > 1 {
-                    place
-                        .iter()
-                        .map(|&partition| SplitPart {
-                            partition,
-                            weight: 1,
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            })
+            .map(|(k, place)| (key(k), place.clone()))
             .collect();
-        Arc::new(
-            Assignment::new(AssignmentParts {
-                topic: "t".into(),
-                partitions: PARTS,
-                epoch,
-                bucket_hash: Default::default(),
-                table: vec![0],
-                heavy,
-                params: fixtures::params(),
-                created_at_ms: 1,
-                predicted_load: vec![1.0 / f64::from(PARTS); PARTS as usize],
-            })
-            .unwrap(),
-        )
+        crate::consumer::split::tests::placed(PARTS, epoch, &heavy)
     }
 
     impl World {
@@ -1925,6 +1895,11 @@ mod simulation {
         ) {
             prop_assert_eq!(run(seed, steps, crashes, false), Ok(()));
         }
+    }
+
+    proptest! {
+        // Fewer cases than above (the CI budget): each one crosses two splits.
+        #![proptest_config(ProptestConfig::with_cases(400))]
 
         /// Key 0 whole -> split -> whole -> split: split records never wait once the split
         /// settled, wait at whole -> split for the old home and at split -> whole for every

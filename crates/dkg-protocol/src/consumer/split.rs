@@ -151,45 +151,58 @@ impl SharedView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use dkg_core::assignment::{Assignment, AssignmentParts, HeavyKey, SplitPart};
     use dkg_core::fixtures;
 
-    /// Partitions 4; `hot` whole on `place[0]` if `place` has one entry, else split over them.
-    pub(crate) fn assignment(epoch: u64, place: &[u32]) -> Arc<Assignment> {
-        let split: Vec<SplitPart> = if place.len() > 1 {
-            place
-                .iter()
-                .map(|&partition| SplitPart {
-                    partition,
-                    weight: 1,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+    /// An assignment of topic `t` over `partitions` whose heavy keys are `places`: a key whole on
+    /// its one partition, or split (weights 1) over several. Every bucket on partition 0.
+    pub(crate) fn placed(
+        partitions: u32,
+        epoch: u64,
+        places: &[(Vec<u8>, Vec<u32>)],
+    ) -> Arc<Assignment> {
+        let heavy = places
+            .iter()
+            .map(|(key, place)| HeavyKey {
+                key: key.clone(),
+                partition: place[0],
+                weight: 1,
+                split: if place.len() > 1 {
+                    place
+                        .iter()
+                        .map(|&partition| SplitPart {
+                            partition,
+                            weight: 1,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
         Arc::new(
             Assignment::new(AssignmentParts {
                 topic: "t".into(),
-                partitions: 4,
+                partitions,
                 epoch,
                 bucket_hash: Default::default(),
-                table: vec![0; 4],
-                heavy: vec![HeavyKey {
-                    key: b"hot".to_vec(),
-                    partition: place[0],
-                    weight: 9,
-                    split,
-                }],
+                table: vec![0],
+                heavy,
                 params: fixtures::params(),
                 created_at_ms: 1,
-                predicted_load: vec![0.25; 4],
+                predicted_load: vec![1.0 / f64::from(partitions); partitions as usize],
             })
             .unwrap(),
         )
+    }
+
+    /// Partitions 4; `hot` whole on `place[0]` if `place` has one entry, else split over them.
+    fn assignment(epoch: u64, place: &[u32]) -> Arc<Assignment> {
+        placed(4, epoch, &[(b"hot".to_vec(), place.to_vec())])
     }
 
     #[test]
