@@ -1286,6 +1286,51 @@ mod tests {
     }
 
     #[test]
+    fn split_transitions_are_reported_once_per_key_and_epoch() {
+        use crate::consumer::split::tests::placed;
+        let now = Monotonic::ZERO;
+        let place = |e: u64, hot: &[u32]| {
+            placed(
+                P,
+                e,
+                &[(b"hot".to_vec(), hot.to_vec()), (b"cold".to_vec(), vec![0])],
+            )
+        };
+        let mut c: Core<i64> = Core::new("t", "g", P, cfg());
+        // The first epoch learnt: its split keys are reported (against nothing split).
+        c.on_assignment(place(2, &[1, 2]), now);
+        // An older epoch learnt later is not compared any more.
+        c.on_assignment(place(1, &[0]), now);
+        c.on_assignment(place(3, &[2, 3]), now);
+        c.on_assignment(place(3, &[2, 3]), now);
+        c.on_assignment(place(4, &[3]), now);
+        c.on_assignment(place(5, &[3]), now);
+        let got: Vec<(u64, Vec<u32>, Option<u32>)> = c
+            .take_split_changes()
+            .into_iter()
+            .map(|ch| {
+                assert_eq!(&*ch.key, b"hot");
+                (ch.epoch, ch.parts.to_vec(), ch.partition)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, vec![1, 2], None),
+                (3, vec![2, 3], None),
+                (4, vec![], Some(3)),
+            ]
+        );
+        assert!(c.take_split_changes().is_empty());
+        // Labels: a stamped record by its epoch, an unstamped one by its partition's window.
+        c.assign(3, None, None, now);
+        assert_eq!(c.split_label(3, Some(b"hot"), Some(3)), Some(2));
+        assert_eq!(c.split_label(3, Some(b"hot"), Some(4)), None);
+        assert_eq!(c.split_label(3, Some(b"cold"), None), None);
+        assert_eq!(c.split_label(0, Some(b"hot"), Some(3)), None, "not owned");
+    }
+
+    #[test]
     fn flow_control_pauses_and_resumes() {
         let t0 = Monotonic::ZERO;
         let mut b = member(&[2]);
