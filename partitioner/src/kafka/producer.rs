@@ -28,7 +28,9 @@ use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
 use crate::kafka::ordering::Ordering;
-use crate::kafka::router::{DkgRouter, RouterConfig, Routing, router_setters, stamp_epoch};
+use crate::kafka::router::{
+    DkgRouter, RouteKind, RouterConfig, Routing, router_setters, stamp_epoch,
+};
 use crate::kafka::topic;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
@@ -201,11 +203,14 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         };
         let routing: Routing = self.router.route(record.topic, key.to_bytes());
         record.partition = routing.partition;
-        let stamp = match self.epoch_header {
-            EpochHeader::Moved => routing.moved,
-            EpochHeader::All => true,
-            EpochHeader::Off => false,
-        };
+        // Split records carry no header in any mode (`docs/spec.md` 11.2; the consumer bounds
+        // their epoch instead).
+        let stamp = routing.route != RouteKind::Split
+            && match self.epoch_header {
+                EpochHeader::Moved => routing.moved,
+                EpochHeader::All => true,
+                EpochHeader::Off => false,
+            };
         if stamp {
             if let Some(epoch) = routing.epoch {
                 let headers = stamp_epoch(record.headers.take(), epoch);

@@ -1,7 +1,7 @@
 //! The routing state shared by every producer flavour: [`DkgRouter`] (its docs: the hot path) and
 //! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::kafka::DkgRouter`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -104,12 +104,13 @@ impl Routing {
         moved: false,
     };
 
-    /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record.
+    /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record, unless
+    /// it is a split key's (those are never stamped, `docs/spec.md` 11.2).
     #[must_use]
     pub fn stamp(&self, headers: Option<OwnedHeaders>) -> Option<OwnedHeaders> {
         match self.epoch {
-            Some(epoch) => Some(stamp_epoch(headers, epoch)),
-            None => headers,
+            Some(epoch) if self.route != RouteKind::Split => Some(stamp_epoch(headers, epoch)),
+            _ => headers,
         }
     }
 
@@ -490,6 +491,17 @@ mod tests {
             },
         ];
         adopt(Arc::new(Assignment::new(parts).unwrap()), true);
+        // Split records: never moved, never stamped, spread over the parts.
+        let routed: Vec<Routing> = (0..4).map(|_| r.route("t", b"hot")).collect();
+        assert!(
+            routed
+                .iter()
+                .all(|x| x.route == RouteKind::Split && !x.moved)
+        );
+        assert!(routed.iter().all(|x| x.stamp(None).is_none()));
+        let mut spread: Vec<i32> = routed.iter().filter_map(|x| x.partition).collect();
+        spread.sort_unstable();
+        assert_eq!(spread, vec![1, 1, 3, 3]);
         adopt(assignment("t", 4, 3, vec![0; 4]), true);
         assert!(moved(b"hot"), "whole again on 3 after split over 3 and 1");
         assert!(!moved(b"k"), "bucket keys stayed on 0");

@@ -38,28 +38,11 @@ pub(super) enum Before {
 pub(super) struct Transition {
     pub(super) to_epoch: u64,
     pub(super) before: Before,
-    /// Keys split in the previous assignment (`docs/spec.md` 11.2): their records were spread
-    /// over several partitions, so a whole record of theirs now always counts as moved (the
-    /// consumer then holds it until every old part has drained).
-    split_before: HashSet<Box<[u8]>, ahash::RandomState>,
 }
 
 impl Transition {
     pub(super) fn new(to_epoch: u64, before: Before) -> Self {
-        let split_before = match &before {
-            Before::Assignment(b) => b
-                .heavy()
-                .iter()
-                .filter(|h| h.is_split())
-                .map(|h| Box::from(h.key.as_slice()))
-                .collect(),
-            _ => HashSet::default(),
-        };
-        Self {
-            to_epoch,
-            before,
-            split_before,
-        }
+        Self { to_epoch, before }
     }
 
     /// Whether `key`, placed on `partition` by the assignment of `epoch`, moved in this transition.
@@ -69,13 +52,10 @@ impl Transition {
             return true;
         }
         match &self.before {
-            Before::Assignment(b)
-                if !self.split_before.is_empty()
-                    && b.partitions() == count
-                    && self.split_before.contains(key) =>
-            {
-                true
-            }
+            // Split in the previous assignment (`docs/spec.md` 11.2): its records were spread over
+            // several partitions, so a whole record of it now always counts as moved (the
+            // consumer then holds it until every old part has drained).
+            Before::Assignment(b) if b.partitions() == count && b.split_of(key).is_some() => true,
             Before::Unknown => false,
             Before::Hash => kafka_partition(key, count) != partition,
             Before::Assignment(b) if b.partitions() == count => b.partition_for(key) != partition,
@@ -145,7 +125,9 @@ impl TopicState {
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);
+                    // Split records are never stamped (`docs/spec.md` 11.2): never "moved".
                     let moved = track_moves
+                        && route != RouteKind::Split
                         && self
                             .transition
                             .load()
