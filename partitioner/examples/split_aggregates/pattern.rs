@@ -279,16 +279,20 @@ pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome
         .expect("an ordering producer");
     let mut produced: HashMap<Vec<u8>, u64> = HashMap::new();
     let mut sent = Vec::new();
+    let mut sent_before = [0_usize; 4];
     for phase in 1..=3_u64 {
+        sent_before[phase as usize] = sent.len();
         if phase > 1 {
-            // The previous switch drains first (split records carry no epoch: the condition
-            // their rule needs): every record of the phases before is processed.
-            let before: usize = produced.values().sum::<u64>() as usize;
+            // The switch to the previous epoch drains before the next one is published (split
+            // records carry no epoch: the condition their rule needs): every record of the
+            // epochs before it is processed, and its progress committed. The previous epoch's
+            // own records may still wait: the transition has to hold what follows them.
+            let before = sent_before[phase as usize - 1];
             wait(Duration::from_secs(60), || {
                 seen.lock().expect("seen").len() >= before
             })
             .await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
             publish(phase).await;
         }
         wait(Duration::from_secs(30), || {
