@@ -712,9 +712,27 @@ impl<M> Core<M> {
         std::mem::take(&mut self.split_changes)
     }
 
+    /// The label of a record about to go to [`Core::on_record`] (see [`Core::split_label`]),
+    /// after the bookkeeping that `on_record` does first for any fetched record (the first
+    /// record of a partition can raise its drained epoch), so that both see the same state.
+    #[inline]
+    pub fn label_record(
+        &mut self,
+        partition: u32,
+        offset: i64,
+        key: Option<&[u8]>,
+        epoch: Option<u64>,
+    ) -> Option<u32> {
+        if self.split_view.is_empty() {
+            return None;
+        }
+        self.fetched(partition, offset)?;
+        self.split_label(partition, key, epoch)
+    }
+
     /// Over how many partitions `key` is split in the epoch of its record on `partition` with
-    /// `epoch` (its `dkg-epoch` header), `None` if whole: the label the application sees. Ask
-    /// before [`Core::on_record`] (the label is the record's at arrival).
+    /// `epoch` (its `dkg-epoch` header), `None` if whole: the label the application sees, the
+    /// record's at arrival (the glue asks through [`Core::label_record`]).
     #[inline]
     pub fn split_label(
         &self,
@@ -1652,9 +1670,9 @@ mod simulation {
                     let epoch = r.stamped.then_some(r.epoch);
                     let admitted = member.lanes.admits(part, offset, epoch);
                     let k = key(r.key);
-                    let label = member.core.split_label(part, Some(&k), epoch);
                     member.turn += 1;
                     if admitted && member.turn % 3 != 0 {
+                        let label = member.core.split_label(part, Some(&k), epoch);
                         assert!(member.lanes.take(part, offset, epoch));
                         let fast = member.lanes.split_label(part, Some(&k), epoch);
                         assert_eq!(fast, label, "the lane labels as the core does");
@@ -1662,6 +1680,7 @@ mod simulation {
                         return true;
                     }
                     let core = &mut member.core;
+                    let label = core.label_record(part, offset, Some(&k), epoch);
                     let out = core.on_record(
                         Incoming {
                             partition: part,

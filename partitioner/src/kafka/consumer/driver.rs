@@ -194,7 +194,7 @@ impl Inner {
         }
         let topic = &self.topic;
         // The label is the record's at arrival (what the core decides by), held or not.
-        let split = core.split_label(partition, m.key(), h.epoch);
+        let split = core.label_record(partition, m.offset(), m.key(), h.epoch);
         let outcome = core.on_record(
             Incoming {
                 partition,
