@@ -58,7 +58,11 @@
 //!   check on the group index is the branch to the run, and the run's index is the slot's value
 //!   minus the group count: O(1) to find, a bounded scan to match. Keys that collide in the bucket
 //!   hash (murmur2 collisions are easy to craft) therefore cost at most that bounded scan, and a
-//!   document's build stays O(n log n), whatever its heavy keys.
+//!   document's build stays O(n log n), whatever its heavy keys;
+//! - a split key's bucket (format version 2) is a run too, even alone, and its run entry holds a
+//!   sentinel instead of a partition: the run's out-of-line path takes the key's next pick
+//!   (`docs/spec.md` 4.6: a precomputed smooth weighted round robin schedule indexed by an atomic
+//!   count per key), so the whole-key path has no branch more than a document without splits.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
 //! apart. Cost (BENCHMARKS.md, "Lookup speed"): 1.2-1.5x Kafka's own murmur2 placement of the
@@ -593,22 +597,12 @@ impl Assignment {
     /// schedule (`docs/spec.md` 4.6): record `n` of the key through this `Assignment`, counted by
     /// an atomic counter shared by every thread using it (no lock), goes to `schedule[n % period]`.
     /// Every other key's answer depends on the key alone.
+    ///
+    /// A split key's bucket is always a run (see `Lookup`), so the split keys' pick sits on the
+    /// run's out-of-line path and the whole-key path has no branch more than without them.
     #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
-        let (p, route) = self.located(key);
-        // A split key's group holds a sentinel instead of a partition; no other value reaches it,
-        // so the whole-key path pays one compare and a branch that always goes the same way.
-        if p >= SPLIT_SENTINEL {
-            return self.index.split_pick(p);
-        }
-        (p, route)
-    }
-
-    /// The key's partition as stored in the index: a partition, or for a split key
-    /// `SPLIT_SENTINEL + ` its index in `Lookup::splits` (with [`Route::Heavy`]).
-    #[inline(always)]
-    fn located(&self, key: &[u8]) -> (u32, Route) {
         // One complete path per length class, so each is laid out straight (a shared tail would
         // branch on the length again); the branches go the same way for all keys of a length.
         let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
@@ -642,8 +636,11 @@ impl Assignment {
     #[inline]
     #[must_use]
     pub fn heavy_partition(&self, key: &[u8]) -> Option<u32> {
-        match self.located(key) {
-            (p, Route::Heavy) if p < SPLIT_SENTINEL => Some(p),
+        if self.split_index(key).is_some() {
+            return None;
+        }
+        match self.route(key) {
+            (p, Route::Heavy) => Some(p),
             _ => None,
         }
     }
@@ -652,15 +649,19 @@ impl Assignment {
     /// pick of the key's schedule (consumers ask "is this key split in epoch E" with it).
     #[must_use]
     pub fn split_of(&self, key: &[u8]) -> Option<&[SplitPart]> {
+        let split = self.index.splits.get(self.split_index(key)?)?;
+        Some(&self.parts.heavy.get(split.heavy as usize)?.split)
+    }
+
+    /// The index of `key` in `Lookup::splits` if it is a split key (found without a pick).
+    fn split_index(&self, key: &[u8]) -> Option<usize> {
         if !self.has_split_keys() {
             return None;
         }
-        let (p, _) = self.located(key);
-        let split = self
-            .index
-            .splits
-            .get(p.checked_sub(SPLIT_SENTINEL)? as usize)?;
-        Some(&self.parts.heavy.get(split.heavy as usize)?.split)
+        let h = self.parts.bucket_hash.hash(key);
+        let slot = self.index.slot_of(h);
+        let (p, _) = self.index.run_partition(slot, &self.parts, h, key);
+        Some(p.checked_sub(SPLIT_SENTINEL)? as usize)
     }
 
     /// Whether any heavy key of the document is split (then [`Assignment::format_version`] is 2).
@@ -1048,8 +1049,8 @@ struct Lookup {
     /// The same for keys of 49 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
     middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
-    /// The split keys, in document order; a group or run entry of split key `s` holds the
-    /// partition `SPLIT_SENTINEL + s`.
+    /// The split keys, in document order; the run entry of split key `s` holds the partition
+    /// `SPLIT_SENTINEL + s` (a split key's bucket is always a run, never a group).
     splits: Box<[SplitSchedule]>,
 }
 
@@ -1127,7 +1128,12 @@ impl Lookup {
                     run.len()
                 )));
             }
-            if let [(_, i, _, start)] = *run {
+            // A split key's bucket is a run even alone: the pick then stays off the groups' path.
+            let single = match *run {
+                [(_, i, _, start)] if !heavy(i).is_split() => Some((i, start)),
+                _ => None,
+            };
+            if let Some((i, start)) = single {
                 // At most buckets + partitions groups: far below u32::MAX.
                 let index = groups.len() as u32;
                 slots[bucket] = index;
@@ -1140,7 +1146,7 @@ impl Lookup {
                     words: key_words(&hk.key),
                     len: hk.key.len() as u32,
                     start,
-                    partitions: [stored[i], bucket_partition],
+                    partitions: [hk.partition, bucket_partition],
                 });
             } else {
                 let first = shared.len();
@@ -1231,7 +1237,7 @@ impl Lookup {
         // The width is fixed per assignment: this branch always goes the same way.
         let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
-            return self.run_partition(slot, parts, h, key);
+            return self.run_route(slot, parts, h, key);
         };
         // Up to 16 bytes, the two words and the length are the whole key.
         let mut diff = (w0 ^ group.words[0])
@@ -1278,7 +1284,7 @@ impl Lookup {
         let bucket = self.buckets.rem(to_positive(h)) as usize;
         let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
-            return self.run_partition(slot, parts, h, key);
+            return self.run_route(slot, parts, h, key);
         };
         let [w0, w1] = key_words(key);
         let ends_match = w0 == group.words[0]
@@ -1298,21 +1304,34 @@ impl Lookup {
         }
     }
 
-    /// The next partition of split key `sentinel - SPLIT_SENTINEL` (out of line: split keys
-    /// are few, and the whole-key path stays as compact as before).
-    #[cold]
-    #[inline(never)]
-    fn split_pick(&self, sentinel: u32) -> (u32, Route) {
-        let split = self
-            .splits
-            .get(sentinel.wrapping_sub(SPLIT_SENTINEL) as usize);
-        // Only sentinels of existing split keys are stored; 0 is a valid partition regardless.
-        (split.map_or(0, SplitSchedule::pick), Route::Split)
+    /// The slot of the bucket of bucket hash `h` (`usize::MAX`, past everything, only if out
+    /// of range, which `FastRem` never yields).
+    #[inline(always)]
+    fn slot_of(&self, h: u32) -> usize {
+        let bucket = self.buckets.rem(to_positive(h)) as usize;
+        self.slots.get(bucket).unwrap_or(usize::MAX)
     }
 
-    /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
-    /// groups): an exact match in the bucket's run, else the bucket's partition. The run is at most
-    /// [`MAX_HEAVY_KEYS_PER_BUCKET`] long, so colliding keys cannot make this slow.
+    /// [`Lookup::run_partition`], with a split key's next pick for its sentinel.
+    #[cold]
+    #[inline(never)]
+    fn run_route(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+        let (p, route) = self.run_partition(slot, parts, h, key);
+        match p.checked_sub(SPLIT_SENTINEL) {
+            // Only sentinels of existing split keys are stored; 0 is a valid partition regardless.
+            Some(s) => (
+                self.splits.get(s as usize).map_or(0, SplitSchedule::pick),
+                Route::Split,
+            ),
+            None => (p, route),
+        }
+    }
+
+    /// The partition of `key`, whose bucket holds several heavy keys or a split key (slot
+    /// `slot`, past the groups): an exact match in the bucket's run, else the bucket's partition
+    /// (also for a slot that names a group: no match then). A split key's partition is its
+    /// sentinel. The run is at most [`MAX_HEAVY_KEYS_PER_BUCKET`] long, so colliding keys cannot
+    /// make this slow.
     #[cold]
     #[inline(never)]
     fn run_partition(
