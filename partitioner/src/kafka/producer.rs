@@ -34,7 +34,7 @@ use crate::kafka::router::{
 use crate::kafka::topic;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
-/// producers, `dkg-producer`).
+/// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 11.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EpochHeader {
     /// Records of keys whose partition changed in the producer's latest epoch transition, for as
@@ -43,7 +43,8 @@ pub enum EpochHeader {
     /// allocations per record, see `BENCHMARKS.md`).
     #[default]
     Moved,
-    /// Every record an assignment placed (to check placement per epoch downstream).
+    /// Every record an assignment placed (to check placement per epoch downstream), except a
+    /// split key's.
     All,
     /// None.
     Off,
@@ -105,7 +106,9 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 /// partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
 /// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
 /// of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
-/// Keyless records and records with an explicit partition pass through untouched.
+/// Records of a split key (`docs/spec.md` 11.2, spread over its parts) are never stamped, in any
+/// mode; a key whole again after a split counts as moved. Keyless records and records with an
+/// explicit partition pass through untouched.
 ///
 /// # Ordering across epoch switches
 ///
