@@ -339,7 +339,7 @@ mod tests {
         ));
         let oversize = vec![b' '; MAX_ASSIGNMENT_BYTES + 1];
         let mut wrong_version = a5.to_json_pretty();
-        wrong_version = wrong_version.replacen("\"version\": 1", "\"version\": 2", 1);
+        wrong_version = wrong_version.replacen("\"version\": 1", "\"version\": 3", 1);
         let out_of_range = String::from_utf8(a5.to_json()).unwrap().replacen(
             "\"table\":[0,1,2]",
             "\"table\":[0,1,7]",

@@ -91,7 +91,7 @@ pub mod topic;
 
 pub use consumer::{
     ConsumerConfig, ConsumerHooks, DEFAULT_MAX_HELD_RECORDS, DkgConsumer, DkgConsumerBuilder,
-    DkgContext, DkgMessage, DkgRecord, EpochChange, NoHooks,
+    DkgContext, DkgMessage, DkgRecord, EpochChange, NoHooks, SplitChange,
 };
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,

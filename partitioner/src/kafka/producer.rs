@@ -28,11 +28,13 @@ use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
 use crate::kafka::ordering::Ordering;
-use crate::kafka::router::{DkgRouter, RouterConfig, Routing, router_setters, stamp_epoch};
+use crate::kafka::router::{
+    DkgRouter, RouteKind, RouterConfig, Routing, router_setters, stamp_epoch,
+};
 use crate::kafka::topic;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
-/// producers, `dkg-producer`).
+/// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 11.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EpochHeader {
     /// Records of keys whose partition changed in the producer's latest epoch transition, for as
@@ -41,7 +43,8 @@ pub enum EpochHeader {
     /// allocations per record, see `BENCHMARKS.md`).
     #[default]
     Moved,
-    /// Every record an assignment placed (to check placement per epoch downstream).
+    /// Every record an assignment placed (to check placement per epoch downstream), except a
+    /// split key's.
     All,
     /// None.
     Off,
@@ -103,7 +106,9 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 /// partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
 /// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
 /// of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
-/// Keyless records and records with an explicit partition pass through untouched.
+/// Records of a split key (`docs/spec.md` 11.2, spread over its parts) are never stamped, in any
+/// mode; a key whole again after a split counts as moved. Keyless records and records with an
+/// explicit partition pass through untouched.
 ///
 /// # Ordering across epoch switches
 ///
@@ -201,11 +206,14 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         };
         let routing: Routing = self.router.route(record.topic, key.to_bytes());
         record.partition = routing.partition;
-        let stamp = match self.epoch_header {
-            EpochHeader::Moved => routing.moved,
-            EpochHeader::All => true,
-            EpochHeader::Off => false,
-        };
+        // Split records carry no header in any mode (`docs/spec.md` 11.2; the consumer bounds
+        // their epoch instead).
+        let stamp = routing.route != RouteKind::Split
+            && match self.epoch_header {
+                EpochHeader::Moved => routing.moved,
+                EpochHeader::All => true,
+                EpochHeader::Off => false,
+            };
         if stamp {
             if let Some(epoch) = routing.epoch {
                 let headers = stamp_epoch(record.headers.take(), epoch);

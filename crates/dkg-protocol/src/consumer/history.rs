@@ -1,12 +1,48 @@
 //! Where a key lived in recent epochs: the assignments of the last epochs (from the control
 //! topic and the handoff topic's `assignment/<topic>/<epoch>` records), plus epoch 0 = Kafka's
-//! default placement (records without an epoch header). Pure.
+//! default placement (records without an epoch header). A split heavy key (`docs/spec.md`
+//! section 11.2) lives on all of its parts at once: [`History::place`] says which. Pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use dkg_core::assignment::Assignment;
 use dkg_core::hash::kafka_partition;
+
+/// The split keys of one assignment: key -> the partitions of its parts (document order).
+pub type SplitKeys = HashMap<Box<[u8]>, Box<[u32]>, ahash::RandomState>;
+
+/// The split keys of `a` (empty for most assignments). Read from the heavy entries once per
+/// epoch, so that asking never goes through the lookup (whose split route advances a spread).
+pub fn split_keys(a: &Assignment) -> SplitKeys {
+    a.heavy()
+        .iter()
+        .filter(|h| h.is_split())
+        .map(|h| {
+            let parts: Box<[u32]> = h.split.iter().map(|s| s.partition).collect();
+            (Box::from(h.key.as_slice()), parts)
+        })
+        .collect()
+}
+
+/// Where a key's records went under one epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// One partition (key grouping).
+    Whole(u32),
+    /// Spread over these partitions (a split heavy key).
+    Split(&'a [u32]),
+}
+
+impl Place<'_> {
+    /// Whether records of the key can be on `partition` under this placement.
+    pub fn holds(&self, partition: u32) -> bool {
+        match self {
+            Place::Whole(p) => *p == partition,
+            Place::Split(parts) => parts.contains(&partition),
+        }
+    }
+}
 
 /// Default number of epochs kept.
 pub const DEFAULT_KEEP: usize = 32;
@@ -25,6 +61,8 @@ pub enum Homes {
 pub struct History {
     partitions: u32,
     epochs: BTreeMap<u64, Arc<Assignment>>,
+    /// The split keys of the epochs that have any (same keys as `epochs`, subset).
+    splits: BTreeMap<u64, SplitKeys>,
     keep: usize,
 }
 
@@ -33,6 +71,7 @@ impl History {
         Self {
             partitions,
             epochs: BTreeMap::new(),
+            splits: BTreeMap::new(),
             keep: keep.max(2),
         }
     }
@@ -49,11 +88,48 @@ impl History {
         if epoch == 0 || self.epochs.contains_key(&epoch) {
             return false;
         }
+        let splits = split_keys(&a);
+        if !splits.is_empty() {
+            self.splits.insert(epoch, splits);
+        }
         self.epochs.insert(epoch, a);
         while self.epochs.len() > self.keep {
-            self.epochs.pop_first();
+            if let Some((old, _)) = self.epochs.pop_first() {
+                self.splits.remove(&old);
+            }
         }
         true
+    }
+
+    /// Whether some epoch kept splits a key.
+    pub fn has_splits(&self) -> bool {
+        !self.splits.is_empty()
+    }
+
+    /// The split keys of every epoch kept that has any.
+    pub fn splits(&self) -> &BTreeMap<u64, SplitKeys> {
+        &self.splits
+    }
+
+    /// The parts of `key` if it is split under `epoch` (in effect only when the assignment is
+    /// for the topic's partition count: otherwise producers place by Kafka's hash).
+    #[inline]
+    pub fn split_parts(&self, key: &[u8], epoch: u64) -> Option<&[u32]> {
+        if self.splits.is_empty() {
+            return None;
+        }
+        let parts = self.splits.get(&epoch)?.get(key)?;
+        let a = self.epochs.get(&epoch)?;
+        (a.partitions() == self.partitions).then_some(&**parts)
+    }
+
+    /// Where `key`'s records went under `epoch` (`None` = the epoch is unknown).
+    #[inline]
+    pub fn place(&self, key: &[u8], epoch: u64) -> Option<Place<'_>> {
+        if let Some(parts) = self.split_parts(key, epoch) {
+            return Some(Place::Split(parts));
+        }
+        self.home(key, epoch).map(Place::Whole)
     }
 
     /// The newest epoch known (0 = none).
@@ -86,9 +162,14 @@ impl History {
             .unwrap_or(0)
     }
 
-    /// Where `key` lived under `epoch` (`None` = unknown). Epoch 0 = Kafka's default placement.
+    /// Where `key` lived under `epoch` (`None` = unknown) if it was whole; for a split key the
+    /// partition of its first part ([`History::place`] tells them apart). Epoch 0 = Kafka's
+    /// default placement.
     #[inline]
     pub fn home(&self, key: &[u8], epoch: u64) -> Option<u32> {
+        if let Some(parts) = self.split_parts(key, epoch) {
+            return parts.first().copied();
+        }
         if epoch == 0 {
             return Some(kafka_partition(key, self.partitions));
         }
@@ -100,9 +181,20 @@ impl History {
         })
     }
 
-    /// Homes of `key` under every epoch in `from..to`. Unknown when the range is longer than the
-    /// history kept or an epoch in it is missing (gaps are treated as unknown, never as "stayed").
+    /// Homes of `key` under every epoch in `from..to`, every part of a split key included.
+    /// Unknown when the range is longer than the history kept or an epoch in it is missing (gaps
+    /// are treated as unknown, never as "stayed").
     pub fn homes(&self, key: &[u8], from: u64, to: u64) -> Homes {
+        self.homes_where(key, from, to, true)
+    }
+
+    /// [`History::homes`] without the epochs in which `key` was split: what a split record waits
+    /// for (order among a split key's records is not kept, only against its whole records).
+    pub fn whole_homes(&self, key: &[u8], from: u64, to: u64) -> Homes {
+        self.homes_where(key, from, to, false)
+    }
+
+    fn homes_where(&self, key: &[u8], from: u64, to: u64, with_split: bool) -> Homes {
         if from >= to {
             return Homes::Known(Vec::new());
         }
@@ -110,11 +202,17 @@ impl History {
             return Homes::Unknown;
         }
         let mut out: Vec<u32> = Vec::with_capacity(2);
+        let mut add = |p: u32| {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        };
         for epoch in from..to {
-            match self.home(key, epoch) {
-                Some(p) => {
-                    if !out.contains(&p) {
-                        out.push(p);
+            match self.place(key, epoch) {
+                Some(Place::Whole(p)) => add(p),
+                Some(Place::Split(parts)) => {
+                    if with_split {
+                        parts.iter().copied().for_each(&mut add);
                     }
                 }
                 None => return Homes::Unknown,

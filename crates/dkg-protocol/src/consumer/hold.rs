@@ -32,9 +32,13 @@ pub enum Wait {
 #[derive(Debug)]
 pub struct Held<M> {
     pub offset: i64,
-    /// The record's epoch (0 = no epoch header).
+    /// The record's epoch (0 = no epoch header), or the epoch it is counted as: what the
+    /// barriers of its partition and the FIFO of its key go by.
     pub epoch: u64,
     pub wait: Wait,
+    /// The epoch the partitions of `wait` must have drained: the record's epoch, or one above it
+    /// for a record that may be of either (a split record, see `split`).
+    pub target: u64,
     pub since: Monotonic,
     pub msg: M,
 }
@@ -183,6 +187,7 @@ mod tests {
             offset,
             epoch,
             wait,
+            target: epoch,
             since: t,
             msg: "m",
         }

@@ -19,6 +19,12 @@
 //! (released records, drained values to commit). A fast record then costs one atomic load and one
 //! atomic store, on lines that in a steady epoch only the consuming thread touches.
 //!
+//! Split keys ([`super::split`]): the lane also carries the partition's drained epoch, and the
+//! core publishes its [`SplitView`] beside the lanes, so a record taken here is labelled exactly
+//! as the core would label it ([`Lanes::split_label`]: one more atomic load per record, and a key
+//! lookup only while some epoch kept splits a key). A partition that may receive split records
+//! that have to wait keeps its gate shut ([`SplitView::in_transition`]).
+//!
 //! Reading the gate without the lock is sound because the core never changes between that read
 //! and the record's delivery: it changes only on the consuming side (its own calls, and the
 //! rebalance callbacks librdkafka runs inside the poll that fetched the record, before it is
@@ -28,6 +34,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+use super::split::{SharedView, SplitView};
 
 /// No position yet (nothing fetched since the assignment).
 const NO_POSITION: i64 = -1;
@@ -44,6 +52,8 @@ pub struct Lane {
     /// until the application is done with it: meanwhile the position is that record's offset.
     /// [`NO_POSITION`] before the first record.
     position: AtomicI64,
+    /// The partition's drained epoch as last published (bounds a split record's epoch).
+    drained: AtomicU64,
 }
 
 impl Default for Lane {
@@ -58,6 +68,7 @@ impl Lane {
         Self {
             gate: AtomicU64::new(0),
             position: AtomicI64::new(NO_POSITION),
+            drained: AtomicU64::new(0),
         }
     }
 
@@ -74,6 +85,11 @@ impl Lane {
     /// Set by the core when it publishes (0 = closed).
     pub fn set_gate(&self, gate: u64) {
         self.gate.store(gate, Ordering::Release);
+    }
+
+    /// Set by the core when it publishes.
+    pub fn set_drained(&self, drained: u64) {
+        self.drained.store(drained, Ordering::Release);
     }
 
     /// The position (`None` before the first record).
@@ -111,15 +127,47 @@ pub struct Lanes {
     by_partition: Vec<Option<Arc<Lane>>>,
     idle: Arc<AtomicBool>,
     in_app: InApp,
+    shared: Arc<SharedView>,
+    /// `shared`'s view as of `version`.
+    view: Arc<SplitView>,
+    version: u64,
 }
 
 impl Lanes {
-    pub fn new(idle: Arc<AtomicBool>) -> Self {
+    pub fn new(idle: Arc<AtomicBool>, shared: Arc<SharedView>) -> Self {
+        let version = shared.version();
+        let view = shared.get();
         Self {
             by_partition: Vec::new(),
             idle,
             in_app: InApp::None,
+            shared,
+            view,
+            version,
         }
+    }
+
+    /// Over how many partitions the key of a record taken by [`Lanes::take`] is split in the
+    /// record's epoch (`None`: whole), by the same rule as the core's.
+    #[inline]
+    pub fn split_label(
+        &mut self,
+        partition: u32,
+        key: Option<&[u8]>,
+        epoch: Option<u64>,
+    ) -> Option<u32> {
+        let version = self.shared.version();
+        if version != self.version {
+            self.view = self.shared.get();
+            self.version = version;
+        }
+        if self.view.is_empty() {
+            return None;
+        }
+        let key = key?;
+        let lane = self.by_partition.get(partition as usize)?.as_ref()?;
+        let drained = lane.drained.load(Ordering::Acquire);
+        self.view.label(key, partition, drained, epoch)
     }
 
     /// The core has nothing to hand out or commit before the next fetch (no released record

@@ -110,6 +110,58 @@
 //! lagging-group case above. Clocks must agree to well within a lease duration.
 //!
 
+//! # Split keys
+//!
+//! A heavy key too heavy for one partition may be **split**: an assignment (format version 2,
+//! `docs/spec.md` section 11.2) spreads its records over several partitions, its *parts*, by a
+//! per-producer deterministic round robin. Rules ([`split`] holds the consumer's part):
+//!
+//! - **Producers stamp nothing on split records**, in every `EpochHeader` mode (they are the
+//!   heaviest records, and a Java `Partitioner` cannot add a header). A record of a key that is
+//!   whole in the producer's current epoch but was split in the previous one always counts as
+//!   **moved** (it is stamped under `EpochHeader::Moved`, as any moved key's).
+//! - **Which records are split.** The consumer knows from the assignment history which keys are
+//!   split in which epoch and over which parts. A stamped record's epoch is its header. An
+//!   unstamped record on partition `Q`, fetched when `Q` has drained `D`, is of epoch `D` or
+//!   `D + 1`: at least `D` (every awaited producer's barrier of `D` lies below it) and at most
+//!   `D + 1` under the condition that each switch drains before producers adopt the next epoch
+//!   (the condition `EpochHeader::Moved` already needs; for split keys it is needed in every
+//!   mode, since their records carry no epoch). The record is **split** when a split of its key
+//!   in one of those epochs has a part on `Q` (the newest such epoch gives the number of parts);
+//!   when the two epochs disagree, split wins: a whole record taken for split only costs a
+//!   partial aggregate, the opposite would break the application's per-key state.
+//! - **Never held once split.** A split record waits only for its key's **whole** homes of the
+//!   epochs not yet settled everywhere (`S..e`, `e` its split epoch): once the group has settled
+//!   `e` nothing is waited for, and the fast path takes split records like any other.
+//! - **Whole -> split**: a split record of epoch `e` on a new part waits until the key's old
+//!   partition (its whole homes in `S..e`) has drained `e`, like a moved key's record. If the
+//!   record may as well be of epoch `D = e - 1` and that epoch placed its key on `Q` too, it
+//!   counts as a record of `D` (so `Q` does not drain `e` past it) while waiting for the drain of
+//!   `e`; what waits for `Q` to drain `e` is of epoch `e` or later, so no cycle forms.
+//! - **Split -> whole**: a whole record of epoch `E` (stamped: it moved) waits until every part of
+//!   every split epoch in `S..E`, and every whole home there, has drained `E`.
+//! - **Between two splits** of the same key (split -> split with other parts) nothing waits:
+//!   order is not kept among a split key's records anyway.
+//! - **Labels and hooks.** The label ([`core::Core::split_label`], the fast path's
+//!   `Lanes::split_label`) is decided when the record arrives. `DkgConsumer` shows it as
+//!   `DkgMessage::split_parts` and runs `ConsumerHooks::on_split_change` once per key and
+//!   transition when it learns an epoch that splits a key, splits it differently, or makes it
+//!   whole again (and at start for the keys split in the first epoch it learns).
+//! - **Where the consumer cannot tell**: an unstamped record on a partition where no epoch in
+//!   `D..=D + 1` it knows places its key (an explicit partition, a producer outside DKG, or an
+//!   epoch this member has not read yet) is treated as today: delivered at once, labelled whole.
+//!   A record re-delivered after a crash is labelled by the partition's state then.
+//!
+//! **The guarantee for split keys.** Every whole record of a key keeps the guarantees above
+//! against every other record of the key, split or whole: the split records of epoch `e` are
+//! processed after the key's whole records of earlier epochs, and its whole records after a split
+//! epoch after every split record of it from its producers. **Across a split key's parts, order
+//! is not guaranteed**, and no single member sees all of its records: split records of a key may
+//! be processed in any order relative to each other, concurrently by several members. The
+//! standard pattern is a partial aggregate per partition, merged downstream
+//! (`partitioner/examples/split_aggregates.rs`).
+//!
+
 /// A reading of the caller's monotonic clock: the time since an origin of its choosing (the glue
 /// uses its process start). Hold times and stall timeouts are differences of two readings; nothing
 /// in this crate reads a clock, the tests start from [`Duration::ZERO`](std::time::Duration::ZERO).
@@ -120,3 +172,4 @@ pub mod history;
 pub mod hold;
 pub mod lane;
 pub mod progress;
+pub mod split;

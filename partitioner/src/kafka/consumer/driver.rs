@@ -128,6 +128,7 @@ impl Inner {
                 if let Some(m) = ready {
                     self.lanes.took_from_core();
                     self.metrics.record(m.partition() as u32);
+                    self.metrics.split(m.split_parts());
                     return Step::Released(m);
                 }
             }
@@ -156,10 +157,13 @@ impl Inner {
         self.fetched_headers = h.present;
         // Fast path: the partition is quiet, the core need not be asked (see `lane`).
         if h.barrier.is_none() && self.lanes.take(partition, m.offset(), h.epoch) {
+            let split = self.lanes.split_label(partition, m.key(), h.epoch);
             self.metrics.record(partition);
+            self.metrics.split(split);
             return Some(DkgRecord::Fetched {
                 msg: m,
                 epoch: h.epoch,
+                split,
             });
         }
         self.on_fetched_slow(m, partition, &h)
@@ -189,13 +193,15 @@ impl Inner {
             return None;
         }
         let topic = &self.topic;
+        // The label is the record's at arrival (what the core decides by), held or not.
+        let split = core.label_record(partition, m.offset(), m.key(), h.epoch);
         let outcome = core.on_record(
             Incoming {
                 partition,
                 offset: m.offset(),
                 key: m.key(),
                 epoch: h.epoch,
-                msg: || DkgMessage::from_borrowed(&m, topic, h.epoch, h.present),
+                msg: || DkgMessage::from_borrowed(&m, topic, h.epoch, split, h.present),
             },
             handoff::mono_now,
         );
@@ -205,9 +211,11 @@ impl Inner {
             Outcome::Deliver => {
                 self.lanes.took_from_core();
                 self.metrics.record(partition);
+                self.metrics.split(split);
                 Some(DkgRecord::Fetched {
                     msg: m,
                     epoch: h.epoch,
+                    split,
                 })
             }
             Outcome::Held | Outcome::Skipped => None,
@@ -221,8 +229,27 @@ impl Inner {
 
     pub(super) fn apply_event(&mut self, ev: BgEvent) {
         let now = handoff::mono_now();
-        let mut core = self.shared.core();
-        apply(&mut core, ev, now, &mut self.history_keys);
+        let changes = {
+            let mut core = self.shared.core();
+            apply(&mut core, ev, now, &mut self.history_keys);
+            core.take_split_changes()
+        };
+        self.split_hooks(&changes);
+    }
+
+    /// Keys that became split or whole again: log and hooks (on the consuming task, before any
+    /// record labelled by the new epoch is handed out).
+    pub(super) fn split_hooks(&self, changes: &[SplitChange]) {
+        for change in changes {
+            if change.parts.is_empty() {
+                info!(topic = %self.topic, epoch = change.epoch, key = %String::from_utf8_lossy(&change.key),
+                    partition = ?change.partition, "split key whole again");
+            } else {
+                info!(topic = %self.topic, epoch = change.epoch, key = %String::from_utf8_lossy(&change.key),
+                    parts = ?change.parts, "key split");
+            }
+            self.shared.hooks.on_split_change(change);
+        }
     }
 
     /// Rebalance notes, and every [`HOUSEKEEPING`]: lease expiry, flow control, gauges, periodic

@@ -6,6 +6,8 @@ use std::fmt;
 use crate::assignment::Assignment;
 use crate::hash::kafka_partition;
 
+pub use dkg_protocol::consumer::split::SplitChange;
+
 /// Callbacks of a [`DkgConsumer`](super::DkgConsumer). All run on the task that calls
 /// [`recv`](super::DkgConsumer::recv) (or `commit`/`close`), synchronously, between two records:
 /// the state they touch is never used concurrently by the consumer's own processing. Keep them
@@ -38,6 +40,17 @@ pub trait ConsumerHooks: Send + Sync + 'static {
     fn on_epoch(&self, change: &EpochChange<'_>) {
         let _ = change;
     }
+
+    /// A key became split over several partitions (`change.parts` non-empty), was split
+    /// differently, or became whole again (`change.parts` empty, `change.partition` its
+    /// partition), from epoch `change.epoch` on. Called once per key and transition, when this
+    /// member learns the epoch, before it hands out any record it labels by that epoch; at start
+    /// for the keys split in the first epoch it learns. Split records are
+    /// [`DkgMessage::split_parts`](super::DkgMessage::split_parts)-marked: keep partial state
+    /// per partition for them and merge it downstream.
+    fn on_split_change(&self, change: &SplitChange) {
+        let _ = change;
+    }
 }
 
 /// Shared hooks: keep an `Arc` of your hooks to reach their state from the application.
@@ -52,6 +65,10 @@ impl<T: ConsumerHooks> ConsumerHooks for std::sync::Arc<T> {
 
     fn on_epoch(&self, change: &EpochChange<'_>) {
         (**self).on_epoch(change);
+    }
+
+    fn on_split_change(&self, change: &SplitChange) {
+        (**self).on_split_change(change);
     }
 }
 
@@ -114,9 +131,28 @@ impl<'a> EpochChange<'a> {
 
     fn place(&self, a: Option<&Assignment>, key: &[u8]) -> u32 {
         match a {
-            Some(a) if a.partitions() == self.partitions => a.partition_for(key),
+            // A split key's first part: its lookup would take the next partition of its spread.
+            Some(a) if a.partitions() == self.partitions => match a.split_of(key) {
+                Some(parts) => parts.first().map_or(0, |s| s.partition),
+                None => a.partition_for(key),
+            },
             _ => kafka_partition(key, self.partitions),
         }
+    }
+
+    /// The key's partitions before the change if it was split then (see
+    /// [`DkgMessage::split_parts`](super::DkgMessage::split_parts)): a split key's state is kept
+    /// per partition, so [`EpochChange::moved_out`] and the partition of a split key (its first
+    /// part) say little about it.
+    #[must_use]
+    pub fn split_before(&self, key: &[u8]) -> Option<Vec<u32>> {
+        split_parts(self.prev, key, self.partitions)
+    }
+
+    /// The key's partitions after the change if it is split now.
+    #[must_use]
+    pub fn split_after(&self, key: &[u8]) -> Option<Vec<u32>> {
+        split_parts(Some(self.next), key, self.partitions)
     }
 
     /// The key's partition before the change.
@@ -151,6 +187,11 @@ impl<'a> EpochChange<'a> {
         !self.owned.contains(&self.partition_before(key))
             && self.owned.contains(&self.partition_after(key))
     }
+}
+
+fn split_parts(a: Option<&Assignment>, key: &[u8], partitions: u32) -> Option<Vec<u32>> {
+    let a = a.filter(|a| a.partitions() == partitions)?;
+    Some(a.split_of(key)?.iter().map(|s| s.partition).collect())
 }
 
 #[cfg(test)]
@@ -199,5 +240,30 @@ mod tests {
         };
         assert_eq!(first.partition_before(b"hot"), kafka_partition(b"hot", 4));
         assert_eq!(first.epoch(), 2);
+        assert_eq!(first.split_before(b"hot"), None);
+
+        // A split key: its parts, and its first part as its partition (asking does not spread).
+        let mut parts = a(3, 2).into_parts();
+        parts.heavy[0].split = [2, 0]
+            .map(|partition| dkg_core::assignment::SplitPart {
+                partition,
+                weight: 1,
+            })
+            .to_vec();
+        let split = Assignment::new(parts).unwrap();
+        let c = EpochChange {
+            prev: Some(&split),
+            next: &prev,
+            partition: 2,
+            owned: &[2],
+            partitions: 4,
+        };
+        assert_eq!(c.split_before(b"hot"), Some(vec![2, 0]));
+        assert_eq!(c.split_after(b"hot"), None);
+        assert_eq!(c.split_before(b"cold"), None);
+        for _ in 0..3 {
+            assert_eq!(c.partition_before(b"hot"), 2);
+        }
+        assert!(c.moved(b"hot"), "split over 2 and 0, now whole on 1");
     }
 }

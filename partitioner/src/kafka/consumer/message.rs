@@ -25,6 +25,7 @@ pub struct DkgMessage {
     offset: i64,
     timestamp: Timestamp,
     epoch: Option<u64>,
+    split: Option<u32>,
 }
 
 impl DkgMessage {
@@ -34,6 +35,7 @@ impl DkgMessage {
         m: &BorrowedMessage<'_>,
         topic: &Arc<str>,
         epoch: Option<u64>,
+        split: Option<u32>,
         has_headers: bool,
     ) -> Self {
         let (key, payload) = (m.key(), m.payload());
@@ -59,6 +61,7 @@ impl DkgMessage {
             offset: m.offset(),
             timestamp: m.timestamp(),
             epoch,
+            split,
         }
     }
 
@@ -115,6 +118,18 @@ impl DkgMessage {
         self.epoch
     }
 
+    /// Over how many partitions the record's key is split in the record's epoch (`None`: the
+    /// key is whole there, strict key grouping). A split key's records are spread over its
+    /// parts by every producer: their order across the parts is not kept, and each part's
+    /// consumer sees only some of them (aggregate per partition, merge downstream). Decided
+    /// from the assignment history when the record arrives; where its epoch is ambiguous (a
+    /// switch in progress) the answer errs towards split (see the `dkg_protocol::consumer`
+    /// docs, "Split keys").
+    #[must_use]
+    pub fn split_parts(&self) -> Option<u32> {
+        self.split
+    }
+
     /// Convert into rdkafka's `OwnedMessage`.
     #[must_use]
     pub fn into_owned_message(self) -> OwnedMessage {
@@ -144,6 +159,8 @@ pub enum DkgRecord<'a> {
         msg: BorrowedMessage<'a>,
         /// Its `dkg-epoch` header.
         epoch: Option<u64>,
+        /// See [`DkgMessage::split_parts`].
+        split: Option<u32>,
     },
     /// Held for a while (a moved key), copied.
     Released(DkgMessage),
@@ -205,6 +222,16 @@ impl DkgRecord<'_> {
         }
     }
 
+    /// Over how many partitions the record's key is split in its epoch (see
+    /// [`DkgMessage::split_parts`]).
+    #[must_use]
+    pub fn split_parts(&self) -> Option<u32> {
+        match self {
+            DkgRecord::Fetched { split, .. } => *split,
+            DkgRecord::Released(m) => m.split_parts(),
+        }
+    }
+
     /// Whether the record was held back (its key moved and waited for its old partition).
     #[must_use]
     pub fn was_held(&self) -> bool {
@@ -215,9 +242,9 @@ impl DkgRecord<'_> {
     #[must_use]
     pub fn detach(self) -> DkgMessage {
         match self {
-            DkgRecord::Fetched { msg, epoch } => {
+            DkgRecord::Fetched { msg, epoch, split } => {
                 let topic: Arc<str> = Arc::from(msg.topic());
-                DkgMessage::from_borrowed(&msg, &topic, epoch, true)
+                DkgMessage::from_borrowed(&msg, &topic, epoch, split, true)
             }
             DkgRecord::Released(m) => m,
         }
@@ -226,8 +253,8 @@ impl DkgRecord<'_> {
     /// An owned copy sharing `topic` (`has_headers`: see [`DkgMessage::from_borrowed`]).
     pub(crate) fn detach_with(self, topic: &Arc<str>, has_headers: bool) -> DkgMessage {
         match self {
-            DkgRecord::Fetched { msg, epoch } => {
-                DkgMessage::from_borrowed(&msg, topic, epoch, has_headers)
+            DkgRecord::Fetched { msg, epoch, split } => {
+                DkgMessage::from_borrowed(&msg, topic, epoch, split, has_headers)
             }
             DkgRecord::Released(m) => m,
         }

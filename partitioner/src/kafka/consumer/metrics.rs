@@ -11,6 +11,7 @@
 //! | `dkg_consumer_lag_records` | gauge | `topic`, `partition`, `member` | end of the partition (last stable offset) minus the lowest unprocessed offset: held records count as lag |
 //! | `dkg_consumer_held_records` | gauge | `topic`, `partition`, `member` | records of moved keys held back right now |
 //! | `dkg_consumer_hold_seconds` | histogram | `topic`, `member` | how long each held record was held (arrival to release) |
+//! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
 //!
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
 //! from its current owner only. Hot path: a plain per-partition count, added to the record counters
@@ -31,6 +32,9 @@ pub(crate) struct ConsumerMetrics {
     lag: IntGaugeVec,
     held: IntGaugeVec,
     hold: Histogram,
+    split_records: IntCounter,
+    /// Split records handed out since the last [`ConsumerMetrics::flush`].
+    pending_split: u64,
     /// `records` per partition, resolved once.
     per_partition: Vec<Option<IntCounter>>,
     /// Records handed out per partition since the last [`ConsumerMetrics::flush`].
@@ -85,7 +89,17 @@ impl ConsumerMetrics {
             ]),
             &["topic"],
         )?;
+        let split_records = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_split_records_total",
+                "Records handed to the application whose key is split over several partitions in \
+                 their epoch (no per-key order across the parts).",
+            )
+            .const_label("member", member),
+            &["topic"],
+        )?;
         if let Some(registry) = registry {
+            registry.register(Box::new(split_records.clone()))?;
             registry.register(Box::new(records.clone()))?;
             registry.register(Box::new(member_records.clone()))?;
             registry.register(Box::new(lag.clone()))?;
@@ -96,6 +110,8 @@ impl ConsumerMetrics {
             topic: topic.to_owned(),
             member_records: member_records.with_label_values(&[topic]),
             hold: hold.with_label_values(&[topic]),
+            split_records: split_records.with_label_values(&[topic]),
+            pending_split: 0,
             records,
             lag,
             held,
@@ -111,6 +127,14 @@ impl ConsumerMetrics {
         match self.pending.get_mut(partition as usize) {
             Some(n) => *n += 1,
             None => self.grow(partition),
+        }
+    }
+
+    /// Count a record handed out with its split label.
+    #[inline]
+    pub(crate) fn split(&mut self, split: Option<u32>) {
+        if split.is_some() {
+            self.pending_split += 1;
         }
     }
 
@@ -132,6 +156,10 @@ impl ConsumerMetrics {
         }
         if total > 0 {
             self.member_records.inc_by(total);
+        }
+        let split = std::mem::take(&mut self.pending_split);
+        if split > 0 {
+            self.split_records.inc_by(split);
         }
     }
 

@@ -46,7 +46,7 @@ use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
 use dkg_protocol::consumer::lane::Lanes;
 use dkg_protocol::consumer::progress::CommitMeta;
 
-pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks};
+pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks, SplitChange};
 use self::message::DkgHeaders;
 pub use self::message::{DkgMessage, DkgRecord};
 use self::metrics::ConsumerMetrics;
@@ -93,6 +93,17 @@ impl Drop for Tasks {
 /// the guarantee) is specified in [`dkg_protocol::consumer`], beside the pure state machine that
 /// implements it; this module is the driver that moves records between rdkafka and that state
 /// machine. The layering is in `docs/architecture.md`.
+///
+/// # Split keys
+///
+/// A key the assignment splits over several partitions (`docs/spec.md` 11.2) keeps key grouping
+/// only against its whole records: its whole records before a split are processed before its
+/// split ones, and its split ones before its whole ones after the split (the transitions wait
+/// like a moved key's). **Across a split key's parts, order is not guaranteed**, and several
+/// members process the key at once. [`DkgMessage::split_parts`] marks its records,
+/// [`ConsumerHooks::on_split_change`] reports the transitions; keep partial state per partition
+/// for split keys and merge it downstream (`examples/split_aggregates/`). The rule, and where
+/// the consumer cannot tell: [`dkg_protocol::consumer`], "Split keys".
 ///
 /// # Cost
 ///

@@ -56,6 +56,8 @@ pub enum RouteKind {
     Heavy,
     /// The key went through the current assignment's bucket table.
     Bucket,
+    /// The key is a split heavy key of the current assignment (spec 4.6): spread over its parts.
+    Split,
     /// No assignment in effect: Kafka's default placement, `toPositive(murmur2(key)) % partitions`
     /// (identical to the Java producer).
     Fallback,
@@ -68,6 +70,7 @@ impl RouteKind {
         match self {
             RouteKind::Heavy => "heavy",
             RouteKind::Bucket => "bucket",
+            RouteKind::Split => "split",
             RouteKind::Fallback => "fallback",
         }
     }
@@ -101,12 +104,13 @@ impl Routing {
         moved: false,
     };
 
-    /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record.
+    /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record, unless
+    /// it is a split key's (those are never stamped, `docs/spec.md` 11.2).
     #[must_use]
     pub fn stamp(&self, headers: Option<OwnedHeaders>) -> Option<OwnedHeaders> {
         match self.epoch {
-            Some(epoch) => Some(stamp_epoch(headers, epoch)),
-            None => headers,
+            Some(epoch) if self.route != RouteKind::Split => Some(stamp_epoch(headers, epoch)),
+            _ => headers,
         }
     }
 
@@ -367,12 +371,10 @@ mod tests {
     fn set_state(r: &DkgRouter, topic: &str, count: u32, a: Option<Arc<Assignment>>) {
         let state = r.shared.topic(topic);
         state.set_partition_count(count, &r.shared.metrics);
-        state.transition.store(a.as_ref().map(|a| {
-            Arc::new(Transition {
-                to_epoch: a.epoch(),
-                before: Before::Unknown,
-            })
-        }));
+        state.transition.store(
+            a.as_ref()
+                .map(|a| Arc::new(Transition::new(a.epoch(), Before::Unknown))),
+        );
         state.assignment.store(a);
     }
 
@@ -464,10 +466,7 @@ mod tests {
         r.shared
             .topic("t")
             .transition
-            .store(Some(Arc::new(Transition {
-                to_epoch: 9,
-                before: Before::Unknown,
-            })));
+            .store(Some(Arc::new(Transition::new(9, Before::Unknown))));
         assert!(moved(b"k"));
         // After a retraction, live adoption comes from Kafka's default placement.
         shared.apply(&ControlUpdate::Retracted { topic: "t".into() }, true);
@@ -475,6 +474,39 @@ mod tests {
         adopt(assignment("t", 4, 1, vec![0; 4]), true);
         assert_eq!(moved(b"k"), kafka_partition(b"k", 4) != 0);
         assert!(r.topics_in_use().contains(&"t".to_owned()));
+        // A key split in the previous epoch counts as moved when whole again, even on the
+        // partition of its first part (its records were on every part).
+        let mut parts = assignment("t", 4, 2, vec![0; 4])
+            .as_ref()
+            .clone()
+            .into_parts();
+        parts.heavy[0].split = vec![
+            crate::assignment::SplitPart {
+                partition: 3,
+                weight: 1,
+            },
+            crate::assignment::SplitPart {
+                partition: 1,
+                weight: 1,
+            },
+        ];
+        adopt(Arc::new(Assignment::new(parts).unwrap()), true);
+        // Split records: never moved, never stamped, spread over the parts.
+        let routed: Vec<Routing> = (0..4).map(|_| r.route("t", b"hot")).collect();
+        assert!(
+            routed
+                .iter()
+                .all(|x| x.route == RouteKind::Split && !x.moved)
+        );
+        assert!(routed.iter().all(|x| x.stamp(None).is_none()));
+        let mut spread: Vec<i32> = routed.iter().filter_map(|x| x.partition).collect();
+        spread.sort_unstable();
+        assert_eq!(spread, vec![1, 1, 3, 3]);
+        adopt(assignment("t", 4, 3, vec![0; 4]), true);
+        assert!(moved(b"hot"), "whole again on 3 after split over 3 and 1");
+        assert!(!moved(b"k"), "bucket keys stayed on 0");
+        adopt(assignment("t", 4, 4, vec![0; 4]), true);
+        assert!(!moved(b"hot"), "whole in both");
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub(super) struct Transition {
 }
 
 impl Transition {
+    pub(super) fn new(to_epoch: u64, before: Before) -> Self {
+        Self { to_epoch, before }
+    }
+
     /// Whether `key`, placed on `partition` by the assignment of `epoch`, moved in this transition.
     #[inline]
     pub(super) fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
@@ -48,6 +52,10 @@ impl Transition {
             return true;
         }
         match &self.before {
+            // Split in the previous assignment (`docs/spec.md` 11.2): its records were spread over
+            // several partitions, so a whole record of it now always counts as moved (the
+            // consumer then holds it until every old part has drained).
+            Before::Assignment(b) if b.partitions() == count && b.split_of(key).is_some() => true,
             Before::Unknown => false,
             Before::Hash => kafka_partition(key, count) != partition,
             Before::Assignment(b) if b.partitions() == count => b.partition_for(key) != partition,
@@ -109,13 +117,17 @@ impl TopicState {
                     let route = match route {
                         Route::Heavy => RouteKind::Heavy,
                         Route::Bucket => RouteKind::Bucket,
+                        Route::Split => RouteKind::Split,
                     };
                     match route {
-                        RouteKind::Heavy => routes.heavy.inc(),
+                        // A split key is a heavy key: counted with them.
+                        RouteKind::Heavy | RouteKind::Split => routes.heavy.inc(),
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);
+                    // Split records are never stamped (`docs/spec.md` 11.2): never "moved".
                     let moved = track_moves
+                        && route != RouteKind::Split
                         && self
                             .transition
                             .load()
@@ -258,10 +270,9 @@ impl Shared {
                     None if live => Before::Hash,
                     None => Before::Unknown,
                 };
-                state.transition.store(Some(Arc::new(Transition {
-                    to_epoch: a.epoch(),
-                    before,
-                })));
+                state
+                    .transition
+                    .store(Some(Arc::new(Transition::new(a.epoch(), before))));
                 state.assignment.store(Some(Arc::clone(a)));
                 self.adoptions.send_modify(|n| *n += 1);
                 if !live {
