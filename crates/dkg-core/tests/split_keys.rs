@@ -20,7 +20,10 @@ fn window(config: &DkgConfig, salt: u32) -> Sketch {
 }
 
 fn builds(config: &DkgConfig) -> (Assignment, Assignment) {
-    let first = window(config, 0).build("orders", 1, 7, None).expect("build").assignment;
+    let first = window(config, 0)
+        .build("orders", 1, 7, None)
+        .expect("build")
+        .assignment;
     let second = window(config, 99)
         .build("orders", 2, 8, Some(&first))
         .expect("sticky build")
@@ -41,7 +44,10 @@ fn golden_text(config: &DkgConfig) -> String {
 fn splitting_off_builds_what_the_code_before_splitting_built() {
     let config = DkgConfig::builder().mu(4.0).build().expect("valid");
     let text = golden_text(&config);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/split_off.golden.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/split_off.golden.json"
+    );
     let golden = std::fs::read_to_string(path).expect("the golden file");
     assert_eq!(text, golden);
 }
