@@ -644,4 +644,92 @@ mod tests {
         assert_eq!(s.schedule, lpt(&w, 2).unwrap());
         assert_eq!((s.moved_jobs, s.moved_weight), (1, 3));
     }
+
+    fn distinct_per_group(groups: &[Option<u32>], placement: &[u32]) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        groups
+            .iter()
+            .zip(placement)
+            .all(|(g, &p)| g.is_none_or(|g| seen.insert((g, p))))
+    }
+
+    #[test]
+    fn grouped_jobs_go_to_distinct_partitions() {
+        // Plain LPT stacks the two 4s on partition 1 (10 | 4, 4, 3).
+        let w = [10, 4, 4, 3];
+        let plain = lpt(&w, 2).unwrap();
+        assert_eq!(plain.placement, vec![0, 1, 1, 1]);
+        // Jobs 1 and 2 (the 4s) in one group: the second may not join the first on partition 1.
+        let groups = [None, Some(7), Some(7), None];
+        let s = lpt_grouped(&w, Some(&groups), 2).unwrap();
+        assert_eq!(s.placement, vec![0, 1, 0, 1]);
+        assert_eq!(s.loads, vec![14, 7]);
+        assert!(distinct_per_group(&groups, &s.placement));
+        // No groups at all is plain LPT.
+        assert_eq!(lpt_grouped(&w, None, 2).unwrap(), plain);
+        assert_eq!(lpt_grouped(&w, Some(&[None; 4]), 2).unwrap(), plain);
+    }
+
+    #[test]
+    fn a_group_larger_than_the_partition_count_is_an_error() {
+        let groups = [Some(0), Some(0), Some(0)];
+        assert!(matches!(
+            lpt_grouped(&[1, 1, 1], Some(&groups), 2),
+            Err(Error::InvalidConfig {
+                field: "groups",
+                ..
+            })
+        ));
+        assert!(matches!(
+            lpt_grouped(&[1, 1], Some(&groups), 2),
+            Err(Error::InvalidConfig {
+                field: "groups",
+                ..
+            })
+        ));
+        assert!(lpt_grouped(&[1, 1, 1], Some(&groups), 3).is_ok());
+    }
+
+    #[test]
+    fn sticky_grouped_keeps_parts_and_never_stacks_them() {
+        // A split key (group 0) on partitions 0 and 1, kept; two parts named on one partition: the
+        // second is placed anew, elsewhere.
+        let w = [5, 5, 5, 3, 3];
+        let groups = [Some(0), Some(0), Some(0), None, None];
+        let prev = [Some(0), Some(1), Some(1), Some(2), Some(2)];
+        let s = lpt_sticky_grouped(&w, &prev, Some(&groups), 3, 0).unwrap();
+        assert!(distinct_per_group(&groups, &s.schedule.placement));
+        assert_eq!(s.schedule.placement[0], 0);
+        assert_eq!(s.schedule.placement[1], 1);
+        assert_eq!(s.schedule.placement[2], 2);
+        assert_eq!(s.schedule.max_load(), 8);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn grouped_schedules_keep_groups_apart_and_every_job_placed(
+            weights in proptest::collection::vec(0_u64..1000, 1..60),
+            group_of in proptest::collection::vec(proptest::option::of(0_u32..4), 60),
+            previous in proptest::collection::vec(proptest::option::of(0_u32..9), 60),
+            k in 1_u32..9,
+        ) {
+            let n = weights.len();
+            // Cap each group at k jobs (the precondition) by dropping the excess from it.
+            let mut size = std::collections::HashMap::new();
+            let groups: Vec<Option<u32>> = group_of[..n].iter().map(|g| g.filter(|g| {
+                let s = size.entry(*g).or_insert(0_u32);
+                *s += 1;
+                *s <= k
+            })).collect();
+            let fresh = lpt_grouped(&weights, Some(&groups), k).unwrap();
+            proptest::prop_assert!(distinct_per_group(&groups, &fresh.placement));
+            proptest::prop_assert!(fresh.placement.iter().all(|&p| p < k));
+            proptest::prop_assert_eq!(fresh.total(), weights.iter().sum::<u64>());
+            let sticky = lpt_sticky_grouped(&weights, &previous[..n], Some(&groups), k, 0).unwrap();
+            proptest::prop_assert!(distinct_per_group(&groups, &sticky.schedule.placement));
+            proptest::prop_assert!(sticky.schedule.max_load() <= fresh.max_load());
+            proptest::prop_assert_eq!(sticky.schedule.total(), fresh.total());
+        }
+    }
 }
