@@ -266,8 +266,10 @@ fn split_index(assignment: &Assignment) -> HashMap<&[u8], &[SplitPart]> {
         .collect()
 }
 
-/// `weight` spread over `parts` by their weights (integer shares, the remainder to the first part).
-fn spread(weight: u64, parts: &[SplitPart]) -> impl Iterator<Item = (u32, u64)> + '_ {
+/// `weight` records of a split key spread over its `parts` in proportion to their weights: `(partition,
+/// records)` per part, integer shares rounded down, the remainder to the first part (what a weighted
+/// round robin gives over whole periods of `sum(weights)` records).
+pub fn spread(weight: u64, parts: &[SplitPart]) -> impl Iterator<Item = (u32, u64)> + '_ {
     let sum: u128 = parts
         .iter()
         .map(|p| u128::from(p.weight))

@@ -50,7 +50,7 @@ pub use assignment::{
 };
 pub use dkg::{
     Build, DEFAULT_MU, DEFAULT_MU_FLOOR, DEFAULT_SPLIT_SLACK, DkgConfig, DkgConfigBuilder, Sketch,
-    SplitKeys, default_mu, default_theta, imbalance, split_parts, split_weights,
+    SplitKeys, default_mu, default_theta, imbalance, split_parts, split_weights, spread,
 };
 pub use error::{Error, Result};
 pub use hash::{
