@@ -24,9 +24,10 @@
 //!
 //! Also beyond the paper (issue 15): no key grouping beats `max(1, k * p1) - 1`, so a heavy key whose
 //! share exceeds what one partition should carry may be split ([`SplitKeys`], off by default): it
-//! becomes the fewest equal parts that each stay under the mean load `1/k`, LPT places the parts like
-//! the other jobs but on distinct partitions ([`lpt_grouped`](crate::lpt::lpt_grouped)), and the
-//! assignment lists the key's partitions with integer weights (`docs/spec.md` 11.2). A split key gives
+//! becomes the fewest parts that each stay under the mean load `1/k`, LPT places the parts like the
+//! other jobs but on distinct partitions ([`lpt_grouped`](crate::lpt::lpt_grouped)), the parts are
+//! re-sized to level their partitions, and the assignment lists the key's partitions with integer
+//! weights (`docs/spec.md` 11.2). A split key gives
 //! up per-key order; every other key keeps strict key grouping.
 
 use std::collections::{BTreeSet, HashMap};
@@ -168,9 +169,11 @@ pub const DEFAULT_SPLIT_SLACK: f64 = 0.02;
 ///
 /// Rule (`auto`, and for the listed keys with `allow`): a heavy key whose estimated share of the window
 /// (its guaranteed count over the window's records) exceeds `(1 + DEFAULT_SPLIT_SLACK) / k` becomes
-/// `ceil(share * k)` parts of equal load, the fewest that bring each part to at most the mean load
-/// `1/k`, capped at `k` and [`MAX_SPLIT_PARTS`] (above that cap a part carries more than `1/k`). Keys
-/// at or below the threshold stay whole.
+/// `ceil(share * k)` parts, the fewest that bring each part to at most the mean load `1/k`, capped at
+/// `k` and [`MAX_SPLIT_PARTS`] (above that cap the parts are equal and carry more than `1/k`). LPT
+/// places all but one part as a full mean load and the last as the rest, so the other jobs go around
+/// them; the parts are then re-sized to level the key's partitions (water-filling), and the document
+/// weights follow the parts' loads. Keys at or below the threshold stay whole.
 ///
 /// Serde: `"off"`, `"auto"` or `{"allow":["<base64 key>", ...]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,11 +224,21 @@ pub fn split_parts(weight: u64, window: u64, partitions: u32) -> u32 {
     fewest.clamp(1, cap.max(1)) as u32
 }
 
-/// `weight` in `parts` loads that differ by at most 1 (the first ones carry the remainder).
-fn part_loads(weight: u64, parts: u32) -> Vec<u64> {
-    let parts = u64::from(parts.max(1));
-    let (q, r) = (weight / parts, weight % parts);
-    (0..parts).map(|i| q + u64::from(i < r)).collect()
+/// The loads of `parts` parts of a key of weight `weight` in a window of `window` records over
+/// `partitions` partitions: all but the last a full mean load `window / k` and the last the rest, when
+/// `parts` is the uncapped [`split_parts`]; else equal parts (within 1). Full parts reserve whole
+/// partitions for the key, so LPT places the other jobs around them and the remainder part shares a
+/// partition with them; [`SplitLayout::fill`] then levels the key's partitions.
+fn part_loads(weight: u64, parts: u32, window: u64, partitions: u32) -> Vec<u64> {
+    let p = u64::from(parts.max(1));
+    let mean = window / u64::from(partitions.max(1));
+    if p >= 2 && mean > 0 && weight.div_ceil(mean) == p {
+        let mut loads = vec![mean; p as usize - 1];
+        loads.push(weight - mean * (p - 1));
+        return loads;
+    }
+    let (q, r) = (weight / p, weight % p);
+    (0..p).map(|i| q + u64::from(i < r)).collect()
 }
 
 /// Document weights for parts of these loads: integers `>= 1` in proportion to the loads, divided by
@@ -252,6 +265,56 @@ pub fn split_weights(loads: &[u64]) -> Vec<u32> {
     raw.iter().map(|&w| (w / divisor) as u32).collect()
 }
 
+/// `total` split over bins already holding `others`, so that the fullest bins end as low as possible:
+/// `part_i = max(0, level - others_i)` with the level that makes the parts sum to `total`, in integers
+/// (the remainder one record each to the lowest bins), every part at least 1 (taken from the largest)
+/// when `total >= others.len()`.
+fn water_fill(total: u64, others: &[u64]) -> Vec<u64> {
+    let n = others.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (others[i], i));
+    // The level reaches the `m` lowest bins: (total + their sum) / m <= the next one's load.
+    let (mut m, mut sum) = (0usize, 0u128);
+    for (at, &i) in order.iter().enumerate() {
+        let with = sum + u128::from(others[i]);
+        if at > 0 && (u128::from(total) + sum) <= u128::from(others[i]) * at as u128 {
+            break;
+        }
+        m = at + 1;
+        sum = with;
+    }
+    let level = (u128::from(total) + sum) / m.max(1) as u128;
+    let mut parts = vec![0u64; n];
+    let mut given = 0u64;
+    for &i in &order[..m] {
+        let part = level.saturating_sub(u128::from(others[i])) as u64;
+        parts[i] = part;
+        given += part;
+    }
+    for &i in order[..m]
+        .iter()
+        .cycle()
+        .take(total.saturating_sub(given) as usize)
+    {
+        parts[i] += 1;
+    }
+    // At least 1 record per part (the document's weights are >= 1 anyway), from the largest part.
+    for i in 0..n {
+        if parts[i] == 0 {
+            let (largest, _) = parts
+                .iter()
+                .enumerate()
+                .max_by_key(|&(j, &x)| (x, std::cmp::Reverse(j)))
+                .unwrap_or((i, &0));
+            if parts[largest] > 1 {
+                parts[largest] -= 1;
+                parts[i] = 1;
+            }
+        }
+    }
+    parts
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -267,8 +330,9 @@ fn split_index(assignment: &Assignment) -> HashMap<&[u8], &[SplitPart]> {
 }
 
 /// `weight` records of a split key spread over its `parts` in proportion to their weights: `(partition,
-/// records)` per part, integer shares rounded down, the remainder to the first part (what a weighted
-/// round robin gives over whole periods of `sum(weights)` records).
+/// records)` per part, integer shares rounded down, the remainder (fewer records than parts) one each
+/// to the first parts, so every part is within one record of its exact share (what a weighted round
+/// robin gives over whole periods of `sum(weights)` records).
 pub fn spread(weight: u64, parts: &[SplitPart]) -> impl Iterator<Item = (u32, u64)> + '_ {
     let sum: u128 = parts
         .iter()
@@ -279,12 +343,12 @@ pub fn spread(weight: u64, parts: &[SplitPart]) -> impl Iterator<Item = (u32, u6
         .iter()
         .map(|p| (u128::from(weight) * u128::from(p.weight) / sum) as u64)
         .collect();
-    let rest = weight.saturating_sub(shares.iter().sum());
+    let rest = weight.saturating_sub(shares.iter().sum()) as usize;
     parts
         .iter()
         .zip(shares)
         .enumerate()
-        .map(move |(i, (p, s))| (p.partition, if i == 0 { s + rest } else { s }))
+        .map(move |(i, (p, s))| (p.partition, s + u64::from(i < rest)))
 }
 
 /// Serde of the allow-list: base64 strings (keys are arbitrary bytes).
@@ -741,7 +805,7 @@ impl SplitLayout {
             .zip(&parts)
             .map(|(c, &p)| {
                 if p > 1 {
-                    part_loads(c.guaranteed(), p)
+                    part_loads(c.guaranteed(), p, window, partitions)
                 } else {
                     Vec::new()
                 }
@@ -782,6 +846,44 @@ impl SplitLayout {
             .chain(jobs.buckets.iter().copied())
             .chain(self.extra.iter().map(|&(i, j)| self.loads[i][j]))
             .collect()
+    }
+
+    /// Job index of part `j` of heavy key `i`.
+    fn job(&self, i: usize, j: usize) -> usize {
+        if j == 0 {
+            i
+        } else {
+            self.first_extra[i] + j - 1
+        }
+    }
+
+    /// Re-size the parts of each split key, where LPT put them, so that its partitions end level
+    /// (water-filling): a part on a partition that other jobs filled shrinks, one on an emptier
+    /// partition grows, so jobs LPT put beside the remainder part are shared by all the key's
+    /// partitions instead of overshooting on one. Each part keeps at least 1 record;
+    /// two rounds let keys sharing partitions settle. Updates `loads` and the parts' job `weights`.
+    fn fill(&mut self, placement: &[u32], loads: &mut [u64], weights: &mut [u64]) {
+        for _ in 0..2 {
+            for i in 0..self.parts.len() {
+                let p = self.parts[i] as usize;
+                if p < 2 {
+                    continue;
+                }
+                let jobs: Vec<usize> = (0..p).map(|j| self.job(i, j)).collect();
+                let others: Vec<u64> = jobs
+                    .iter()
+                    .map(|&job| loads[placement[job] as usize].saturating_sub(weights[job]))
+                    .collect();
+                let total: u64 = self.loads[i].iter().sum();
+                let filled = water_fill(total, &others);
+                for ((&job, &new), old) in jobs.iter().zip(&filled).zip(&mut self.loads[i]) {
+                    let l = &mut loads[placement[job] as usize];
+                    *l = l.saturating_sub(weights[job]).saturating_add(new);
+                    weights[job] = new;
+                    *old = new;
+                }
+            }
+        }
     }
 
     /// The document parts of heavy key `i` (empty for a whole key), part 0 first.
@@ -983,7 +1085,7 @@ impl Sketch {
         let k = self.partitions;
         let h = jobs.heavy.len();
         let nb = jobs.buckets.len();
-        let layout = SplitLayout::new(&jobs, &self.split, self.total(), k);
+        let mut layout = SplitLayout::new(&jobs, &self.split, self.total(), k);
         let weights = layout.weights(&jobs);
         let sticky_base = previous.filter(|p| self.same_shape(p));
         let groups = layout.groups.as_deref();
@@ -1043,6 +1145,8 @@ impl Sketch {
             }
         }
 
+        let mut weights = weights;
+        layout.fill(&schedule.placement, &mut schedule.loads, &mut weights);
         let table = schedule.placement[h..h + nb].to_vec();
         let moved_share = match (sticky_base, &previous_placement) {
             (Some(prev), Some(placements)) => {
