@@ -1,364 +1,424 @@
-//! Split placement (issue 15, item 1, `DkgConfig::split`): parts on distinct partitions, only keys
-//! over the threshold, never more parts than partitions, weights in proportion, sticky parts; and
-//! with splitting off, builds are byte for byte what they were before splitting existed (the golden
-//! file was written by the code of commit c01087a).
+//! Split heavy keys (format version 2, `docs/spec.md` 4.6): the JSON form, and the lookup's
+//! spread, which must be exactly the smooth weighted round robin sequence of the weights per
+//! `Assignment` instance, shared by all threads, never out of range.
+#![allow(clippy::unwrap_used)]
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use dkg_core::{
-    Assignment, DEFAULT_SPLIT_SLACK, DkgConfig, MAX_SPLIT_PARTS, MAX_SPLIT_WEIGHT_SUM, Sketch,
-    SplitKeys, split_parts, split_weights,
+    Assignment, AssignmentParts, BucketHash, Error, HeavyKey, MAX_SPLIT_PARTS,
+    MAX_SPLIT_WEIGHT_SUM, Params, Route, SplitPart,
 };
 use proptest::prelude::*;
 
-/// A skewed window: "hot" 30% of the records, 1,500 keys with a skewed rest.
-fn window(config: &DkgConfig, salt: u32) -> Sketch {
-    let mut s = Sketch::new(config, 12).expect("valid config");
-    for i in 0..20_000u32 {
-        if i % 10 < 3 {
-            s.observe(b"hot");
-        } else {
-            let x = i.wrapping_mul(2_654_435_761).wrapping_add(salt) % 1500;
-            // Squaring skews the rest towards low ids.
-            let key = format!("key-{}", (x * x) / 1500);
-            s.observe(key.as_bytes());
+const PARTITIONS: u32 = 80;
+
+/// The spec's rule (4.6), transcribed independently of the crate: counters `c[i]` from 0; per
+/// record `c[i] += w[i]` for all `i`, pick the largest `c[i]` (lowest `i` on ties), subtract the
+/// weight sum from it. Returns the first `n` picks as part indices.
+fn spec_picks(weights: &[u32], n: usize) -> Vec<usize> {
+    let total: i128 = weights.iter().map(|&w| i128::from(w)).sum();
+    let mut c = vec![0_i128; weights.len()];
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut best = 0;
+        for i in 0..c.len() {
+            c[i] += i128::from(weights[i]);
+            if c[i] > c[best] {
+                best = i;
+            }
         }
+        c[best] -= total;
+        out.push(best);
     }
-    s
+    out
 }
 
-fn builds(config: &DkgConfig) -> (Assignment, Assignment) {
-    let first = window(config, 0)
-        .build("orders", 1, 7, None)
-        .expect("build")
-        .assignment;
-    let second = window(config, 99)
-        .build("orders", 2, 8, Some(&first))
-        .expect("sticky build")
-        .assignment;
-    (first, second)
+/// An assignment of "orders" over [`PARTITIONS`] with the whole heavy key `whole` on 1, and one
+/// split key `hot` with `parts` (each `(partition, weight)`).
+fn with_split(parts: &[(u32, u32)]) -> Assignment {
+    Assignment::new(AssignmentParts {
+        topic: "orders".to_owned(),
+        partitions: PARTITIONS,
+        epoch: 3,
+        bucket_hash: BucketHash::default(),
+        table: (0..PARTITIONS * 2).map(|b| b % PARTITIONS).collect(),
+        heavy: vec![
+            HeavyKey::whole(b"whole".to_vec(), 1, 50),
+            split_key(b"hot", parts),
+        ],
+        params: Params {
+            theta: 0.01,
+            epsilon: 0.005,
+            mu: 2.0,
+            window_records: 1000,
+        },
+        created_at_ms: 5,
+        predicted_load: vec![1.0 / f64::from(PARTITIONS); PARTITIONS as usize],
+    })
+    .expect("a valid split document")
 }
 
-fn golden_text(config: &DkgConfig) -> String {
-    let (first, second) = builds(config);
-    format!(
-        "{}\n{}\n",
-        String::from_utf8(first.to_json()).expect("utf-8"),
-        String::from_utf8(second.to_json()).expect("utf-8")
-    )
+fn split_key(key: &[u8], parts: &[(u32, u32)]) -> HeavyKey {
+    HeavyKey {
+        key: key.to_vec(),
+        partition: parts[0].0,
+        weight: 900,
+        split: parts
+            .iter()
+            .map(|&(partition, weight)| SplitPart { partition, weight })
+            .collect(),
+    }
+}
+
+/// 2..=MAX_SPLIT_PARTS distinct partitions with weights >= 1 summing to at most the limit.
+fn parts_strategy() -> impl Strategy<Value = Vec<(u32, u32)>> {
+    (2..=MAX_SPLIT_PARTS)
+        .prop_flat_map(|n| {
+            (
+                Just(n),
+                proptest::sample::subsequence((0..PARTITIONS).collect::<Vec<_>>(), n),
+                proptest::collection::vec(1_u32..=64, n),
+            )
+        })
+        .prop_flat_map(|(n, partitions, weights)| {
+            // The subsequence is sorted: shuffle so part order is not partition order.
+            (Just(partitions).prop_shuffle(), Just(weights), Just(n))
+        })
+        .prop_map(|(partitions, weights, _)| partitions.into_iter().zip(weights).collect())
+        .prop_filter("weight sum within the limit", |parts: &Vec<(u32, u32)>| {
+            parts.iter().map(|&(_, w)| u64::from(w)).sum::<u64>() <= MAX_SPLIT_WEIGHT_SUM
+        })
 }
 
 #[test]
-fn splitting_off_builds_what_the_code_before_splitting_built() {
-    let config = DkgConfig::builder().mu(4.0).build().expect("valid");
-    let text = golden_text(&config);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/split_off.golden.json"
-    );
-    let golden = std::fs::read_to_string(path).expect("the golden file");
-    assert_eq!(text, golden);
-}
-
-fn auto() -> DkgConfig {
-    DkgConfig::builder()
-        .mu(4.0)
-        .split(SplitKeys::Auto)
-        .build()
-        .expect("valid")
-}
-
-/// Checks every split entry against the rule: distinct partitions, at most `min(k, 64)` parts, only
-/// keys over the threshold, each part at most the mean load; returns the split keys.
-fn check_splits(s: &Sketch, a: &Assignment) -> Vec<Vec<u8>> {
-    let (k, n) = (a.partitions(), s.total());
-    let mut split = Vec::new();
-    for hk in a.heavy() {
-        let over = hk.weight as f64 * f64::from(k) > (1.0 + DEFAULT_SPLIT_SLACK) * n as f64;
-        if !s.split().allows(&hk.key) || !over {
-            assert!(!hk.is_split(), "{:?} split under the threshold", hk.key);
-            continue;
+fn known_sequences() {
+    // (weights, one period of picks as part indices)
+    let cases: [(&[u32], &[usize]); 5] = [
+        (&[3, 1], &[0, 0, 1, 0]),
+        (&[1, 1], &[0, 1]),
+        (&[1, 3], &[1, 0, 1, 1]),
+        // nginx's example of its smooth weighted round robin: a a b a c a a.
+        (&[5, 1, 1], &[0, 0, 1, 0, 2, 0, 0]),
+        (&[2, 2, 1], &[0, 1, 2, 0, 1]),
+    ];
+    for (weights, period) in cases {
+        assert_eq!(spec_picks(weights, period.len()), period, "{weights:?}");
+        let parts: Vec<(u32, u32)> = weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (10 + 7 * i as u32, w))
+            .collect();
+        let a = with_split(&parts);
+        for round in 0..3 {
+            for &i in period {
+                assert_eq!(
+                    a.route(b"hot"),
+                    (parts[i].0, Route::Split),
+                    "{weights:?} round {round}"
+                );
+            }
         }
-        assert!(hk.is_split(), "{:?} over the threshold but whole", hk.key);
-        let parts = hk.split.len();
-        assert!(
-            parts >= 2 && parts <= (k as usize).min(MAX_SPLIT_PARTS),
-            "{parts} parts"
-        );
-        assert_eq!(parts as u32, split_parts(hk.weight, n, k));
-        let distinct: HashSet<u32> = hk.split.iter().map(|p| p.partition).collect();
+    }
+}
+
+#[test]
+fn split_of_and_the_other_routes_do_not_advance_the_schedule() {
+    let a = with_split(&[(4, 3), (9, 1)]);
+    assert!(a.has_split_keys());
+    assert_eq!(a.format_version(), 2);
+    let want = [
+        SplitPart {
+            partition: 4,
+            weight: 3,
+        },
+        SplitPart {
+            partition: 9,
+            weight: 1,
+        },
+    ];
+    let mut picks = Vec::new();
+    for _ in 0..8 {
+        assert_eq!(a.split_of(b"hot"), Some(&want[..]));
+        assert_eq!(a.split_of(b"whole"), None);
+        assert_eq!(a.split_of(b"light"), None);
         assert_eq!(
-            distinct.len(),
-            parts,
-            "parts share a partition: {:?}",
-            hk.split
+            a.heavy_partition(b"hot"),
+            None,
+            "a split key has no single partition"
         );
-        assert_eq!(hk.partition, hk.split[0].partition);
-        if parts < MAX_SPLIT_PARTS {
-            // The fewest parts that keep each under the mean: one less would not.
-            assert!(hk.weight.div_ceil(parts as u64) as f64 <= n as f64 / f64::from(k) + 1.0);
-            assert!((hk.weight as f64 / (parts - 1) as f64) > n as f64 / f64::from(k));
-        }
-        let sum: u64 = hk.split.iter().map(|p| u64::from(p.weight)).sum();
-        assert!(sum <= MAX_SPLIT_WEIGHT_SUM);
-        split.push(hk.key.clone());
+        assert_eq!(a.heavy_partition(b"whole"), Some(1));
+        assert_eq!(a.route(b"whole"), (1, Route::Heavy));
+        assert_eq!(a.route(b"light").1, Route::Bucket);
+        picks.push(a.partition_for(b"hot"));
     }
-    split
+    assert_eq!(picks, [4, 4, 9, 4, 4, 4, 9, 4]);
+    let whole = Assignment::new(AssignmentParts {
+        heavy: vec![HeavyKey::whole(b"hot".to_vec(), 2, 9)],
+        ..a.clone().into_parts()
+    })
+    .unwrap();
+    assert!(!whole.has_split_keys());
+    assert_eq!(whole.split_of(b"hot"), None);
+    assert_eq!(whole.format_version(), 1);
 }
 
 #[test]
-fn a_key_at_30_percent_of_12_partitions_splits_in_4_and_the_prediction_falls_to_the_mean() {
-    let off = window(&DkgConfig::builder().mu(4.0).build().expect("valid"), 0)
-        .build("orders", 1, 7, None)
-        .expect("build");
-    assert!(
-        (off.predicted_imbalance - 2.6).abs() < 1e-9,
-        "the bound: 0.3 * 12 - 1"
-    );
-    assert_eq!(off.split_keys, 0);
-    let s = window(&auto(), 0);
-    let build = s.build("orders", 1, 7, None).expect("build");
-    assert_eq!(build.split_keys, 1);
-    assert_eq!(check_splits(&s, &build.assignment), vec![b"hot".to_vec()]);
-    let hot = &build.assignment.heavy()[0];
-    assert_eq!(hot.key, b"hot");
-    // 6000 of 20,000 records: 3.6 fair shares -> 4 parts, sized to level their partitions.
-    assert_eq!(hot.split.len(), 4);
-    assert!(
-        build.predicted_imbalance < 0.05,
-        "{}",
-        build.predicted_imbalance
-    );
-    check_prediction(&s, &build);
-}
-
-/// The window's prediction of the document (split keys spread by the written weights) matches the
-/// build's loads within the rounding bound of `split_weights` (per part `(1 + 1.5 p) / (S - p / 2)`
-/// of the key's weight, plus a record for `spread`'s rounding).
-fn check_prediction(s: &Sketch, build: &dkg_core::Build) {
-    let a = &build.assignment;
-    let n = s.total() as f64;
-    let mut tolerance = vec![1e-9; a.partitions() as usize];
-    for hk in a.heavy().iter().filter(|h| h.is_split()) {
-        let p = hk.split.len() as f64;
-        let scale = MAX_SPLIT_WEIGHT_SUM as f64 - 2.0 * p;
-        for part in &hk.split {
-            tolerance[part.partition as usize] +=
-                (hk.weight as f64 * (1.0 + 1.5 * p) / (scale - p / 2.0) + 1.0) / n;
-        }
-    }
-    let predicted = s.predict(a).expect("same shape");
-    for ((x, y), t) in predicted.iter().zip(a.predicted_load()).zip(&tolerance) {
-        assert!(
-            (x - y).abs() <= *t,
-            "{predicted:?} vs {:?}",
-            a.predicted_load()
-        );
-    }
-}
-
-#[test]
-fn with_nothing_over_the_threshold_auto_builds_exactly_what_off_builds() {
-    // "hot" at 8% of 12 partitions: under 1/12 (8.33%), so nothing splits.
-    let config = |split| {
-        DkgConfig::builder()
-            .mu(4.0)
-            .split(split)
-            .build()
-            .expect("valid")
-    };
-    let learn = |config: &DkgConfig| {
-        let mut s = Sketch::new(config, 12).expect("valid");
-        s.observe_weighted(b"hot", 800);
-        for i in 0..9200u32 {
-            s.observe(format!("k{}", i % 700).as_bytes());
-        }
-        s.build("orders", 1, 0, None).expect("build")
-    };
-    let (off, auto) = (
-        learn(&config(SplitKeys::Off)),
-        learn(&config(SplitKeys::Auto)),
-    );
-    assert_eq!(auto.split_keys, 0);
-    assert_eq!(auto.assignment.to_json(), off.assignment.to_json());
-}
-
-#[test]
-fn the_allow_list_splits_only_its_keys_and_only_over_the_threshold() {
-    let allow = |keys: &[&[u8]]| {
-        DkgConfig::builder()
-            .mu(4.0)
-            .split(SplitKeys::Allow(keys.iter().map(|k| k.to_vec()).collect()))
-            .build()
-            .expect("valid")
-    };
-    let learn = |config: &DkgConfig| {
-        let mut s = Sketch::new(config, 10).expect("valid");
-        s.observe_weighted(b"a", 3000); // 30%: over 1/10
-        s.observe_weighted(b"b", 2000); // 20%: over 1/10
-        s.observe_weighted(b"c", 500); // 5%: under
-        for i in 0..4500u32 {
-            s.observe(format!("k{}", i % 900).as_bytes());
-        }
-        s
-    };
-    let s = learn(&allow(&[b"b", b"c"]));
-    let build = s.build("t", 1, 0, None).expect("build");
-    assert_eq!(check_splits(&s, &build.assignment), vec![b"b".to_vec()]);
-    assert_eq!(build.split_keys, 1);
-    let b = build
-        .assignment
-        .heavy()
-        .iter()
-        .find(|h| h.key == b"b")
-        .expect("b is heavy");
-    assert_eq!(b.split.len(), 2);
-    // "a" stays whole (not listed): its partition carries at least its 30%.
-    assert!(build.predicted_imbalance >= 2.0 - 1e-9);
-    let s = learn(&allow(&[]));
-    assert_eq!(s.build("t", 1, 0, None).expect("build").split_keys, 0);
-}
-
-#[test]
-fn a_sticky_rebuild_keeps_the_parts_where_they_were() {
-    let first_window = window(&auto(), 0);
-    let first = first_window.build("orders", 1, 0, None).expect("build");
-    let second_window = window(&auto(), 99);
-    let second = second_window
-        .build("orders", 2, 0, Some(&first.assignment))
-        .expect("build");
-    let parts = |a: &Assignment| a.heavy()[0].split.clone();
-    let partitions =
-        |a: &Assignment| -> Vec<u32> { parts(a).iter().map(|p| p.partition).collect() };
+fn clone_continues_from_the_copied_counter_then_counts_alone() {
+    let a = with_split(&[(4, 3), (9, 1)]);
+    assert_eq!(a.partition_for(b"hot"), 4);
+    assert_eq!(a.partition_for(b"hot"), 4);
+    let b = a.clone();
     assert_eq!(
-        partitions(&second.assignment),
-        partitions(&first.assignment)
+        b.partition_for(b"hot"),
+        9,
+        "the clone continues at record 2"
     );
-    assert!(second.moved_share < 0.1, "{}", second.moved_share);
-    check_splits(&second_window, &second.assignment);
-    // Now "hot" grows to 45% (6 parts): its 4 old parts stay, two new ones join on other partitions.
-    let mut grown = Sketch::new(&auto(), 12).expect("valid");
-    grown.observe_weighted(b"hot", 9000);
-    for i in 0..11_000u32 {
-        grown.observe(format!("key-{}", i % 1500).as_bytes());
+    assert_eq!(
+        a.partition_for(b"hot"),
+        9,
+        "the original did not see the clone's pick"
+    );
+    assert_eq!(b.partition_for(b"hot"), 4);
+    assert_eq!(a, b, "equality compares the document");
+    let decoded = Assignment::from_json(&a.to_json()).unwrap();
+    assert_eq!(
+        decoded.partition_for(b"hot"),
+        4,
+        "a decoded document starts at record 0"
+    );
+}
+
+#[test]
+fn many_threads_share_one_schedule() {
+    const THREADS: usize = 8;
+    const PERIODS: usize = 200;
+    let parts = [(0, 5), (17, 3), (33, 1), (79, 7)];
+    let period: usize = parts.iter().map(|&(_, w)| w as usize).sum();
+    let a = Arc::new(with_split(&parts));
+    let per_thread = PERIODS * period / THREADS;
+    assert_eq!(per_thread * THREADS, PERIODS * period);
+    let counts: Vec<HashMap<u32, usize>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let a = Arc::clone(&a);
+                s.spawn(move || {
+                    let mut counts = HashMap::new();
+                    for _ in 0..per_thread {
+                        let (p, route) = a.route(b"hot");
+                        assert_eq!(route, Route::Split);
+                        *counts.entry(p).or_insert(0) += 1;
+                    }
+                    counts
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut total: HashMap<u32, usize> = HashMap::new();
+    for c in counts {
+        for (p, n) in c {
+            *total.entry(p).or_insert(0) += n;
+        }
     }
-    let third = grown
-        .build("orders", 3, 0, Some(&second.assignment))
-        .expect("build");
-    let now = parts(&third.assignment);
-    assert_eq!(now.len(), 6);
-    let before: Vec<u32> = parts(&second.assignment)
+    let want: HashMap<u32, usize> = parts
         .iter()
-        .map(|p| p.partition)
+        .map(|&(p, w)| (p, PERIODS * w as usize))
         .collect();
-    assert_eq!(
-        now[..4].iter().map(|p| p.partition).collect::<Vec<_>>(),
-        before
-    );
-    check_splits(&grown, &third.assignment);
-    // And back under the threshold: whole again, on the partition of its first part.
-    let mut shrunk = Sketch::new(&auto(), 12).expect("valid");
-    shrunk.observe_weighted(b"hot", 700);
-    for i in 0..9300u32 {
-        shrunk.observe(format!("key-{}", i % 1500).as_bytes());
-    }
-    let fourth = shrunk
-        .build("orders", 4, 0, Some(&third.assignment))
-        .expect("build");
-    let hot = fourth
-        .assignment
-        .heavy()
-        .iter()
-        .find(|h| h.key == b"hot")
-        .expect("still heavy");
-    assert!(!hot.is_split());
-    assert_eq!(hot.partition, now[0].partition);
+    assert_eq!(total, want);
 }
 
 #[test]
-fn the_split_setting_is_config_not_learned_state() {
-    let config = DkgConfig::builder()
-        .split(SplitKeys::Allow(
-            [b"\xff\x00".to_vec(), b"hot".to_vec()].into(),
-        ))
-        .build()
-        .expect("valid");
-    let json = serde_json::to_string(&config).expect("serialize");
+fn json_round_trip_of_a_split_document_is_version_2() {
+    let a = with_split(&[(4, 3), (9, 1)]);
+    let text = String::from_utf8(a.to_json()).unwrap();
     assert!(
-        json.contains(r#""split":{"allow":["aG90","/wA="]}"#),
-        "{json}"
+        text.starts_with(r#"{"format":"dkg.assignment","version":2,"#),
+        "{text}"
     );
-    assert_eq!(
-        serde_json::from_str::<DkgConfig>(&json).expect("parse"),
-        config
+    assert!(
+        text.contains(
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3},{"partition":9,"weight":1}],"weight":900}"#
+        ),
+        "{text}"
     );
-    // Off is not written: configurations read as before.
-    let off = serde_json::to_string(&DkgConfig::default()).expect("serialize");
-    assert!(!off.contains("split"), "{off}");
-    assert!(serde_json::from_str::<DkgConfig>(r#"{"split":"sometimes"}"#).is_err());
-    // A shipped sketch carries no split policy: the merging instance's own applies.
-    let s = Sketch::new(&config, 4).expect("valid");
-    let back: Sketch =
-        serde_json::from_str(&serde_json::to_string(&s).expect("serialize")).expect("parse");
-    assert_eq!(back.split(), &SplitKeys::Off);
-    assert_eq!(
-        serde_json::to_string(&back).expect("serialize"),
-        serde_json::to_string(&s).expect("serialize")
+    assert!(
+        text.contains(r#"{"key_b64":"d2hvbGU=","partition":1,"weight":50}"#),
+        "{text}"
     );
+    let back = Assignment::from_json(text.as_bytes()).unwrap();
+    assert_eq!(back, a);
+    assert_eq!(back.to_json(), a.to_json());
+}
+
+/// A version 2 document with the split entry replaced by `entry`; `version` replaces 2.
+fn edited(entry: &str, version: u64) -> Vec<u8> {
+    let text = String::from_utf8(with_split(&[(4, 3), (9, 1)]).to_json()).unwrap();
+    let split = r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3},{"partition":9,"weight":1}],"weight":900}"#;
+    text.replace(split, entry)
+        .replace(r#""version":2"#, &format!(r#""version":{version}"#))
+        .into_bytes()
+}
+
+#[test]
+fn bad_split_entries_are_rejected_with_their_error() {
+    let malformed = |e: &Error| matches!(e, Error::MalformedAssignment { .. });
+    let invalid = |e: &Error| matches!(e, Error::InvalidAssignment { .. });
+    let out_of_range = |e: &Error| matches!(e, Error::PartitionOutOfRange { partition: 80, .. });
+    // (case, the heavy entry, the document version, the expected error)
+    type Case<'a> = (&'a str, &'a str, u64, &'a dyn Fn(&Error) -> bool);
+    let cases: [Case<'_>; 12] = [
+        (
+            "split in version 1",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3},{"partition":9,"weight":1}],"weight":900}"#,
+            1,
+            &malformed,
+        ),
+        (
+            "both",
+            r#"{"key_b64":"aG90","partition":4,"split":[{"partition":4,"weight":3},{"partition":9,"weight":1}],"weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "neither",
+            r#"{"key_b64":"aG90","weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "partition null",
+            r#"{"key_b64":"aG90","partition":null,"split":[{"partition":4,"weight":3},{"partition":9,"weight":1}],"weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "split null",
+            r#"{"key_b64":"aG90","partition":4,"split":null,"weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "unknown member in a part",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3,"x":1},{"partition":9,"weight":1}],"weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "part weight over u32",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":4294967296},{"partition":9,"weight":1}],"weight":900}"#,
+            2,
+            &malformed,
+        ),
+        (
+            "one part",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3}],"weight":900}"#,
+            2,
+            &invalid,
+        ),
+        (
+            "no parts",
+            r#"{"key_b64":"aG90","split":[],"weight":900}"#,
+            2,
+            &invalid,
+        ),
+        (
+            "duplicate partition",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3},{"partition":4,"weight":1}],"weight":900}"#,
+            2,
+            &invalid,
+        ),
+        (
+            "weight 0",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":0},{"partition":9,"weight":1}],"weight":900}"#,
+            2,
+            &invalid,
+        ),
+        (
+            "part out of range",
+            r#"{"key_b64":"aG90","split":[{"partition":4,"weight":3},{"partition":80,"weight":1}],"weight":900}"#,
+            2,
+            &out_of_range,
+        ),
+    ];
+    for (name, entry, version, want) in cases {
+        match Assignment::from_json(&edited(entry, version)) {
+            Err(e) => assert!(want(&e), "{name}: unexpected error {e:?}"),
+            Ok(_) => panic!("{name}: accepted"),
+        }
+    }
+    // Over the weight-sum limit: `invalid` in a version 2 document (limits inside the document
+    // are not `oversize` there, gap G2).
+    let heavy = format!(
+        r#"{{"key_b64":"aG90","split":[{{"partition":4,"weight":{}}},{{"partition":9,"weight":1}}],"weight":900}}"#,
+        MAX_SPLIT_WEIGHT_SUM
+    );
+    assert!(matches!(
+        Assignment::from_json(&edited(&heavy, 2)),
+        Err(Error::InvalidAssignment { .. })
+    ));
+    // The same in memory is TooLarge, as every limit of `Assignment::new`.
+    let parts = AssignmentParts {
+        heavy: vec![split_key(b"hot", &[(4, 4096), (9, 1)])],
+        ..with_split(&[(4, 3), (9, 1)]).into_parts()
+    };
+    assert!(matches!(
+        Assignment::new(parts),
+        Err(Error::TooLarge { .. })
+    ));
+    // 3 and later are unsupported, naming the newest version read.
+    assert!(matches!(
+        Assignment::from_json(&edited("{}", 3)),
+        Err(Error::UnsupportedVersion {
+            version: 3,
+            supported: 2
+        })
+    ));
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
+    /// One period has exactly `w[i]` picks of part `i`, the spread is the spec's sequence, the
+    /// sequence repeats with the period, and every pick is a part's partition.
     #[test]
-    fn split_builds_follow_the_rule(
-        heavy in proptest::collection::vec(1_u64..40_000, 1..6),
-        filler in 0_u64..40_000,
-        k in 2_u32..120,
-    ) {
-        let config = DkgConfig::builder().mu(2.0).split(SplitKeys::Auto).build().expect("valid");
-        let mut s = Sketch::new(&config, k).expect("valid");
-        for (i, &w) in heavy.iter().enumerate() {
-            s.observe_weighted(format!("heavy-{i}").as_bytes(), w);
+    fn the_spread_is_the_spec_sequence(parts in parts_strategy()) {
+        let a = with_split(&parts);
+        let weights: Vec<u32> = parts.iter().map(|&(_, w)| w).collect();
+        let period: usize = weights.iter().map(|&w| w as usize).sum();
+        let want = spec_picks(&weights, 2 * period);
+        prop_assert_eq!(&want[..period], &want[period..], "periodic");
+        let mut counts = vec![0_u32; parts.len()];
+        for &i in &want[..period] {
+            counts[i] += 1;
         }
-        for i in 0..filler / 100 {
-            s.observe_weighted(format!("f{i}").as_bytes(), 100);
+        prop_assert_eq!(&counts, &weights);
+        for (n, &i) in want.iter().enumerate() {
+            let (p, route) = a.route(b"hot");
+            prop_assert_eq!(route, Route::Split);
+            prop_assert!(p < PARTITIONS);
+            prop_assert_eq!(p, parts[i].0, "record {}", n);
         }
-        let build = s.build("t", 1, 0, None).expect("build");
-        let split = check_splits(&s, &build.assignment);
-        prop_assert_eq!(build.split_keys, split.len());
-        // The parts' records add up to the key's weight, and spread by the written weights they give
-        // the build's loads within the rounding bound.
-        for hk in build.assignment.heavy().iter().filter(|h| h.is_split()) {
-            let spread: u64 = dkg_core::spread(hk.weight, &hk.split).map(|(_, r)| r).sum();
-            prop_assert_eq!(spread, hk.weight);
-        }
-        check_prediction(&s, &build);
-        // A sticky rebuild on the same window keeps every part where it is.
-        let again = s.build("t", 2, 0, Some(&build.assignment)).expect("build");
-        prop_assert_eq!(again.assignment.heavy(), build.assignment.heavy());
-        prop_assert_eq!(again.moved_share, 0.0);
     }
 
+    /// Split documents round-trip through JSON (version 2), whole-key ones stay version 1.
     #[test]
-    fn split_weights_are_proportional_within_the_documented_bound(
-        loads in proptest::collection::vec(0_u64..10_000_000, 2..=64),
-    ) {
-        let w = split_weights(&loads);
-        prop_assert_eq!(w.len(), loads.len());
-        prop_assert!(w.iter().all(|&x| x >= 1));
-        let sum: u64 = w.iter().map(|&x| u64::from(x)).sum();
-        prop_assert!(sum <= MAX_SPLIT_WEIGHT_SUM);
-        let total: u64 = loads.iter().sum();
-        if total > 0 {
-            let p = loads.len() as f64;
-            let scale = MAX_SPLIT_WEIGHT_SUM as f64 - 2.0 * p;
-            for (&x, &l) in w.iter().zip(&loads) {
-                let share = l as f64 / total as f64;
-                let bound = (1.0 + 1.5 * p * share) / (scale - p / 2.0);
-                prop_assert!((f64::from(x) / sum as f64 - share).abs() <= bound + 1e-12,
-                    "{x}/{sum} vs {share} (bound {bound})");
-            }
-        }
+    fn split_documents_round_trip(parts in parts_strategy(), split in any::<bool>()) {
+        let a = if split {
+            with_split(&parts)
+        } else {
+            Assignment::new(AssignmentParts {
+                heavy: vec![HeavyKey::whole(b"hot".to_vec(), parts[0].0, 9)],
+                ..with_split(&parts).into_parts()
+            })
+            .unwrap()
+        };
+        let json = a.to_json();
+        let back = Assignment::from_json(&json).unwrap();
+        prop_assert_eq!(&back, &a);
+        prop_assert_eq!(back.to_json(), json);
+        prop_assert_eq!(back.format_version(), if split { 2 } else { 1 });
+        prop_assert_eq!(back.split_of(b"hot").is_some(), split);
     }
 }
