@@ -30,7 +30,7 @@
 //! weights (`docs/spec.md` 11.2). A split key gives
 //! up per-key order; every other key keeps strict key grouping.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -317,16 +317,6 @@ fn water_fill(total: u64, others: &[u64]) -> Vec<u64> {
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// The split keys of `assignment` and their parts.
-fn split_index(assignment: &Assignment) -> HashMap<&[u8], &[SplitPart]> {
-    assignment
-        .heavy()
-        .iter()
-        .filter(|hk| hk.is_split())
-        .map(|hk| (hk.key.as_slice(), hk.split.as_slice()))
-        .collect()
 }
 
 /// `weight` records of a split key spread over its `parts` in proportion to their weights: `(partition,
@@ -1091,10 +1081,9 @@ impl Sketch {
         let groups = layout.groups.as_deref();
 
         let previous_placement: Option<Vec<Option<u32>>> = sticky_base.map(|prev| {
-            let prev_split = split_index(prev);
             // Part j of a key prefers the partition of its part j before; a key's first part (a whole
-            // key) its partition before (its bucket's if it was not heavy).
-            let before = |key: &[u8], j: usize| match prev_split.get(key) {
+            // key) its partition before (its bucket's if it was not heavy). `split_of` takes no pick.
+            let before = |key: &[u8], j: usize| match prev.split_of(key) {
                 Some(parts) => parts.get(j).map(|p| p.partition),
                 None if j == 0 => Some(prev.partition_for(key)),
                 None => None,
@@ -1223,12 +1212,11 @@ impl Sketch {
         }
         let mut loads = vec![0u64; assignment.partitions() as usize];
         let mut rest = self.bucket_weights.clone();
-        let split = split_index(assignment);
         for c in self.summary.iter() {
             let g = c.guaranteed();
             let b = self.bucket_of(c.key) as usize;
             rest[b] = rest[b].saturating_sub(g);
-            match split.get(c.key) {
+            match assignment.split_of(c.key) {
                 Some(parts) => {
                     for (p, w) in spread(g, parts) {
                         loads[p as usize] = loads[p as usize].saturating_add(w);

@@ -5,17 +5,15 @@
 //! ICDE 2015) sends each record to the less loaded of two hashed choices and so splits keys; it is a
 //! reference for what giving up key grouping buys, not a competitor. `dkg-split` is DKG with split
 //! placement (`SplitKeys::Auto`, issue 15): key grouping except for the few keys whose share exceeds a
-//! fair share `1/k`, whose records are spread over their parts in proportion to the parts' weights
-//! (`dkg::spread`, what the producers' weighted round robin gives over whole periods).
+//! fair share `1/k`, whose records go one by one through the assignment's lookup, which spreads them
+//! over their parts by the producers' smooth weighted round robin (`docs/spec.md`).
 
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use std::collections::HashMap;
-
-use dkg_partitioner::dkg::{DkgConfig, Sketch, SplitKeys, spread};
+use dkg_partitioner::dkg::{DkgConfig, Sketch, SplitKeys};
 use dkg_partitioner::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded, to_positive};
 use dkg_partitioner::lpt::lpt;
 
@@ -277,27 +275,26 @@ impl<'a> Prepared<'a> {
                 let assignment = &build.assignment;
                 // The assignment applies to the whole stream, learning prefix included (as in the
                 // paper's evaluation); a live producer routes the prefix by Kafka hash instead.
-                let split: HashMap<&[u8], _> = assignment
-                    .heavy()
-                    .iter()
-                    .filter(|hk| hk.is_split())
-                    .map(|hk| (hk.key.as_slice(), hk.split.as_slice()))
-                    .collect();
+                // Whole keys by their per-key count; a split key's records one by one through the
+                // lookup, which spreads them by the producers' weighted round robin.
                 let mut loads = vec![0u64; k as usize];
+                let mut split = vec![false; stream.distinct()];
                 let mut at_most_fair = 0u64;
                 let total: u64 = self.counts.iter().sum();
                 for key in keys {
                     let count = self.counts[key as usize];
-                    match split.get(stream.key(key)) {
-                        Some(parts) => {
-                            for (p, records) in spread(count, parts) {
-                                loads[p as usize] += records;
-                            }
-                            if u128::from(count) * u128::from(k) <= u128::from(total) {
-                                at_most_fair += 1;
-                            }
+                    if assignment.split_of(stream.key(key)).is_some() {
+                        split[key as usize] = true;
+                        if u128::from(count) * u128::from(k) <= u128::from(total) {
+                            at_most_fair += 1;
                         }
-                        None => loads[assignment.partition_for(stream.key(key)) as usize] += count,
+                    } else {
+                        loads[assignment.partition_for(stream.key(key)) as usize] += count;
+                    }
+                }
+                for &r in stream.records() {
+                    if split[r as usize] {
+                        loads[assignment.partition_for(stream.key(r)) as usize] += 1;
                     }
                 }
                 let splits = algorithm == Algorithm::DkgSplit;
