@@ -23,7 +23,7 @@ use rdkafka::producer::{FutureRecord, Producer};
 const PARTITIONS: u32 = 12;
 const HOT_SHARE: f64 = 0.3;
 const COLD_KEYS: u64 = 5_000;
-const RATE: u64 = 10_000;
+const RATE: u64 = 20_000;
 
 /// End offsets of every partition (the records each received so far).
 fn end_offsets(consumer: &BaseConsumer, topic: &str) -> Vec<i64> {
