@@ -25,7 +25,7 @@
 //! Also beyond the paper (issue 15): no key grouping beats `max(1, k * p1) - 1`, so a heavy key whose
 //! share exceeds what one partition should carry may be split ([`SplitKeys`], off by default): it
 //! becomes the fewest parts that each stay under the mean load `1/k`, LPT places the parts like the
-//! other jobs but on distinct partitions ([`lpt_grouped`](crate::lpt::lpt_grouped)), the parts are
+//! other jobs but on distinct partitions ([`crate::lpt::lpt_grouped`]), the parts are
 //! re-sized to level their partitions, and the assignment lists the key's partitions with integer
 //! weights (`docs/spec.md` 11.2). A split key gives
 //! up per-key order; every other key keeps strict key grouping.

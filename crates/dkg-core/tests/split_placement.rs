@@ -206,17 +206,30 @@ fn the_allow_list_splits_only_its_keys_and_only_over_the_threshold() {
     let build = s.build("t", 1, 0, None).expect("build");
     assert_eq!(check_splits(&s, &build.assignment), vec![b"b".to_vec()]);
     assert_eq!(build.split_keys, 1);
-    let b = build
-        .assignment
-        .heavy()
-        .iter()
-        .find(|h| h.key == b"b")
-        .expect("b is heavy");
+    let b = entry(&build.assignment, b"b");
     assert_eq!(b.split.len(), 2);
     // "a" stays whole (not listed): its partition carries at least its 30%.
     assert!(build.predicted_imbalance >= 2.0 - 1e-9);
     let s = learn(&allow(&[]));
     assert_eq!(s.build("t", 1, 0, None).expect("build").split_keys, 0);
+}
+
+/// The heavy entry of `key` (which must be heavy).
+fn entry<'a>(a: &'a Assignment, key: &[u8]) -> &'a dkg_core::HeavyKey {
+    a.heavy()
+        .iter()
+        .find(|h| h.key == key)
+        .unwrap_or_else(|| panic!("{key:?} is not heavy"))
+}
+
+/// 12 partitions, split `auto`: `hot` records of "hot", `rest` spread evenly over 1,500 keys.
+fn hot_and_uniform(hot: u64, rest: u32) -> Sketch {
+    let mut s = Sketch::new(&auto(), 12).expect("valid");
+    s.observe_weighted(b"hot", hot);
+    for i in 0..rest {
+        s.observe(format!("key-{}", i % 1500).as_bytes());
+    }
+    s
 }
 
 #[test]
@@ -237,40 +250,24 @@ fn a_sticky_rebuild_keeps_the_parts_where_they_were() {
     assert!(second.moved_share < 0.1, "{}", second.moved_share);
     check_splits(&second_window, &second.assignment);
     // Now "hot" grows to 45% (6 parts): its 4 old parts stay, two new ones join on other partitions.
-    let mut grown = Sketch::new(&auto(), 12).expect("valid");
-    grown.observe_weighted(b"hot", 9000);
-    for i in 0..11_000u32 {
-        grown.observe(format!("key-{}", i % 1500).as_bytes());
-    }
+    let grown = hot_and_uniform(9000, 11_000);
     let third = grown
         .build("orders", 3, 0, Some(&second.assignment))
         .expect("build");
     let now = parts(&third.assignment);
     assert_eq!(now.len(), 6);
-    let before: Vec<u32> = parts(&second.assignment)
-        .iter()
-        .map(|p| p.partition)
-        .collect();
+    let before = partitions(&second.assignment);
     assert_eq!(
         now[..4].iter().map(|p| p.partition).collect::<Vec<_>>(),
         before
     );
     check_splits(&grown, &third.assignment);
     // And back under the threshold: whole again, on the partition of its first part.
-    let mut shrunk = Sketch::new(&auto(), 12).expect("valid");
-    shrunk.observe_weighted(b"hot", 700);
-    for i in 0..9300u32 {
-        shrunk.observe(format!("key-{}", i % 1500).as_bytes());
-    }
+    let shrunk = hot_and_uniform(700, 9300);
     let fourth = shrunk
         .build("orders", 4, 0, Some(&third.assignment))
         .expect("build");
-    let hot = fourth
-        .assignment
-        .heavy()
-        .iter()
-        .find(|h| h.key == b"hot")
-        .expect("still heavy");
+    let hot = entry(&fourth.assignment, b"hot");
     assert!(!hot.is_split());
     assert_eq!(hot.partition, now[0].partition);
 }
