@@ -386,6 +386,43 @@ mod tests {
 
     use super::*;
 
+    fn settings(extra: &[&str]) -> Result<Settings, String> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let base = ["x", "--bootstrap-servers", "b:9092", "--topic", "t"];
+        let cli = Cli::try_parse_from(base.iter().chain(extra)).map_err(|e| e.to_string())?;
+        Settings::from_args(cli.args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn split_flags_select_the_split_mode() {
+        assert_eq!(settings(&[]).unwrap().dkg.split, SplitKeys::Off);
+        assert_eq!(
+            settings(&["--split-keys", "auto"]).unwrap().dkg.split,
+            SplitKeys::Auto
+        );
+        let path = std::env::temp_dir().join(format!("dkg-allow-{}.txt", std::process::id()));
+        std::fs::write(&path, "hot\nb64:/wA=\n").unwrap();
+        let allow = settings(&["--split-keys-allow", path.to_str().unwrap()]).unwrap();
+        assert_eq!(
+            allow.dkg.split,
+            SplitKeys::Allow([b"hot".to_vec(), b"\xff\x00".to_vec()].into())
+        );
+        let both = settings(&[
+            "--split-keys",
+            "auto",
+            "--split-keys-allow",
+            path.to_str().unwrap(),
+        ]);
+        assert!(both.unwrap_err().contains("cannot be used with"));
+        std::fs::remove_file(&path).unwrap();
+        assert!(settings(&["--split-keys", "sometimes"]).is_err());
+    }
+
     #[test]
     fn allow_lists_take_plain_and_base64_keys_and_reject_bad_lines() {
         let keys =
