@@ -1062,6 +1062,12 @@ impl Sketch {
     /// weight of keys that were heavy in `previous`), and keys heavy in `previous` but not any more whose
     /// new bucket sits elsewhere (weighed by their guaranteed count if the summary still has them).
     ///
+    /// With splitting allowed ([`SplitKeys`]), the keys over the threshold are placed as parts
+    /// ([`lpt_grouped`](crate::lpt::lpt_grouped) / [`lpt_sticky_grouped`](crate::lpt::lpt_sticky_grouped)):
+    /// part `j` of a key split in `previous` prefers that key's part `j` partition there, and a key
+    /// whole before prefers its partition for its first part; a part counts as moved (its load) when
+    /// it ends elsewhere. Without split keys the build is exactly the build without splitting.
+    ///
     /// # Errors
     /// Whatever [`Assignment::new`] rejects (for instance an invalid topic name).
     pub fn build(
