@@ -1063,7 +1063,7 @@ impl Sketch {
     /// new bucket sits elsewhere (weighed by their guaranteed count if the summary still has them).
     ///
     /// With splitting allowed ([`SplitKeys`]), the keys over the threshold are placed as parts
-    /// ([`lpt_grouped`](crate::lpt::lpt_grouped) / [`lpt_sticky_grouped`](crate::lpt::lpt_sticky_grouped)):
+    /// ([`crate::lpt::lpt_grouped`] / [`crate::lpt::lpt_sticky_grouped`]):
     /// part `j` of a key split in `previous` prefers that key's part `j` partition there, and a key
     /// whole before prefers its partition for its first part; a part counts as moved (its load) when
     /// it ends elsewhere. Without split keys the build is exactly the build without splitting.
