@@ -22,6 +22,7 @@ const CONTRACT: &[&str] = &[
     "dkg_sampler_observed_imbalance_ratio",
     "dkg_sampler_predicted_imbalance_ratio",
     "dkg_sampler_heavy_hitters",
+    "dkg_sampler_split_keys",
     "dkg_sampler_heavy_key_share_ratio",
     "dkg_sampler_epoch",
     "dkg_sampler_publishes_total",

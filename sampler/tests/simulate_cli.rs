@@ -59,8 +59,8 @@ fn json_grid_is_complete_and_ordered_by_quality() {
     let rows = json_rows(&[
         "--alpha", "0.8,1.5", "--k", "4,16", "--n", "2000", "--m", "60000", "--seeds", "2",
     ]);
-    // 2 alphas x 2 k x 7 algorithms.
-    assert_eq!(rows.len(), 28);
+    // 2 alphas x 2 k x 8 algorithms.
+    assert_eq!(rows.len(), 32);
     let cells = by_cell(&rows);
     assert_eq!(cells.len(), 4);
     for ((alpha, k), algos) in &cells {
@@ -69,6 +69,7 @@ fn json_grid_is_complete_and_ordered_by_quality() {
             "hash",
             "dkg",
             "dkg-paper",
+            "dkg-split",
             "lpt-learn",
             "lpt-full",
             "bound",
@@ -91,7 +92,20 @@ fn json_grid_is_complete_and_ordered_by_quality() {
             assert_eq!(row["heavy_hitters"].is_null(), !dkg, "{name}");
             assert_eq!(row["theta"].is_null(), !dkg, "{name}");
             assert_eq!(row["mu"].is_null(), !dkg, "{name}");
+            let splits = name == "dkg-split" || name == "pkg";
+            assert_eq!(row["split_keys"].is_null(), !splits, "{name}");
+            assert_eq!(
+                row["split_keys_at_most_fair"].is_null(),
+                name != "dkg-split",
+                "{name}"
+            );
         }
+        // Splitting only ever helps, and only keys above a fair share split.
+        assert!(
+            lambda(get("dkg-split")) <= lambda(get("dkg")) + 1e-9,
+            "{alpha}/{k}: dkg-split worse than dkg"
+        );
+        assert_eq!(get("dkg-split")["split_keys_at_most_fair"], 0);
         let bound = lambda(get("bound"));
         let full = lambda(get("lpt-full"));
         assert!(
@@ -114,6 +128,9 @@ fn json_grid_is_complete_and_ordered_by_quality() {
     let hot = &cells[&("1.5".to_string(), 16)];
     assert!(lambda(&hot["bound"]) > 400.0);
     assert!((lambda(&hot["lpt-full"]) - lambda(&hot["bound"])).abs() < 1e-9);
+    // ... except dkg-split, which spreads the few keys over 1/16.
+    assert!(lambda(&hot["dkg-split"]) < 10.0, "{}", hot["dkg-split"]);
+    assert!(hot["dkg-split"]["split_keys"].as_f64().unwrap() >= 1.0);
 }
 
 #[test]
@@ -199,7 +216,7 @@ fn trace_file_is_one_key_per_line() {
     std::fs::write(&path, text).unwrap();
     let path_arg = path.to_str().unwrap();
     let rows = json_rows(&["--trace", path_arg, "--k", "4,8"]);
-    assert_eq!(rows.len(), 14);
+    assert_eq!(rows.len(), 16);
     for row in &rows {
         assert_eq!(row["source"], path_arg);
         assert!(row["alpha"].is_null());

@@ -21,18 +21,28 @@
 //! all on one partition (which is where LPT puts zero-weight jobs) they are spread round-robin over the
 //! partitions at or below the mean load on a fresh build, and left where they were on a migration-aware
 //! build. Keys never seen while learning then spread like hashed keys, away from dominant keys.
+//!
+//! Also beyond the paper (issue 15): no key grouping beats `max(1, k * p1) - 1`, so a heavy key whose
+//! share exceeds what one partition should carry may be split ([`SplitKeys`], off by default): it
+//! becomes the fewest parts that each stay under the mean load `1/k`, LPT places the parts like the
+//! other jobs but on distinct partitions ([`crate::lpt::lpt_grouped`]), the parts are
+//! re-sized to level their partitions, and the assignment lists the key's partitions with integer
+//! weights (`docs/spec.md` 11.2). A split key gives
+//! up per-key order; every other key keeps strict key grouping.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::assignment::{
     Assignment, AssignmentParts, DEFAULT_LIMITS_DOCUMENT_BYTES, HeavyKey, MAX_ASSIGNMENT_BYTES,
-    MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, Params,
+    MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS,
+    MAX_SPLIT_PARTS, MAX_SPLIT_WEIGHT_SUM, Params, SplitPart,
 };
 use crate::error::{Error, Result};
 use crate::hash::{BucketHash, kafka_partition};
-use crate::lpt::{Schedule, lpt, lpt_sticky_with_slack};
+use crate::lpt::{Schedule, lpt_grouped, lpt_sticky_grouped};
 use crate::space_saving::{Counter, MAX_CAPACITY, SpaceSaving};
 
 /// Default heavy-hitter threshold numerator: `theta = DEFAULT_THETA_PER_PARTITION / k`.
@@ -146,6 +156,216 @@ fn other_fixed_bytes(k: u32) -> u64 {
 /// `rebuilding_on_a_fresh_sample_of_the_same_distribution_moves_little`).
 pub const DEFAULT_MIGRATION_SLACK: f64 = 0.02;
 
+/// How far above a fair share `1/k` a heavy key's estimated share must be before [`SplitKeys`] splits
+/// it: a key is split when `share > (1 + DEFAULT_SPLIT_SLACK) / k`.
+///
+/// Why 2%: a key left whole adds at most its excess over `1/k` to the imbalance, so the slack is the
+/// imbalance splitting tolerates rather than give up a key's order (the grid target is 5%); and the
+/// guaranteed count the share is taken from (`count - error`) underestimates, so sampling noise alone
+/// rarely pushes a key of true share `<= 1/k` over it. Measured in BENCHMARKS.md "Split keys".
+pub const DEFAULT_SPLIT_SLACK: f64 = 0.02;
+
+/// Which heavy keys [`Sketch::build`] may split over several partitions. Default [`SplitKeys::Off`].
+///
+/// Rule (`auto`, and for the listed keys with `allow`): a heavy key whose estimated share of the window
+/// (its guaranteed count over the window's records) exceeds `(1 + DEFAULT_SPLIT_SLACK) / k` becomes
+/// `ceil(share * k)` parts, the fewest that bring each part to at most the mean load `1/k`, capped at
+/// `k` and [`MAX_SPLIT_PARTS`] (above that cap the parts are equal and carry more than `1/k`). LPT
+/// places all but one part as a full mean load and the last as the rest, so the other jobs go around
+/// them; the parts are then re-sized to level the key's partitions (water-filling), and the document
+/// weights follow the parts' loads. Keys at or below the threshold stay whole.
+///
+/// Serde: `"off"`, `"auto"` or `{"allow":["<base64 key>", ...]}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitKeys {
+    /// Never split: strict key grouping for every key (the builds of before splitting, byte for byte).
+    #[default]
+    Off,
+    /// Split any heavy key over the threshold.
+    Auto,
+    /// Split only these keys, and only when over the threshold.
+    Allow(#[serde(with = "keys_b64")] BTreeSet<Vec<u8>>),
+}
+
+impl SplitKeys {
+    /// Whether this is [`SplitKeys::Off`].
+    #[must_use]
+    pub fn is_off(&self) -> bool {
+        matches!(self, SplitKeys::Off)
+    }
+
+    /// Whether `key` may be split (if over the threshold).
+    #[must_use]
+    pub fn allows(&self, key: &[u8]) -> bool {
+        match self {
+            SplitKeys::Off => false,
+            SplitKeys::Auto => true,
+            SplitKeys::Allow(keys) => keys.contains(key),
+        }
+    }
+}
+
+/// The split rule of [`SplitKeys`]: parts for a key of guaranteed weight `weight` in a window of
+/// `window` records over `partitions` partitions; 1 = whole.
+#[must_use]
+pub fn split_parts(weight: u64, window: u64, partitions: u32) -> u32 {
+    if window == 0 || partitions < 2 {
+        return 1;
+    }
+    // share > (1 + slack) / k, i.e. weight * k > (1 + slack) * window.
+    if weight as f64 * f64::from(partitions) <= (1.0 + DEFAULT_SPLIT_SLACK) * window as f64 {
+        return 1;
+    }
+    let fewest = (u128::from(weight) * u128::from(partitions)).div_ceil(u128::from(window));
+    let cap = u128::from(partitions)
+        .min(MAX_SPLIT_PARTS as u128)
+        .min(u128::from(weight));
+    fewest.clamp(1, cap.max(1)) as u32
+}
+
+/// The loads of `parts` parts of a key of weight `weight` in a window of `window` records over
+/// `partitions` partitions: all but the last a full mean load `window / k` and the last the rest, when
+/// `parts` is the uncapped [`split_parts`]; else equal parts (within 1). Full parts reserve whole
+/// partitions for the key, so LPT places the other jobs around them and the remainder part shares a
+/// partition with them; [`SplitLayout::fill`] then levels the key's partitions.
+fn part_loads(weight: u64, parts: u32, window: u64, partitions: u32) -> Vec<u64> {
+    let p = u64::from(parts.max(1));
+    let mean = window / u64::from(partitions.max(1));
+    if p >= 2 && mean > 0 && weight.div_ceil(mean) == p {
+        let mut loads = vec![mean; p as usize - 1];
+        loads.push(weight - mean * (p - 1));
+        return loads;
+    }
+    let (q, r) = (weight / p, weight % p);
+    (0..p).map(|i| q + u64::from(i < r)).collect()
+}
+
+/// Document weights for parts of these loads: integers `>= 1` in proportion to the loads, divided by
+/// their greatest common divisor, summing to at most [`MAX_SPLIT_WEIGHT_SUM`]. Each part's share
+/// `w_i / sum(w)` is within `(1 + 1.5 p * l_i / L) / (S - p / 2)` of `l_i / L` (`p` parts, `S =
+/// MAX_SPLIT_WEIGHT_SUM - 2p`): rounding moves a weight by at most 1, the floor of 1 and the
+/// rounding move the sum by at most `1.5 p`.
+#[must_use]
+pub fn split_weights(loads: &[u64]) -> Vec<u32> {
+    let total: u128 = loads.iter().map(|&l| u128::from(l)).sum();
+    if total == 0 {
+        return vec![1; loads.len()];
+    }
+    let scale = u128::from(
+        MAX_SPLIT_WEIGHT_SUM
+            .saturating_sub(2 * loads.len() as u64)
+            .max(1),
+    );
+    let raw: Vec<u64> = loads
+        .iter()
+        .map(|&l| ((u128::from(l) * scale + total / 2) / total).max(1) as u64)
+        .collect();
+    let divisor = raw.iter().copied().fold(0, gcd).max(1);
+    raw.iter().map(|&w| (w / divisor) as u32).collect()
+}
+
+/// `total` split over bins already holding `others`, so that the fullest bins end as low as possible:
+/// `part_i = max(0, level - others_i)` with the level that makes the parts sum to `total`, in integers
+/// (the remainder one record each to the lowest bins), every part at least 1 (taken from the largest)
+/// when `total >= others.len()`.
+fn water_fill(total: u64, others: &[u64]) -> Vec<u64> {
+    let n = others.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (others[i], i));
+    // The level reaches the `m` lowest bins: (total + their sum) / m <= the next one's load.
+    let (mut m, mut sum) = (0usize, 0u128);
+    for (at, &i) in order.iter().enumerate() {
+        let with = sum + u128::from(others[i]);
+        if at > 0 && (u128::from(total) + sum) <= u128::from(others[i]) * at as u128 {
+            break;
+        }
+        m = at + 1;
+        sum = with;
+    }
+    let level = (u128::from(total) + sum) / m.max(1) as u128;
+    let mut parts = vec![0u64; n];
+    let mut given = 0u64;
+    for &i in &order[..m] {
+        let part = level.saturating_sub(u128::from(others[i])) as u64;
+        parts[i] = part;
+        given += part;
+    }
+    for &i in order[..m]
+        .iter()
+        .cycle()
+        .take(total.saturating_sub(given) as usize)
+    {
+        parts[i] += 1;
+    }
+    // At least 1 record per part (the document's weights are >= 1 anyway), from the largest part.
+    for i in 0..n {
+        if parts[i] == 0 {
+            let (largest, _) = parts
+                .iter()
+                .enumerate()
+                .max_by_key(|&(j, &x)| (x, std::cmp::Reverse(j)))
+                .unwrap_or((i, &0));
+            if parts[largest] > 1 {
+                parts[largest] -= 1;
+                parts[i] = 1;
+            }
+        }
+    }
+    parts
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// `weight` records of a split key spread over its `parts` in proportion to their weights: `(partition,
+/// records)` per part, integer shares rounded down, the remainder (fewer records than parts) one each
+/// to the first parts, so every part is within one record of its exact share (what a weighted round
+/// robin gives over whole periods of `sum(weights)` records).
+pub fn spread(weight: u64, parts: &[SplitPart]) -> impl Iterator<Item = (u32, u64)> + '_ {
+    let sum: u128 = parts
+        .iter()
+        .map(|p| u128::from(p.weight))
+        .sum::<u128>()
+        .max(1);
+    let shares: Vec<u64> = parts
+        .iter()
+        .map(|p| (u128::from(weight) * u128::from(p.weight) / sum) as u64)
+        .collect();
+    let rest = weight.saturating_sub(shares.iter().sum()) as usize;
+    parts
+        .iter()
+        .zip(shares)
+        .enumerate()
+        .map(move |(i, (p, s))| (p.partition, s + u64::from(i < rest)))
+}
+
+/// Serde of the allow-list: base64 strings (keys are arbitrary bytes).
+mod keys_b64 {
+    use std::collections::BTreeSet;
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(
+        keys: &BTreeSet<Vec<u8>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(keys.iter().map(|k| STANDARD.encode(k)))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeSet<Vec<u8>>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|k| STANDARD.decode(k).map_err(D::Error::custom))
+            .collect()
+    }
+}
+
 /// The paper's theta (DEBS 2015 evaluation, also the authors' default).
 pub const PAPER_THETA: f64 = 0.1;
 
@@ -174,6 +394,9 @@ pub struct DkgConfig {
     pub mu: Option<f64>,
     /// The hash mapping keys to buckets. Default `BucketHash::default()` (murmur2, `DEFAULT_BUCKET_SEED`).
     pub bucket_hash: BucketHash,
+    /// Which heavy keys may be split over several partitions ([`SplitKeys`]).
+    #[serde(skip_serializing_if = "SplitKeys::is_off")]
+    pub split: SplitKeys,
 }
 
 impl Default for DkgConfig {
@@ -187,13 +410,14 @@ impl Default for DkgConfig {
     /// 100,000-entry table, about 490 kB of JSON). An explicit mu
     /// ([`DkgConfigBuilder::mu`]) always wins; [`DkgConfig::validate_for`] rejects one whose document
     /// could not be published at all, and [`DkgConfig::fits_default_limits`] tells whether it fits a
-    /// control topic with the broker's default `max.message.bytes`.
+    /// control topic with the broker's default `max.message.bytes`. Splitting is off.
     fn default() -> Self {
         Self {
             theta: None,
             epsilon: None,
             mu: None,
             bucket_hash: BucketHash::default(),
+            split: SplitKeys::Off,
         }
     }
 }
@@ -233,6 +457,13 @@ impl DkgConfigBuilder {
         self
     }
 
+    /// Which heavy keys may be split (see [`SplitKeys`]).
+    #[must_use]
+    pub fn split(mut self, split: SplitKeys) -> Self {
+        self.config.split = split;
+        self
+    }
+
     /// Validate and return the configuration.
     ///
     /// # Errors
@@ -269,6 +500,7 @@ impl DkgConfig {
             epsilon: None,
             mu: Some(PAPER_MU),
             bucket_hash: BucketHash::default(),
+            split: SplitKeys::Off,
         }
     }
 
@@ -394,7 +626,9 @@ impl DkgConfig {
 ///
 /// Serializes as `{"partitions":k,"theta":..,"epsilon":..,"mu":..,"bucket_hash":{..},"summary":{..},
 /// "bucket_weights":[..]}` (the summary as described in [`SpaceSaving`]) so samplers can ship sketches and
-/// merge them; deserialization validates the parameters and the bucket count.
+/// merge them; deserialization validates the parameters and the bucket count. The split setting is
+/// the building instance's policy, not learned state: it is not serialized (a deserialized sketch has
+/// [`SplitKeys::Off`]) and [`Sketch::merge`] keeps `self`'s.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(try_from = "SketchWire")]
 pub struct Sketch {
@@ -405,6 +639,8 @@ pub struct Sketch {
     bucket_hash: BucketHash,
     summary: SpaceSaving,
     bucket_weights: Vec<u64>,
+    #[serde(skip)]
+    split: SplitKeys,
 }
 
 impl fmt::Debug for Sketch {
@@ -416,6 +652,7 @@ impl fmt::Debug for Sketch {
             .field("epsilon", &self.epsilon)
             .field("mu", &self.mu)
             .field("bucket_hash", &self.bucket_hash)
+            .field("split", &self.split)
             .field("buckets", &self.bucket_weights.len())
             .field("total", &self.total())
             .field("summary", &self.summary)
@@ -444,6 +681,7 @@ impl TryFrom<SketchWire> for Sketch {
             epsilon: Some(w.epsilon),
             mu: Some(w.mu),
             bucket_hash: w.bucket_hash,
+            split: SplitKeys::Off,
         };
         config.validate_for(w.partitions)?;
         let expected = config.buckets_for(w.partitions);
@@ -464,6 +702,7 @@ impl TryFrom<SketchWire> for Sketch {
             bucket_hash: w.bucket_hash,
             summary: w.summary,
             bucket_weights: w.bucket_weights,
+            split: SplitKeys::Off,
         })
     }
 }
@@ -479,6 +718,8 @@ pub struct Build {
     pub moved_share: f64,
     /// Number of heavy keys.
     pub heavy_hitters: usize,
+    /// Number of heavy keys split over several partitions (0 unless [`SplitKeys`] allows splitting).
+    pub split_keys: usize,
     /// [`imbalance`] of the predicted load.
     pub predicted_imbalance: f64,
 }
@@ -511,12 +752,146 @@ struct Jobs<'a> {
     buckets: Vec<u64>,
 }
 
-impl Jobs<'_> {
-    fn weights(&self) -> Vec<u64> {
-        self.heavy
+/// How the heavy keys become jobs: heavy key `i`'s first (or only) part is job `i`, the buckets
+/// follow (jobs `h..h + buckets`, so the table is that slice of the placement), then the other parts of
+/// the split keys (key order, then part order). Without split keys the jobs are exactly those of a
+/// build without splitting.
+struct SplitLayout {
+    /// Parts per heavy key (1 = whole).
+    parts: Vec<u32>,
+    /// Job index of heavy key `i`'s part 1 (when it has one).
+    first_extra: Vec<usize>,
+    /// `(heavy key, part >= 1)` of each job after the buckets.
+    extra: Vec<(usize, usize)>,
+    /// Loads of a split key's parts (empty for a whole key).
+    loads: Vec<Vec<u64>>,
+    /// A group per job (the heavy key's index for the parts of a split key), when something is split.
+    groups: Option<Vec<Option<u32>>>,
+}
+
+impl SplitLayout {
+    fn new(jobs: &Jobs<'_>, split: &SplitKeys, window: u64, partitions: u32) -> Self {
+        let (h, nb) = (jobs.heavy.len(), jobs.buckets.len());
+        let parts: Vec<u32> = jobs
+            .heavy
             .iter()
-            .map(Counter::guaranteed)
-            .chain(self.buckets.iter().copied())
+            .map(|c| {
+                if split.allows(c.key) {
+                    split_parts(c.guaranteed(), window, partitions)
+                } else {
+                    1
+                }
+            })
+            .collect();
+        let mut extra = Vec::new();
+        let mut first_extra = vec![0; h];
+        for (i, &p) in parts.iter().enumerate() {
+            first_extra[i] = h + nb + extra.len();
+            extra.extend((1..p as usize).map(|j| (i, j)));
+        }
+        let loads = jobs
+            .heavy
+            .iter()
+            .zip(&parts)
+            .map(|(c, &p)| {
+                if p > 1 {
+                    part_loads(c.guaranteed(), p, window, partitions)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let groups = (!extra.is_empty()).then(|| {
+            let mut groups = vec![None; h + nb + extra.len()];
+            for (i, &p) in parts.iter().enumerate() {
+                if p > 1 {
+                    groups[i] = Some(i as u32);
+                }
+            }
+            for (n, &(i, _)) in extra.iter().enumerate() {
+                groups[h + nb + n] = Some(i as u32);
+            }
+            groups
+        });
+        Self {
+            parts,
+            first_extra,
+            extra,
+            loads,
+            groups,
+        }
+    }
+
+    /// Job weights in job order.
+    fn weights(&self, jobs: &Jobs<'_>) -> Vec<u64> {
+        jobs.heavy
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                self.loads[i]
+                    .first()
+                    .copied()
+                    .unwrap_or_else(|| c.guaranteed())
+            })
+            .chain(jobs.buckets.iter().copied())
+            .chain(self.extra.iter().map(|&(i, j)| self.loads[i][j]))
+            .collect()
+    }
+
+    /// Job index of part `j` of heavy key `i`.
+    fn job(&self, i: usize, j: usize) -> usize {
+        if j == 0 {
+            i
+        } else {
+            self.first_extra[i] + j - 1
+        }
+    }
+
+    /// Re-size the parts of each split key, where LPT put them, so that its partitions end level
+    /// (water-filling): a part on a partition that other jobs filled shrinks, one on an emptier
+    /// partition grows, so jobs LPT put beside the remainder part are shared by all the key's
+    /// partitions instead of overshooting on one. Each part keeps at least 1 record;
+    /// two rounds let keys sharing partitions settle. Updates `loads` and the parts' job `weights`.
+    fn fill(&mut self, placement: &[u32], loads: &mut [u64], weights: &mut [u64]) {
+        for _ in 0..2 {
+            for i in 0..self.parts.len() {
+                let p = self.parts[i] as usize;
+                if p < 2 {
+                    continue;
+                }
+                let jobs: Vec<usize> = (0..p).map(|j| self.job(i, j)).collect();
+                let others: Vec<u64> = jobs
+                    .iter()
+                    .map(|&job| loads[placement[job] as usize].saturating_sub(weights[job]))
+                    .collect();
+                let total: u64 = self.loads[i].iter().sum();
+                let filled = water_fill(total, &others);
+                for ((&job, &new), old) in jobs.iter().zip(&filled).zip(&mut self.loads[i]) {
+                    let l = &mut loads[placement[job] as usize];
+                    *l = l.saturating_sub(weights[job]).saturating_add(new);
+                    weights[job] = new;
+                    *old = new;
+                }
+            }
+        }
+    }
+
+    /// The document parts of heavy key `i` (empty for a whole key), part 0 first.
+    fn parts_of(&self, i: usize, placement: &[u32]) -> Vec<SplitPart> {
+        if self.parts[i] <= 1 {
+            return Vec::new();
+        }
+        let weights = split_weights(&self.loads[i]);
+        (0..self.parts[i] as usize)
+            .zip(weights)
+            .map(|(j, weight)| SplitPart {
+                partition: placement[if j == 0 {
+                    i
+                } else {
+                    self.first_extra[i] + j - 1
+                }],
+                weight,
+            })
             .collect()
     }
 }
@@ -538,6 +913,7 @@ impl Sketch {
             bucket_hash: config.bucket_hash,
             summary: SpaceSaving::with_epsilon(epsilon)?,
             bucket_weights: vec![0; config.buckets_for(partitions) as usize],
+            split: config.split.clone(),
         })
     }
 
@@ -600,6 +976,12 @@ impl Sketch {
     #[must_use]
     pub fn bucket_hash(&self) -> BucketHash {
         self.bucket_hash
+    }
+
+    /// Which heavy keys [`Sketch::build`] may split.
+    #[must_use]
+    pub fn split(&self) -> &SplitKeys {
+        &self.split
     }
 
     /// The SpaceSaving summary.
@@ -680,6 +1062,12 @@ impl Sketch {
     /// weight of keys that were heavy in `previous`), and keys heavy in `previous` but not any more whose
     /// new bucket sits elsewhere (weighed by their guaranteed count if the summary still has them).
     ///
+    /// With splitting allowed ([`SplitKeys`]), the keys over the threshold are placed as parts
+    /// ([`crate::lpt::lpt_grouped`] / [`crate::lpt::lpt_sticky_grouped`]):
+    /// part `j` of a key split in `previous` prefers that key's part `j` partition there, and a key
+    /// whole before prefers its partition for its first part; a part counts as moved (its load) when
+    /// it ends elsewhere. Without split keys the build is exactly the build without splitting.
+    ///
     /// # Errors
     /// Whatever [`Assignment::new`] rejects (for instance an invalid topic name).
     pub fn build(
@@ -690,25 +1078,42 @@ impl Sketch {
         previous: Option<&Assignment>,
     ) -> Result<Build> {
         let jobs = self.jobs();
-        let weights = jobs.weights();
-        let h = jobs.heavy.len();
         let k = self.partitions;
+        let h = jobs.heavy.len();
+        let nb = jobs.buckets.len();
+        let mut layout = SplitLayout::new(&jobs, &self.split, self.total(), k);
+        let weights = layout.weights(&jobs);
         let sticky_base = previous.filter(|p| self.same_shape(p));
+        let groups = layout.groups.as_deref();
 
-        let mut schedule: Schedule = match sticky_base {
-            Some(prev) => {
-                let placements: Vec<Option<u32>> = jobs
-                    .heavy
-                    .iter()
-                    .map(|c| Some(prev.partition_for(c.key)))
-                    .chain(prev.table().iter().map(|&p| Some(p)))
-                    .collect();
+        let previous_placement: Option<Vec<Option<u32>>> = sticky_base.map(|prev| {
+            // Part j of a key prefers the partition of its part j before; a key's first part (a whole
+            // key) its partition before (its bucket's if it was not heavy). `split_of` takes no pick.
+            let before = |key: &[u8], j: usize| match prev.split_of(key) {
+                Some(parts) => parts.get(j).map(|p| p.partition),
+                None if j == 0 => Some(prev.partition_for(key)),
+                None => None,
+            };
+            jobs.heavy
+                .iter()
+                .map(|c| before(c.key, 0))
+                .chain(prev.table().iter().map(|&p| Some(p)))
+                .chain(
+                    layout
+                        .extra
+                        .iter()
+                        .map(|&(i, j)| before(jobs.heavy[i].key, j)),
+                )
+                .collect()
+        });
+        let mut schedule: Schedule = match &previous_placement {
+            Some(placements) => {
                 // Slack relative to the mean job load per partition (see DEFAULT_MIGRATION_SLACK).
                 let mean = weights.iter().sum::<u64>() / u64::from(k.max(1));
                 let slack = (mean as f64 * DEFAULT_MIGRATION_SLACK) as u64;
-                lpt_sticky_with_slack(&weights, &placements, k, slack)?.schedule
+                lpt_sticky_grouped(&weights, placements, groups, k, slack)?.schedule
             }
-            None => lpt(&weights, k)?,
+            None => lpt_grouped(&weights, groups, k)?,
         };
         // Zero-weight buckets: no evidence, no load. Leave them where they were, or spread them round-robin
         // over the partitions at or below the mean load: keys first seen after the window then avoid the
@@ -735,32 +1140,42 @@ impl Sketch {
             }
         }
 
-        let table = schedule.placement[h..].to_vec();
-        let moved_share = match sticky_base {
-            Some(prev) => {
+        let mut weights = weights;
+        layout.fill(&schedule.placement, &mut schedule.loads, &mut weights);
+        let table = schedule.placement[h..h + nb].to_vec();
+        let moved_share = match (sticky_base, &previous_placement) {
+            (Some(prev), Some(placements)) => {
                 let total = schedule.total();
                 if total == 0 {
                     0.0
                 } else {
-                    self.moved_weight(&jobs, &schedule.placement, &table, prev) as f64
+                    self.moved_weight(
+                        &jobs,
+                        &weights,
+                        &schedule.placement,
+                        placements,
+                        &table,
+                        prev,
+                    ) as f64
                         / total as f64
                 }
             }
-            None if previous.is_some() => 1.0,
-            None => 0.0,
+            _ if previous.is_some() => 1.0,
+            _ => 0.0,
         };
 
         let heavy: Vec<HeavyKey> = jobs
             .heavy
             .iter()
-            .zip(&schedule.placement)
-            .map(|(c, &partition)| HeavyKey {
+            .enumerate()
+            .map(|(i, c)| HeavyKey {
                 key: c.key.to_vec(),
-                partition,
+                partition: schedule.placement[i],
                 weight: c.guaranteed(),
-                split: Vec::new(),
+                split: layout.parts_of(i, &schedule.placement),
             })
             .collect();
+        let split_keys = heavy.iter().filter(|hk| hk.is_split()).count();
         let predicted_load = shares(&schedule.loads);
         let predicted_imbalance = imbalance(&predicted_load);
         let assignment = Assignment::new(AssignmentParts {
@@ -783,6 +1198,7 @@ impl Sketch {
             assignment,
             moved_share,
             heavy_hitters: h,
+            split_keys,
             predicted_imbalance,
         })
     }
@@ -791,8 +1207,8 @@ impl Sketch {
     /// bucket hash differ from this sketch's (the bucket counters then say nothing about its table).
     ///
     /// Every monitored key of the summary is placed by `assignment.partition_for` with its guaranteed count
-    /// (heavy keys of this window and of the assignment alike); the rest of each bucket's mass goes to
-    /// `assignment.table()[b]`. The vector has one entry per partition of `assignment`.
+    /// (heavy keys of this window and of the assignment alike), a split key's count spread over its parts
+    /// by their weights; the rest of each bucket's mass goes to `assignment.table()[b]`. The vector has one entry per partition of `assignment`.
     #[must_use]
     pub fn predict(&self, assignment: &Assignment) -> Option<Vec<f64>> {
         if assignment.buckets() as usize != self.bucket_weights.len()
@@ -806,8 +1222,17 @@ impl Sketch {
             let g = c.guaranteed();
             let b = self.bucket_of(c.key) as usize;
             rest[b] = rest[b].saturating_sub(g);
-            let p = assignment.partition_for(c.key) as usize;
-            loads[p] = loads[p].saturating_add(g);
+            match assignment.split_of(c.key) {
+                Some(parts) => {
+                    for (p, w) in spread(g, parts) {
+                        loads[p as usize] = loads[p as usize].saturating_add(w);
+                    }
+                }
+                None => {
+                    let p = assignment.partition_for(c.key) as usize;
+                    loads[p] = loads[p].saturating_add(g);
+                }
+            }
         }
         for (b, &w) in rest.iter().enumerate() {
             let p = assignment.table()[b] as usize;
@@ -888,18 +1313,22 @@ impl Sketch {
         Jobs { heavy, buckets }
     }
 
-    /// Job weight that changes partition between `prev` (same shape) and the new placement.
+    /// Job weight that changes partition between `prev` (same shape) and the new placement: heavy keys
+    /// and parts whose partition differs from the one they preferred (`previous`), ...
     fn moved_weight(
         &self,
         jobs: &Jobs<'_>,
+        weights: &[u64],
         placement: &[u32],
+        previous: &[Option<u32>],
         table: &[u32],
         prev: &Assignment,
     ) -> u64 {
+        let (h, nb) = (jobs.heavy.len(), jobs.buckets.len());
         let mut moved = 0u64;
-        for (c, &p) in jobs.heavy.iter().zip(placement) {
-            if prev.partition_for(c.key) != p {
-                moved = moved.saturating_add(c.guaranteed());
+        for j in (0..h).chain(h + nb..placement.len()) {
+            if previous[j].is_some_and(|q| q != placement[j]) {
+                moved = moved.saturating_add(weights[j]);
             }
         }
         // Keys heavy before but not now: they leave their pinned partition for their bucket's.

@@ -49,13 +49,16 @@ pub use assignment::{
     SplitPart,
 };
 pub use dkg::{
-    Build, DEFAULT_MU, DEFAULT_MU_FLOOR, DkgConfig, DkgConfigBuilder, Sketch, default_mu,
-    default_theta, imbalance,
+    Build, DEFAULT_MU, DEFAULT_MU_FLOOR, DEFAULT_SPLIT_SLACK, DkgConfig, DkgConfigBuilder, Sketch,
+    SplitKeys, default_mu, default_theta, imbalance, split_parts, split_weights, spread,
 };
 pub use error::{Error, Result};
 pub use hash::{
     BucketHash, DEFAULT_BUCKET_SEED, KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded,
     to_positive,
 };
-pub use lpt::{Schedule, StickySchedule, lpt, lpt_sticky, lpt_sticky_with_slack};
+pub use lpt::{
+    Groups, Schedule, StickySchedule, lpt, lpt_grouped, lpt_sticky, lpt_sticky_grouped,
+    lpt_sticky_with_slack,
+};
 pub use space_saving::{Counter, SpaceSaving};

@@ -11,6 +11,10 @@
 //!
 //! Ties are deterministic so every process computes the same schedule: equal weights go in job-index order,
 //! equal loads go to the lowest partition index. Loads saturate at `u64::MAX`.
+//!
+//! Grouped variants ([`lpt_grouped`], [`lpt_sticky_grouped`]) take a group per job: jobs of one group
+//! (the parts of one split key) go to distinct partitions, each to the least-loaded partition its group
+//! does not use yet. Without groups they are the plain functions.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -51,6 +55,62 @@ pub struct StickySchedule {
     pub moved_jobs: usize,
 }
 
+/// Jobs of one group must sit on distinct partitions: `groups[job]` is the job's group, `None` for a
+/// free job.
+pub type Groups<'a> = Option<&'a [Option<u32>]>;
+
+/// The partitions each group uses so far (only groups with a placed job have an entry).
+#[derive(Default)]
+struct Used {
+    by_group: std::collections::HashMap<u32, Vec<u32>>,
+}
+
+impl Used {
+    fn holds(&self, group: Option<u32>, p: u32) -> bool {
+        group.is_some_and(|g| self.by_group.get(&g).is_some_and(|ps| ps.contains(&p)))
+    }
+
+    fn add(&mut self, group: Option<u32>, p: u32) {
+        if let Some(g) = group {
+            self.by_group.entry(g).or_default().push(p);
+        }
+    }
+
+    fn remove(&mut self, group: Option<u32>, p: u32) {
+        if let Some(ps) = group.and_then(|g| self.by_group.get_mut(&g)) {
+            ps.retain(|&q| q != p);
+        }
+    }
+}
+
+fn group_of(groups: Groups<'_>, job: u32) -> Option<u32> {
+    groups.and_then(|g| g.get(job as usize).copied().flatten())
+}
+
+/// Groups must have one entry per job and no group more jobs than partitions (else distinct
+/// partitions are impossible).
+fn check_groups(groups: Groups<'_>, jobs: usize, partitions: u32) -> Result<()> {
+    let Some(groups) = groups else { return Ok(()) };
+    if groups.len() != jobs {
+        return Err(Error::InvalidConfig {
+            field: "groups",
+            reason: format!("has {} entries for {jobs} jobs", groups.len()),
+        });
+    }
+    let mut sizes: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for g in groups.iter().flatten() {
+        let n = sizes.entry(*g).or_default();
+        *n += 1;
+        if *n > u64::from(partitions) {
+            return Err(Error::InvalidConfig {
+                field: "groups",
+                reason: format!("group {g} has more jobs than the {partitions} partitions"),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn check_input(jobs: usize, partitions: u32) -> Result<()> {
     if partitions == 0 {
         return Err(Error::InvalidConfig {
@@ -73,21 +133,49 @@ fn lpt_order(weights: &[u64], jobs: &mut [u32]) {
     jobs.sort_unstable_by_key(|&j| (Reverse(weights[j as usize]), j));
 }
 
-/// Place `jobs` (already in LPT order) on the least-loaded partition each, updating `loads`.
-fn place_greedy(weights: &[u64], jobs: &[u32], loads: &mut [u64], placement: &mut [u32]) {
+/// Place `jobs` (already in LPT order) on the least-loaded partition each (for a grouped job: the
+/// least-loaded one its group does not use yet), updating `loads`.
+fn place_greedy(
+    weights: &[u64],
+    jobs: &[u32],
+    loads: &mut [u64],
+    placement: &mut [u32],
+    groups: Groups<'_>,
+    used: &mut Used,
+) {
     // Min-heap on (load, partition): the lowest index wins ties.
     let mut heap: BinaryHeap<Reverse<(u64, u32)>> = loads
         .iter()
         .enumerate()
         .map(|(p, &l)| Reverse((l, p as u32)))
         .collect();
+    let mut skipped = Vec::new();
     for &j in jobs {
-        if let Some(Reverse((load, p))) = heap.pop() {
+        let group = group_of(groups, j);
+        // At most the group's other jobs are skipped (fewer than the partitions: `check_groups`).
+        let mut chosen = None;
+        while let Some(Reverse((load, p))) = heap.pop() {
+            if used.holds(group, p) {
+                skipped.push(Reverse((load, p)));
+            } else {
+                chosen = Some((load, p));
+                break;
+            }
+        }
+        // Unreachable after `check_groups`; placing the job anyway keeps every job placed.
+        let chosen = chosen.or_else(|| skipped.first().map(|&Reverse(x)| x));
+        if let Some((load, p)) = chosen {
             let load = load.saturating_add(weights[j as usize]);
             loads[p as usize] = load;
             placement[j as usize] = p;
+            used.add(group, p);
             heap.push(Reverse((load, p)));
         }
+        heap.extend(
+            skipped
+                .drain(..)
+                .filter(|&Reverse((_, q))| Some(q) != chosen.map(|c| c.1)),
+        );
     }
 }
 
@@ -97,12 +185,30 @@ fn place_greedy(weights: &[u64], jobs: &[u32], loads: &mut [u64], placement: &mu
 /// # Errors
 /// [`Error::InvalidConfig`] if `partitions == 0` (or there are more than `u32::MAX` jobs).
 pub fn lpt(weights: &[u64], partitions: u32) -> Result<Schedule> {
+    lpt_grouped(weights, None, partitions)
+}
+
+/// [`lpt`] where the jobs of one group (`groups[job]`, `None` = no group) go to distinct partitions:
+/// each job to the least-loaded partition its group does not use yet. `None` for `groups` is [`lpt`].
+///
+/// # Errors
+/// As [`lpt`]; also [`Error::InvalidConfig`] if `groups` has another length than `weights` or a
+/// group has more jobs than there are partitions.
+pub fn lpt_grouped(weights: &[u64], groups: Groups<'_>, partitions: u32) -> Result<Schedule> {
     check_input(weights.len(), partitions)?;
+    check_groups(groups, weights.len(), partitions)?;
     let mut jobs: Vec<u32> = (0..weights.len() as u32).collect();
     lpt_order(weights, &mut jobs);
     let mut loads = vec![0u64; partitions as usize];
     let mut placement = vec![0u32; weights.len()];
-    place_greedy(weights, &jobs, &mut loads, &mut placement);
+    place_greedy(
+        weights,
+        &jobs,
+        &mut loads,
+        &mut placement,
+        groups,
+        &mut Used::default(),
+    );
     Ok(Schedule { placement, loads })
 }
 
@@ -171,14 +277,31 @@ pub fn lpt_sticky_with_slack(
     partitions: u32,
     slack: u64,
 ) -> Result<StickySchedule> {
+    lpt_sticky_grouped(weights, previous, None, partitions, slack)
+}
+
+/// [`lpt_sticky_with_slack`] with groups as in [`lpt_grouped`]: the jobs of one group end on distinct
+/// partitions. A grouped job whose previous partition another job of its group keeps (an earlier job
+/// index wins) is placed like a new job.
+///
+/// # Errors
+/// As [`lpt_sticky`] and [`lpt_grouped`].
+pub fn lpt_sticky_grouped(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    groups: Groups<'_>,
+    partitions: u32,
+    slack: u64,
+) -> Result<StickySchedule> {
     check_input(weights.len(), partitions)?;
+    check_groups(groups, weights.len(), partitions)?;
     if previous.len() != weights.len() {
         return Err(Error::InvalidConfig {
             field: "previous",
             reason: format!("has {} entries for {} jobs", previous.len(), weights.len()),
         });
     }
-    let fresh = lpt(weights, partitions)?;
+    let fresh = lpt_grouped(weights, groups, partitions)?;
     let target = fresh.max_load().saturating_add(slack);
     let total = fresh.total();
     let mean = total.div_ceil(u64::from(partitions));
@@ -201,7 +324,7 @@ pub fn lpt_sticky_with_slack(
             continue;
         }
         last_threshold = Some(threshold);
-        let attempt = sticky_attempt(weights, previous, partitions, threshold);
+        let attempt = sticky_attempt(weights, previous, groups, partitions, threshold);
         if attempt.max_load() <= target {
             chosen = Some(attempt);
             break;
@@ -221,7 +344,7 @@ pub fn lpt_sticky_with_slack(
     let (schedule, moved_weight, moved_jobs) = match best {
         Some(b) => b,
         // Unreachable: the candidate list always holds the fresh schedule.
-        None => (lpt(weights, partitions)?, 0, 0),
+        None => (lpt_grouped(weights, groups, partitions)?, 0, 0),
     };
     Ok(StickySchedule {
         schedule,
@@ -236,6 +359,7 @@ pub fn lpt_sticky_with_slack(
 fn sticky_attempt(
     weights: &[u64],
     previous: &[Option<u32>],
+    groups: Groups<'_>,
     partitions: u32,
     threshold: u64,
 ) -> Schedule {
@@ -244,12 +368,15 @@ fn sticky_attempt(
     let mut placement = vec![0u32; weights.len()];
     let mut on_partition: Vec<Vec<u32>> = vec![Vec::new(); k];
     let mut pool: Vec<u32> = Vec::new();
+    let mut used = Used::default();
     for (j, prev) in previous.iter().enumerate() {
+        let group = group_of(groups, j as u32);
         match *prev {
-            Some(p) if p < partitions => {
+            Some(p) if p < partitions && !used.holds(group, p) => {
                 loads[p as usize] = loads[p as usize].saturating_add(weights[j]);
                 placement[j] = p;
                 on_partition[p as usize].push(j as u32);
+                used.add(group, p);
             }
             _ => pool.push(j as u32),
         }
@@ -276,12 +403,20 @@ fn sticky_attempt(
             };
             let Some(j) = removed else { break };
             loads[p] -= weights[j as usize];
+            used.remove(group_of(groups, j), p as u32);
             pool.push(j);
         }
     }
 
     lpt_order(weights, &mut pool);
-    place_greedy(weights, &pool, &mut loads, &mut placement);
+    place_greedy(
+        weights,
+        &pool,
+        &mut loads,
+        &mut placement,
+        groups,
+        &mut used,
+    );
     Schedule { placement, loads }
 }
 
@@ -508,5 +643,93 @@ mod tests {
         let s = lpt_sticky(&w, &prev, 2).unwrap();
         assert_eq!(s.schedule, lpt(&w, 2).unwrap());
         assert_eq!((s.moved_jobs, s.moved_weight), (1, 3));
+    }
+
+    fn distinct_per_group(groups: &[Option<u32>], placement: &[u32]) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        groups
+            .iter()
+            .zip(placement)
+            .all(|(g, &p)| g.is_none_or(|g| seen.insert((g, p))))
+    }
+
+    #[test]
+    fn grouped_jobs_go_to_distinct_partitions() {
+        // Plain LPT stacks the two 4s on partition 1 (10 | 4, 4, 3).
+        let w = [10, 4, 4, 3];
+        let plain = lpt(&w, 2).unwrap();
+        assert_eq!(plain.placement, vec![0, 1, 1, 1]);
+        // Jobs 1 and 2 (the 4s) in one group: the second may not join the first on partition 1.
+        let groups = [None, Some(7), Some(7), None];
+        let s = lpt_grouped(&w, Some(&groups), 2).unwrap();
+        assert_eq!(s.placement, vec![0, 1, 0, 1]);
+        assert_eq!(s.loads, vec![14, 7]);
+        assert!(distinct_per_group(&groups, &s.placement));
+        // No groups at all is plain LPT.
+        assert_eq!(lpt_grouped(&w, None, 2).unwrap(), plain);
+        assert_eq!(lpt_grouped(&w, Some(&[None; 4]), 2).unwrap(), plain);
+    }
+
+    #[test]
+    fn a_group_larger_than_the_partition_count_is_an_error() {
+        let groups = [Some(0), Some(0), Some(0)];
+        assert!(matches!(
+            lpt_grouped(&[1, 1, 1], Some(&groups), 2),
+            Err(Error::InvalidConfig {
+                field: "groups",
+                ..
+            })
+        ));
+        assert!(matches!(
+            lpt_grouped(&[1, 1], Some(&groups), 2),
+            Err(Error::InvalidConfig {
+                field: "groups",
+                ..
+            })
+        ));
+        assert!(lpt_grouped(&[1, 1, 1], Some(&groups), 3).is_ok());
+    }
+
+    #[test]
+    fn sticky_grouped_keeps_parts_and_never_stacks_them() {
+        // A split key (group 0) on partitions 0 and 1, kept; two parts named on one partition: the
+        // second is placed anew, elsewhere.
+        let w = [5, 5, 5, 3, 3];
+        let groups = [Some(0), Some(0), Some(0), None, None];
+        let prev = [Some(0), Some(1), Some(1), Some(2), Some(2)];
+        let s = lpt_sticky_grouped(&w, &prev, Some(&groups), 3, 0).unwrap();
+        assert!(distinct_per_group(&groups, &s.schedule.placement));
+        assert_eq!(s.schedule.placement[0], 0);
+        assert_eq!(s.schedule.placement[1], 1);
+        assert_eq!(s.schedule.placement[2], 2);
+        assert_eq!(s.schedule.max_load(), 8);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn grouped_schedules_keep_groups_apart_and_every_job_placed(
+            weights in proptest::collection::vec(0_u64..1000, 1..60),
+            group_of in proptest::collection::vec(proptest::option::of(0_u32..4), 60),
+            previous in proptest::collection::vec(proptest::option::of(0_u32..9), 60),
+            k in 1_u32..9,
+        ) {
+            let n = weights.len();
+            // Cap each group at k jobs (the precondition) by dropping the excess from it.
+            let mut size = std::collections::HashMap::new();
+            let groups: Vec<Option<u32>> = group_of[..n].iter().map(|g| g.filter(|g| {
+                let s = size.entry(*g).or_insert(0_u32);
+                *s += 1;
+                *s <= k
+            })).collect();
+            let fresh = lpt_grouped(&weights, Some(&groups), k).unwrap();
+            proptest::prop_assert!(distinct_per_group(&groups, &fresh.placement));
+            proptest::prop_assert!(fresh.placement.iter().all(|&p| p < k));
+            proptest::prop_assert_eq!(fresh.total(), weights.iter().sum::<u64>());
+            let sticky = lpt_sticky_grouped(&weights, &previous[..n], Some(&groups), k, 0).unwrap();
+            proptest::prop_assert!(distinct_per_group(&groups, &sticky.schedule.placement));
+            proptest::prop_assert!(sticky.schedule.max_load() <= fresh.max_load());
+            proptest::prop_assert_eq!(sticky.schedule.total(), fresh.total());
+        }
     }
 }

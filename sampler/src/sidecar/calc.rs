@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use dkg_partitioner::assignment::Assignment;
 use dkg_partitioner::dkg::{Sketch, imbalance};
 
+use super::metrics::key_label;
+
 use super::decide::Current;
 
 /// The partitions a member reports on: its own, or every partition for a standalone instance that has
@@ -130,6 +132,22 @@ pub(super) fn key_grouping_bound(window: &Sketch, k: u32) -> f64 {
     (f64::from(k) * p1).max(1.0) - 1.0
 }
 
+/// The split keys of `a` for a log line: `none`, or each key (as a metrics label: printable, bounded)
+/// with its part count, e.g. `hot/4,user-7/2`.
+pub(super) fn split_keys_shown(a: &Assignment) -> String {
+    let shown: Vec<String> = a
+        .heavy()
+        .iter()
+        .filter(|hk| hk.is_split())
+        .map(|hk| format!("{}/{}", key_label(&hk.key), hk.split.len()))
+        .collect();
+    if shown.is_empty() {
+        "none".to_owned()
+    } else {
+        shown.join(",")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -246,5 +264,28 @@ mod tests {
         let empty = sketch(4, &[]);
         assert!(top_key_shares(&empty, 3).is_empty());
         assert_eq!(key_grouping_bound(&empty, 4), 0.0);
+    }
+
+    #[test]
+    fn split_keys_are_shown_with_their_part_counts() {
+        use dkg_partitioner::dkg::SplitKeys;
+        let config = DkgConfig::builder()
+            .mu(2.0)
+            .split(SplitKeys::Auto)
+            .build()
+            .unwrap();
+        let mut s = Sketch::new(&config, 4).unwrap();
+        s.observe_weighted(b"\xffhot", 600);
+        for i in 0..400u32 {
+            s.observe(format!("k{i}").as_bytes());
+        }
+        let a = s.build("t", 1, 0, None).unwrap().assignment;
+        // 60% of 4 partitions: 2.4 fair shares -> 3 parts.
+        assert_eq!(split_keys_shown(&a), "\\xffhot/3");
+        let whole = Sketch::new(&DkgConfig::paper(), 4)
+            .unwrap()
+            .build("t", 1, 0, None)
+            .unwrap();
+        assert_eq!(split_keys_shown(&whole.assignment), "none");
     }
 }

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use super::calc::{
     current_state, decay_window_shares, key_grouping_bound, next_epoch, owned_partitions,
-    partition_rates, top_key_shares, uncovered,
+    partition_rates, split_keys_shown, top_key_shares, uncovered,
 };
 use super::cluster::{self, MergedView, Peers, ShippedSketch, Shipper};
 use super::decide::{self, Current, Decision, PublishReason, Situation};
@@ -571,8 +571,9 @@ impl<'a> Driver<'a> {
             .map(|_: Option<()>| Tick::Continue);
         }
         let assignment = Arc::new(build.assignment);
+        let split = split_keys_shown(&assignment);
         if self.s.args.dry_run {
-            tracing::info!(topic = %topic, epoch, moved = build.moved_share, "dry run: would publish ({reason})");
+            tracing::info!(topic = %topic, epoch, moved = build.moved_share, split_keys = %split, "dry run: would publish ({reason})");
             self.dry_current = Some(Arc::clone(&assignment));
         } else {
             let failure = match self
@@ -586,6 +587,7 @@ impl<'a> Driver<'a> {
                         topic = %topic,
                         epoch,
                         heavy_hitters = build.heavy_hitters,
+                        split_keys = %split,
                         moved_share = build.moved_share,
                         predicted_imbalance = fresh_imbalance,
                         "published a new assignment ({reason})"
@@ -611,6 +613,9 @@ impl<'a> Driver<'a> {
         m.moved_share
             .with_label_values(&[topic])
             .set(build.moved_share);
+        m.split_keys
+            .with_label_values(&[topic])
+            .set(build.split_keys as f64);
         m.epoch.with_label_values(&[topic]).set(epoch as f64);
         self.serve_assignment(Some(&assignment));
         let publishes = self.publishes;

@@ -28,6 +28,8 @@ pub struct SamplerMetrics {
     pub heavy_hitters: GaugeVec,
     /// dkg_sampler_heavy_key_share_ratio{topic,rank,key}
     pub heavy_key_share: GaugeVec,
+    /// dkg_sampler_split_keys{topic}
+    pub split_keys: GaugeVec,
     /// dkg_sampler_epoch{topic}
     pub epoch: GaugeVec,
     /// dkg_sampler_publishes_total{topic}
@@ -104,6 +106,13 @@ impl SamplerMetrics {
                 r,
                 "dkg_sampler_heavy_hitters",
                 "Heavy hitters in the fresh assignment built on the window.",
+                &["topic"],
+            )?,
+            split_keys: gauge(
+                r,
+                "dkg_sampler_split_keys",
+                "Heavy keys split over several partitions in the last published (or, with --dry-run, \
+                 served) assignment (--split-keys).",
                 &["topic"],
             )?,
             heavy_key_share: gauge(
@@ -207,6 +216,7 @@ impl SamplerMetrics {
         self.observed_imbalance.reset();
         self.predicted_imbalance.reset();
         self.heavy_hitters.reset();
+        self.split_keys.reset();
         self.heavy_key_share.reset();
         self.bound.reset();
     }
@@ -283,6 +293,7 @@ mod tests {
             .with_label_values(&["orders", "hash"])
             .set(0.2);
         m.heavy_hitters.with_label_values(&["orders"]).set(3.0);
+        m.split_keys.with_label_values(&["orders"]).set(1.0);
         m.set_top_keys(&[(b"k1".to_vec(), 0.3)]);
         m.moved_share.with_label_values(&["orders"]).set(0.0);
         m.bound.with_label_values(&["orders"]).set(0.0);
@@ -293,6 +304,7 @@ mod tests {
             "dkg_sampler_observed_imbalance_ratio",
             "dkg_sampler_predicted_imbalance_ratio",
             "dkg_sampler_heavy_hitters",
+            "dkg_sampler_split_keys",
             "dkg_sampler_heavy_key_share_ratio",
             "dkg_sampler_epoch",
             "dkg_sampler_publishes_total",

@@ -1,10 +1,13 @@
 //! The sidecar's flags ([`Args`]) and their validation into [`Settings`]: every range is checked before
 //! anything connects, so a bad flag is a clear error naming it, never a retry loop.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dkg_partitioner::dkg::DkgConfig;
+use base64::Engine as _;
+use dkg_partitioner::dkg::{DkgConfig, SplitKeys};
 use dkg_partitioner::hash::BucketHash;
 use rdkafka::config::ClientConfig;
 
@@ -100,6 +103,26 @@ pub struct Args {
     #[arg(long, env = "DKG_MU")]
     pub mu: Option<f64>,
 
+    /// Split the few heavy keys that no partition can hold: `off` keeps strict key grouping for every
+    /// key; `auto` spreads a heavy key whose share of the window exceeds (1 + 0.02) / k over the fewest
+    /// partitions that each stay under the mean load (it gives up per-key order; its records go out
+    /// by weighted round robin). Documents with split keys are format version 2: every producer and
+    /// consumer of the topic must read it (older readers keep their last good assignment).
+    #[arg(long, env = "DKG_SPLIT_KEYS", value_enum, default_value_t = SplitMode::Off)]
+    pub split_keys: SplitMode,
+
+    /// Split only the keys listed in this file (same rule as `auto`): one key per line (the line's
+    /// bytes without the line end); `b64:` starts a base64-encoded key (binary keys, or keys that
+    /// start with `#`, `b64:` or contain a line end); empty lines and lines starting with `#` are
+    /// ignored. Not combinable with --split-keys.
+    #[arg(
+        long,
+        env = "DKG_SPLIT_KEYS_ALLOW",
+        value_name = "FILE",
+        conflicts_with = "split_keys"
+    )]
+    pub split_keys_allow: Option<PathBuf>,
+
     /// Seed of the bucket hash (murmur2) [default: the library's].
     #[arg(long, env = "DKG_BUCKET_SEED")]
     pub bucket_seed: Option<u32>,
@@ -138,6 +161,48 @@ pub struct Args {
     /// Cap of the exponential backoff while the broker is unreachable or the topic missing.
     #[arg(long, env = "DKG_MAX_BACKOFF_SECS", default_value_t = 30.0)]
     pub max_backoff_secs: f64,
+}
+
+/// `--split-keys`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SplitMode {
+    /// Strict key grouping for every key.
+    Off,
+    /// Split any heavy key over (1 + 0.02) / k of the window.
+    Auto,
+}
+
+/// The keys of a `--split-keys-allow` file (see [`Args::split_keys_allow`]).
+pub fn read_allow_list(path: &Path) -> Result<BTreeSet<Vec<u8>>, RunError> {
+    let text = std::fs::read(path).map_err(|e| {
+        invalid(
+            "split-keys-allow",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
+    parse_allow_list(&text)
+        .map_err(|reason| invalid("split-keys-allow", format!("{}: {reason}", path.display())))
+}
+
+fn parse_allow_list(text: &[u8]) -> Result<BTreeSet<Vec<u8>>, String> {
+    let mut keys = BTreeSet::new();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let key = match line.strip_prefix(b"b64:") {
+            Some(encoded) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|e| format!("line {}: invalid base64 after b64: ({e})", i + 1))?,
+            None => line.to_vec(),
+        };
+        keys.insert(key);
+    }
+    if keys.is_empty() {
+        return Err("no keys (one key per line; # starts a comment line)".into());
+    }
+    Ok(keys)
 }
 
 /// Validated settings.
@@ -241,6 +306,11 @@ impl Settings {
         if let Some(seed) = args.bucket_seed {
             builder = builder.bucket_hash(BucketHash::Murmur2 { seed });
         }
+        builder = builder.split(match (&args.split_keys_allow, args.split_keys) {
+            (Some(path), _) => SplitKeys::Allow(read_allow_list(path)?),
+            (None, SplitMode::Auto) => SplitKeys::Auto,
+            (None, SplitMode::Off) => SplitKeys::Off,
+        });
         let dkg = builder
             .build()
             .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?;
@@ -308,4 +378,70 @@ fn default_member_id() -> String {
         .map_or(0, |d| d.subsec_nanos()))
         ^ std::process::id().rotate_left(16);
     format!("{host}-{}-{:04x}", std::process::id(), nonce & 0xffff)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn settings(extra: &[&str]) -> Result<Settings, String> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let base = ["x", "--bootstrap-servers", "b:9092", "--topic", "t"];
+        let cli = Cli::try_parse_from(base.iter().chain(extra)).map_err(|e| e.to_string())?;
+        Settings::from_args(cli.args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn split_flags_select_the_split_mode() {
+        assert_eq!(settings(&[]).unwrap().dkg.split, SplitKeys::Off);
+        assert_eq!(
+            settings(&["--split-keys", "auto"]).unwrap().dkg.split,
+            SplitKeys::Auto
+        );
+        let path = std::env::temp_dir().join(format!("dkg-allow-{}.txt", std::process::id()));
+        std::fs::write(&path, "hot\nb64:/wA=\n").unwrap();
+        let allow = settings(&["--split-keys-allow", path.to_str().unwrap()]).unwrap();
+        assert_eq!(
+            allow.dkg.split,
+            SplitKeys::Allow([b"hot".to_vec(), b"\xff\x00".to_vec()].into())
+        );
+        let both = settings(&[
+            "--split-keys",
+            "auto",
+            "--split-keys-allow",
+            path.to_str().unwrap(),
+        ]);
+        assert!(both.unwrap_err().contains("cannot be used with"));
+        std::fs::remove_file(&path).unwrap();
+        assert!(settings(&["--split-keys", "sometimes"]).is_err());
+    }
+
+    #[test]
+    fn allow_lists_take_plain_and_base64_keys_and_reject_bad_lines() {
+        let keys =
+            parse_allow_list(b"# hot keys\nhot\r\n\nb64:/wA=\nwith space \nb64:IyE=\n").unwrap();
+        let expected: BTreeSet<Vec<u8>> = [
+            b"hot".to_vec(),
+            b"\xff\x00".to_vec(),
+            b"with space ".to_vec(),
+            b"#!".to_vec(),
+        ]
+        .into();
+        assert_eq!(keys, expected);
+        let e = parse_allow_list(b"ok\nb64:%%%\n").unwrap_err();
+        assert!(e.starts_with("line 2: invalid base64"), "{e}");
+        assert!(parse_allow_list(b"# only a comment\n\n").is_err());
+        let missing = read_allow_list(Path::new("/nonexistent/allow.txt")).unwrap_err();
+        assert!(
+            missing.to_string().contains("--split-keys-allow"),
+            "{missing}"
+        );
+    }
 }

@@ -3,14 +3,17 @@
 //! Every algorithm except `pkg` is a key grouping: a deterministic map key -> partition, so a
 //! partition's load is the sum of the counts of its keys. `pkg` (partial key grouping, Nasir et al.,
 //! ICDE 2015) sends each record to the less loaded of two hashed choices and so splits keys; it is a
-//! reference for what giving up key grouping buys, not a competitor.
+//! reference for what giving up key grouping buys, not a competitor. `dkg-split` is DKG with split
+//! placement (`SplitKeys::Auto`, issue 15): key grouping except for the few keys whose share exceeds a
+//! fair share `1/k`, whose records go one by one through the assignment's lookup, which spreads them
+//! over their parts by the producers' smooth weighted round robin (`docs/spec.md`).
 
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use dkg_partitioner::dkg::{DkgConfig, Sketch};
+use dkg_partitioner::dkg::{DkgConfig, Sketch, SplitKeys};
 use dkg_partitioner::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded, to_positive};
 use dkg_partitioner::lpt::lpt;
 
@@ -28,6 +31,9 @@ pub enum Algorithm {
     DkgPaper,
     /// DKG with the project's defaults (or --theta/--mu).
     Dkg,
+    /// `dkg` with split placement (`--split-keys auto`): keys over a fair share are spread over several
+    /// partitions, every other key keeps key grouping.
+    DkgSplit,
     /// LPT on the exact per-key counts of the learning prefix; keys unseen there go by Kafka hash. What
     /// exact memory of the prefix gives (not a strict floor: unseen keys are hashed blindly); its gap to
     /// lpt-full is mostly the prefix's sampling noise, not DKG's sketching.
@@ -42,10 +48,11 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm, in table column order.
-    pub const ALL: [Algorithm; 7] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::Hash,
         Algorithm::DkgPaper,
         Algorithm::Dkg,
+        Algorithm::DkgSplit,
         Algorithm::LptLearn,
         Algorithm::LptFull,
         Algorithm::Bound,
@@ -58,6 +65,7 @@ impl Algorithm {
             Algorithm::Hash => "hash",
             Algorithm::DkgPaper => "dkg-paper",
             Algorithm::Dkg => "dkg",
+            Algorithm::DkgSplit => "dkg-split",
             Algorithm::LptLearn => "lpt-learn",
             Algorithm::LptFull => "lpt-full",
             Algorithm::Bound => "bound",
@@ -137,13 +145,16 @@ pub struct DkgOverrides {
 pub fn dkg_config(algorithm: Algorithm, k: u32, overrides: &DkgOverrides) -> Option<DkgConfig> {
     match algorithm {
         Algorithm::DkgPaper => Some(DkgConfig::paper()),
-        Algorithm::Dkg => {
+        Algorithm::Dkg | Algorithm::DkgSplit => {
             let mut config = DkgConfig::default();
             if let Some(rule) = overrides.theta {
                 config.theta = Some(rule.theta_for(k));
             }
             if let Some(mu) = overrides.mu {
                 config.mu = Some(mu);
+            }
+            if algorithm == Algorithm::DkgSplit {
+                config.split = SplitKeys::Auto;
             }
             Some(config)
         }
@@ -179,6 +190,12 @@ pub struct Outcome {
     pub lambda: f64,
     /// Heavy hitters in the assignment (DKG variants only).
     pub heavy_hitters: Option<u64>,
+    /// Keys whose records went to more than one partition (`dkg-split`, `pkg`; `None` for key
+    /// groupings, which split none).
+    pub split_keys: Option<u64>,
+    /// Of those, keys whose share of the evaluated stream is at most `1/k` (`dkg-split` only): a
+    /// split that was not needed.
+    pub split_at_most_fair: Option<u64>,
 }
 
 impl Outcome {
@@ -236,13 +253,15 @@ impl<'a> Prepared<'a> {
         let grouping = |placement: Vec<u32>| Outcome {
             lambda: lambda(&self.loads_of(&placement, k)),
             heavy_hitters: None,
+            split_keys: None,
+            split_at_most_fair: None,
         };
         Ok(match algorithm {
             Algorithm::Hash => grouping(
                 keys.map(|key| kafka_partition(stream.key(key), k))
                     .collect(),
             ),
-            Algorithm::Dkg | Algorithm::DkgPaper => {
+            Algorithm::Dkg | Algorithm::DkgPaper | Algorithm::DkgSplit => {
                 let config = dkg_config(algorithm, k, overrides)
                     .context("internal error: DKG variant without a configuration")?;
                 let mut sketch = Sketch::new(&config, k)
@@ -256,12 +275,34 @@ impl<'a> Prepared<'a> {
                 let assignment = &build.assignment;
                 // The assignment applies to the whole stream, learning prefix included (as in the
                 // paper's evaluation); a live producer routes the prefix by Kafka hash instead.
-                let placement = keys
-                    .map(|key| assignment.partition_for(stream.key(key)))
-                    .collect();
+                // Whole keys by their per-key count; a split key's records one by one through the
+                // lookup, which spreads them by the producers' weighted round robin.
+                let mut loads = vec![0u64; k as usize];
+                let mut split = vec![false; stream.distinct()];
+                let mut at_most_fair = 0u64;
+                let total: u64 = self.counts.iter().sum();
+                for key in keys {
+                    let count = self.counts[key as usize];
+                    if assignment.split_of(stream.key(key)).is_some() {
+                        split[key as usize] = true;
+                        if u128::from(count) * u128::from(k) <= u128::from(total) {
+                            at_most_fair += 1;
+                        }
+                    } else {
+                        loads[assignment.partition_for(stream.key(key)) as usize] += count;
+                    }
+                }
+                for &r in stream.records() {
+                    if split[r as usize] {
+                        loads[assignment.partition_for(stream.key(r)) as usize] += 1;
+                    }
+                }
+                let splits = algorithm == Algorithm::DkgSplit;
                 Outcome {
+                    lambda: lambda(&loads),
                     heavy_hitters: Some(build.heavy_hitters as u64),
-                    ..grouping(placement)
+                    split_keys: splits.then_some(build.split_keys as u64),
+                    split_at_most_fair: splits.then_some(at_most_fair),
                 }
             }
             Algorithm::LptLearn => {
@@ -287,6 +328,8 @@ impl<'a> Prepared<'a> {
             Algorithm::Bound => Outcome {
                 lambda: bound(&self.counts, k),
                 heavy_hitters: None,
+                split_keys: None,
+                split_at_most_fair: None,
             },
             Algorithm::Pkg => {
                 let choices: Vec<[u32; 2]> = keys
@@ -295,11 +338,15 @@ impl<'a> Prepared<'a> {
                     })
                     .collect();
                 let mut loads = vec![0u64; k as usize];
+                // Bit 0: a record of the key took its first choice, bit 1: its second (when distinct).
+                let mut took = vec![0u8; choices.len()];
                 for &r in stream.records() {
                     let [a, b] = choices[r as usize];
                     let p = if loads[b as usize] < loads[a as usize] {
+                        took[r as usize] |= 2;
                         b
                     } else {
+                        took[r as usize] |= 1;
                         a
                     };
                     loads[p as usize] += 1;
@@ -307,6 +354,8 @@ impl<'a> Prepared<'a> {
                 Outcome {
                     lambda: lambda(&loads),
                     heavy_hitters: None,
+                    split_keys: Some(took.iter().filter(|&&t| t == 3).count() as u64),
+                    split_at_most_fair: None,
                 }
             }
         })
@@ -367,6 +416,8 @@ mod tests {
         let o = Outcome {
             lambda: 0.5,
             heavy_hitters: None,
+            split_keys: None,
+            split_at_most_fair: None,
         };
         // loads [30, 10]: (30 - 20) / 40 = 0.25 = 0.5 / 2.
         assert!((o.max_minus_mean_over_m(2) - 0.25).abs() < 1e-12);
@@ -425,6 +476,24 @@ mod tests {
             // pkg splits the hot key, so it may go below the key-grouping bound but never below 0.
             assert!(eval(Algorithm::Pkg) >= 0.0);
         }
+    }
+
+    #[test]
+    fn dkg_split_breaks_the_bound_by_splitting_only_the_hot_key() {
+        let stream = skewed_stream();
+        let prepared = Prepared::new(&stream, 1.0);
+        let o = |a| prepared.evaluate(a, 8, &DkgOverrides::default()).unwrap();
+        let (dkg, split, pkg) = (o(Algorithm::Dkg), o(Algorithm::DkgSplit), o(Algorithm::Pkg));
+        // "hot" is 40% of 8 partitions: the bound is 220%, and dkg sits on it.
+        assert!((o(Algorithm::Bound).lambda - 2.2).abs() < 1e-9);
+        assert!((dkg.lambda - 2.2).abs() < 1e-9, "{}", dkg.lambda);
+        assert_eq!((dkg.split_keys, dkg.split_at_most_fair), (None, None));
+        // dkg-split gives it ceil(3.2) = 4 parts of 10% each, 2.5 points under 1/8 each.
+        assert_eq!(split.split_keys, Some(1));
+        assert_eq!(split.split_at_most_fair, Some(0));
+        assert!(split.lambda < 0.1, "{}", split.lambda);
+        // pkg splits the hot key and cold keys whose two choices differ.
+        assert!(pkg.split_keys.unwrap() >= 1);
     }
 
     #[test]

@@ -37,6 +37,7 @@ fn style(algorithm: Algorithm) -> (RGBColor, bool) {
         Algorithm::Hash => (RGBColor(214, 39, 40), false),
         Algorithm::DkgPaper => (RGBColor(255, 127, 14), false),
         Algorithm::Dkg => (RGBColor(31, 119, 180), false),
+        Algorithm::DkgSplit => (RGBColor(227, 119, 194), false),
         Algorithm::LptLearn => (RGBColor(23, 190, 207), true),
         Algorithm::LptFull => (RGBColor(44, 160, 44), false),
         Algorithm::Bound => (RGBColor(0, 0, 0), true),

@@ -92,7 +92,24 @@ impl Row {
                 * max(self.outcomes.iter().map(|o| o.max_minus_mean_over_m(k))),
             bound_pct: 100.0 * mean(self.bounds.iter().copied()),
             heavy_hitters: (!heavy.is_empty()).then(|| mean(heavy.iter().copied())),
+            split_keys: self.split_keys_mean(),
+            split_keys_at_most_fair: self
+                .outcomes
+                .iter()
+                .filter_map(|o| o.split_at_most_fair)
+                .max(),
         }
+    }
+
+    /// Mean over seeds of the keys whose records went to several partitions (`None` for key
+    /// groupings).
+    pub fn split_keys_mean(&self) -> Option<f64> {
+        let split: Vec<f64> = self
+            .outcomes
+            .iter()
+            .filter_map(|o| o.split_keys.map(|s| s as f64))
+            .collect();
+        (!split.is_empty()).then(|| mean(split.iter().copied()))
     }
 }
 
@@ -133,6 +150,11 @@ pub struct JsonRow<'a> {
     pub bound_pct: f64,
     /// Mean number of heavy hitters in the assignment (DKG variants, else null).
     pub heavy_hitters: Option<f64>,
+    /// Mean number of keys whose records went to several partitions (`dkg-split`, `pkg`; else null).
+    pub split_keys: Option<f64>,
+    /// Largest number over seeds of `dkg-split`'s split keys whose share of the stream is at most
+    /// `1/k` (else null).
+    pub split_keys_at_most_fair: Option<u64>,
 }
 
 /// Writes one JSON object per row.
@@ -149,14 +171,24 @@ fn format_alpha(alpha: Option<f64>) -> String {
 }
 
 /// Writes the aligned table: one line per (source, alpha, k), one column per algorithm with
-/// `lambda mean (worst)` in percent.
+/// `lambda mean (worst)` in percent, then one `<algorithm>:split` column per algorithm that splits
+/// keys (`dkg-split`, `pkg`) with its mean count of split keys.
 pub fn write_table(
     out: &mut impl Write,
     rows: &[Row],
     algorithms: &[Algorithm],
 ) -> anyhow::Result<()> {
+    let splitting: Vec<Algorithm> = algorithms
+        .iter()
+        .copied()
+        .filter(|a| {
+            rows.iter()
+                .any(|r| r.algorithm == *a && r.split_keys_mean().is_some())
+        })
+        .collect();
     let mut header = vec!["source".to_string(), "alpha".to_string(), "k".to_string()];
     header.extend(algorithms.iter().map(|a| a.name().to_string()));
+    header.extend(splitting.iter().map(|a| format!("{}:split", a.name())));
     let mut lines: Vec<Vec<String>> = vec![header];
     // Rows arrive grouped by cell, algorithms in `algorithms` order.
     for group in rows.chunk_by(|a, b| {
@@ -173,6 +205,13 @@ pub fn write_table(
                 Some(r) => format!("{:.1} ({:.1})", r.lambda_mean_pct(), r.lambda_worst_pct()),
                 None => "-".to_string(),
             });
+        }
+        for algorithm in &splitting {
+            let split = group
+                .iter()
+                .find(|r| r.algorithm == *algorithm)
+                .and_then(Row::split_keys_mean);
+            line.push(split.map_or_else(|| "-".to_string(), |s| format!("{s:.1}")));
         }
         lines.push(line);
     }
@@ -229,6 +268,8 @@ mod tests {
                 .map(|&lambda| Outcome {
                     lambda,
                     heavy_hitters: dkg.then_some(3),
+                    split_keys: (algorithm == Algorithm::Pkg).then_some(40),
+                    split_at_most_fair: None,
                 })
                 .collect(),
             bounds: vec![0.02; lambdas.len()],
@@ -295,6 +336,24 @@ mod tests {
             row(Algorithm::Hash, 100, &[12.5]),
             row(Algorithm::Dkg, 100, &[0.2]),
         ];
+        let mut out = Vec::new();
+        write_table(&mut out, &rows, &[Algorithm::Hash, Algorithm::Dkg]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains(":split"), "no splitting algorithm: {text}");
+        let mut with_pkg = rows.to_vec();
+        with_pkg.insert(2, row(Algorithm::Pkg, 5, &[0.0]));
+        let mut out = Vec::new();
+        write_table(
+            &mut out,
+            &with_pkg,
+            &[Algorithm::Hash, Algorithm::Dkg, Algorithm::Pkg],
+        )
+        .unwrap();
+        let with = String::from_utf8(out).unwrap();
+        let first: Vec<&str> = with.lines().collect();
+        assert!(first[0].ends_with("pkg:split"), "{with}");
+        assert!(first[1].ends_with("40.0"), "{with}");
+        assert!(first[2].ends_with('-'), "{with}");
         let mut out = Vec::new();
         write_table(&mut out, &rows, &[Algorithm::Hash, Algorithm::Dkg]).unwrap();
         let text = String::from_utf8(out).unwrap();
