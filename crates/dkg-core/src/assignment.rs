@@ -116,6 +116,10 @@ pub const MAX_HEAVY_KEYS_PER_BUCKET: usize = 16;
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
 pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
+/// The writer encodes the bucket table as `table_b64` (format version 2, `docs/spec.md` 4.6)
+/// when its JSON text (`[0,1,...]`) would be longer than this; shorter tables stay JSON, and so
+/// the document stays version 1 unless a key is split.
+pub const COMPACT_TABLE_ABOVE_BYTES: usize = 256 * 1024;
 /// Longest legal Kafka topic name.
 pub const MAX_TOPIC_LEN: usize = 249;
 
@@ -231,6 +235,9 @@ pub struct AssignmentParts {
 pub struct Assignment {
     parts: AssignmentParts,
     index: Lookup,
+    /// The writer encodes the table compactly (its JSON text would exceed
+    /// [`COMPACT_TABLE_ABOVE_BYTES`]).
+    compact_table: bool,
 }
 
 impl PartialEq for Assignment {
@@ -342,7 +349,12 @@ impl Assignment {
             }
         }
         let index = Lookup::build(&parts)?;
-        Ok(Self { parts, index })
+        let compact_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
+        Ok(Self {
+            parts,
+            index,
+            compact_table,
+        })
     }
 
     /// Decode and validate a JSON document.
@@ -392,12 +404,49 @@ impl Assignment {
     /// [`Assignment::from_json`] after the version pre-read; `v2`: the document is version 2.
     fn decode(bytes: &[u8], v2: bool) -> Result<Self> {
         let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
-        if doc.table.len() != doc.buckets as usize {
-            return Err(Error::TableLength {
-                expected: doc.buckets.into(),
-                actual: doc.table.len() as u64,
-            });
-        }
+        let table = match (doc.table, doc.table_b64, doc.table_width) {
+            (Some(table), None, None) => {
+                if table.len() != doc.buckets as usize {
+                    return Err(Error::TableLength {
+                        expected: doc.buckets.into(),
+                        actual: table.len() as u64,
+                    });
+                }
+                table
+            }
+            (None, Some(b64), Some(width)) if v2 => {
+                decode_compact_table(&b64, width, doc.buckets, doc.partitions)?
+            }
+            (_, b64, width) if !v2 => {
+                let member = if b64.is_some() {
+                    "table_b64"
+                } else {
+                    "table_width"
+                };
+                let member = if width.is_some() || b64.is_some() {
+                    member
+                } else {
+                    "table"
+                };
+                return Err(malformed(format!(
+                    "missing or unknown member `{member}` (version 1 has `table` only)"
+                )));
+            }
+            (Some(_), Some(_), _) => {
+                return Err(malformed(
+                    "both `table` and `table_b64` (exactly one is allowed)".to_owned(),
+                ));
+            }
+            (None, None, _) => return Err(malformed("missing member `table`".to_owned())),
+            (_, b64, _) => {
+                let (with, without) = if b64.is_some() {
+                    ("table_b64", "table_width")
+                } else {
+                    ("table_width", "table_b64")
+                };
+                return Err(malformed(format!("`{with}` without `{without}`")));
+            }
+        };
         let mut heavy = Vec::with_capacity(doc.heavy.len());
         let mut empty_splits = Vec::new();
         for (index, Obj(h)) in doc.heavy.into_iter().enumerate() {
@@ -450,7 +499,7 @@ impl Assignment {
             partitions: doc.partitions,
             epoch: doc.epoch,
             bucket_hash: doc.bucket_hash.0,
-            table: doc.table,
+            table,
             heavy,
             params: doc.params.0,
             created_at_ms: doc.created_at_ms,
@@ -460,10 +509,12 @@ impl Assignment {
     }
 
     /// The format version [`Assignment::to_json`] writes: 2 if the document uses a version 2
-    /// feature (a split key), else 1, byte for byte the version 1 encoding.
+    /// feature (a split key, or a table whose JSON text would exceed
+    /// [`COMPACT_TABLE_ABOVE_BYTES`], written as `table_b64`), else 1, byte for byte the
+    /// version 1 encoding.
     #[must_use]
     pub fn format_version(&self) -> u64 {
-        if self.has_split_keys() {
+        if self.has_split_keys() || self.compact_table {
             MAX_FORMAT_VERSION
         } else {
             FORMAT_VERSION
@@ -513,7 +564,13 @@ impl Assignment {
             epoch: p.epoch,
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
-            table: &p.table,
+            table: (!self.compact_table).then_some(p.table.as_slice()),
+            table_b64: self
+                .compact_table
+                .then(|| encode_compact_table(&p.table, p.partitions)),
+            table_width: self
+                .compact_table
+                .then(|| compact_table_width(p.partitions)),
             heavy: HeavyOut(&p.heavy),
             params: &p.params,
             created_at_ms: p.created_at_ms,
@@ -725,6 +782,62 @@ fn validate_split(
         ));
     }
     Ok(())
+}
+
+/// Length of `table` as JSON text (`[0,1,2]`: brackets, commas, decimal digits).
+fn json_table_bytes(table: &[u32]) -> usize {
+    let digits = |p: u32| p.checked_ilog10().map_or(1, |d| d as usize + 1);
+    2 + table.len().saturating_sub(1) + table.iter().map(|&p| digits(p)).sum::<usize>()
+}
+
+/// The `table_width` of a compact table: the fewest bytes (1, 2 or 4) that hold `partitions - 1`.
+fn compact_table_width(partitions: u32) -> u32 {
+    match partitions.saturating_sub(1) {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        _ => 4,
+    }
+}
+
+/// `table_b64`: each entry little-endian in `compact_table_width(partitions)` bytes, base64.
+fn encode_compact_table(table: &[u32], partitions: u32) -> String {
+    let width = compact_table_width(partitions) as usize;
+    let bytes: Vec<u8> = table
+        .iter()
+        .flat_map(|p| p.to_le_bytes().into_iter().take(width))
+        .collect();
+    B64.encode(bytes)
+}
+
+/// The entries of a compact table (`docs/spec.md` 4.6), `invalid` unless `width` is the one
+/// writers must use for `partitions`, `b64` canonical base64 and `buckets * width` bytes long.
+/// Entries are range-checked later, with the JSON table's (`out_of_range`).
+fn decode_compact_table(b64: &str, width: u32, buckets: u32, partitions: u32) -> Result<Vec<u32>> {
+    let want = compact_table_width(partitions);
+    if width != want {
+        return Err(invalid(format!(
+            "table_width {width}: {partitions} partitions take table_width {want}"
+        )));
+    }
+    let bytes = B64
+        .decode(b64.as_bytes())
+        .map_err(|e| invalid(format!("table_b64 is not canonical base64: {e}")))?;
+    let width = width as usize;
+    if bytes.len() != buckets as usize * width {
+        return Err(invalid(format!(
+            "table_b64 holds {} bytes, {buckets} buckets of width {width} take {}",
+            bytes.len(),
+            buckets as usize * width
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(width)
+        .map(|entry| {
+            let mut le = [0_u8; 4];
+            le[..width].copy_from_slice(entry);
+            u32::from_le_bytes(le)
+        })
+        .collect())
 }
 
 fn split_count(parts: usize) -> Error {
@@ -1438,7 +1551,13 @@ struct DocIn<'a> {
     epoch: u64,
     bucket_hash: Obj<BucketHash>,
     buckets: u32,
-    table: Vec<u32>,
+    // Exactly one of `table` and `table_b64` (with `table_width`); checked in `decode`.
+    #[serde(default, deserialize_with = "present")]
+    table: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    table_b64: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    table_width: Option<u32>,
     #[serde(borrow)]
     heavy: Vec<Obj<HeavyIn<'a>>>,
     params: Obj<Params>,
@@ -1524,7 +1643,12 @@ struct DocOut<'a> {
     epoch: u64,
     bucket_hash: BucketHash,
     buckets: u32,
-    table: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table_b64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table_width: Option<u32>,
     heavy: HeavyOut<'a>,
     params: &'a Params,
     created_at_ms: u64,
