@@ -116,9 +116,9 @@ pub const MAX_HEAVY_KEYS_PER_BUCKET: usize = 16;
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
 pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
-/// The writer encodes the bucket table as `table_b64` (format version 2, `docs/spec.md` 4.6)
-/// when its JSON text (`[0,1,...]`) would be longer than this; shorter tables stay JSON, and so
-/// the document stays version 1 unless a key is split.
+/// [`Assignment::to_json_compact`] encodes the bucket table as `table_b64` (format version 2,
+/// `docs/spec.md` 4.6) when its JSON text (`[0,1,...]`) would be longer than this; shorter
+/// tables stay JSON, and the document version 1 unless a key is split.
 pub const COMPACT_TABLE_ABOVE_BYTES: usize = 256 * 1024;
 /// Longest legal Kafka topic name.
 pub const MAX_TOPIC_LEN: usize = 249;
@@ -235,9 +235,9 @@ pub struct AssignmentParts {
 pub struct Assignment {
     parts: AssignmentParts,
     index: Lookup,
-    /// The writer encodes the table compactly (its JSON text would exceed
-    /// [`COMPACT_TABLE_ABOVE_BYTES`]).
-    compact_table: bool,
+    /// The table's JSON text would exceed [`COMPACT_TABLE_ABOVE_BYTES`]:
+    /// [`Assignment::to_json_compact`] writes it as `table_b64`.
+    large_table: bool,
 }
 
 impl PartialEq for Assignment {
@@ -349,11 +349,11 @@ impl Assignment {
             }
         }
         let index = Lookup::build(&parts)?;
-        let compact_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
+        let large_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
         Ok(Self {
             parts,
             index,
-            compact_table,
+            large_table,
         })
     }
 
@@ -508,24 +508,37 @@ impl Assignment {
         Self::validated(parts, &empty_splits)
     }
 
-    /// The format version [`Assignment::to_json`] writes: 2 if the document uses a version 2
-    /// feature (a split key, or a table whose JSON text would exceed
-    /// [`COMPACT_TABLE_ABOVE_BYTES`], written as `table_b64`), else 1, byte for byte the
-    /// version 1 encoding.
+    /// The format version [`Assignment::to_json`] writes: 2 if the document has a split key
+    /// (a version 2 feature, `docs/spec.md` 4.6), else 1, byte for byte the version 1 encoding.
     #[must_use]
     pub fn format_version(&self) -> u64 {
-        if self.has_split_keys() || self.compact_table {
+        self.version_written(false)
+    }
+
+    /// The version of the encoding with (`compact`) or without the compact table.
+    fn version_written(&self, compact: bool) -> u64 {
+        if self.has_split_keys() || (compact && self.large_table) {
             MAX_FORMAT_VERSION
         } else {
             FORMAT_VERSION
         }
     }
 
-    /// Encode as compact JSON (the control-topic payload).
+    /// Encode as compact JSON (the control-topic payload), with a JSON `table`: version 1 unless
+    /// a key is split, so readers of version 1 keep reading every document without split keys.
     #[must_use]
     pub fn to_json(&self) -> Vec<u8> {
         // Only strings, integers and finite floats (checked in `new`): serde_json cannot fail here.
-        serde_json::to_vec(&self.doc_out()).expect("an assignment always serializes")
+        serde_json::to_vec(&self.doc_out(false)).expect("an assignment always serializes")
+    }
+
+    /// [`Assignment::to_json`] for a fleet that reads version 2 (`docs/spec.md` 11.1: the
+    /// publisher's version 2 features are opt-in): the table as `table_b64` when its JSON text
+    /// would exceed [`COMPACT_TABLE_ABOVE_BYTES`] (the document is then version 2), else the same
+    /// bytes as `to_json`.
+    #[must_use]
+    pub fn to_json_compact(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.doc_out(true)).expect("an assignment always serializes")
     }
 
     /// Approximate heap memory of the lookup index ([`Assignment::partition_for`]'s data), in bytes:
@@ -551,26 +564,24 @@ impl Assignment {
     /// Encode as indented JSON (for people: `dkg-sampler inspect`, docs).
     #[must_use]
     pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(&self.doc_out()).expect("an assignment always serializes")
+        serde_json::to_string_pretty(&self.doc_out(false)).expect("an assignment always serializes")
     }
 
-    fn doc_out(&self) -> DocOut<'_> {
+    /// The document to encode; `compact`: a large table as `table_b64`.
+    fn doc_out(&self, compact: bool) -> DocOut<'_> {
         let p = &self.parts;
+        let compact = compact && self.large_table;
         DocOut {
             format: FORMAT_NAME,
-            version: self.format_version(),
+            version: self.version_written(compact),
             topic: &p.topic,
             partitions: p.partitions,
             epoch: p.epoch,
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
-            table: (!self.compact_table).then_some(p.table.as_slice()),
-            table_b64: self
-                .compact_table
-                .then(|| encode_compact_table(&p.table, p.partitions)),
-            table_width: self
-                .compact_table
-                .then(|| compact_table_width(p.partitions)),
+            table: (!compact).then_some(p.table.as_slice()),
+            table_b64: compact.then(|| encode_compact_table(&p.table, p.partitions)),
+            table_width: compact.then(|| compact_table_width(p.partitions)),
             heavy: HeavyOut(&p.heavy),
             params: &p.params,
             created_at_ms: p.created_at_ms,

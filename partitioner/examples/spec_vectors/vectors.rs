@@ -2240,16 +2240,16 @@ fn compact_file() -> String {
         table,
         ..document(partitions, 1, DEFAULT_BUCKET_SEED, &heavy, 24).into_parts()
     });
-    let text = doc_json(&writer);
+    let text = String::from_utf8(writer.to_json_compact()).expect("documents are UTF-8");
     assert!(
         text.contains(r#""version":2"#) && text.contains(r#""table_width":1"#),
-        "the writer makes a table of 80000 entries compact"
+        "the version 2 writer makes a table of 80000 entries compact"
     );
     cases.push(compact_case(
         "writer_output",
-        "The reference writer's document for 200 partitions and 80000 buckets: its JSON table \
-         would be over 256 KiB, so it is written as table_b64 (width 1) and the document is \
-         version 2. No twin stored (decode table_b64 to get it).",
+        "The reference writer's document (with version 2 features on) for 200 partitions and \
+         80000 buckets: its JSON table would be over 256 KiB, so it is written as table_b64 \
+         (width 1) and the document is version 2. No twin stored (decode table_b64 to get it).",
         text,
         None,
         &keys,
