@@ -238,11 +238,14 @@ pub struct Assignment {
     /// The table's JSON text would exceed [`COMPACT_TABLE_ABOVE_BYTES`]:
     /// [`Assignment::to_json_compact`] writes it as `table_b64`.
     large_table: bool,
+    /// The control topic's generation the document was published under (format version 2,
+    /// `docs/spec.md` 6.4), if it names one.
+    generation: Option<String>,
 }
 
 impl PartialEq for Assignment {
     fn eq(&self, other: &Self) -> bool {
-        self.parts == other.parts
+        self.parts == other.parts && self.generation == other.generation
     }
 }
 
@@ -354,6 +357,7 @@ impl Assignment {
             parts,
             index,
             large_table,
+            generation: None,
         })
     }
 
@@ -364,6 +368,63 @@ impl Assignment {
     /// [`Error::UnknownFormat`]; [`Error::UnsupportedVersion`]; [`Error::TableLength`] (`buckets`
     /// disagrees with `table`); [`Error::InvalidKeyEncoding`]; then everything [`Assignment::new`]
     /// checks.
+    pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        match ControlDocument::from_json(bytes)? {
+            ControlDocument::Assignment(a) => Ok(*a),
+            ControlDocument::Retraction(_) | ControlDocument::Generation(_) => Err(malformed(
+                "a retraction or generation document, not an assignment".to_owned(),
+            )),
+        }
+    }
+
+    /// This document published under control-topic generation `generation` (32 lowercase hex
+    /// digits, `docs/spec.md` 6.4; the document is then written as version 2).
+    pub fn with_generation(mut self, generation: &str) -> Result<Self> {
+        validate_generation(generation)?;
+        self.generation = Some(generation.to_owned());
+        Ok(self)
+    }
+
+    /// The control-topic generation the document names, if any.
+    #[must_use]
+    pub fn generation(&self) -> Option<&str> {
+        self.generation.as_deref()
+    }
+}
+
+/// A retraction that keeps its epoch (format version 2, `docs/spec.md` 6.4): producers of
+/// `topic` return to Kafka's placement, and later documents need an epoch above `epoch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retraction {
+    /// The data topic.
+    pub topic: String,
+    /// The retraction's epoch, the topic's epoch floor afterwards.
+    pub epoch: u64,
+    /// The control-topic generation it was published under, if it names one.
+    pub generation: Option<String>,
+    /// Creation time, Unix milliseconds (informational).
+    pub created_at_ms: u64,
+}
+
+/// Any control-topic value of format `dkg.assignment` (`docs/spec.md` 4 and 6.4), by its `kind`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ControlDocument {
+    /// An assignment (`kind` absent or `assignment`; every version 1 document). Boxed: the
+    /// other kinds are small.
+    Assignment(Box<Assignment>),
+    /// `kind` `retraction` (version 2).
+    Retraction(Retraction),
+    /// `kind` `generation` (version 2): the control topic's generation id, the value of the
+    /// record keyed [`GENERATION_KEY`].
+    Generation(String),
+}
+
+/// The record key of the control topic's generation record (not a legal topic name).
+pub const GENERATION_KEY: &str = "@generation";
+
+impl ControlDocument {
+    /// Decode and validate a control-topic value: the checks of [`Assignment::from_json`] in its
+    /// order (`docs/spec.md` 4.4), the `kind` read right after the version.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         if bytes.len() > MAX_ASSIGNMENT_BYTES {
             return Err(too_large(
@@ -388,7 +449,25 @@ impl Assignment {
             });
         }
         let v2 = header.version == 2;
-        let decoded = Self::decode(bytes, v2);
+        if v2 {
+            let Obj(peek): Obj<KindPeek> = serde_json::from_slice(bytes)?;
+            match peek.kind.as_deref() {
+                None | Some("assignment") => {}
+                Some("retraction") => return decode_retraction(bytes),
+                Some("generation") => {
+                    let Obj(g): Obj<GenerationIn<'_>> = serde_json::from_slice(bytes)?;
+                    validate_generation(&g.generation)?;
+                    return Ok(Self::Generation(g.generation.into_owned()));
+                }
+                Some(other) => {
+                    return Err(malformed(format!(
+                        "unknown kind {:?} (assignment, retraction or generation)",
+                        truncate_for_display(other)
+                    )));
+                }
+            }
+        }
+        let decoded = Assignment::decode(bytes, v2).map(|a| Self::Assignment(Box::new(a)));
         // Version 2 reports limits inside the document as `invalid` (gap G2): `oversize` is then
         // only the value's size, checked above.
         match decoded {
@@ -400,10 +479,17 @@ impl Assignment {
             other => other,
         }
     }
+}
 
+impl Assignment {
     /// [`Assignment::from_json`] after the version pre-read; `v2`: the document is version 2.
     fn decode(bytes: &[u8], v2: bool) -> Result<Self> {
         let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
+        if !v2 && (doc.kind.is_some() || doc.generation.is_some()) {
+            return Err(malformed(
+                "unknown member `kind` or `generation` (version 1)".to_owned(),
+            ));
+        }
         let table = match (doc.table, doc.table_b64, doc.table_width) {
             (Some(table), None, None) => {
                 if table.len() != doc.buckets as usize {
@@ -505,7 +591,12 @@ impl Assignment {
             created_at_ms: doc.created_at_ms,
             predicted_load: doc.predicted_load,
         };
-        Self::validated(parts, &empty_splits)
+        let mut a = Self::validated(parts, &empty_splits)?;
+        if let Some(g) = doc.generation {
+            validate_generation(&g)?;
+            a.generation = Some(g);
+        }
+        Ok(a)
     }
 
     /// The format version [`Assignment::to_json`] writes: 2 if the document has a split key
@@ -517,7 +608,7 @@ impl Assignment {
 
     /// The version of the encoding with (`compact`) or without the compact table.
     fn version_written(&self, compact: bool) -> u64 {
-        if self.has_split_keys() || (compact && self.large_table) {
+        if self.has_split_keys() || (compact && self.large_table) || self.generation.is_some() {
             MAX_FORMAT_VERSION
         } else {
             FORMAT_VERSION
@@ -577,6 +668,7 @@ impl Assignment {
             topic: &p.topic,
             partitions: p.partitions,
             epoch: p.epoch,
+            generation: self.generation.as_deref(),
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
             table: (!compact).then_some(p.table.as_slice()),
@@ -1540,6 +1632,122 @@ fn key_words(key: &[u8]) -> [u64; 2] {
     [word, 0]
 }
 
+/// The `kind` of a version 2 document, read after the version; other members are skipped.
+#[derive(Deserialize)]
+struct KindPeek {
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<String>,
+}
+
+/// A retraction document (`docs/spec.md` 6.4), exactly these members.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetractionIn<'a> {
+    #[serde(borrow, rename = "format")]
+    _format: Cow<'a, str>,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(borrow, rename = "kind")]
+    _kind: Cow<'a, str>,
+    #[serde(borrow)]
+    topic: Cow<'a, str>,
+    epoch: u64,
+    #[serde(default, deserialize_with = "present")]
+    generation: Option<String>,
+    created_at_ms: u64,
+}
+
+/// The generation record's value (`docs/spec.md` 6.4), exactly these members.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerationIn<'a> {
+    #[serde(borrow, rename = "format")]
+    _format: Cow<'a, str>,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(borrow, rename = "kind")]
+    _kind: Cow<'a, str>,
+    #[serde(borrow)]
+    generation: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct RetractionOut<'a> {
+    format: &'static str,
+    version: u64,
+    kind: &'static str,
+    topic: &'a str,
+    epoch: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'a str>,
+    created_at_ms: u64,
+}
+
+#[derive(Serialize)]
+struct GenerationOut<'a> {
+    format: &'static str,
+    version: u64,
+    kind: &'static str,
+    generation: &'a str,
+}
+
+fn decode_retraction(bytes: &[u8]) -> Result<ControlDocument> {
+    let Obj(r): Obj<RetractionIn<'_>> = serde_json::from_slice(bytes)?;
+    validate_topic(&r.topic)?;
+    if let Some(g) = &r.generation {
+        validate_generation(g)?;
+    }
+    Ok(ControlDocument::Retraction(Retraction {
+        topic: r.topic.into_owned(),
+        epoch: r.epoch,
+        generation: r.generation,
+        created_at_ms: r.created_at_ms,
+    }))
+}
+
+/// A generation id: exactly 32 lowercase hex digits (`invalid` otherwise).
+fn validate_generation(generation: &str) -> Result<()> {
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if generation.len() == 32 && generation.bytes().all(hex) {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "generation {:?} is not 32 lowercase hex digits",
+            truncate_for_display(generation)
+        )))
+    }
+}
+
+impl Retraction {
+    /// Encode as compact JSON (a version 2 document, `docs/spec.md` 6.4).
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        let out = RetractionOut {
+            format: FORMAT_NAME,
+            version: MAX_FORMAT_VERSION,
+            kind: "retraction",
+            topic: &self.topic,
+            epoch: self.epoch,
+            generation: self.generation.as_deref(),
+            created_at_ms: self.created_at_ms,
+        };
+        serde_json::to_vec(&out).expect("a retraction always serializes")
+    }
+}
+
+/// The value of the generation record (key [`GENERATION_KEY`]) for `generation`, which must be
+/// 32 lowercase hex digits.
+pub fn generation_record(generation: &str) -> Result<Vec<u8>> {
+    validate_generation(generation)?;
+    let out = GenerationOut {
+        format: FORMAT_NAME,
+        version: MAX_FORMAT_VERSION,
+        kind: "generation",
+        generation,
+    };
+    Ok(serde_json::to_vec(&out).expect("a generation record always serializes"))
+}
+
 /// Read before the full document; other fields are skipped.
 #[derive(Deserialize)]
 struct Header<'a> {
@@ -1556,10 +1764,15 @@ struct DocIn<'a> {
     _format: Cow<'a, str>,
     #[serde(rename = "version")]
     _version: u64,
+    // `kind` is checked by the peek (`assignment` here); version 2 only, as `generation`.
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<String>,
     #[serde(borrow)]
     topic: Cow<'a, str>,
     partitions: u32,
     epoch: u64,
+    #[serde(default, deserialize_with = "present")]
+    generation: Option<String>,
     bucket_hash: Obj<BucketHash>,
     buckets: u32,
     // Exactly one of `table` and `table_b64` (with `table_width`); checked in `decode`.
@@ -1652,6 +1865,8 @@ struct DocOut<'a> {
     topic: &'a str,
     partitions: u32,
     epoch: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'a str>,
     bucket_hash: BucketHash,
     buckets: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
