@@ -311,24 +311,38 @@ fn lookup_vectors_match_the_implementation_and_the_spec() {
         let topic_partitions = u32_of(&case, "topic_partitions");
         let a = Assignment::from_json(text.as_bytes()).unwrap();
         let spec = SpecDocument::parse(text);
-        let keys = case["keys"].as_array().unwrap();
-        assert!(!keys.is_empty(), "{name}");
-        for k in keys {
-            let key = bytes_of(k, "key_b64");
-            let want = (u32_of(k, "partition"), str_of(k, "route"));
-            assert_eq!(
-                vectors::place(&a, topic_partitions, &key),
-                want,
-                "{name}: key {k}"
-            );
-            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
-            if want.1 != "fallback" {
-                assert_eq!(a.partition_for(&key), want.0);
-            }
-            routes.insert(want.1.to_owned());
-        }
+        routes.extend(check_keys(name, &case, &a, &spec, topic_partitions));
     }
     assert_eq!(routes.len(), 3, "heavy, bucket and fallback all covered");
+}
+
+/// Every entry of `case["keys"]` (at least one) is placed as listed, by the implementation and
+/// by the spec's rule; returns the routes seen.
+fn check_keys(
+    name: &str,
+    case: &Value,
+    a: &Assignment,
+    spec: &SpecDocument,
+    topic_partitions: u32,
+) -> HashSet<String> {
+    let keys = case["keys"].as_array().unwrap();
+    assert!(!keys.is_empty(), "{name}");
+    let mut routes = HashSet::new();
+    for k in keys {
+        let key = bytes_of(k, "key_b64");
+        let want = (u32_of(k, "partition"), str_of(k, "route"));
+        assert_eq!(
+            vectors::place(a, topic_partitions, &key),
+            want,
+            "{name}: key {k}"
+        );
+        assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
+        if want.1 != "fallback" {
+            assert_eq!(a.partition_for(&key), want.0);
+        }
+        routes.insert(want.1.to_owned());
+    }
+    routes
 }
 
 #[test]
@@ -344,17 +358,7 @@ fn split_vectors_follow_the_schedule_and_the_spec() {
         let a = Assignment::from_json(text.as_bytes()).unwrap();
         assert_eq!(a.format_version(), 2, "{name}");
         let spec = SpecDocument::parse(text);
-        for k in case["keys"].as_array().unwrap() {
-            let key = bytes_of(k, "key_b64");
-            let want = (u32_of(k, "partition"), str_of(k, "route"));
-            assert_eq!(
-                vectors::place(&a, topic_partitions, &key),
-                want,
-                "{name}: key {k}"
-            );
-            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
-            routes.insert(want.1.to_owned());
-        }
+        routes.extend(check_keys(name, &case, &a, &spec, topic_partitions));
         let listed = case["split_keys"].as_array().unwrap();
         let in_document = spec
             .heavy
@@ -420,17 +424,7 @@ fn compact_vectors_equal_their_twins_and_follow_the_spec() {
             assert_eq!(SpecDocument::parse(twin).table, spec.table, "{name}");
             twins += 1;
         }
-        let topic_partitions = u32_of(&case, "topic_partitions");
-        for k in case["keys"].as_array().unwrap() {
-            let key = bytes_of(k, "key_b64");
-            let want = (u32_of(k, "partition"), str_of(k, "route"));
-            assert_eq!(
-                vectors::place(&a, topic_partitions, &key),
-                want,
-                "{name}: {k}"
-            );
-            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: {k}");
-        }
+        check_keys(name, &case, &a, &spec, u32_of(&case, "topic_partitions"));
     }
     assert!(twins >= 2);
 }

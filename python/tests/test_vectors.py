@@ -3,7 +3,7 @@
 Missing vector files fail these tests. What is checked where:
 
 - ``murmur2.json``, ``lookup.json``, ``reject.json``, ``control.json``, ``v2/split.json``,
-  ``v2/reject.json``, ``v2/compact.json``: every case through the
+  ``v2/reject.json``, ``v2/compact.json``, ``v2/control.json``: every case through the
   package's public objects (``murmur2``, ``kafka_partition``, ``Placement.route`` = what the router
   runs per record, ``Assignment.from_json`` and its ``AssignmentError.reason``, ``AssignmentBook``).
   The bucket route of ``lookup.json`` is also recomputed here from the spec's formula in Python.
@@ -173,7 +173,9 @@ def _check_rejects(cases: list[dict[str, Any]]) -> None:
 
 
 def test_control_vectors() -> None:
-    cases = vector_file("control.json")["cases"]
+    # v2/control.json's floor_after (a retraction's epoch floor) is not exposed in Python; its
+    # effect shows in the outcomes of the records after it.
+    cases = vector_file("control.json")["cases"] + vector_file("v2/control.json")["cases"]
     assert cases
     for case in cases:
         book = AssignmentBook()

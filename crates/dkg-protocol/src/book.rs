@@ -553,6 +553,84 @@ mod tests {
     }
 
     #[test]
+    fn retraction_documents_keep_the_floor_and_generations_reset() {
+        let g1 = "0123456789abcdef0123456789abcdef";
+        let g2 = "00000000000000000000000000000002";
+        let retract = |epoch| {
+            Retraction {
+                topic: "t".to_owned(),
+                epoch,
+                generation: None,
+                created_at_ms: 1,
+            }
+            .to_json()
+        };
+        let with = |epoch, g: &str| {
+            doc("t", epoch, vec![0])
+                .with_generation(g)
+                .unwrap()
+                .to_json()
+        };
+        let generation = |g| dkg_core::assignment::generation_record(g).unwrap();
+        let mut book = AssignmentBook::new();
+        let key = Some(&b"t"[..]);
+        let gkey = Some(GENERATION_KEY.as_bytes());
+        book.apply(key, Some(&doc("t", 5, vec![0]).to_json()));
+        assert!(matches!(
+            book.apply(key, Some(&retract(7))),
+            ControlUpdate::Retracted { .. }
+        ));
+        assert_eq!(
+            (
+                book.get("t").map(|a| a.epoch()),
+                book.retraction("t").map(|r| r.epoch)
+            ),
+            (None, Some(7))
+        );
+        let stale = book.apply(key, Some(&doc("t", 6, vec![0]).to_json()));
+        assert_eq!(reason(&stale), Some(RejectReason::StaleEpoch));
+        assert!(matches!(
+            book.apply(key, Some(&retract(7))),
+            ControlUpdate::Unchanged { .. }
+        ));
+        // The first generation record is adopted without dropping anything.
+        assert!(matches!(
+            book.apply(gkey, Some(&generation(g1))),
+            ControlUpdate::Unchanged { .. }
+        ));
+        assert_eq!(book.retraction("t").map(|r| r.epoch), Some(7));
+        assert!(matches!(
+            book.apply(key, Some(&with(8, g1))),
+            ControlUpdate::Adopted(_)
+        ));
+        assert!(book.retraction("t").is_none());
+        // A document of another generation: dropped, re-read asked for once, then rejected.
+        assert!(matches!(
+            book.apply(key, Some(&with(9, g2))),
+            ControlUpdate::Reset {
+                generation: None,
+                reread: true
+            }
+        ));
+        assert!(book.is_empty() && book.generation().is_none());
+        book.apply(gkey, Some(&generation(g1)));
+        let again = book.apply(key, Some(&with(9, g2)));
+        assert_eq!(reason(&again), Some(RejectReason::GenerationMismatch));
+        // A generation record with a new id drops the state, and lower epochs are accepted.
+        book.apply(key, Some(&with(8, g1)));
+        assert!(matches!(
+            book.apply(gkey, Some(&generation(g2))),
+            ControlUpdate::Reset { reread: false, .. }
+        ));
+        assert!(book.is_empty());
+        assert_eq!(book.generation(), Some(g2));
+        assert!(matches!(
+            book.apply(key, Some(&with(1, g2))),
+            ControlUpdate::Adopted(_)
+        ));
+    }
+
+    #[test]
     fn lower_size_limit_applies_before_parsing() {
         let mut book = AssignmentBook::new().with_max_value_bytes(10);
         let got = book.apply(Some(b"t"), Some(&doc("t", 1, vec![0]).to_json()));
