@@ -28,6 +28,11 @@
 //! keeps long-running readers and freshly started ones (which may never see the retracted epochs
 //! once compaction has removed them) in agreement.
 //!
+//! Format version 2 (`docs/spec.md` 6.4): a retraction *document* keeps its epoch as the topic's
+//! floor; the `@generation` record names the control topic's incarnation, and a document of
+//! another generation drops the whole state ([`ControlUpdate::Reset`], once with a request to
+//! re-read the topic from the beginning, then `generation_mismatch`).
+//!
 //! An assignment whose partition count differs from the topic's current one is *not* rejected here
 //! (this module has no view of the data topic): the producer keeps it but routes by Kafka's default
 //! placement until the counts match (the router in the Kafka glue). See `docs/architecture.md`.
