@@ -92,3 +92,86 @@ async fn catch_up_until_epoch(reader: &mut ControlTopicReader, epoch: u64, offse
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A document naming a generation the reader does not know makes the book drop its state and ask
+/// for a re-read (spec 6.4): the reader goes back to the beginning, in the catch-up and live, and
+/// the book rejects the same document the second time (one re-read per generation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_generation_makes_the_reader_read_again_from_the_beginning() {
+    use common::producer::publish_raw;
+    use dkg_partitioner::assignment::{GENERATION_KEY, generation_record};
+    use dkg_partitioner::kafka::{ControlUpdate, RejectReason};
+
+    const G1: &str = "11111111111111111111111111111111";
+    const G2: &str = "22222222222222222222222222222222";
+    const G3: &str = "33333333333333333333333333333333";
+    let bootstrap = common::bootstrap();
+    let config = client_config(&bootstrap);
+    let control = common::unique_topic("control-reread");
+    let admin: AdminClient<DefaultClientContext> = config.create().unwrap();
+    ensure_control_topic(&admin, &control, 1).await.unwrap();
+    let producer: FutureProducer = publisher_config(&config).create().unwrap();
+    let doc = |epoch, g| {
+        rotating_assignment("orders", 6, epoch)
+            .with_generation(g)
+            .unwrap()
+            .to_json()
+    };
+    // Offset 0: a document of generation G2, which no generation record names.
+    publish_raw(&producer, &control, Some(b"orders"), Some(&doc(1, G2))).await;
+
+    let reason = |u: &ControlUpdate| match u {
+        ControlUpdate::Rejected { reason, .. } => Some(*reason),
+        _ => None,
+    };
+    let mut reader = ControlTopicReader::new(&config, &control).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.len() < 2 {
+        assert!(Instant::now() < deadline, "read {seen:?}");
+        reader
+            .catch_up(Duration::from_secs(10), |r| {
+                seen.push((r.offset, r.update.clone()))
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, 0);
+    assert!(
+        matches!(seen[0].1, ControlUpdate::Reset { reread: true, .. }),
+        "{seen:?}"
+    );
+    assert_eq!(
+        (seen[1].0, reason(&seen[1].1)),
+        (0, Some(RejectReason::GenerationMismatch))
+    );
+    assert!(reader.book().is_empty());
+
+    // Live: the generation record G1 and a document of G3; the reader rewinds after the latter.
+    let g1 = generation_record(G1).unwrap();
+    publish_raw(
+        &producer,
+        &control,
+        Some(GENERATION_KEY.as_bytes()),
+        Some(&g1),
+    )
+    .await;
+    publish_raw(&producer, &control, Some(b"orders"), Some(&doc(2, G3))).await;
+    let mut live = Vec::new();
+    for _ in 0..5 {
+        let r = tokio::time::timeout(Duration::from_secs(20), reader.next_record())
+            .await
+            .unwrap();
+        live.push((r.offset, r.update));
+    }
+    let offsets: Vec<i64> = live.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, [1, 2, 0, 1, 2], "{live:?}");
+    assert!(
+        matches!(live[1].1, ControlUpdate::Reset { reread: true, .. }),
+        "{live:?}"
+    );
+    assert_eq!(reason(&live[2].1), Some(RejectReason::GenerationMismatch));
+    assert_eq!(reason(&live[4].1), Some(RejectReason::GenerationMismatch));
+    assert_eq!(reader.book().generation(), Some(G1));
+}

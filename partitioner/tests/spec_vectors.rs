@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate, RejectReason};
+use dkg_partitioner::kafka::{AssignmentBook, RejectReason};
 use dkg_partitioner::{Assignment, MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
 use serde_json::Value;
 
@@ -145,12 +145,27 @@ fn parts_of(parts: &Value) -> Vec<(u32, u32)> {
 impl SpecDocument {
     fn parse(text: &str) -> Self {
         let v: Value = serde_json::from_str(text).unwrap();
-        let table: Vec<u32> = v["table"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| u32::try_from(p.as_u64().unwrap()).unwrap())
-            .collect();
+        let table: Vec<u32> = match v.get("table") {
+            Some(table) => table
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| u32::try_from(p.as_u64().unwrap()).unwrap())
+                .collect(),
+            // Spec 4.6: little-endian entries of `table_width` bytes, base64.
+            None => {
+                let width = usize::try_from(u64_of(&v, "table_width")).unwrap();
+                bytes_of(&v, "table_b64")
+                    .chunks(width)
+                    .map(|entry| {
+                        entry
+                            .iter()
+                            .rev()
+                            .fold(0_u32, |acc, &b| (acc << 8) | u32::from(b))
+                    })
+                    .collect()
+            }
+        };
         assert_eq!(table.len() as u64, u64_of(&v, "buckets"));
         Self {
             partitions: u32_of(&v, "partitions"),
@@ -296,24 +311,38 @@ fn lookup_vectors_match_the_implementation_and_the_spec() {
         let topic_partitions = u32_of(&case, "topic_partitions");
         let a = Assignment::from_json(text.as_bytes()).unwrap();
         let spec = SpecDocument::parse(text);
-        let keys = case["keys"].as_array().unwrap();
-        assert!(!keys.is_empty(), "{name}");
-        for k in keys {
-            let key = bytes_of(k, "key_b64");
-            let want = (u32_of(k, "partition"), str_of(k, "route"));
-            assert_eq!(
-                vectors::place(&a, topic_partitions, &key),
-                want,
-                "{name}: key {k}"
-            );
-            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
-            if want.1 != "fallback" {
-                assert_eq!(a.partition_for(&key), want.0);
-            }
-            routes.insert(want.1.to_owned());
-        }
+        routes.extend(check_keys(name, &case, &a, &spec, topic_partitions));
     }
     assert_eq!(routes.len(), 3, "heavy, bucket and fallback all covered");
+}
+
+/// Every entry of `case["keys"]` (at least one) is placed as listed, by the implementation and
+/// by the spec's rule; returns the routes seen.
+fn check_keys(
+    name: &str,
+    case: &Value,
+    a: &Assignment,
+    spec: &SpecDocument,
+    topic_partitions: u32,
+) -> HashSet<String> {
+    let keys = case["keys"].as_array().unwrap();
+    assert!(!keys.is_empty(), "{name}");
+    let mut routes = HashSet::new();
+    for k in keys {
+        let key = bytes_of(k, "key_b64");
+        let want = (u32_of(k, "partition"), str_of(k, "route"));
+        assert_eq!(
+            vectors::place(a, topic_partitions, &key),
+            want,
+            "{name}: key {k}"
+        );
+        assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
+        if want.1 != "fallback" {
+            assert_eq!(a.partition_for(&key), want.0);
+        }
+        routes.insert(want.1.to_owned());
+    }
+    routes
 }
 
 #[test]
@@ -329,17 +358,7 @@ fn split_vectors_follow_the_schedule_and_the_spec() {
         let a = Assignment::from_json(text.as_bytes()).unwrap();
         assert_eq!(a.format_version(), 2, "{name}");
         let spec = SpecDocument::parse(text);
-        for k in case["keys"].as_array().unwrap() {
-            let key = bytes_of(k, "key_b64");
-            let want = (u32_of(k, "partition"), str_of(k, "route"));
-            assert_eq!(
-                vectors::place(&a, topic_partitions, &key),
-                want,
-                "{name}: key {k}"
-            );
-            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
-            routes.insert(want.1.to_owned());
-        }
+        routes.extend(check_keys(name, &case, &a, &spec, topic_partitions));
         let listed = case["split_keys"].as_array().unwrap();
         let in_document = spec
             .heavy
@@ -392,6 +411,25 @@ fn split_vectors_follow_the_schedule_and_the_spec() {
 }
 
 #[test]
+fn compact_vectors_equal_their_twins_and_follow_the_spec() {
+    let mut twins = 0;
+    for case in cases("v2/compact.json") {
+        let name = str_of(&case, "name");
+        let text = str_of(&case, "document_json");
+        let a = Assignment::from_json(text.as_bytes()).unwrap();
+        let spec = SpecDocument::parse(text);
+        assert_eq!(a.table(), spec.table, "{name}");
+        if let Some(twin) = case["twin_document_json"].as_str() {
+            assert_eq!(Assignment::from_json(twin.as_bytes()).unwrap(), a, "{name}");
+            assert_eq!(SpecDocument::parse(twin).table, spec.table, "{name}");
+            twins += 1;
+        }
+        check_keys(name, &case, &a, &spec, u32_of(&case, "topic_partitions"));
+    }
+    assert!(twins >= 2);
+}
+
+#[test]
 fn reject_vectors_are_rejected_with_their_reason() {
     for file in ["reject.json", "v2/reject.json"] {
         check_reject_file(file);
@@ -434,7 +472,10 @@ fn check_reject_file(file: &str) {
 
 #[test]
 fn control_vectors_follow_the_book_rules() {
-    for case in cases("control.json") {
+    for case in cases("control.json")
+        .into_iter()
+        .chain(cases("v2/control.json"))
+    {
         let name = str_of(&case, "name");
         let records = case["records"].as_array().unwrap();
         let expect = case["expect"].as_array().unwrap();
@@ -448,17 +489,18 @@ fn control_vectors_follow_the_book_rules() {
                 other => panic!("{name} #{i}: bad key fields {other:?}"),
             };
             let value = record["value_json"].as_str().map(str::as_bytes);
-            let (outcome, reason) = match book.apply(key.as_deref(), value) {
-                ControlUpdate::Adopted(_) => ("accepted", None),
-                ControlUpdate::Unchanged { .. } => ("unchanged", None),
-                ControlUpdate::Retracted { .. } => ("retracted", None),
-                ControlUpdate::Rejected { reason, .. } => ("rejected", Some(reason.as_str())),
-            };
+            let (outcome, reason) = vectors::outcome_of(&book.apply(key.as_deref(), value));
             assert_eq!(outcome, str_of(want, "outcome"), "{name} #{i}");
             assert_eq!(reason, want["reason"].as_str(), "{name} #{i}");
             let topic = key.as_deref().and_then(|k| std::str::from_utf8(k).ok());
             let epoch = topic.and_then(|t| book.get(t)).map(|a| a.epoch());
             assert_eq!(epoch, want["epoch_after"].as_u64(), "{name} #{i}");
+            let floor = topic.and_then(|t| book.retraction(t)).map(|r| r.epoch);
+            assert_eq!(
+                floor,
+                want.get("floor_after").and_then(Value::as_u64),
+                "{name} #{i}"
+            );
         }
     }
 }

@@ -264,11 +264,24 @@ impl ControlTopicReader {
     ) -> Result<usize> {
         let Self { reader, book } = self;
         let control_topic = reader.topic().to_owned();
-        let read = reader
-            .read_to_end(timeout, |offset, key, value| {
-                on_record(&apply(book, &control_topic, offset, key, value));
-            })
-            .await?;
+        let mut total = 0;
+        let read = loop {
+            // A document of an unknown generation asks for a re-read from the beginning (spec
+            // 6.4); the book allows one per generation, so this loop ends.
+            let mut reread = false;
+            let read = reader
+                .read_to_end(timeout, |offset, key, value| {
+                    let record = apply(book, &control_topic, offset, key, value);
+                    reread |= rereads(&record);
+                    on_record(&record);
+                })
+                .await?;
+            total += read.unwrap_or(0);
+            if !reread {
+                break read.map(|_| total);
+            }
+            reader.rewind()?;
+        };
         if read.is_none() {
             warn!(
                 control_topic = %control_topic,
@@ -281,13 +294,29 @@ impl ControlTopicReader {
     /// Wait for the next record (end-of-log events and transient errors are logged and skipped).
     ///
     /// Cancellation safe: dropping the future loses no record.
+    ///
+    /// After a record that asks for a re-read (`ControlUpdate::Reset` with `reread`, spec 6.4)
+    /// the reader is back at the beginning: the next records are the control topic's from its
+    /// first on. If the rewind fails (the consumer refuses the assignment), the reader goes on
+    /// where it was, logged, and documents of the new generation are rejected.
     pub async fn next_record(&mut self) -> ControlRecord {
         let Self { reader, book } = self;
         let control_topic = reader.topic().to_owned();
-        reader
+        let record = reader
             .next(|offset, key, value| apply(book, &control_topic, offset, key, value))
-            .await
+            .await;
+        if rereads(&record) {
+            if let Err(e) = reader.rewind() {
+                warn!(control_topic = %control_topic, error = %e, "cannot re-read the control topic");
+            }
+        }
+        record
     }
+}
+
+/// The record asks for the control topic to be read again from the beginning.
+fn rereads(record: &ControlRecord) -> bool {
+    matches!(record.update, ControlUpdate::Reset { reread: true, .. })
 }
 
 /// Apply one record to `book` and log what it did.
@@ -324,6 +353,14 @@ fn apply(
             offset,
             topic = %topic,
             "read retraction"
+        ),
+        // With `reread`, the caller rewinds the reader (spec 6.4).
+        ControlUpdate::Reset { generation, reread } => warn!(
+            control_topic,
+            offset,
+            generation = generation.as_deref().unwrap_or("<none>"),
+            reread,
+            "the control topic's generation changed: every assignment dropped"
         ),
         ControlUpdate::Unchanged { .. } => {}
     }

@@ -432,21 +432,29 @@ impl CompactedReader {
     ) -> Result<Self> {
         let consumer: StreamConsumer<ReaderContext> =
             reader_config(connection, default_group).create_with_context(ReaderContext)?;
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, 0, Offset::Beginning)?;
-        consumer.assign(&tpl)?;
-        Ok(Self {
+        let mut reader = Self {
             consumer: Arc::new(consumer),
             topic: topic.to_owned(),
             what,
             last_error_log: None,
-        })
+        };
+        reader.rewind()?;
+        Ok(reader)
     }
 
     /// The topic read.
     #[must_use]
     pub fn topic(&self) -> &str {
         &self.topic
+    }
+
+    /// Go back to the beginning of the topic: the next records read are its first ones again
+    /// (re-assigning the partition drops what was fetched past the current position).
+    pub fn rewind(&mut self) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.topic, 0, Offset::Beginning)?;
+        self.consumer.assign(&tpl)?;
+        Ok(())
     }
 
     /// Read from the current position up to the high watermark as of this call, passing each
