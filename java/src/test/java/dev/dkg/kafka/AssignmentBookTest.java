@@ -30,7 +30,7 @@ class AssignmentBookTest {
             {new byte[0], doc("t", 6, 0), RejectReason.BAD_KEY},
             {new byte[] {(byte) 0xff, (byte) 0xfe}, doc("t", 6, 0), RejectReason.BAD_KEY},
             {t, Docs.utf8("{not json"), RejectReason.MALFORMED_JSON},
-            {t, Docs.utf8(Docs.base().topic("t").epoch(6).json().replace("\"version\":1", "\"version\":2")),
+            {t, Docs.utf8(Docs.base().topic("t").epoch(6).json().replace("\"version\":1", "\"version\":3")),
                 RejectReason.UNSUPPORTED_VERSION},
             {t, doc("t", 6, 0, 1, 7), RejectReason.OUT_OF_RANGE},
             {t, oversize, RejectReason.OVERSIZE},
