@@ -160,14 +160,14 @@ public final class Assignment implements ControlValue {
         }
         long partitions = d.partitions & 0xffff_ffffL;
         if (partitions > MAX_PARTITIONS) {
-            throw tooLarge("partitions", partitions, MAX_PARTITIONS);
+            throw tooLarge(d, "partitions", partitions, MAX_PARTITIONS);
         }
         int[] table = d.table;
         if (table.length == 0) {
             throw invalid("the bucket table must have at least 1 bucket");
         }
         if (table.length > MAX_BUCKETS) {
-            throw tooLarge("buckets", table.length, MAX_BUCKETS);
+            throw tooLarge(d, "buckets", table.length, MAX_BUCKETS);
         }
         for (int p : table) {
             if (Integer.compareUnsigned(p, d.partitions) >= 0) {
@@ -176,7 +176,7 @@ public final class Assignment implements ControlValue {
         }
         StrictJson.HeavyIn[] heavy = d.heavy;
         if (heavy.length > MAX_HEAVY_KEYS) {
-            throw tooLarge("heavy keys", heavy.length, MAX_HEAVY_KEYS);
+            throw tooLarge(d, "heavy keys", heavy.length, MAX_HEAVY_KEYS);
         }
         long keyBytes = 0;
         int[] heavyPartitions = new int[heavy.length];
@@ -188,16 +188,16 @@ public final class Assignment implements ControlValue {
         int splitCount = 0;
         for (int i = 0; i < heavy.length; i++) {
             if (keys[i].length > MAX_KEY_BYTES) {
-                throw tooLarge("heavy key bytes", keys[i].length, MAX_KEY_BYTES);
+                throw tooLarge(d, "heavy key bytes", keys[i].length, MAX_KEY_BYTES);
             }
             StrictJson.HeavyIn h = heavy[i];
-            if (h.hasPartition() && Integer.compareUnsigned(h.partition(), d.partitions) >= 0) {
+            if (h.split() == null && Integer.compareUnsigned(h.partition(), d.partitions) >= 0) {
                 throw outOfRange(d.topic, h.partition(), d.partitions);
             }
             heavyPartitions[i] = h.partition();
             heavyAnswers[i] = h.partition();
             if (h.split() != null) {
-                validateSplit(d, h);
+                validateSplit(d, h.split());
                 int[] parts = new int[h.split().length];
                 int[] weights = new int[parts.length];
                 for (int j = 0; j < parts.length; j++) {
@@ -213,7 +213,7 @@ public final class Assignment implements ControlValue {
             keyBytes += keys[i].length;
         }
         if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
-            throw tooLarge("total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
+            throw tooLarge(d, "total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
         }
         double[] load = d.predictedLoad;
         if (load.length != partitions) {
@@ -481,12 +481,11 @@ public final class Assignment implements ControlValue {
     }
 
     /**
-     * A split key's parts (spec 11.2, the Rust {@code validate_split}): 2 to {@value #MAX_SPLIT_PARTS}, each in
-     * range, no partition twice, weights at least 1 summing to at most {@value #MAX_SPLIT_WEIGHT_SUM}, and the
-     * entry's {@code partition}, if present, the first part's.
+     * A split key's parts (spec 4.6, step 14; the Rust {@code validate_split}): 2 to {@value #MAX_SPLIT_PARTS}, then
+     * part by part in range, no partition twice, weight at least 1; then the weights' sum at most
+     * {@value #MAX_SPLIT_WEIGHT_SUM}.
      */
-    private static void validateSplit(StrictJson.Document d, StrictJson.HeavyIn h) throws AssignmentException {
-        StrictJson.SplitIn[] split = h.split();
+    private static void validateSplit(StrictJson.Document d, StrictJson.SplitIn[] split) throws AssignmentException {
         if (split.length < 2 || split.length > MAX_SPLIT_PARTS) {
             throw invalid("a split key has " + split.length + " parts, it must have 2 to " + MAX_SPLIT_PARTS);
         }
@@ -507,10 +506,7 @@ public final class Assignment implements ControlValue {
             sum += split[j].weight() & 0xffff_ffffL;
         }
         if (sum > MAX_SPLIT_WEIGHT_SUM) {
-            throw tooLarge("split weight sum", sum, MAX_SPLIT_WEIGHT_SUM);
-        }
-        if (h.hasPartition() && h.partition() != split[0].partition()) {
-            throw invalid("a split key's partition must be its first part's partition");
+            throw invalid("a split key's weights sum to " + sum + ", at most " + MAX_SPLIT_WEIGHT_SUM + " are allowed");
         }
     }
 
@@ -956,8 +952,19 @@ public final class Assignment implements ControlValue {
     }
 
     private static AssignmentException tooLarge(String what, long actual, long limit) {
-        return new AssignmentException(RejectReason.OVERSIZE,
-                "assignment too large: " + what + " is " + actual + ", limit " + limit);
+        return tooLarge(RejectReason.OVERSIZE, what, actual, limit);
+    }
+
+    private static AssignmentException tooLarge(RejectReason reason, String what, long actual, long limit) {
+        return new AssignmentException(reason, "assignment too large: " + what + " is " + actual + ", limit " + limit);
+    }
+
+    /**
+     * A limit inside the document: {@code oversize} in version 1 (spec gap G2), {@code invalid} in version 2
+     * (spec 4.6: {@code oversize} is only the value's size there).
+     */
+    private static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
+        return tooLarge(d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID, what, actual, limit);
     }
 
     private static AssignmentException outOfRange(String topic, int partition, int partitions) {

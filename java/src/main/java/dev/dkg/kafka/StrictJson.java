@@ -26,8 +26,9 @@ import java.util.stream.IntStream;
  *   <li>{@link #readHeader}: {@code format} and {@code version} only, skipping every other value the way
  *       serde_json's {@code ignore_value} does (syntax checked, but skipped strings are not UTF-8-checked, skipped
  *       numbers have no range, and nesting is unbounded), so a newer document reports its version rather than a
- *       shape error. Like serde's derived struct visitor, it also takes the two-element array form
- *       {@code ["dkg.assignment", 1]};</li>
+ *       shape error. It requires an object: version 1 readers also took the two-element array form
+ *       {@code ["dkg.assignment", 2]} (serde's derived struct visitor; spec gap G1, fixed for readers of version
+ *       2, which reject it as malformed whatever its version);</li>
  *   <li>{@link #readDocument}: the whole document, an object with exactly the fields of its version and kind
  *       (version 2, {@code docs/spec.md} section 11: split heavy keys, the compact table, retraction and generation
  *       records).</li>
@@ -47,11 +48,8 @@ final class StrictJson {
     /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
     record Header(String format, long version) {}
 
-    /**
-     * The heavy keys as read: key text still base64; {@code split} null for a whole key, and {@code hasPartition}
-     * false for a split key written without {@code partition} (version 2).
-     */
-    record HeavyIn(String keyB64, boolean hasPartition, int partition, long weight, SplitIn[] split) {}
+    /** The heavy keys as read: key text still base64; {@code split} null for a whole key (else version 2's parts). */
+    record HeavyIn(String keyB64, int partition, long weight, SplitIn[] split) {}
 
     /** One part of a split heavy key (version 2), as read. */
     record SplitIn(int partition, int weight) {}
@@ -63,6 +61,8 @@ final class StrictJson {
     static final class Document {
         /** {@code kind} ({@link #KIND_ASSIGNMENT} when absent, always for version 1). */
         String kind = KIND_ASSIGNMENT;
+        /** {@code version} (1 or 2). */
+        long version;
         /** {@code generation}, or null when absent. */
         String generation;
         /** {@code table_b64} and {@code table_width} (version 2's compact table), or null / 0 when absent. */
@@ -138,21 +138,6 @@ final class StrictJson {
                     }
                 }
             }
-        } else if (c == '[') {
-            // serde's derived visit_seq: the fields by position, exactly two elements.
-            r.pos++;
-            if (r.peekWs() == ']') {
-                throw r.error("invalid length 0, expected struct Header with 2 elements");
-            }
-            format = r.readString();
-            if (r.nextWs() != ',') {
-                throw r.error("invalid length 1, expected struct Header with 2 elements");
-            }
-            version = r.readU64();
-            haveVersion = true;
-            if (r.nextWs() != ']') {
-                throw r.error("trailing elements in the header array");
-            }
         } else {
             throw r.error("invalid type: expected struct Header");
         }
@@ -201,6 +186,7 @@ final class StrictJson {
     static Document readDocument(byte[] bytes, long version) throws Malformed {
         StrictJson r = new StrictJson(bytes);
         Document d = new Document();
+        d.version = version;
         int known = version == 1 ? V1_FIELDS : DOC_FIELDS.length;
         int seen = r.readObject(DOC_FIELDS, known, field -> {
             switch (field) {
@@ -325,8 +311,8 @@ final class StrictJson {
     private static final String[] SPLIT_FIELDS = {"partition", "weight"};
 
     /**
-     * The heavy entries; in version 2 an entry has {@code split} (the parts of a split key) and then
-     * {@code partition} is optional (spec 11.2).
+     * The heavy entries; in version 2 an entry has exactly one of {@code partition} and {@code split} (the parts
+     * of a split key; spec 4.6).
      */
     private HeavyIn[] readHeavy(long version) throws Malformed {
         List<HeavyIn> out = new ArrayList<>();
@@ -349,9 +335,11 @@ final class StrictJson {
                 }
             });
             boolean isSplit = (seen & HEAVY_SPLIT) != 0;
+            if (isSplit && (seen & HEAVY_PARTITION) != 0) {
+                throw error("a heavy entry has both `partition` and `split`");
+            }
             requireAll(HEAVY_FIELDS, seen | HEAVY_SPLIT | (isSplit ? HEAVY_PARTITION : 0));
-            out.add(new HeavyIn(key[0], (seen & HEAVY_PARTITION) != 0, (int) numbers[0], numbers[1],
-                    isSplit ? split.toArray(new SplitIn[0]) : null));
+            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1], isSplit ? split.toArray(new SplitIn[0]) : null));
         });
         return out.toArray(new HeavyIn[0]);
     }

@@ -251,7 +251,7 @@ class AssignmentV2Test {
             {"split with no part", splitDoc("[]").json(), inv},
             {"split with 65 parts", Docs.base().partitions(70).table(0).splitJson("hot", parts(65, 1)).json(), inv},
             {"split with 64 parts of weight 65 (sum 4160)",
-                Docs.base().partitions(70).table(0).splitJson("hot", parts(64, 65)).json(), big},
+                Docs.base().partitions(70).table(0).splitJson("hot", parts(64, 65)).json(), inv},
             {"split partition twice", splitDoc("[{\"partition\":1,\"weight\":3},{\"partition\":1,\"weight\":1}]")
                 .json(), inv},
             {"split weight 0", splitDoc("[{\"partition\":1,\"weight\":0},{\"partition\":4,\"weight\":1}]").json(),
@@ -259,14 +259,23 @@ class AssignmentV2Test {
             {"split part out of range", splitDoc("[{\"partition\":1,\"weight\":3},{\"partition\":6,\"weight\":1}]")
                 .json(), oor},
             {"split weight sum 4097",
-                splitDoc("[{\"partition\":1,\"weight\":4096},{\"partition\":4,\"weight\":1}]").json(), big},
+                splitDoc("[{\"partition\":1,\"weight\":4096},{\"partition\":4,\"weight\":1}]").json(), inv},
             {"split weight over u32", splitDoc("[{\"partition\":1,\"weight\":4294967296},{\"partition\":4,"
                 + "\"weight\":1}]").json(), m},
             {"split part unknown member", splitDoc("[{\"partition\":1,\"weight\":3,\"x\":1},{\"partition\":4,"
                 + "\"weight\":1}]").json(), m},
             {"split part missing weight", splitDoc("[{\"partition\":1},{\"partition\":4,\"weight\":1}]").json(), m},
             {"split is not an array", splitDoc("{}").json(), m},
-            {"partition other than the first part's", with(ok, "\"split\":", "\"partition\":4,\"split\":"), inv},
+            {"partition and split", with(ok, "\"split\":", "\"partition\":1,\"split\":"), m},
+            {"partition null next to split", with(ok, "\"split\":", "\"partition\":null,\"split\":"), m},
+            {"split null", splitDoc("null").json(), m},
+            {"split counted before its parts' range", splitDoc("[{\"partition\":9,\"weight\":3}]").json(), inv},
+            {"partitions over the maximum (version 2: invalid)", Docs.base().version(2).partitions(1_000_001).json(),
+                inv},
+            {"partitions over the maximum (version 1: oversize)", Docs.base().partitions(1_000_001).json(), big},
+            {"heavy key over 65536 bytes (version 2: invalid)", Docs.base().version(2)
+                .heavy(new byte[Assignment.MAX_KEY_BYTES + 1], 0).json(), inv},
+            {"array header v2", "[\"dkg.assignment\",2]", m},
             {"heavy entry with neither partition nor split", with(ok, "\"split\":[{\"partition\":1,\"weight\":3},"
                 + "{\"partition\":4,\"weight\":1}],", ""), m},
             {"split in a version 1 document", with(ok, "\"version\":2", "\"version\":1"), m},
@@ -320,7 +329,7 @@ class AssignmentV2Test {
             fail(String.join("\n", failures));
         }
         // And the well-formed ones they are edits of.
-        for (String good : new String[] {okJson, p300, with(ok, "\"split\":", "\"partition\":1,\"split\":"),
+        for (String good : new String[] {okJson, p300,
             Docs.base().partitions(70).table(0).splitJson("hot", parts(64, 64)).json(),
             Docs.base().generation(GEN).json(), Docs.base().version(2).json()}) {
             try {

@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
  * producer with the plug-in sends the split key's records, in send order, exactly by the smooth weighted round
  * robin schedule of its weights (so exactly in their proportions), every other key where the document says; a
  * retraction document then returns every key to Kafka's placement and keeps its epoch as the floor (a lower epoch
- * is rejected as stale). Read back, each record is where its acknowledgement said.
+ * is rejected as stale); a document of another generation makes the follower re-read the control topic and is then
+ * rejected ({@code generation_mismatch}). Read back, each record is where its acknowledgement said.
  */
 class ProducerSplitsHeavyKeyIT {
     private static final int PARTITIONS = 6;
@@ -55,7 +56,7 @@ class ProducerSplitsHeavyKeyIT {
     }
 
     @Test
-    void splitKeyFollowsItsScheduleAndRetractionKeepsTheFloor() {
+    void splitKeyFollowsItsScheduleRetractionKeepsTheFloorAndGenerationsReread() {
         String topic = Broker.uniqueTopic("split");
         Broker.createTopic(topic, PARTITIONS);
         String control = Broker.createControlTopic("split");
@@ -129,6 +130,16 @@ class ProducerSplitsHeavyKeyIT {
                     acked.put(value, p);
                 }
                 assertEquals(0, Plugin.epoch(producer, topic));
+
+                // A document of another control topic generation: the follower drops its state and re-reads the
+                // control topic from the beginning (so the stale document is rejected a second time); meeting
+                // the foreign document again, it rejects it.
+                Broker.publishRaw(publisher, control, Utils.utf8(topic), Utils.utf8(v2.replace("\"epoch\":4,",
+                        "\"epoch\":10,").replace(GENERATION, "0".repeat(32))));
+                Broker.waitUntil("the foreign generation rejected after a re-read", ADOPTION,
+                        () -> Plugin.rejected(producer.metrics(), "generation_mismatch") == 1);
+                assertEquals(2, Plugin.rejected(producer.metrics(), "stale_epoch"), "the log was read again");
+                assertEquals(0, Plugin.epoch(producer, topic), "the retraction is in force again");
             }
         }
         long[] perPart = new long[PARTITIONS];
