@@ -23,13 +23,26 @@ fuzz_target!(|data: &[u8]| {
     for key in [&b""[..], b"hot", b"cold", data] {
         let (p, route) = a.route(key);
         assert!(p < n);
-        assert_eq!(a.partition_for(key), p);
         assert!(a.bucket(key) < a.buckets());
-        if route == Route::Bucket {
-            assert_eq!(p, a.table()[a.bucket(key) as usize]);
+        match route {
+            Route::Bucket => assert_eq!(p, a.table()[a.bucket(key) as usize]),
+            // A split key's next pick is another record's: only its range and parts are fixed.
+            Route::Split => {
+                let parts = a.split_of(key).expect("a split route has parts");
+                assert!(parts.iter().any(|s| s.partition == p));
+                continue;
+            }
+            Route::Heavy => {}
         }
+        assert_eq!(a.partition_for(key), p);
     }
     for h in a.heavy() {
-        assert_eq!(a.route(&h.key), (h.partition, Route::Heavy));
+        let (p, route) = a.route(&h.key);
+        if h.is_split() {
+            assert_eq!(route, Route::Split);
+            assert!(h.split.iter().any(|s| s.partition == p));
+        } else {
+            assert_eq!((p, route), (h.partition, Route::Heavy));
+        }
     }
 });

@@ -2,11 +2,9 @@
 //! typed error, nothing panics).
 
 use dkg_partitioner::assignment::{
-    MAX_BUCKETS, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
+    MAX_BUCKETS, MAX_FORMAT_VERSION, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
-use dkg_partitioner::{
-    Assignment, BucketHash, Error, FORMAT_VERSION, HeavyKey, MAX_ASSIGNMENT_BYTES, Params,
-};
+use dkg_partitioner::{Assignment, BucketHash, Error, HeavyKey, MAX_ASSIGNMENT_BYTES, Params};
 use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -375,7 +373,7 @@ fn wrong_format_or_version() {
         }
         other => panic!("expected UnknownFormat, got {other:?}"),
     }
-    for version in [0_u64, 2, u64::MAX] {
+    for version in [0_u64, 3, u64::MAX] {
         let r = edited(|v| v["version"] = json!(version));
         match r {
             Err(Error::UnsupportedVersion {
@@ -383,16 +381,16 @@ fn wrong_format_or_version() {
                 supported,
             }) => {
                 assert_eq!(found, version);
-                assert_eq!(supported, FORMAT_VERSION);
+                assert_eq!(supported, MAX_FORMAT_VERSION);
             }
             other => panic!("version {version}: expected UnsupportedVersion, got {other:?}"),
         }
     }
     // A future version with a different shape still reports its version, not a shape error.
-    let v2 = br#"{"version":2,"format":"dkg.assignment","tables":{"a":[1]},"topic":5}"#;
+    let v3 = br#"{"version":3,"format":"dkg.assignment","tables":{"a":[1]},"topic":5}"#;
     assert!(matches!(
-        Assignment::from_json(v2),
-        Err(Error::UnsupportedVersion { version: 2, .. })
+        Assignment::from_json(v3),
+        Err(Error::UnsupportedVersion { version: 3, .. })
     ));
 }
 

@@ -96,12 +96,50 @@ fn spec_murmur2(data: &[u8], seed: u32) -> u32 {
 
 /// The spec's placement rule, from the document's JSON text (decoded here, not by the crate):
 /// Kafka's placement if the partition counts differ, else the heavy key whose bytes equal the
-/// key, else `table[to_positive(murmur2_seeded(seed, key)) % buckets]`.
+/// key, else `table[to_positive(murmur2_seeded(seed, key)) % buckets]`. A split heavy key
+/// (version 2) has its parts instead of a partition: see [`spec_split_picks`].
 struct SpecDocument {
     partitions: u32,
     seed: u32,
     table: Vec<u32>,
-    heavy: Vec<(Vec<u8>, u32)>,
+    heavy: Vec<(Vec<u8>, SpecHeavy)>,
+}
+
+/// A heavy entry's `partition`, or its `split` parts as `(partition, weight)`.
+#[derive(Debug, PartialEq)]
+enum SpecHeavy {
+    Whole(u32),
+    Split(Vec<(u32, u32)>),
+}
+
+/// The first `n` partitions of a split key with `parts` (spec 4.6, transcribed): counters
+/// `c[i]` from 0; per record add each weight to its counter, pick the largest counter (the
+/// lowest index on ties), subtract the weight sum from it.
+fn spec_split_picks(parts: &[(u32, u32)], n: usize) -> Vec<u32> {
+    let total: i64 = parts.iter().map(|&(_, w)| i64::from(w)).sum();
+    let mut c = vec![0_i64; parts.len()];
+    (0..n)
+        .map(|_| {
+            let mut best = 0;
+            for (i, &(_, w)) in parts.iter().enumerate() {
+                c[i] += i64::from(w);
+                if c[i] > c[best] {
+                    best = i;
+                }
+            }
+            c[best] -= total;
+            parts[best].0
+        })
+        .collect()
+}
+
+fn parts_of(parts: &Value) -> Vec<(u32, u32)> {
+    parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (u32_of(p, "partition"), u32_of(p, "weight")))
+        .collect()
 }
 
 impl SpecDocument {
@@ -122,7 +160,13 @@ impl SpecDocument {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|h| (bytes_of(h, "key_b64"), u32_of(h, "partition")))
+                .map(|h| {
+                    let heavy = match h.get("split") {
+                        Some(split) => SpecHeavy::Split(parts_of(split)),
+                        None => SpecHeavy::Whole(u32_of(h, "partition")),
+                    };
+                    (bytes_of(h, "key_b64"), heavy)
+                })
                 .collect(),
         }
     }
@@ -132,8 +176,10 @@ impl SpecDocument {
             let p = to_positive(spec_murmur2(key, 0x9747_b28c)) % topic_partitions;
             return (p, "fallback");
         }
-        if let Some((_, p)) = self.heavy.iter().find(|(k, _)| k == key) {
-            return (*p, "heavy");
+        match self.heavy.iter().find(|(k, _)| k == key) {
+            Some((_, SpecHeavy::Whole(p))) => return (*p, "heavy"),
+            Some((_, SpecHeavy::Split(_))) => panic!("split keys are placed by their schedule"),
+            None => {}
         }
         let bucket = to_positive(spec_murmur2(key, self.seed)) % self.table.len() as u32;
         (self.table[bucket as usize], "bucket")
@@ -271,11 +317,96 @@ fn lookup_vectors_match_the_implementation_and_the_spec() {
 }
 
 #[test]
+fn split_vectors_follow_the_schedule_and_the_spec() {
+    let file: Value = serde_json::from_str(&committed("v2/split.json")).unwrap();
+    let picks = usize::try_from(u64_of(&file, "picks_per_split_key")).unwrap();
+    let mut routes = HashSet::new();
+    let mut split_keys = 0;
+    for case in cases("v2/split.json") {
+        let name = str_of(&case, "name");
+        let text = str_of(&case, "document_json");
+        let topic_partitions = u32_of(&case, "topic_partitions");
+        let a = Assignment::from_json(text.as_bytes()).unwrap();
+        assert_eq!(a.format_version(), 2, "{name}");
+        let spec = SpecDocument::parse(text);
+        for k in case["keys"].as_array().unwrap() {
+            let key = bytes_of(k, "key_b64");
+            let want = (u32_of(k, "partition"), str_of(k, "route"));
+            assert_eq!(
+                vectors::place(&a, topic_partitions, &key),
+                want,
+                "{name}: key {k}"
+            );
+            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: key {k}");
+            routes.insert(want.1.to_owned());
+        }
+        let listed = case["split_keys"].as_array().unwrap();
+        let in_document = spec
+            .heavy
+            .iter()
+            .filter(|(_, h)| matches!(h, SpecHeavy::Split(_)))
+            .count();
+        let in_effect = spec.partitions == topic_partitions;
+        assert_eq!(
+            listed.len(),
+            if in_effect { in_document } else { 0 },
+            "{name}"
+        );
+        for s in listed {
+            let key = bytes_of(s, "key_b64");
+            let parts = parts_of(&s["parts"]);
+            let want: Vec<u32> = s["picks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| u32::try_from(p.as_u64().unwrap()).unwrap())
+                .collect();
+            assert_eq!(want.len(), picks, "{name}");
+            let (_, heavy) = spec.heavy.iter().find(|(k, _)| *k == key).unwrap();
+            assert_eq!(heavy, &SpecHeavy::Split(parts.clone()), "{name}");
+            assert_eq!(
+                spec_split_picks(&parts, picks),
+                want,
+                "{name}: the spec's sequence"
+            );
+            let got_parts: Vec<(u32, u32)> = a
+                .split_of(&key)
+                .unwrap()
+                .iter()
+                .map(|p| (p.partition, p.weight))
+                .collect();
+            assert_eq!(got_parts, parts, "{name}");
+            // A fresh instance (only split_of and other keys were asked so far) gives the picks.
+            let got: Vec<u32> = (0..picks)
+                .map(|_| match vectors::place(&a, topic_partitions, &key) {
+                    (p, "split") => p,
+                    other => panic!("{name}: split key routed {other:?}"),
+                })
+                .collect();
+            assert_eq!(got, want, "{name}: the implementation's sequence");
+            split_keys += 1;
+        }
+    }
+    assert_eq!(routes.len(), 3, "heavy, bucket and fallback all covered");
+    assert!(split_keys >= 10, "{split_keys} split keys");
+}
+
+#[test]
 fn reject_vectors_are_rejected_with_their_reason() {
+    for file in ["reject.json", "v2/reject.json"] {
+        check_reject_file(file);
+    }
+    // The size limit is inclusive: a padded document of exactly the limit is accepted.
+    let at_limit = vectors::padded_document(MAX_ASSIGNMENT_BYTES);
+    assert!(Assignment::from_json(&at_limit).is_ok());
+}
+
+/// Every case of `file` is rejected with its reason, and docs/spec.md lists it.
+fn check_reject_file(file: &str) {
     let spec = std::fs::read_to_string(vectors_dir().join("../../docs/spec.md")).unwrap();
     let labels: HashSet<&str> = RejectReason::ALL.iter().map(|r| r.as_str()).collect();
     let mut names = HashSet::new();
-    for case in cases("reject.json") {
+    for case in cases(file) {
         let name = str_of(&case, "name");
         assert!(names.insert(name.to_owned()), "{name} twice");
         assert!(
@@ -293,12 +424,12 @@ fn reject_vectors_are_rejected_with_their_reason() {
                 vectors::padded_document(usize::try_from(len).unwrap())
             }
         };
-        assert!(Assignment::from_json(&document).is_err(), "{name} decodes");
-        assert_eq!(vectors::reject_label(&document), reason, "{name}");
+        assert!(
+            Assignment::from_json(&document).is_err(),
+            "{file} {name} decodes"
+        );
+        assert_eq!(vectors::reject_label(&document), reason, "{file} {name}");
     }
-    // The size limit is inclusive: a padded document of exactly the limit is accepted.
-    let at_limit = vectors::padded_document(MAX_ASSIGNMENT_BYTES);
-    assert!(Assignment::from_json(&at_limit).is_ok());
 }
 
 #[test]

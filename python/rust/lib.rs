@@ -47,6 +47,7 @@ const fn route_label(route: Route) -> &'static str {
     match route {
         Route::Heavy => "heavy",
         Route::Bucket => "bucket",
+        Route::Split => "split",
     }
 }
 
@@ -96,7 +97,8 @@ impl PyAssignment {
         self.inner.partition_for(key)
     }
 
-    /// `(partition, route)` of `key`, route `"heavy"` or `"bucket"`.
+    /// `(partition, route)` of `key`, route `"heavy"`, `"bucket"` or `"split"` (a split key: each
+    /// call, like `partition_for`, takes the next partition of its schedule, spec 4.6).
     fn route(&self, key: &[u8]) -> (u32, &'static str) {
         let (partition, route) = self.inner.route(key);
         (partition, route_label(route))
@@ -107,6 +109,20 @@ impl PyAssignment {
         let mut out = Vec::new();
         for_each_key(keys, |k| out.push(self.inner.partition_for(k)))?;
         Ok(out)
+    }
+
+    /// The parts of `key` as `[(partition, weight), ...]` if it is a split key of this document,
+    /// else `None`. Does not advance the key's schedule.
+    fn split_of(&self, key: &[u8]) -> Option<Vec<(u32, u32)>> {
+        self.inner
+            .split_of(key)
+            .map(|parts| parts.iter().map(|p| (p.partition, p.weight)).collect())
+    }
+
+    /// Whether any heavy key is split (the document is then format version 2).
+    #[getter]
+    fn has_split_keys(&self) -> bool {
+        self.inner.has_split_keys()
     }
 
     /// The bucket of `key` (`to_positive(murmur2_seeded(key, seed)) % buckets`).
@@ -148,7 +164,8 @@ impl PyAssignment {
         }
     }
 
-    /// The heavy keys as `(key, partition, weight)` tuples.
+    /// The heavy keys as `(key, partition, weight)` tuples (a split key's partition is its first
+    /// part's; see `split_of`).
     #[getter]
     fn heavy<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32, u64)> {
         self.inner
@@ -214,7 +231,8 @@ struct RouteCounters {
 impl RouteCounters {
     fn count(&self, route: Option<Route>) {
         let by_route = match route {
-            Some(Route::Heavy) => &self.heavy,
+            // A split key is a heavy key (spec 10: counted as `heavy`).
+            Some(Route::Heavy | Route::Split) => &self.heavy,
             Some(Route::Bucket) => &self.bucket,
             None => &self.fallback,
         };

@@ -145,7 +145,7 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
         other = rotated("some-other-topic", 4, epoch=9, shift=0)
         hostile: list[tuple[bytes | None, bytes, str]] = [
             (topic.encode(), b"{not json", "malformed_json"),
-            (topic.encode(), good.replace(b'"version":1', b'"version":2'), "unsupported_version"),
+            (topic.encode(), good.replace(b'"version":1', b'"version":3'), "unsupported_version"),
             (topic.encode(), good.replace(b'"table":[1,', b'"table":[7,'), "out_of_range"),
             (topic.encode(), good.replace(b'"buckets":64', b'"buckets":65'), "invalid"),
             (topic.encode(), other, "topic_mismatch"),

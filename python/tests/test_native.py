@@ -101,7 +101,7 @@ def test_decoding_errors_carry_the_reason_label() -> None:
         (b"{not json", "malformed_json"),
         (json.dumps({**good, "format": "other"}).encode(), "malformed_json"),
         (json.dumps({**good, "extra": 1}).encode(), "malformed_json"),
-        (json.dumps({**good, "version": 2}).encode(), "unsupported_version"),
+        (json.dumps({**good, "version": 3}).encode(), "unsupported_version"),
         (json.dumps({**good, "table": [0, 1, 3]}).encode(), "out_of_range"),
         (json.dumps({**good, "buckets": 4}).encode(), "invalid"),
         (json.dumps({**good, "topic": "a b"}).encode(), "invalid"),

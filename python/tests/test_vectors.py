@@ -2,7 +2,8 @@
 
 Missing vector files fail these tests. What is checked where:
 
-- ``murmur2.json``, ``lookup.json``, ``reject.json``, ``control.json``: every case through the
+- ``murmur2.json``, ``lookup.json``, ``reject.json``, ``control.json``, ``v2/split.json``,
+  ``v2/reject.json``: every case through the
   package's public objects (``murmur2``, ``kafka_partition``, ``Placement.route`` = what the router
   runs per record, ``Assignment.from_json`` and its ``AssignmentError.reason``, ``AssignmentBook``).
   The bucket route of ``lookup.json`` is also recomputed here from the spec's formula in Python.
@@ -79,9 +80,67 @@ def _reject_document(case: dict[str, Any]) -> bytes:
     return valid + b" " * (size - len(valid))
 
 
+def _spec_split_picks(parts: list[tuple[int, int]], n: int) -> list[int]:
+    """Spec 4.6's schedule, transcribed: counters from 0; per record add each weight, pick the
+    largest counter (lowest index on ties), subtract the weight sum from it."""
+    total = sum(w for _, w in parts)
+    c = [0] * len(parts)
+    out = []
+    for _ in range(n):
+        best = 0
+        for i, (_, w) in enumerate(parts):
+            c[i] += w
+            if c[i] > c[best]:
+                best = i
+        c[best] -= total
+        out.append(parts[best][0])
+    return out
+
+
+def test_split_vectors() -> None:
+    file = vector_file("v2/split.json")
+    picks = file["picks_per_split_key"]
+    routes: set[str] = set()
+    split_keys = 0
+    for case in file["cases"]:
+        a = Assignment.from_json(case["document_json"].encode())
+        assert a.has_split_keys, case["name"]
+        placement = Placement(case["topic_partitions"], a, RouteCounters())
+        for k in case["keys"]:
+            key = base64.b64decode(k["key_b64"])
+            assert placement.route(key) == (k["partition"], k["route"]), (case["name"], k)
+            assert a.split_of(key) is None or k["route"] == "fallback", (case["name"], k)
+            routes.add(k["route"])
+        for s in case["split_keys"]:
+            key = base64.b64decode(s["key_b64"])
+            parts = [(p["partition"], p["weight"]) for p in s["parts"]]
+            assert a.split_of(key) == parts, case["name"]
+            assert _spec_split_picks(parts, picks) == s["picks"], case["name"]
+            # One fresh instance per document: the router's path and the plain lookup share the
+            # key's schedule, so alternate them.
+            got = [
+                placement.route(key)[0] if n % 2 else a.partition_for(key) for n in range(picks)
+            ]
+            assert got == s["picks"], case["name"]
+            assert placement.route(key)[1] == "split"
+            split_keys += 1
+    assert routes == {"heavy", "bucket", "fallback"}
+    assert split_keys >= 10
+
+
 def test_reject_vectors() -> None:
     cases = vector_file("reject.json")["cases"]
     assert len(cases) > 100
+    _check_rejects(cases)
+
+
+def test_v2_reject_vectors() -> None:
+    cases = vector_file("v2/reject.json")["cases"]
+    assert len(cases) > 20
+    _check_rejects(cases)
+
+
+def _check_rejects(cases: list[dict[str, Any]]) -> None:
     for case in cases:
         data = _reject_document(case)
         with pytest.raises(AssignmentError) as info:

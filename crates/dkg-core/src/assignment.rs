@@ -69,6 +69,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -81,8 +82,12 @@ use crate::hash::{BucketHash, to_positive};
 
 /// The `format` field of every assignment document.
 pub const FORMAT_NAME: &str = "dkg.assignment";
-/// The document version this build writes and reads.
+/// The document version this build writes whenever no version 2 feature is used (so fleets with
+/// version 1 readers keep working, `docs/spec.md` 11.1).
 pub const FORMAT_VERSION: u64 = 1;
+/// The newest document version this build reads (it reads versions 1 and 2) and the version it
+/// writes for documents that use a version 2 feature (a split key).
+pub const MAX_FORMAT_VERSION: u64 = 2;
 /// Largest encoded document accepted (checked before parsing).
 pub const MAX_ASSIGNMENT_BYTES: usize = 8 * 1024 * 1024;
 /// Largest document that passes Kafka's default size limits on its whole way: librdkafka's producer
@@ -117,6 +122,9 @@ pub enum Route {
     Heavy,
     /// The key went through the bucket table.
     Bucket,
+    /// The key is a split heavy key (format version 2, `docs/spec.md` section 4.6): the partition
+    /// is the next one of its spread schedule, so consecutive records of the key differ.
+    Split,
 }
 
 /// A heavy hitter and the partition it is pinned to, or, for a split key (format version 2,
@@ -236,6 +244,13 @@ impl Assignment {
     /// most [`MAX_HEAVY_KEYS_PER_BUCKET`] in one bucket;
     /// `predicted_load.len() == partitions`, every share finite and `>= 0`; params finite and `>= 0`.
     pub fn new(parts: AssignmentParts) -> Result<Self> {
+        Self::validated(parts, &[])
+    }
+
+    /// [`Assignment::new`]; `empty_splits` lists (ascending) the heavy entries that were read
+    /// with an empty `split` list, which [`HeavyKey`] cannot hold (it means a whole key there):
+    /// rejected where their part count is checked.
+    fn validated(parts: AssignmentParts, empty_splits: &[usize]) -> Result<Self> {
         validate_topic(&parts.topic)?;
         if parts.partitions == 0 {
             return Err(invalid("partitions must be at least 1"));
@@ -273,7 +288,7 @@ impl Assignment {
             ));
         }
         let mut key_bytes = 0_usize;
-        for hk in &parts.heavy {
+        for (i, hk) in parts.heavy.iter().enumerate() {
             if hk.key.len() > MAX_KEY_BYTES {
                 return Err(too_large(
                     "heavy key bytes",
@@ -281,8 +296,11 @@ impl Assignment {
                     MAX_KEY_BYTES as u64,
                 ));
             }
-            if hk.partition >= parts.partitions {
+            if hk.split.is_empty() && hk.partition >= parts.partitions {
                 return Err(out_of_range(hk.partition));
+            }
+            if empty_splits.binary_search(&i).is_ok() {
+                return Err(split_count(0));
             }
             validate_split(hk, parts.partitions, &out_of_range)?;
             key_bytes += hk.key.len();
@@ -339,20 +357,36 @@ impl Assignment {
             ));
         }
         // Format and version first, ignoring the rest, so a newer document reports its version
-        // rather than whatever shape change came with it.
-        let header: Header<'_> = serde_json::from_slice(bytes)?;
+        // rather than whatever shape change came with it. An object only (gap G1, fixed in 2).
+        let Obj(header): Obj<Header<'_>> = serde_json::from_slice(bytes)?;
         if header.format != FORMAT_NAME {
             return Err(Error::UnknownFormat {
                 found: truncate_for_display(&header.format),
                 expected: FORMAT_NAME,
             });
         }
-        if header.version != FORMAT_VERSION {
+        if !(FORMAT_VERSION..=MAX_FORMAT_VERSION).contains(&header.version) {
             return Err(Error::UnsupportedVersion {
                 version: header.version,
-                supported: FORMAT_VERSION,
+                supported: MAX_FORMAT_VERSION,
             });
         }
+        let v2 = header.version == 2;
+        let decoded = Self::decode(bytes, v2);
+        // Version 2 reports limits inside the document as `invalid` (gap G2): `oversize` is then
+        // only the value's size, checked above.
+        match decoded {
+            Err(Error::TooLarge {
+                what,
+                actual,
+                limit,
+            }) if v2 => Err(invalid(format!("{what} is {actual}, limit {limit}"))),
+            other => other,
+        }
+    }
+
+    /// [`Assignment::from_json`] after the version pre-read; `v2`: the document is version 2.
+    fn decode(bytes: &[u8], v2: bool) -> Result<Self> {
         let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
         if doc.table.len() != doc.buckets as usize {
             return Err(Error::TableLength {
@@ -361,7 +395,39 @@ impl Assignment {
             });
         }
         let mut heavy = Vec::with_capacity(doc.heavy.len());
+        let mut empty_splits = Vec::new();
         for (index, Obj(h)) in doc.heavy.into_iter().enumerate() {
+            let (partition, split) = match (h.partition, h.split) {
+                (Some(p), None) => (p, Vec::new()),
+                (None, Some(split)) if v2 => {
+                    let split: Vec<SplitPart> = split.into_iter().map(|Obj(s)| s).collect();
+                    if split.is_empty() {
+                        empty_splits.push(index);
+                    }
+                    (split.first().map_or(0, |s| s.partition), split)
+                }
+                (_, Some(_)) if !v2 => {
+                    return Err(malformed(format!(
+                        "heavy entry #{index}: unknown member `split` (version 1 documents cannot \
+                         split a key)"
+                    )));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(malformed(format!(
+                        "heavy entry #{index}: both `partition` and `split` (exactly one is allowed)"
+                    )));
+                }
+                (None, _) => {
+                    let want = if v2 {
+                        "`partition` or `split`"
+                    } else {
+                        "`partition`"
+                    };
+                    return Err(malformed(format!(
+                        "heavy entry #{index}: missing member {want}"
+                    )));
+                }
+            };
             let key = B64
                 .decode(h.key_b64.as_bytes())
                 .map_err(|e| Error::InvalidKeyEncoding {
@@ -370,12 +436,12 @@ impl Assignment {
                 })?;
             heavy.push(HeavyKey {
                 key,
-                partition: h.partition,
+                partition,
                 weight: h.weight,
-                split: Vec::new(),
+                split,
             });
         }
-        Self::new(AssignmentParts {
+        let parts = AssignmentParts {
             topic: doc.topic.into_owned(),
             partitions: doc.partitions,
             epoch: doc.epoch,
@@ -385,7 +451,19 @@ impl Assignment {
             params: doc.params.0,
             created_at_ms: doc.created_at_ms,
             predicted_load: doc.predicted_load,
-        })
+        };
+        Self::validated(parts, &empty_splits)
+    }
+
+    /// The format version [`Assignment::to_json`] writes: 2 if the document uses a version 2
+    /// feature (a split key), else 1, byte for byte the version 1 encoding.
+    #[must_use]
+    pub fn format_version(&self) -> u64 {
+        if self.has_split_keys() {
+            MAX_FORMAT_VERSION
+        } else {
+            FORMAT_VERSION
+        }
     }
 
     /// Encode as compact JSON (the control-topic payload).
@@ -409,6 +487,10 @@ impl Assignment {
             + size_of_val::<[[u64; 2]]>(&i.middles_2)
             + size_of_val::<[[u64; 4]]>(&i.middles_4)
             + size_of_val::<[[u64; 6]]>(&i.middles_6)
+            + i.splits
+                .iter()
+                .map(SplitSchedule::heap_bytes)
+                .sum::<usize>()
     }
 
     /// Encode as indented JSON (for people: `dkg-sampler inspect`, docs).
@@ -421,14 +503,14 @@ impl Assignment {
         let p = &self.parts;
         DocOut {
             format: FORMAT_NAME,
-            version: FORMAT_VERSION,
+            version: self.format_version(),
             topic: &p.topic,
             partitions: p.partitions,
             epoch: p.epoch,
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
             table: &p.table,
-            heavy: &p.heavy,
+            heavy: HeavyOut(&p.heavy),
             params: &p.params,
             created_at_ms: p.created_at_ms,
             predicted_load: &p.predicted_load,
@@ -506,9 +588,27 @@ impl Assignment {
     }
 
     /// The partition for `key` and which route gave it.
+    ///
+    /// For a split key ([`Route::Split`]) each call takes the next partition of the key's
+    /// schedule (`docs/spec.md` 4.6): record `n` of the key through this `Assignment`, counted by
+    /// an atomic counter shared by every thread using it (no lock), goes to `schedule[n % period]`.
+    /// Every other key's answer depends on the key alone.
     #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
+        let (p, route) = self.located(key);
+        // A split key's group holds a sentinel instead of a partition; no other value reaches it,
+        // so the whole-key path pays one compare and a branch that always goes the same way.
+        if p >= SPLIT_SENTINEL {
+            return self.index.split_pick(p);
+        }
+        (p, route)
+    }
+
+    /// The key's partition as stored in the index: a partition, or for a split key
+    /// `SPLIT_SENTINEL + ` its index in `Lookup::splits` (with [`Route::Heavy`]).
+    #[inline(always)]
+    fn located(&self, key: &[u8]) -> (u32, Route) {
         // One complete path per length class, so each is laid out straight (a shared tail would
         // branch on the length again); the branches go the same way for all keys of a length.
         let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
@@ -537,14 +637,36 @@ impl Assignment {
         }
     }
 
-    /// The partition of `key` if it is a heavy key.
+    /// The partition of `key` if it is a whole (not split) heavy key. `None` for a split key,
+    /// which has no single partition (see [`Assignment::split_of`]).
     #[inline]
     #[must_use]
     pub fn heavy_partition(&self, key: &[u8]) -> Option<u32> {
-        match self.route(key) {
-            (p, Route::Heavy) => Some(p),
-            (_, Route::Bucket) => None,
+        match self.located(key) {
+            (p, Route::Heavy) if p < SPLIT_SENTINEL => Some(p),
+            _ => None,
         }
+    }
+
+    /// The parts of `key` if it is a split key of this document, else `None`. Does not take a
+    /// pick of the key's schedule (consumers ask "is this key split in epoch E" with it).
+    #[must_use]
+    pub fn split_of(&self, key: &[u8]) -> Option<&[SplitPart]> {
+        if !self.has_split_keys() {
+            return None;
+        }
+        let (p, _) = self.located(key);
+        let split = self
+            .index
+            .splits
+            .get(p.checked_sub(SPLIT_SENTINEL)? as usize)?;
+        Some(&self.parts.heavy.get(split.heavy as usize)?.split)
+    }
+
+    /// Whether any heavy key of the document is split (then [`Assignment::format_version`] is 2).
+    #[must_use]
+    pub fn has_split_keys(&self) -> bool {
+        !self.index.splits.is_empty()
     }
 
     /// The bucket of `key` (whether or not the key is heavy): `to_positive(hash(key)) % buckets()`.
@@ -574,10 +696,7 @@ fn validate_split(
         return Ok(());
     }
     if hk.split.len() < 2 || hk.split.len() > MAX_SPLIT_PARTS {
-        return Err(invalid(format!(
-            "a split key has {} parts, it must have 2 to {MAX_SPLIT_PARTS}",
-            hk.split.len()
-        )));
+        return Err(split_count(hk.split.len()));
     }
     let mut seen = std::collections::BTreeSet::new();
     let mut sum = 0_u64;
@@ -605,6 +724,18 @@ fn validate_split(
         ));
     }
     Ok(())
+}
+
+fn split_count(parts: usize) -> Error {
+    invalid(format!(
+        "a split key has {parts} parts, it must have 2 to {MAX_SPLIT_PARTS}"
+    ))
+}
+
+fn malformed(reason: String) -> Error {
+    Error::MalformedAssignment {
+        source: <serde_json::Error as serde::de::Error>::custom(reason),
+    }
 }
 
 fn invalid(reason: impl Into<String>) -> Error {
@@ -796,7 +927,107 @@ impl Slots {
     }
 }
 
-/// The private lookup index. Built once in `Assignment::new`; read-only afterwards.
+/// Partitions are below [`MAX_PARTITIONS`] (< 2^20), so index values from here on name split
+/// keys: `SPLIT_SENTINEL + s` is split key `s` of `Lookup::splits`.
+const SPLIT_SENTINEL: u32 = 1 << 31;
+
+/// One split key's spread (`docs/spec.md` 4.6): the smooth weighted round robin sequence of its
+/// weights over one period (their sum, at most [`MAX_SPLIT_WEIGHT_SUM`]), precomputed as part
+/// indices, and the count of records this instance has placed.
+#[derive(Debug)]
+struct SplitSchedule {
+    /// Index of the key in the document's heavy list.
+    heavy: u32,
+    /// The parts' partitions, in document order.
+    partitions: Box<[u32]>,
+    /// Per position of the period, the part index (at most [`MAX_SPLIT_PARTS`] parts: a byte).
+    schedule: Box<[u8]>,
+    /// Records of this key placed so far by this instance (all threads): record `n` takes
+    /// `schedule[n % period]`. Relaxed: only the count matters, nothing is published through it.
+    next: AtomicU64,
+}
+
+impl SplitSchedule {
+    /// `parts` are validated (2..=64 parts, weights >= 1, sum <= MAX_SPLIT_WEIGHT_SUM).
+    fn new(heavy: u32, parts: &[SplitPart]) -> Self {
+        let weights: Vec<u32> = parts.iter().map(|p| p.weight).collect();
+        Self {
+            heavy,
+            partitions: parts.iter().map(|p| p.partition).collect(),
+            schedule: swrr_schedule(&weights)
+                .into_iter()
+                .map(|i| i as u8)
+                .collect(),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn pick(&self) -> u32 {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        // `schedule` is never empty (weights >= 1) and holds part indices; the fallbacks only
+        // keep this panic-free.
+        let period = self.schedule.len().max(1) as u64;
+        let part = self
+            .schedule
+            .get((n % period) as usize)
+            .copied()
+            .unwrap_or(0);
+        self.partitions
+            .get(usize::from(part))
+            .or(self.partitions.first())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        size_of_val::<[u32]>(&self.partitions) + self.schedule.len()
+    }
+}
+
+/// Copies the counter's value: the clone continues the sequence where the original was, and
+/// both then count on their own.
+impl Clone for SplitSchedule {
+    fn clone(&self) -> Self {
+        Self {
+            heavy: self.heavy,
+            partitions: self.partitions.clone(),
+            schedule: self.schedule.clone(),
+            next: AtomicU64::new(self.next.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// The smooth weighted round robin sequence of `weights` over one period (`sum(weights)` picks),
+/// as indices into `weights` (`docs/spec.md` 4.6): counters `c[i]` start at 0; for each pick,
+/// `c[i] += w[i]` for every `i`, the pick is the `i` with the largest `c[i]` (ties: the lowest
+/// `i`), then `c[pick] -= sum(w)`. After one period every counter is 0 again, so the sequence
+/// repeats, with exactly `w[i]` picks of `i` per period.
+fn swrr_schedule(weights: &[u32]) -> Vec<usize> {
+    let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
+    let mut current = vec![0_i64; weights.len()];
+    let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for _ in 0..total {
+        for (c, &w) in current.iter_mut().zip(weights) {
+            *c += i64::from(w);
+        }
+        // `max_by_key` keeps the last maximum: reversed, that is the lowest index.
+        let best = current
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|&(_, &c)| c)
+            .map_or(0, |(i, _)| i);
+        if let Some(c) = current.get_mut(best) {
+            *c -= total;
+        }
+        out.push(best);
+    }
+    out
+}
+
+/// The private lookup index. Built once in `Assignment::new`; read-only afterwards (but for the
+/// split keys' counters).
 #[derive(Clone)]
 struct Lookup {
     /// Bucket -> group index, or `groups.len() + r` for a bucket whose heavy keys are run `r`.
@@ -817,6 +1048,9 @@ struct Lookup {
     /// The same for keys of 49 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
     middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
+    /// The split keys, in document order; a group or run entry of split key `s` holds the
+    /// partition `SPLIT_SENTINEL + s`.
+    splits: Box<[SplitSchedule]>,
 }
 
 /// A summary: the index mirrors `heavy` and `table` and would drown the document in `{:?}` output.
@@ -832,6 +1066,7 @@ impl fmt::Debug for Lookup {
             .field("middles_2", &self.middles_2.len())
             .field("middles_4", &self.middles_4.len())
             .field("middles_6", &self.middles_6.len())
+            .field("split_keys", &self.splits.len())
             .finish_non_exhaustive()
     }
 }
@@ -853,6 +1088,21 @@ impl Lookup {
             arena.extend_from_slice(&hk.key);
         }
         let heavy = |i: usize| &parts.heavy[i];
+        // What the index stores per heavy key: its partition, or a split key's sentinel.
+        let mut splits = Vec::new();
+        let stored: Vec<u32> = (0..parts.heavy.len())
+            .map(|i| {
+                let hk = heavy(i);
+                if !hk.is_split() {
+                    return hk.partition;
+                }
+                // At most MAX_HEAVY_KEYS split keys: far below 2^31.
+                let sentinel = SPLIT_SENTINEL + splits.len() as u32;
+                splits.push(SplitSchedule::new(i as u32, &hk.split));
+                sentinel
+            })
+            .collect();
+        let splits = splits.into_boxed_slice();
         keys.sort_by_key(|&(bucket, i, _, _)| (bucket, std::cmp::Reverse(heavy(i).weight), i));
 
         // Heavy-key groups first, one per bucket with exactly one heavy key; then every other
@@ -890,7 +1140,7 @@ impl Lookup {
                     words: key_words(&hk.key),
                     len: hk.key.len() as u32,
                     start,
-                    partitions: [hk.partition, bucket_partition],
+                    partitions: [stored[i], bucket_partition],
                 });
             } else {
                 let first = shared.len();
@@ -908,7 +1158,7 @@ impl Lookup {
                         hash,
                         len: key.len() as u32,
                         start,
-                        partition: heavy(i).partition,
+                        partition: stored[i],
                     });
                 }
                 slots[bucket] = RUN;
@@ -950,6 +1200,7 @@ impl Lookup {
             middles_6,
             arena: arena.into_boxed_slice(),
             buckets,
+            splits,
         })
     }
 
@@ -1045,6 +1296,18 @@ impl Lookup {
         } else {
             (group.partitions[1], Route::Bucket)
         }
+    }
+
+    /// The next partition of split key `sentinel - SPLIT_SENTINEL` (out of line: split keys
+    /// are few, and the whole-key path stays as compact as before).
+    #[cold]
+    #[inline(never)]
+    fn split_pick(&self, sentinel: u32) -> (u32, Route) {
+        let split = self
+            .splits
+            .get(sentinel.wrapping_sub(SPLIT_SENTINEL) as usize);
+        // Only sentinels of existing split keys are stored; 0 is a valid partition regardless.
+        (split.map_or(0, SplitSchedule::pick), Route::Split)
     }
 
     /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
@@ -1190,8 +1453,47 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 struct HeavyIn<'a> {
     #[serde(borrow)]
     key_b64: Cow<'a, str>,
-    partition: u32,
+    // Exactly one of the two (checked in `decode`); `null` is no value for either (spec 4.3).
+    #[serde(default, deserialize_with = "present")]
+    partition: Option<u32>,
+    #[serde(default, deserialize_with = "present")]
+    split: Option<Vec<Obj<SplitPart>>>,
     weight: u64,
+}
+
+/// An optional member that, when present, must hold a `T` (serde's `Option` would take `null`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The heavy list as written: a whole key as `{"key_b64","partition","weight"}` (version 1), a
+/// split key as `{"key_b64","split","weight"}`.
+struct HeavyOut<'a>(&'a [HeavyKey]);
+
+impl Serialize for HeavyOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        struct Entry<'a>(&'a HeavyKey);
+        impl Serialize for Entry<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let hk = self.0;
+                let mut entry = s.serialize_struct("HeavyKey", 3)?;
+                entry.serialize_field("key_b64", &B64.encode(&hk.key))?;
+                if hk.is_split() {
+                    entry.serialize_field("split", &hk.split)?;
+                } else {
+                    entry.serialize_field("partition", &hk.partition)?;
+                }
+                entry.serialize_field("weight", &hk.weight)?;
+                entry.end()
+            }
+        }
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for hk in self.0 {
+            seq.serialize_element(&Entry(hk))?;
+        }
+        seq.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -1204,7 +1506,7 @@ struct DocOut<'a> {
     bucket_hash: BucketHash,
     buckets: u32,
     table: &'a [u32],
-    heavy: &'a [HeavyKey],
+    heavy: HeavyOut<'a>,
     params: &'a Params,
     created_at_ms: u64,
     predicted_load: &'a [f64],

@@ -29,12 +29,12 @@ pub enum Error {
 
     /// The assignment declares a format version this build does not understand.
     #[error(
-        "unsupported assignment format version {version} (this build reads version {supported})"
+        "unsupported assignment format version {version} (this build reads versions 1 to {supported})"
     )]
     UnsupportedVersion {
         /// Version found in the document.
         version: u64,
-        /// Version this build reads.
+        /// Newest version this build reads (it reads every version from 1 to this one).
         supported: u64,
     },
 

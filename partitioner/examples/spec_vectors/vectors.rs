@@ -25,12 +25,14 @@ use serde::ser::{SerializeMap, Serializer};
 pub type Generator = fn() -> String;
 
 /// Every generated file: its name in `spec/vectors/` and how to write it.
-pub const FILES: [(&str, Generator); 5] = [
+pub const FILES: [(&str, Generator); 7] = [
     ("murmur2.json", murmur2_file),
     ("lookup.json", lookup_file),
     ("reject.json", reject_file),
     ("control.json", control_file),
     ("random.json", random_file),
+    ("v2/split.json", split_file),
+    ("v2/reject.json", v2_reject_file),
 ];
 
 /// Partition counts of `murmur2.json`.
@@ -117,6 +119,7 @@ pub fn place(a: &Assignment, topic_partitions: u32, key: &[u8]) -> (u32, &'stati
     match a.route(key) {
         (p, Route::Heavy) => (p, "heavy"),
         (p, Route::Bucket) => (p, "bucket"),
+        (p, Route::Split) => (p, "split"),
     }
 }
 
@@ -829,28 +832,29 @@ fn reject_cases() -> Vec<Reject> {
         reject("format_number", M, "format is a number.", edit(r#""format":"dkg.assignment""#, r#""format":1"#)),
         reject("format_null", M, "format is null.", edit(r#""format":"dkg.assignment""#, r#""format":null"#)),
         reject("format_other_version_2", M, "Wrong format and version 2: format is checked before version.", edit(r#""format":"dkg.assignment","version":1"#, r#""format":"dkg.plan","version":2"#)),
-        reject("version_2", V, "version 2 (a newer format).", edit(r#""version":1"#, r#""version":2"#)),
+        reject("version_3", V, "version 3 (a newer format).", edit(r#""version":1"#, r#""version":3"#)),
         reject("version_0", V, "version 0.", edit(r#""version":1"#, r#""version":0"#)),
         reject("version_max_u64", V, "version 18446744073709551615.", edit(r#""version":1"#, r#""version":18446744073709551615"#)),
-        reject("version_2_other_shape", V, "version 2 with members version 1 does not know and without table: the version is read first, so the reason is the version, not the shape.", br#"{"format":"dkg.assignment","version":2,"topic":"orders","table_u16_b64":"AAABAA==","generation":"x"}"#.to_vec()),
-        reject("version_2_type_error", V, "version 2 and a member of the wrong type (partitions a string): still the version.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":"3""#)),
-        reject("version_2_members_reordered", V, "version 2 written before format.", br#"{"version":2,"format":"dkg.assignment"}"#.to_vec()),
-        reject("array_v2", V, "An array [\"dkg.assignment\", 2]: the version pre-read accepts an array (known gap), so the reason is the version.", br#"["dkg.assignment",2]"#.to_vec()),
-        reject("version_2_non_utf8_string", V, "version 2 and a byte 0xff inside the topic string: the pre-read skips members other than format and version without checking their strings for UTF-8 (known gap), so the reason is the version.", {
-            let mut d = edit(r#""version":1"#, r#""version":2"#);
+        reject("version_3_other_shape", V, "version 3 with members version 1 does not know and without table: the version is read first, so the reason is the version, not the shape.", br#"{"format":"dkg.assignment","version":3,"topic":"orders","table_u16_b64":"AAABAA==","generation":"x"}"#.to_vec()),
+        reject("version_3_type_error", V, "version 3 and a member of the wrong type (partitions a string): still the version.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":3,"topic":"orders","partitions":"3""#)),
+        reject("version_3_members_reordered", V, "version 3 written before format.", br#"{"version":3,"format":"dkg.assignment"}"#.to_vec()),
+        reject("array_v2", M, "An array [\"dkg.assignment\", 2]: the document must be an object, also in the version pre-read (gap G1, fixed by readers of version 2).", br#"["dkg.assignment",2]"#.to_vec()),
+        reject("array_v3", M, "An array [\"dkg.assignment\", 3]: the pre-read requires an object (gap G1 fixed), so the reason is not the version.", br#"["dkg.assignment",3]"#.to_vec()),
+        reject("version_3_non_utf8_string", V, "version 3 and a byte 0xff inside the topic string: the pre-read skips members other than format and version without checking their strings for UTF-8 (known gap), so the reason is the version.", {
+            let mut d = edit(r#""version":1"#, r#""version":3"#);
             let at = BASE_DOCUMENT.find("orders").expect("topic") + 3;
             d[at] = 0xff;
             d
         }),
-        reject("version_2_lone_surrogate", V, "version 2 and a lone surrogate escape in the topic: not checked in skipped members (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"\ud800""#)),
-        reject("version_2_control_character", M, "version 2 and an unescaped control character in the topic: a JSON syntax error, which the pre-read does detect.", edit(r#""version":1,"topic":"orders""#, "\"version\":2,\"topic\":\"ord\u{1}ers\"")),
-        reject("version_2_number_overflow", V, "version 2 and partitions 1e400: numbers of skipped members are not range-checked (known gap).", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":1e400"#)),
-        reject("version_2_invalid_escape", M, "version 2 and an invalid escape \\q in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"ord\qers""#)),
-        reject("version_2_short_unicode_escape", M, "version 2 and a truncated \\u escape in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"ord\u12""#)),
-        reject("version_2_leading_zero", M, "version 2 and partitions 03 (a leading zero): a syntax error.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":2,"topic":"orders","partitions":03"#)),
-        reject("version_2_duplicate_member", V, "version 2 and topic twice: the pre-read allows repeated members other than format and version (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":2,"topic":"orders","topic":"orders""#)),
-        reject("version_2_truncated", M, "version 2 but not well-formed JSON (truncated): syntax comes first.", {
-            let d = edit(r#""version":1"#, r#""version":2"#);
+        reject("version_3_lone_surrogate", V, "version 3 and a lone surrogate escape in the topic: not checked in skipped members (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":3,"topic":"\ud800""#)),
+        reject("version_3_control_character", M, "version 3 and an unescaped control character in the topic: a JSON syntax error, which the pre-read does detect.", edit(r#""version":1,"topic":"orders""#, "\"version\":3,\"topic\":\"ord\u{1}ers\"")),
+        reject("version_3_number_overflow", V, "version 3 and partitions 1e400: numbers of skipped members are not range-checked (known gap).", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":3,"topic":"orders","partitions":1e400"#)),
+        reject("version_3_invalid_escape", M, "version 3 and an invalid escape \\q in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":3,"topic":"ord\qers""#)),
+        reject("version_3_short_unicode_escape", M, "version 3 and a truncated \\u escape in the topic: a syntax error.", edit(r#""version":1,"topic":"orders""#, r#""version":3,"topic":"ord\u12""#)),
+        reject("version_3_leading_zero", M, "version 3 and partitions 03 (a leading zero): a syntax error.", edit(r#""version":1,"topic":"orders","partitions":3"#, r#""version":3,"topic":"orders","partitions":03"#)),
+        reject("version_3_duplicate_member", V, "version 3 and topic twice: the pre-read allows repeated members other than format and version (known gap).", edit(r#""version":1,"topic":"orders""#, r#""version":3,"topic":"orders","topic":"orders""#)),
+        reject("version_3_truncated", M, "version 3 but not well-formed JSON (truncated): syntax comes first.", {
+            let d = edit(r#""version":1"#, r#""version":3"#);
             d[..d.len() - 1].to_vec()
         }),
         reject("version_string", M, "version is the string \"1\".", edit(r#""version":1"#, r#""version":"1""#)),
@@ -865,7 +869,7 @@ fn reject_cases() -> Vec<Reject> {
         reject("duplicate_member_bucket_hash", M, "bucket_hash.seed twice.", edit(r#""seed":625341585"#, r#""seed":625341585,"seed":625341585"#)),
         reject("duplicate_member_heavy", M, "A heavy entry with partition twice.", edit(r#""partition":1"#, r#""partition":1,"partition":1"#)),
         reject("duplicate_member_params", M, "params.mu twice.", edit(r#""mu":4.0"#, r#""mu":4.0,"mu":4.0"#)),
-        reject("array_v2_three_elements", M, "An array [\"dkg.assignment\", 2, 0]: the pre-read accepts exactly two elements.", br#"["dkg.assignment",2,0]"#.to_vec()),
+        reject("array_v2_three_elements", M, "An array [\"dkg.assignment\", 2, 0]: not an object.", br#"["dkg.assignment",2,0]"#.to_vec()),
         reject("string_lone_surrogate", M, "A lone surrogate escape \\ud800 in the topic.", edit(r#""topic":"orders""#, r#""topic":"\ud800""#)),
         reject("string_control_character", M, "An unescaped control character (0x01) inside the topic string.", edit(r#""topic":"orders""#, "\"topic\":\"ord\u{1}ers\"")),
         reject("partitions_negative_zero", M, "partitions -0.", edit(r#""partitions":3"#, r#""partitions":-0"#)),
@@ -1333,7 +1337,7 @@ fn control_file() -> String {
             vec![
                 put("orders", o(1)),
                 put("orders", "{not json".to_owned()),
-                put("orders", o(2).replacen("\"version\":1", "\"version\":2", 1)),
+                put("orders", o(2).replacen("\"version\":1", "\"version\":3", 1)),
                 put(
                     "orders",
                     o(2).replacen("\"table\":[0,1,2,0]", "\"table\":[0,1,5,0]", 1),
@@ -1561,4 +1565,468 @@ pub fn random_case_line(index: u64) -> String {
 fn random_file() -> String {
     let lines: Vec<String> = (0..RANDOM_CASES).map(random_case_line).collect();
     lines_file(&random_leading(), &lines)
+}
+
+// ---------------------------------------------------------------------------------------------
+// v2/split.json
+
+/// Picks listed per split key of `v2/split.json`.
+pub const SPLIT_PICKS: usize = 1000;
+
+#[derive(Serialize)]
+struct SplitCase {
+    name: &'static str,
+    description: &'static str,
+    document_json: String,
+    topic_partitions: u32,
+    split_keys: Vec<SplitKeyOut>,
+    keys: Vec<LookupKey>,
+}
+
+#[derive(Serialize)]
+struct SplitKeyOut {
+    key_b64: String,
+    parts: Vec<SplitPartOut>,
+    picks: Vec<u32>,
+}
+
+#[derive(Serialize)]
+struct SplitPartOut {
+    partition: u32,
+    weight: u32,
+}
+
+/// A heavy key to split and its parts as `(partition, weight)`.
+type SplitSpec = (Vec<u8>, Vec<(u32, u32)>);
+
+/// `base` with the heavy keys of `split` split over their parts.
+fn split_document(base: Assignment, split: &[SplitSpec]) -> Assignment {
+    let mut parts = base.into_parts();
+    for (key, spread) in split {
+        let hk = parts
+            .heavy
+            .iter_mut()
+            .find(|h| &h.key == key)
+            .expect("split keys are heavy keys of the base document");
+        hk.partition = spread[0].0;
+        hk.split = spread
+            .iter()
+            .map(
+                |&(partition, weight)| dkg_partitioner::assignment::SplitPart { partition, weight },
+            )
+            .collect();
+    }
+    assignment(parts)
+}
+
+fn split_case(
+    name: &'static str,
+    description: &'static str,
+    a: &Assignment,
+    topic_partitions: u32,
+    keys: &[Vec<u8>],
+) -> SplitCase {
+    let document_json = doc_json(a);
+    assert!(
+        document_json.contains(r#""version":2"#),
+        "{name} is version 2"
+    );
+    // A fresh instance: its counters are at 0.
+    let fresh = Assignment::from_json(document_json.as_bytes()).expect("split documents are valid");
+    let split_keys = if fresh.partitions() == topic_partitions {
+        fresh
+            .heavy()
+            .iter()
+            .filter(|h| h.is_split())
+            .map(|h| SplitKeyOut {
+                key_b64: b64(&h.key),
+                parts: h
+                    .split
+                    .iter()
+                    .map(|s| SplitPartOut {
+                        partition: s.partition,
+                        weight: s.weight,
+                    })
+                    .collect(),
+                picks: (0..SPLIT_PICKS)
+                    .map(|_| place(&fresh, topic_partitions, &h.key).0)
+                    .collect(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let keys = keys
+        .iter()
+        .filter(|k| seen.insert(*k))
+        .filter(|k| fresh.partitions() != topic_partitions || fresh.split_of(k).is_none())
+        .map(|key| {
+            let (partition, route) = place(&fresh, topic_partitions, key);
+            LookupKey {
+                key_b64: b64(key),
+                partition,
+                route,
+            }
+        })
+        .collect();
+    SplitCase {
+        name,
+        description,
+        document_json,
+        topic_partitions,
+        split_keys,
+        keys,
+    }
+}
+
+fn split_file() -> String {
+    let mut cases = Vec::new();
+
+    let heavy = vec![b"hot".to_vec(), b"user-42".to_vec(), b"warm-key".to_vec()];
+    let a = split_document(
+        document(5, 16, DEFAULT_BUCKET_SEED, &heavy, 11),
+        &[(b"hot".to_vec(), vec![(1, 3), (4, 1)])],
+    );
+    let mut keys = with_misses(&heavy);
+    keys.extend(text_keys("user-", 0..24));
+    cases.push(split_case(
+        "weights_3_1",
+        "The spec's example: 5 partitions, \"hot\" split over partitions 1 and 4 with weights 3 \
+         and 1 (picks 1, 1, 4, 1, repeated), two whole heavy keys, the near misses of all three \
+         (bucket route) and light keys.",
+        &a,
+        5,
+        &keys,
+    ));
+
+    let heavy = text_keys("tenant-", 0..6);
+    let mut rng = SplitMix64(12);
+    let spread = |count: u32, first: u32, rng: &mut SplitMix64| -> Vec<(u32, u32)> {
+        (0..count)
+            .map(|i| ((first + 3 * i) % 100, 1 + rng.below(60) as u32))
+            .collect()
+    };
+    let splits = vec![
+        (heavy[0].clone(), spread(64, 0, &mut rng)),
+        (heavy[1].clone(), spread(2, 7, &mut rng)),
+        (heavy[2].clone(), vec![(9, 4095), (10, 1)]),
+        (heavy[3].clone(), vec![(50, 7), (20, 5), (80, 3), (5, 1)]),
+        (heavy[4].clone(), vec![(33, 2), (34, 2), (35, 1)]),
+    ];
+    let a = split_document(document(100, 400, DEFAULT_BUCKET_SEED, &heavy, 12), &splits);
+    let mut keys = with_misses(&heavy);
+    keys.extend(text_keys("tenant-", 100..140));
+    cases.push(split_case(
+        "many_parts",
+        "100 partitions, 6 heavy keys of which 5 are split: 64 parts (the most) with pseudo-random \
+         weights 1..=60 on partitions 0, 3, 6, ... (mod 100, so not in ascending order), 2 parts, weights 4095 and 1 (the largest \
+         weight sum, 4096), weights 7, 5, 3, 1 over partitions 50, 20, 80, 5, and a tie (2, 2, 1); \
+         the sixth key whole; near misses and light keys.",
+        &a,
+        100,
+        &keys,
+    ));
+
+    let crowded = same_bucket(b"", 4, DEFAULT_BUCKET_SEED, 3);
+    let long = pattern_key(100);
+    let mut heavy = vec![b"".to_vec(), long.clone(), pattern_key(40)];
+    heavy.extend(crowded.iter().cloned());
+    let splits = vec![
+        (b"".to_vec(), vec![(2, 1), (0, 1)]),
+        (long.clone(), vec![(3, 2), (1, 1)]),
+        (pattern_key(40), vec![(0, 1), (1, 1), (2, 1), (3, 1)]),
+        (crowded[0].clone(), vec![(1, 5), (2, 2)]),
+    ];
+    let a = split_document(document(4, 4, DEFAULT_BUCKET_SEED, &heavy, 13), &splits);
+    cases.push(split_case(
+        "key_classes_and_shared_buckets",
+        "4 partitions, 4 buckets: split keys of every lookup path: the empty key, a 100-byte key, \
+         a 40-byte key, and a key sharing its bucket with 3 other heavy keys (2 of them whole, \
+         the empty key split); near misses route by bucket.",
+        &a,
+        4,
+        &with_misses(&heavy),
+    ));
+
+    let heavy = vec![b"hot".to_vec(), b"cold".to_vec()];
+    let a = split_document(
+        document(6, 12, DEFAULT_BUCKET_SEED, &heavy, 14),
+        &[(b"hot".to_vec(), vec![(0, 1), (5, 1)])],
+    );
+    let mut keys = heavy.clone();
+    keys.extend(text_keys("k", 0..10));
+    cases.push(split_case(
+        "partition_count_mismatch",
+        "A split document for 6 partitions on a topic that has 8: every key, the split one \
+         included, takes Kafka's placement (no split_keys listed).",
+        &a,
+        8,
+        &keys,
+    ));
+    cases_file(&[("picks_per_split_key", SPLIT_PICKS.to_string())], &cases)
+}
+
+// ---------------------------------------------------------------------------------------------
+// v2/reject.json
+
+/// The valid version 2 document every `v2/reject.json` case edits: `BASE_DOCUMENT` with version
+/// 2 and its heavy key split.
+pub const V2_BASE_DOCUMENT: &str = concat!(
+    r#"{"format":"dkg.assignment","version":2,"topic":"orders","partitions":3,"epoch":7,"#,
+    r#""bucket_hash":{"function":"murmur2","seed":625341585},"buckets":4,"table":[0,1,2,0],"#,
+    r#""heavy":[{"key_b64":"aG90","split":[{"partition":1,"weight":3},{"partition":2,"weight":1}],"weight":1200}],"#,
+    r#""params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"#,
+    r#""created_at_ms":1700000000000,"predicted_load":[0.5,0.25,0.25]}"#
+);
+
+/// `V2_BASE_DOCUMENT` with `from` (exactly once) replaced by `to`.
+fn edit_v2(from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(
+        V2_BASE_DOCUMENT.matches(from).count(),
+        1,
+        "{from:?} must occur once in the version 2 base document"
+    );
+    V2_BASE_DOCUMENT.replacen(from, to, 1).into_bytes()
+}
+
+/// The base's split list replaced by `parts` (JSON text of the array's elements).
+fn with_split_parts(parts: &str) -> Vec<u8> {
+    edit_v2(
+        r#"[{"partition":1,"weight":3},{"partition":2,"weight":1}]"#,
+        &format!("[{parts}]"),
+    )
+}
+
+#[allow(clippy::too_many_lines)]
+fn v2_reject_cases() -> Vec<Reject> {
+    const M: &str = "malformed_json";
+    const I: &str = "invalid";
+    const R: &str = "out_of_range";
+    const V: &str = "unsupported_version";
+    const SPLIT: &str = r#""split":[{"partition":1,"weight":3},{"partition":2,"weight":1}]"#;
+    let parts = |n: u32| -> String {
+        (0..n)
+            .map(|i| format!(r#"{{"partition":{i},"weight":1}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let wide = |n: u32, partitions: u32| -> Vec<u8> {
+        let doc = String::from_utf8(with_split_parts(&parts(n))).expect("UTF-8");
+        let load = vec!["0.0"; partitions as usize].join(",");
+        doc.replace(
+            r#""partitions":3"#,
+            &format!(r#""partitions":{partitions}"#),
+        )
+        .replace("[0.5,0.25,0.25]", &format!("[{load}]"))
+        .into_bytes()
+    };
+    let long_key = b64(&vec![b'k'; MAX_KEY_BYTES + 1]);
+    vec![
+        reject(
+            "both_partition_and_split",
+            M,
+            "A heavy entry with partition and split: exactly one is allowed.",
+            edit_v2(SPLIT, &format!(r#""partition":1,{SPLIT}"#)),
+        ),
+        reject(
+            "neither_partition_nor_split",
+            M,
+            "A heavy entry with neither partition nor split.",
+            edit_v2(&format!("{SPLIT},"), ""),
+        ),
+        reject(
+            "split_null",
+            M,
+            "split is null (null is no value: not the same as absent).",
+            edit_v2(SPLIT, r#""partition":1,"split":null"#),
+        ),
+        reject(
+            "partition_null_with_split",
+            M,
+            "partition null next to a split.",
+            edit_v2(SPLIT, &format!(r#""partition":null,{SPLIT}"#)),
+        ),
+        reject(
+            "split_object",
+            M,
+            "split is an object, not an array.",
+            edit_v2(SPLIT, r#""split":{"partition":1,"weight":3}"#),
+        ),
+        reject(
+            "split_part_array",
+            M,
+            "A split part written as an array [partition, weight].",
+            with_split_parts(r#"[1,3],{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_part_unknown_member",
+            M,
+            "A split part with an unknown member.",
+            with_split_parts(
+                r#"{"partition":1,"weight":3,"share":0.75},{"partition":2,"weight":1}"#,
+            ),
+        ),
+        reject(
+            "split_part_missing_weight",
+            M,
+            "A split part without weight.",
+            with_split_parts(r#"{"partition":1},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_part_duplicate_member",
+            M,
+            "A split part with weight twice.",
+            with_split_parts(r#"{"partition":1,"weight":3,"weight":3},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_part_weight_overflow",
+            M,
+            "A part weight of 2^32 (weights are u32).",
+            with_split_parts(r#"{"partition":1,"weight":4294967296},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_part_weight_negative",
+            M,
+            "A part weight of -1.",
+            with_split_parts(r#"{"partition":1,"weight":-1},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_in_version_1",
+            M,
+            "A split heavy entry in a version 1 document: split is an unknown member there.",
+            edit_v2(r#""version":2"#, r#""version":1"#),
+        ),
+        reject(
+            "unknown_member_v2",
+            M,
+            "Version 2 is as strict as version 1: an unknown top-level member.",
+            edit_v2(r#""epoch":7,"#, r#""epoch":7,"salt":1,"#),
+        ),
+        reject(
+            "split_no_parts",
+            I,
+            "An empty split list.",
+            with_split_parts(""),
+        ),
+        reject(
+            "split_one_part",
+            I,
+            "A split key with one part (2 to 64).",
+            with_split_parts(r#"{"partition":1,"weight":3}"#),
+        ),
+        reject(
+            "split_65_parts",
+            I,
+            "A split key with 65 parts over 65 partitions (2 to 64).",
+            wide(65, 65),
+        ),
+        reject(
+            "split_duplicate_partition",
+            I,
+            "Two parts on partition 1.",
+            with_split_parts(r#"{"partition":1,"weight":3},{"partition":1,"weight":1}"#),
+        ),
+        reject(
+            "split_weight_zero",
+            I,
+            "A part of weight 0 (weights are at least 1).",
+            with_split_parts(r#"{"partition":1,"weight":0},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_weight_sum_over_limit",
+            I,
+            "Weights 4096 and 1: the sum 4097 is over 4096 (a limit inside the document: invalid in version 2).",
+            with_split_parts(r#"{"partition":1,"weight":4096},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_part_out_of_range",
+            R,
+            "A part on partition 3 with 3 partitions.",
+            with_split_parts(r#"{"partition":1,"weight":3},{"partition":3,"weight":1}"#),
+        ),
+        reject(
+            "split_first_part_out_of_range",
+            R,
+            "The first part on partition 3.",
+            with_split_parts(r#"{"partition":3,"weight":3},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_out_of_range_before_predicted_load",
+            R,
+            "A part out of range and predicted_load too short: the part is checked first (step 14 before 16).",
+            {
+                let d = String::from_utf8(with_split_parts(
+                    r#"{"partition":1,"weight":3},{"partition":3,"weight":1}"#,
+                ))
+                .expect("UTF-8");
+                d.replace("[0.5,0.25,0.25]", "[0.5,0.5]").into_bytes()
+            },
+        ),
+        reject(
+            "split_count_before_out_of_range",
+            I,
+            "One part, out of range: the part count is checked before the parts.",
+            with_split_parts(r#"{"partition":3,"weight":3}"#),
+        ),
+        reject(
+            "split_duplicate_before_out_of_range",
+            I,
+            "Parts 1, 1, 3 (3 out of range): parts are checked in order, the duplicate comes first.",
+            with_split_parts(
+                r#"{"partition":1,"weight":3},{"partition":1,"weight":1},{"partition":3,"weight":1}"#,
+            ),
+        ),
+        reject(
+            "partitions_over_max_v2",
+            I,
+            "partitions 1000001 in a version 2 document: invalid (version 1 reports oversize, gap G2).",
+            edit_v2(r#""partitions":3"#, r#""partitions":1000001"#),
+        ),
+        reject(
+            "heavy_key_too_long_v2",
+            I,
+            "A heavy key of 65537 bytes in a version 2 document: invalid (gap G2).",
+            edit_v2(r#""key_b64":"aG90""#, &format!(r#""key_b64":"{long_key}""#)),
+        ),
+        reject(
+            "version_3",
+            V,
+            "Version 3: not read by version 2 readers.",
+            edit_v2(r#""version":2"#, r#""version":3"#),
+        ),
+        reject(
+            "array_v2",
+            M,
+            "[\"dkg.assignment\",2]: the document, also in the pre-read, must be an object.",
+            br#"["dkg.assignment",2]"#.to_vec(),
+        ),
+    ]
+}
+
+fn v2_reject_file() -> String {
+    let base = Assignment::from_json(V2_BASE_DOCUMENT.as_bytes())
+        .expect("the version 2 base document is valid");
+    assert_eq!(
+        base.to_json(),
+        V2_BASE_DOCUMENT.as_bytes(),
+        "the version 2 base document is canonical"
+    );
+    let mut names = std::collections::HashSet::new();
+    let cases: Vec<RejectCase> = v2_reject_cases()
+        .into_iter()
+        .map(|r| {
+            assert!(names.insert(r.name), "duplicate case name {}", r.name);
+            let got = reject_label(&r.document);
+            assert_eq!(got, r.reason, "v2 reject case {}", r.name);
+            RejectCase {
+                name: r.name.to_owned(),
+                description: r.description.to_owned(),
+                document_b64: Some(b64(&r.document)),
+                reason: r.reason,
+                generate: None,
+            }
+        })
+        .collect();
+    cases_file(&[("base_document_json", json(V2_BASE_DOCUMENT))], &cases)
 }

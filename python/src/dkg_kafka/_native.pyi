@@ -5,8 +5,8 @@ from typing import Any, Literal, final
 
 from typing_extensions import Self, TypeAlias, disjoint_base
 
-_Route: TypeAlias = Literal["heavy", "bucket"]
-_PlacementRoute: TypeAlias = Literal["heavy", "bucket", "fallback"]
+_Route: TypeAlias = Literal["heavy", "bucket", "split"]
+_PlacementRoute: TypeAlias = Literal["heavy", "bucket", "split", "fallback"]
 _Outcome: TypeAlias = Literal["accepted", "unchanged", "retracted", "rejected"]
 
 __all__ = [
@@ -45,9 +45,15 @@ class Assignment:
     def to_json(self) -> bytes:
         """The compact JSON document."""
     def partition_for(self, key: bytes) -> int:
-        """The partition of ``key``; never raises for ``bytes``, ``TypeError`` otherwise."""
+        """The partition of ``key``; never raises for ``bytes``, ``TypeError`` otherwise. A split
+        key's records follow its schedule: each call takes the next partition (spec 4.6)."""
     def route(self, key: bytes) -> tuple[int, _Route]:
-        """``(partition, route)`` of ``key``."""
+        """``(partition, route)`` of ``key``; like :meth:`partition_for` for a split key."""
+    def split_of(self, key: bytes) -> list[tuple[int, int]] | None:
+        """``[(partition, weight), ...]`` if ``key`` is split, else ``None``; takes no pick."""
+    @property
+    def has_split_keys(self) -> bool:
+        """Whether any heavy key is split (a version 2 document)."""
     def partition_many(self, keys: Iterable[bytes]) -> list[int]:
         """The partitions of many keys in one call."""
     def bucket(self, key: bytes) -> int:

@@ -56,6 +56,8 @@ pub enum RouteKind {
     Heavy,
     /// The key went through the current assignment's bucket table.
     Bucket,
+    /// The key is a split heavy key of the current assignment (spec 4.6): spread over its parts.
+    Split,
     /// No assignment in effect: Kafka's default placement, `toPositive(murmur2(key)) % partitions`
     /// (identical to the Java producer).
     Fallback,
@@ -68,6 +70,7 @@ impl RouteKind {
         match self {
             RouteKind::Heavy => "heavy",
             RouteKind::Bucket => "bucket",
+            RouteKind::Split => "split",
             RouteKind::Fallback => "fallback",
         }
     }

@@ -109,9 +109,11 @@ impl TopicState {
                     let route = match route {
                         Route::Heavy => RouteKind::Heavy,
                         Route::Bucket => RouteKind::Bucket,
+                        Route::Split => RouteKind::Split,
                     };
                     match route {
-                        RouteKind::Heavy => routes.heavy.inc(),
+                        // A split key is a heavy key: counted with them.
+                        RouteKind::Heavy | RouteKind::Split => routes.heavy.inc(),
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);
