@@ -8,6 +8,7 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -882,7 +883,7 @@ public final class Assignment implements ControlValue {
                 && Arrays.equals(heavyPartitions, a.heavyPartitions) && Arrays.equals(heavyWeights, a.heavyWeights)
                 && theta == a.theta && epsilon == a.epsilon && mu == a.mu && windowRecords == a.windowRecords
                 && createdAtMs == a.createdAtMs && predictedLoad.length == a.predictedLoad.length
-                && java.util.Objects.equals(generation, a.generation))) {
+                && Objects.equals(generation, a.generation))) {
             return false;
         }
         for (int i = 0; i < heavyKeys.length; i++) {
@@ -964,7 +965,8 @@ public final class Assignment implements ControlValue {
      * (spec 4.6: {@code oversize} is only the value's size there).
      */
     private static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
-        return tooLarge(d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID, what, actual, limit);
+        RejectReason reason = d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID;
+        return tooLarge(reason, what, actual, limit);
     }
 
     private static AssignmentException outOfRange(String topic, int partition, int partitions) {

@@ -6,6 +6,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.OptionalLong;
 
 /**
  * The validated state of the control topic: the current assignment per data topic. Pure (no I/O): feed it the
@@ -68,9 +69,9 @@ public final class AssignmentBook {
     }
 
     /** The epoch floor a retraction document left on {@code topic} (unsigned), or empty. */
-    public java.util.OptionalLong retractedAt(String topic) {
+    public OptionalLong retractedAt(String topic) {
         ControlValue.Retraction r = retracted.get(topic);
-        return r == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r.epoch());
+        return r == null ? OptionalLong.empty() : OptionalLong.of(r.epoch());
     }
 
     /** The control topic generation in force (the last {@value #GENERATION_KEY} record's), or null. */

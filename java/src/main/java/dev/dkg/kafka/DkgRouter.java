@@ -318,8 +318,8 @@ public final class DkgRouter implements AutoCloseable {
                     for (TopicState s : topics.values()) {
                         s.assignment = null;
                     }
-                    LOG.warn("DKG: control topic {} has a new generation ({}): every assignment dropped{}", controlTopic,
-                            u.reread() ? "a document of another one" : "generation " + book.generation(),
+                    LOG.warn("DKG: control topic {}: {}; every assignment dropped{}", controlTopic,
+                            u.reread() ? "a document of another generation" : "new generation " + book.generation(),
                             u.reread() ? ", re-reading it from the beginning" : "");
                     break;
                 case REJECTED:

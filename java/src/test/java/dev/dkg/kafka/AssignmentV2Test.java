@@ -151,7 +151,8 @@ class AssignmentV2Test {
                 int[] schedule = a.splitSchedule(i);
                 assertEquals(1 + i, schedule.length);
                 for (int n = 0; n < 3 * schedule.length; n++) {
-                    assertEquals(schedule[n % schedule.length], a.partitionFor(key), buckets + " buckets, " + keys.get(i));
+                    assertEquals(schedule[n % schedule.length], a.partitionFor(key),
+                            buckets + " buckets, " + keys.get(i));
                 }
             }
         }
@@ -228,6 +229,13 @@ class AssignmentV2Test {
         return Docs.base().partitions(6).table(0, 1, 2, 3).splitJson("hot", splitJson);
     }
 
+    /** 1000001 partitions; the short predicted_load is checked only after the partition count (step 16). */
+    private static Docs overMaxPartitions() {
+        Docs d = Docs.base().partitions(Assignment.MAX_PARTITIONS + 1);
+        d.predictedLoad = "[0.5]";
+        return d;
+    }
+
     private static String parts(int count, int weight) {
         StringJoiner j = new StringJoiner(",", "[", "]");
         for (int i = 0; i < count; i++) {
@@ -236,83 +244,84 @@ class AssignmentV2Test {
         return j.toString();
     }
 
+    /** The reasons by short name, for the case table below. */
+    private static final RejectReason M = RejectReason.MALFORMED_JSON;
+    private static final RejectReason INV = RejectReason.INVALID;
+    private static final RejectReason OOR = RejectReason.OUT_OF_RANGE;
+    private static final RejectReason BIG = RejectReason.OVERSIZE;
+
     @Test
     void rejectsBadVersion2Documents() {
-        RejectReason m = RejectReason.MALFORMED_JSON;
-        RejectReason inv = RejectReason.INVALID;
-        RejectReason oor = RejectReason.OUT_OF_RANGE;
-        RejectReason big = RejectReason.OVERSIZE;
         Docs ok = splitDoc("[{\"partition\":1,\"weight\":3},{\"partition\":4,\"weight\":1}]");
         String okJson = ok.json();
         Docs compact = Docs.base().partitions(300).table(0, 299, 7).compact();
         String p300 = compact.json();
         Object[][] cases = {
-            {"split with one part", splitDoc("[{\"partition\":1,\"weight\":3}]").json(), inv},
-            {"split with no part", splitDoc("[]").json(), inv},
-            {"split with 65 parts", Docs.base().partitions(70).table(0).splitJson("hot", parts(65, 1)).json(), inv},
+            {"split with one part", splitDoc("[{\"partition\":1,\"weight\":3}]").json(), INV},
+            {"split with no part", splitDoc("[]").json(), INV},
+            {"split with 65 parts", Docs.base().partitions(70).table(0).splitJson("hot", parts(65, 1)).json(), INV},
             {"split with 64 parts of weight 65 (sum 4160)",
-                Docs.base().partitions(70).table(0).splitJson("hot", parts(64, 65)).json(), inv},
+                Docs.base().partitions(70).table(0).splitJson("hot", parts(64, 65)).json(), INV},
             {"split partition twice", splitDoc("[{\"partition\":1,\"weight\":3},{\"partition\":1,\"weight\":1}]")
-                .json(), inv},
+                .json(), INV},
             {"split weight 0", splitDoc("[{\"partition\":1,\"weight\":0},{\"partition\":4,\"weight\":1}]").json(),
-                inv},
+                INV},
             {"split part out of range", splitDoc("[{\"partition\":1,\"weight\":3},{\"partition\":6,\"weight\":1}]")
-                .json(), oor},
+                .json(), OOR},
             {"split weight sum 4097",
-                splitDoc("[{\"partition\":1,\"weight\":4096},{\"partition\":4,\"weight\":1}]").json(), inv},
+                splitDoc("[{\"partition\":1,\"weight\":4096},{\"partition\":4,\"weight\":1}]").json(), INV},
             {"split weight over u32", splitDoc("[{\"partition\":1,\"weight\":4294967296},{\"partition\":4,"
-                + "\"weight\":1}]").json(), m},
+                + "\"weight\":1}]").json(), M},
             {"split part unknown member", splitDoc("[{\"partition\":1,\"weight\":3,\"x\":1},{\"partition\":4,"
-                + "\"weight\":1}]").json(), m},
-            {"split part missing weight", splitDoc("[{\"partition\":1},{\"partition\":4,\"weight\":1}]").json(), m},
-            {"split is not an array", splitDoc("{}").json(), m},
-            {"partition and split", with(ok, "\"split\":", "\"partition\":1,\"split\":"), m},
-            {"partition null next to split", with(ok, "\"split\":", "\"partition\":null,\"split\":"), m},
-            {"split null", splitDoc("null").json(), m},
-            {"split counted before its parts' range", splitDoc("[{\"partition\":9,\"weight\":3}]").json(), inv},
-            {"partitions over the maximum (version 2: invalid)", Docs.base().version(2).partitions(1_000_001).json(),
-                inv},
-            {"partitions over the maximum (version 1: oversize)", Docs.base().partitions(1_000_001).json(), big},
+                + "\"weight\":1}]").json(), M},
+            {"split part missing weight", splitDoc("[{\"partition\":1},{\"partition\":4,\"weight\":1}]").json(), M},
+            {"split is not an array", splitDoc("{}").json(), M},
+            {"partition and split", with(ok, "\"split\":", "\"partition\":1,\"split\":"), M},
+            {"partition null next to split", with(ok, "\"split\":", "\"partition\":null,\"split\":"), M},
+            {"split null", splitDoc("null").json(), M},
+            {"split counted before its parts' range", splitDoc("[{\"partition\":9,\"weight\":3}]").json(), INV},
+            {"partitions over the maximum (version 2: invalid)", overMaxPartitions().version(2).json(), INV},
+            {"partitions over the maximum (version 1: oversize)", overMaxPartitions().json(), BIG},
             {"heavy key over 65536 bytes (version 2: invalid)", Docs.base().version(2)
-                .heavy(new byte[Assignment.MAX_KEY_BYTES + 1], 0).json(), inv},
-            {"array header v2", "[\"dkg.assignment\",2]", m},
+                .heavy(new byte[Assignment.MAX_KEY_BYTES + 1], 0).json(), INV},
+            {"array header v2", "[\"dkg.assignment\",2]", M},
             {"heavy entry with neither partition nor split", with(ok, "\"split\":[{\"partition\":1,\"weight\":3},"
-                + "{\"partition\":4,\"weight\":1}],", ""), m},
-            {"split in a version 1 document", with(ok, "\"version\":2", "\"version\":1"), m},
-            {"table_b64 in a version 1 document", p300.replace("\"version\":2", "\"version\":1"), m},
-            {"table_b64 without table_width", p300.replace(",\"table_width\":2", ""), m},
+                + "{\"partition\":4,\"weight\":1}],", ""), M},
+            {"split in a version 1 document", with(ok, "\"version\":2", "\"version\":1"), M},
+            {"table_b64 in a version 1 document", p300.replace("\"version\":2", "\"version\":1"), M},
+            {"table_b64 without table_width", p300.replace(",\"table_width\":2", ""), M},
             {"table_width without table_b64", Docs.base().version(2).json().replace("\"table\":",
-                "\"table_width\":1,\"table\":"), m},
-            {"table and table_b64", p300.replace("\"buckets\":3,", "\"buckets\":3,\"table\":[0,1,2],"), m},
-            {"no table at all", p300.replace(",\"table_width\":2", "").replaceAll("\"table_b64\":\"[^\"]*\",", ""), m},
-            {"table_width 1 where 2 is needed", p300.replace("\"table_width\":2", "\"table_width\":1"), inv},
-            {"table_width 4 where 2 suffices", p300.replace("\"table_width\":2", "\"table_width\":4"), inv},
-            {"table_width 3", p300.replace("\"table_width\":2", "\"table_width\":3"), inv},
-            {"table_b64 not canonical", p300.replace("\"table_b64\":\"", "\"table_b64\":\" "), inv},
+                "\"table_width\":1,\"table\":"), M},
+            {"table and table_b64", p300.replace("\"buckets\":3,", "\"buckets\":3,\"table\":[0,1,2],"), M},
+            {"no table at all", p300.replace(",\"table_width\":2", "").replaceAll("\"table_b64\":\"[^\"]*\",", ""), M},
+            {"table_width 1 where 2 is needed", p300.replace("\"table_width\":2", "\"table_width\":1"), INV},
+            {"table_width 4 where 2 suffices", p300.replace("\"table_width\":2", "\"table_width\":4"), INV},
+            {"table_width 3", p300.replace("\"table_width\":2", "\"table_width\":3"), INV},
+            {"table_b64 not canonical", p300.replace("\"table_b64\":\"", "\"table_b64\":\" "), INV},
             {"table_b64 a byte short", p300.replace(b64(Docs.packTable(new int[] {0, 299, 7}, 2)),
-                b64(Arrays.copyOf(Docs.packTable(new int[] {0, 299, 7}, 2), 5))), inv},
+                b64(Arrays.copyOf(Docs.packTable(new int[] {0, 299, 7}, 2), 5))), INV},
             {"table_b64 one entry more than buckets", p300.replace(b64(Docs.packTable(new int[] {0, 299, 7}, 2)),
-                b64(Docs.packTable(new int[] {0, 299, 7, 1}, 2))), inv},
+                b64(Docs.packTable(new int[] {0, 299, 7, 1}, 2))), INV},
             {"table_b64 entry out of range", p300.replace(b64(Docs.packTable(new int[] {0, 299, 7}, 2)),
-                b64(Docs.packTable(new int[] {0, 300, 7}, 2))), oor},
-            {"unknown kind", with(ok, "\"version\":2", "\"version\":2,\"kind\":\"chunked\""), m},
+                b64(Docs.packTable(new int[] {0, 300, 7}, 2))), OOR},
+            {"unknown kind", with(ok, "\"version\":2", "\"version\":2,\"kind\":\"chunked\""), M},
             {"kind in a version 1 document", Docs.base().json().replace("\"version\":1",
-                "\"version\":1,\"kind\":\"assignment\""), m},
+                "\"version\":1,\"kind\":\"assignment\""), M},
             {"generation in a version 1 document", Docs.base().json().replace("\"version\":1",
-                "\"version\":1,\"generation\":\"" + GEN + "\""), m},
-            {"generation not hex", Docs.base().generation(GEN.toUpperCase(java.util.Locale.ROOT)).json(), inv},
-            {"generation too short", Docs.base().generation("abc").json(), inv},
+                "\"version\":1,\"generation\":\"" + GEN + "\""), M},
+            {"generation not hex", Docs.base().generation(GEN.toUpperCase(java.util.Locale.ROOT)).json(), INV},
+            {"generation too short", Docs.base().generation("abc").json(), INV},
             {"retraction with a table", Docs.retraction("orders", 3, GEN).replace("\"epoch\"",
-                "\"table\":[0],\"epoch\""), m},
-            {"retraction without epoch", Docs.retraction("orders", 3, GEN).replace("\"epoch\":3,", ""), m},
-            {"retraction with a bad topic", Docs.retraction("a/b", 3, GEN), inv},
+                "\"table\":[0],\"epoch\""), M},
+            {"retraction without epoch", Docs.retraction("orders", 3, GEN).replace("\"epoch\":3,", ""), M},
+            {"retraction with a bad topic", Docs.retraction("a/b", 3, GEN), INV},
             {"retraction in version 1", Docs.retraction("orders", 3, GEN).replace("\"version\":2",
-                "\"version\":1"), m},
+                "\"version\":1"), M},
             {"generation record with a topic", Docs.generationRecord(GEN).replace("\"kind\"",
-                "\"topic\":\"orders\",\"kind\""), m},
+                "\"topic\":\"orders\",\"kind\""), M},
             {"generation record without its id", "{\"format\":\"dkg.assignment\",\"version\":2,\"kind\":"
-                + "\"generation\"}", m},
-            {"generation record with a bad id", Docs.generationRecord("xyz"), inv},
+                + "\"generation\"}", M},
+            {"generation record with a bad id", Docs.generationRecord("xyz"), INV},
         };
         List<String> failures = new ArrayList<>();
         for (Object[] c : cases) {
