@@ -29,7 +29,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * partition count ({@code invalid} if 0, {@code oversize} over {@link #MAX_PARTITIONS}), bucket count, table and
  * heavy partitions in range ({@code out_of_range}), heavy-key count and sizes ({@code oversize}), predicted load,
  * parameters, then bucket by bucket at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} heavy keys and no duplicate
- * ({@code invalid}).
+ * ({@code invalid}). Version 2 ({@code docs/spec.md} 4.6 and 11): a compact table is decoded (and its width and
+ * length checked, {@code invalid}) where the JSON table's length is; a split entry's parts are checked after its
+ * key length (count, then part by part range, duplicate and weight, then the weight sum); limits inside a version 2
+ * document are {@code invalid}, not {@code oversize}; {@link #decode} also returns the other kinds of value
+ * ({@link ControlValue}).
  *
  * <h2>Lookup</h2>
  *
