@@ -464,15 +464,18 @@ public final class Assignment implements ControlValue {
      * {@code partitions - 1}. Entries are range-checked with the JSON table's.
      */
     private static int[] compactTable(StrictJson.Document doc) throws AssignmentException {
-        byte[] raw = decodeBase64(doc.tableB64, "table_b64");
-        long last = (doc.partitions & 0xffff_ffffL) - 1;
+        // The Rust decode_compact_table's order: the width, the base64, then the length.
+        long last = Math.max(0, (doc.partitions & 0xffff_ffffL) - 1);
         int width = last <= 0xff ? 1 : last <= 0xffff ? 2 : 4;
         if (doc.tableWidth != width) {
             throw invalid("table_width is " + Integer.toUnsignedString(doc.tableWidth) + ", the smallest width that "
                     + "holds partition " + last + " is " + width);
         }
-        if (raw.length % width != 0) {
-            throw invalid("table_b64 has " + raw.length + " bytes, not a multiple of table_width " + width);
+        byte[] raw = decodeBase64(doc.tableB64, "table_b64");
+        long want = (doc.buckets & 0xffff_ffffL) * width;
+        if (raw.length != want) {
+            throw invalid("table_b64 holds " + raw.length + " bytes, " + Integer.toUnsignedString(doc.buckets)
+                    + " buckets of width " + width + " take " + want);
         }
         int[] table = new int[raw.length / width];
         for (int i = 0; i < table.length; i++) {
