@@ -5,8 +5,10 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.Set;
 
 /**
  * The validated state of the control topic: the current assignment per data topic. Pure (no I/O): feed it the
@@ -28,7 +30,7 @@ import java.util.OptionalLong;
  * state (a recreated control topic; outcome {@link ControlUpdate.Outcome#RESET}, nothing to re-read). A document
  * whose {@code generation} differs from the one in force drops the whole state and asks the reader to re-read
  * the control topic from its beginning ({@link ControlUpdate#reread()}); once it did, documents still differing
- * are rejected as {@code generation_mismatch} until a {@value #GENERATION_KEY} record brings another id.
+ * in the same way (the same generation in force, the same foreign one) are rejected as {@code generation_mismatch}.
  */
 public final class AssignmentBook {
     /** Key of the control topic's generation record (not a legal topic name, so no data topic has it). */
@@ -41,12 +43,12 @@ public final class AssignmentBook {
     /** The generation in force (the last {@value #GENERATION_KEY} record's id), or null. */
     private String generation;
     /**
-     * Set when a document's generation dropped the state: the generation in force then (null if none). Until a
-     * {@value #GENERATION_KEY} record brings another id, a mismatching document is rejected, never re-read again
-     * (the re-read would meet it again: no loop).
+     * The (generation in force, document's generation) pairs that already made the reader re-read: the same
+     * mismatch again is rejected, never re-read again (the re-read meets the same log, so re-reading again could
+     * loop, e.g. between two publishers' racing {@value #GENERATION_KEY} records). Bounded (oldest dropped).
      */
-    private boolean reread;
-    private String rereadFrom;
+    private final Set<String> rereadFor = new LinkedHashSet<>();
+    private static final int MAX_REREADS_REMEMBERED = 1024;
 
     /** An empty book accepting values up to {@link Assignment#MAX_ASSIGNMENT_BYTES}. */
     public AssignmentBook() {
@@ -144,12 +146,13 @@ public final class AssignmentBook {
                     + "\" but the document is for topic \"" + docTopic + "\"");
         }
         if (docGeneration != null && generation != null && !docGeneration.equals(generation)) {
-            if (reread) {
+            if (!rereadFor.add(generation + "/" + docGeneration)) {
                 return ControlUpdate.rejected(topic, RejectReason.GENERATION_MISMATCH, "generation " + docGeneration
-                        + " differs from the control topic's " + generation + " (after a re-read)");
+                        + " differs from the control topic's " + generation + " (also after a re-read)");
             }
-            reread = true;
-            rereadFrom = generation;
+            if (rereadFor.size() > MAX_REREADS_REMEMBERED) {
+                rereadFor.remove(rereadFor.iterator().next());
+            }
             clear();
             generation = null;
             return ControlUpdate.reset(topic, true);
@@ -191,10 +194,6 @@ public final class AssignmentBook {
         }
         if (id.equals(generation)) {
             return ControlUpdate.unchanged(key);
-        }
-        if (reread && !id.equals(rereadFrom)) {
-            // Another generation than the one whose document made us re-read: that episode is over.
-            reread = false;
         }
         String old = generation;
         generation = id;

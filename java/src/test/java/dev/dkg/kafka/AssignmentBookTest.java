@@ -178,8 +178,13 @@ class AssignmentBookTest {
                 // A generation record with a new id: a new incarnation, the old state goes.
                 step(g, Docs.generationRecord(GEN_B), Outcome.RESET, null),
                 step("t", v2("t", 1, GEN_B, 0), Outcome.ACCEPTED, 1L),
-                // ... and a later mismatch re-reads again (a new episode).
+                // ... and a mismatch of another pair (B in force, A in the document) re-reads again.
                 new Step("t", v2("t", 9, GEN_A, 0), Outcome.RESET, null, null),
+                // Racing publishers: A's generation record, then B's, then a document still under A. Re-reading
+                // meets the same records, and the same mismatch is then rejected, not re-read forever.
+                step(g, Docs.generationRecord(GEN_A), Outcome.ACCEPTED, null),
+                step(g, Docs.generationRecord(GEN_B), Outcome.RESET, null),
+                reject("t", v2("t", 9, GEN_A, 0), RejectReason.GENERATION_MISMATCH, null),
                 // Generation records belong under their key only; other values under it are mismatches.
                 reject("t", Docs.generationRecord(GEN_A), RejectReason.TOPIC_MISMATCH, null),
                 reject(g, v2("t", 1, null, 0), RejectReason.TOPIC_MISMATCH, null),
