@@ -145,12 +145,27 @@ fn parts_of(parts: &Value) -> Vec<(u32, u32)> {
 impl SpecDocument {
     fn parse(text: &str) -> Self {
         let v: Value = serde_json::from_str(text).unwrap();
-        let table: Vec<u32> = v["table"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| u32::try_from(p.as_u64().unwrap()).unwrap())
-            .collect();
+        let table: Vec<u32> = match v.get("table") {
+            Some(table) => table
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| u32::try_from(p.as_u64().unwrap()).unwrap())
+                .collect(),
+            // Spec 4.6: little-endian entries of `table_width` bytes, base64.
+            None => {
+                let width = usize::try_from(u64_of(&v, "table_width")).unwrap();
+                bytes_of(&v, "table_b64")
+                    .chunks(width)
+                    .map(|entry| {
+                        entry
+                            .iter()
+                            .rev()
+                            .fold(0_u32, |acc, &b| (acc << 8) | u32::from(b))
+                    })
+                    .collect()
+            }
+        };
         assert_eq!(table.len() as u64, u64_of(&v, "buckets"));
         Self {
             partitions: u32_of(&v, "partitions"),
@@ -389,6 +404,35 @@ fn split_vectors_follow_the_schedule_and_the_spec() {
     }
     assert_eq!(routes.len(), 3, "heavy, bucket and fallback all covered");
     assert!(split_keys >= 10, "{split_keys} split keys");
+}
+
+#[test]
+fn compact_vectors_equal_their_twins_and_follow_the_spec() {
+    let mut twins = 0;
+    for case in cases("v2/compact.json") {
+        let name = str_of(&case, "name");
+        let text = str_of(&case, "document_json");
+        let a = Assignment::from_json(text.as_bytes()).unwrap();
+        let spec = SpecDocument::parse(text);
+        assert_eq!(a.table(), spec.table, "{name}");
+        if let Some(twin) = case["twin_document_json"].as_str() {
+            assert_eq!(Assignment::from_json(twin.as_bytes()).unwrap(), a, "{name}");
+            assert_eq!(SpecDocument::parse(twin).table, spec.table, "{name}");
+            twins += 1;
+        }
+        let topic_partitions = u32_of(&case, "topic_partitions");
+        for k in case["keys"].as_array().unwrap() {
+            let key = bytes_of(k, "key_b64");
+            let want = (u32_of(k, "partition"), str_of(k, "route"));
+            assert_eq!(
+                vectors::place(&a, topic_partitions, &key),
+                want,
+                "{name}: {k}"
+            );
+            assert_eq!(spec.place(topic_partitions, &key), want, "{name}: {k}");
+        }
+    }
+    assert!(twins >= 2);
 }
 
 #[test]

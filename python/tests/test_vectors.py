@@ -3,7 +3,7 @@
 Missing vector files fail these tests. What is checked where:
 
 - ``murmur2.json``, ``lookup.json``, ``reject.json``, ``control.json``, ``v2/split.json``,
-  ``v2/reject.json``: every case through the
+  ``v2/reject.json``, ``v2/compact.json``: every case through the
   package's public objects (``murmur2``, ``kafka_partition``, ``Placement.route`` = what the router
   runs per record, ``Assignment.from_json`` and its ``AssignmentError.reason``, ``AssignmentBook``).
   The bucket route of ``lookup.json`` is also recomputed here from the spec's formula in Python.
@@ -126,6 +126,26 @@ def test_split_vectors() -> None:
             split_keys += 1
     assert routes == {"heavy", "bucket", "fallback"}
     assert split_keys >= 10
+
+
+def test_compact_vectors() -> None:
+    twins = 0
+    for case in vector_file("v2/compact.json")["cases"]:
+        a = Assignment.from_json(case["document_json"].encode())
+        doc = json.loads(case["document_json"])
+        width = doc["table_width"]
+        raw = base64.b64decode(doc["table_b64"])
+        # Spec 4.6: little-endian entries of table_width bytes.
+        table = [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)]
+        assert a.table == table, case["name"]
+        if case["twin_document_json"] is not None:
+            assert Assignment.from_json(case["twin_document_json"].encode()) == a, case["name"]
+            twins += 1
+        placement = Placement(case["topic_partitions"], a, RouteCounters())
+        for k in case["keys"]:
+            key = base64.b64decode(k["key_b64"])
+            assert placement.route(key) == (k["partition"], k["route"]), (case["name"], k)
+    assert twins >= 2
 
 
 def test_reject_vectors() -> None:

@@ -58,7 +58,11 @@
 //!   check on the group index is the branch to the run, and the run's index is the slot's value
 //!   minus the group count: O(1) to find, a bounded scan to match. Keys that collide in the bucket
 //!   hash (murmur2 collisions are easy to craft) therefore cost at most that bounded scan, and a
-//!   document's build stays O(n log n), whatever its heavy keys.
+//!   document's build stays O(n log n), whatever its heavy keys;
+//! - a split key's bucket (format version 2) is a run too, even alone, and its run entry holds a
+//!   sentinel instead of a partition: the run's out-of-line path takes the key's next pick
+//!   (`docs/spec.md` 4.6: a precomputed smooth weighted round robin schedule indexed by an atomic
+//!   count per key), so the whole-key path has no branch more than a document without splits.
 //!
 //! A key is heavy only if all its bytes match a heavy key's, so keys that collide in `h` are told
 //! apart. Cost (BENCHMARKS.md, "Lookup speed"): 1.2-1.5x Kafka's own murmur2 placement of the
@@ -112,6 +116,10 @@ pub const MAX_HEAVY_KEYS_PER_BUCKET: usize = 16;
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
 pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
+/// The writer encodes the bucket table as `table_b64` (format version 2, `docs/spec.md` 4.6)
+/// when its JSON text (`[0,1,...]`) would be longer than this; shorter tables stay JSON, and so
+/// the document stays version 1 unless a key is split.
+pub const COMPACT_TABLE_ABOVE_BYTES: usize = 256 * 1024;
 /// Longest legal Kafka topic name.
 pub const MAX_TOPIC_LEN: usize = 249;
 
@@ -227,6 +235,9 @@ pub struct AssignmentParts {
 pub struct Assignment {
     parts: AssignmentParts,
     index: Lookup,
+    /// The writer encodes the table compactly (its JSON text would exceed
+    /// [`COMPACT_TABLE_ABOVE_BYTES`]).
+    compact_table: bool,
 }
 
 impl PartialEq for Assignment {
@@ -338,7 +349,12 @@ impl Assignment {
             }
         }
         let index = Lookup::build(&parts)?;
-        Ok(Self { parts, index })
+        let compact_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
+        Ok(Self {
+            parts,
+            index,
+            compact_table,
+        })
     }
 
     /// Decode and validate a JSON document.
@@ -388,12 +404,49 @@ impl Assignment {
     /// [`Assignment::from_json`] after the version pre-read; `v2`: the document is version 2.
     fn decode(bytes: &[u8], v2: bool) -> Result<Self> {
         let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
-        if doc.table.len() != doc.buckets as usize {
-            return Err(Error::TableLength {
-                expected: doc.buckets.into(),
-                actual: doc.table.len() as u64,
-            });
-        }
+        let table = match (doc.table, doc.table_b64, doc.table_width) {
+            (Some(table), None, None) => {
+                if table.len() != doc.buckets as usize {
+                    return Err(Error::TableLength {
+                        expected: doc.buckets.into(),
+                        actual: table.len() as u64,
+                    });
+                }
+                table
+            }
+            (None, Some(b64), Some(width)) if v2 => {
+                decode_compact_table(&b64, width, doc.buckets, doc.partitions)?
+            }
+            (_, b64, width) if !v2 => {
+                let member = if b64.is_some() {
+                    "table_b64"
+                } else {
+                    "table_width"
+                };
+                let member = if width.is_some() || b64.is_some() {
+                    member
+                } else {
+                    "table"
+                };
+                return Err(malformed(format!(
+                    "missing or unknown member `{member}` (version 1 has `table` only)"
+                )));
+            }
+            (Some(_), Some(_), _) => {
+                return Err(malformed(
+                    "both `table` and `table_b64` (exactly one is allowed)".to_owned(),
+                ));
+            }
+            (None, None, _) => return Err(malformed("missing member `table`".to_owned())),
+            (_, b64, _) => {
+                let (with, without) = if b64.is_some() {
+                    ("table_b64", "table_width")
+                } else {
+                    ("table_width", "table_b64")
+                };
+                return Err(malformed(format!("`{with}` without `{without}`")));
+            }
+        };
         let mut heavy = Vec::with_capacity(doc.heavy.len());
         let mut empty_splits = Vec::new();
         for (index, Obj(h)) in doc.heavy.into_iter().enumerate() {
@@ -446,7 +499,7 @@ impl Assignment {
             partitions: doc.partitions,
             epoch: doc.epoch,
             bucket_hash: doc.bucket_hash.0,
-            table: doc.table,
+            table,
             heavy,
             params: doc.params.0,
             created_at_ms: doc.created_at_ms,
@@ -456,10 +509,12 @@ impl Assignment {
     }
 
     /// The format version [`Assignment::to_json`] writes: 2 if the document uses a version 2
-    /// feature (a split key), else 1, byte for byte the version 1 encoding.
+    /// feature (a split key, or a table whose JSON text would exceed
+    /// [`COMPACT_TABLE_ABOVE_BYTES`], written as `table_b64`), else 1, byte for byte the
+    /// version 1 encoding.
     #[must_use]
     pub fn format_version(&self) -> u64 {
-        if self.has_split_keys() {
+        if self.has_split_keys() || self.compact_table {
             MAX_FORMAT_VERSION
         } else {
             FORMAT_VERSION
@@ -509,7 +564,13 @@ impl Assignment {
             epoch: p.epoch,
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
-            table: &p.table,
+            table: (!self.compact_table).then_some(p.table.as_slice()),
+            table_b64: self
+                .compact_table
+                .then(|| encode_compact_table(&p.table, p.partitions)),
+            table_width: self
+                .compact_table
+                .then(|| compact_table_width(p.partitions)),
             heavy: HeavyOut(&p.heavy),
             params: &p.params,
             created_at_ms: p.created_at_ms,
@@ -593,22 +654,12 @@ impl Assignment {
     /// schedule (`docs/spec.md` 4.6): record `n` of the key through this `Assignment`, counted by
     /// an atomic counter shared by every thread using it (no lock), goes to `schedule[n % period]`.
     /// Every other key's answer depends on the key alone.
+    ///
+    /// A split key's bucket is always a run (see `Lookup`), so the split keys' pick sits on the
+    /// run's out-of-line path and the whole-key path has no branch more than without them.
     #[inline(always)]
     #[must_use]
     pub fn route(&self, key: &[u8]) -> (u32, Route) {
-        let (p, route) = self.located(key);
-        // A split key's group holds a sentinel instead of a partition; no other value reaches it,
-        // so the whole-key path pays one compare and a branch that always goes the same way.
-        if p >= SPLIT_SENTINEL {
-            return self.index.split_pick(p);
-        }
-        (p, route)
-    }
-
-    /// The key's partition as stored in the index: a partition, or for a split key
-    /// `SPLIT_SENTINEL + ` its index in `Lookup::splits` (with [`Route::Heavy`]).
-    #[inline(always)]
-    fn located(&self, key: &[u8]) -> (u32, Route) {
         // One complete path per length class, so each is laid out straight (a shared tail would
         // branch on the length again); the branches go the same way for all keys of a length.
         let (hash, parts) = (&self.parts.bucket_hash, &self.parts);
@@ -642,8 +693,11 @@ impl Assignment {
     #[inline]
     #[must_use]
     pub fn heavy_partition(&self, key: &[u8]) -> Option<u32> {
-        match self.located(key) {
-            (p, Route::Heavy) if p < SPLIT_SENTINEL => Some(p),
+        if self.split_index(key).is_some() {
+            return None;
+        }
+        match self.route(key) {
+            (p, Route::Heavy) => Some(p),
             _ => None,
         }
     }
@@ -652,15 +706,19 @@ impl Assignment {
     /// pick of the key's schedule (consumers ask "is this key split in epoch E" with it).
     #[must_use]
     pub fn split_of(&self, key: &[u8]) -> Option<&[SplitPart]> {
+        let split = self.index.splits.get(self.split_index(key)?)?;
+        Some(&self.parts.heavy.get(split.heavy as usize)?.split)
+    }
+
+    /// The index of `key` in `Lookup::splits` if it is a split key (found without a pick).
+    fn split_index(&self, key: &[u8]) -> Option<usize> {
         if !self.has_split_keys() {
             return None;
         }
-        let (p, _) = self.located(key);
-        let split = self
-            .index
-            .splits
-            .get(p.checked_sub(SPLIT_SENTINEL)? as usize)?;
-        Some(&self.parts.heavy.get(split.heavy as usize)?.split)
+        let h = self.parts.bucket_hash.hash(key);
+        let slot = self.index.slot_of(h);
+        let (p, _) = self.index.run_partition(slot, &self.parts, h, key);
+        Some(p.checked_sub(SPLIT_SENTINEL)? as usize)
     }
 
     /// Whether any heavy key of the document is split (then [`Assignment::format_version`] is 2).
@@ -724,6 +782,62 @@ fn validate_split(
         ));
     }
     Ok(())
+}
+
+/// Length of `table` as JSON text (`[0,1,2]`: brackets, commas, decimal digits).
+fn json_table_bytes(table: &[u32]) -> usize {
+    let digits = |p: u32| p.checked_ilog10().map_or(1, |d| d as usize + 1);
+    2 + table.len().saturating_sub(1) + table.iter().map(|&p| digits(p)).sum::<usize>()
+}
+
+/// The `table_width` of a compact table: the fewest bytes (1, 2 or 4) that hold `partitions - 1`.
+fn compact_table_width(partitions: u32) -> u32 {
+    match partitions.saturating_sub(1) {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        _ => 4,
+    }
+}
+
+/// `table_b64`: each entry little-endian in `compact_table_width(partitions)` bytes, base64.
+fn encode_compact_table(table: &[u32], partitions: u32) -> String {
+    let width = compact_table_width(partitions) as usize;
+    let bytes: Vec<u8> = table
+        .iter()
+        .flat_map(|p| p.to_le_bytes().into_iter().take(width))
+        .collect();
+    B64.encode(bytes)
+}
+
+/// The entries of a compact table (`docs/spec.md` 4.6), `invalid` unless `width` is the one
+/// writers must use for `partitions`, `b64` canonical base64 and `buckets * width` bytes long.
+/// Entries are range-checked later, with the JSON table's (`out_of_range`).
+fn decode_compact_table(b64: &str, width: u32, buckets: u32, partitions: u32) -> Result<Vec<u32>> {
+    let want = compact_table_width(partitions);
+    if width != want {
+        return Err(invalid(format!(
+            "table_width {width}: {partitions} partitions take table_width {want}"
+        )));
+    }
+    let bytes = B64
+        .decode(b64.as_bytes())
+        .map_err(|e| invalid(format!("table_b64 is not canonical base64: {e}")))?;
+    let width = width as usize;
+    if bytes.len() != buckets as usize * width {
+        return Err(invalid(format!(
+            "table_b64 holds {} bytes, {buckets} buckets of width {width} take {}",
+            bytes.len(),
+            buckets as usize * width
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(width)
+        .map(|entry| {
+            let mut le = [0_u8; 4];
+            le[..width].copy_from_slice(entry);
+            u32::from_le_bytes(le)
+        })
+        .collect())
 }
 
 fn split_count(parts: usize) -> Error {
@@ -1048,8 +1162,8 @@ struct Lookup {
     /// The same for keys of 49 to [`BRANCHLESS_KEY_BYTES`] bytes, six windows.
     middles_6: Box<[[u64; 6]]>,
     buckets: FastRem,
-    /// The split keys, in document order; a group or run entry of split key `s` holds the
-    /// partition `SPLIT_SENTINEL + s`.
+    /// The split keys, in document order; the run entry of split key `s` holds the partition
+    /// `SPLIT_SENTINEL + s` (a split key's bucket is always a run, never a group).
     splits: Box<[SplitSchedule]>,
 }
 
@@ -1127,7 +1241,12 @@ impl Lookup {
                     run.len()
                 )));
             }
-            if let [(_, i, _, start)] = *run {
+            // A split key's bucket is a run even alone: the pick then stays off the groups' path.
+            let single = match *run {
+                [(_, i, _, start)] if !heavy(i).is_split() => Some((i, start)),
+                _ => None,
+            };
+            if let Some((i, start)) = single {
                 // At most buckets + partitions groups: far below u32::MAX.
                 let index = groups.len() as u32;
                 slots[bucket] = index;
@@ -1140,7 +1259,7 @@ impl Lookup {
                     words: key_words(&hk.key),
                     len: hk.key.len() as u32,
                     start,
-                    partitions: [stored[i], bucket_partition],
+                    partitions: [hk.partition, bucket_partition],
                 });
             } else {
                 let first = shared.len();
@@ -1231,7 +1350,7 @@ impl Lookup {
         // The width is fixed per assignment: this branch always goes the same way.
         let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
-            return self.run_partition(slot, parts, h, key);
+            return self.run_route(slot, parts, h, key);
         };
         // Up to 16 bytes, the two words and the length are the whole key.
         let mut diff = (w0 ^ group.words[0])
@@ -1278,7 +1397,7 @@ impl Lookup {
         let bucket = self.buckets.rem(to_positive(h)) as usize;
         let slot = self.slots.get(bucket).unwrap_or(usize::MAX);
         let Some(group) = self.groups.get(slot) else {
-            return self.run_partition(slot, parts, h, key);
+            return self.run_route(slot, parts, h, key);
         };
         let [w0, w1] = key_words(key);
         let ends_match = w0 == group.words[0]
@@ -1298,21 +1417,34 @@ impl Lookup {
         }
     }
 
-    /// The next partition of split key `sentinel - SPLIT_SENTINEL` (out of line: split keys
-    /// are few, and the whole-key path stays as compact as before).
-    #[cold]
-    #[inline(never)]
-    fn split_pick(&self, sentinel: u32) -> (u32, Route) {
-        let split = self
-            .splits
-            .get(sentinel.wrapping_sub(SPLIT_SENTINEL) as usize);
-        // Only sentinels of existing split keys are stored; 0 is a valid partition regardless.
-        (split.map_or(0, SplitSchedule::pick), Route::Split)
+    /// The slot of the bucket of bucket hash `h` (`usize::MAX`, past everything, only if out
+    /// of range, which `FastRem` never yields).
+    #[inline(always)]
+    fn slot_of(&self, h: u32) -> usize {
+        let bucket = self.buckets.rem(to_positive(h)) as usize;
+        self.slots.get(bucket).unwrap_or(usize::MAX)
     }
 
-    /// The partition of `key`, whose bucket holds several heavy keys (slot `slot`, past the
-    /// groups): an exact match in the bucket's run, else the bucket's partition. The run is at most
-    /// [`MAX_HEAVY_KEYS_PER_BUCKET`] long, so colliding keys cannot make this slow.
+    /// [`Lookup::run_partition`], with a split key's next pick for its sentinel.
+    #[cold]
+    #[inline(never)]
+    fn run_route(&self, slot: usize, parts: &AssignmentParts, h: u32, key: &[u8]) -> (u32, Route) {
+        let (p, route) = self.run_partition(slot, parts, h, key);
+        match p.checked_sub(SPLIT_SENTINEL) {
+            // Only sentinels of existing split keys are stored; 0 is a valid partition regardless.
+            Some(s) => (
+                self.splits.get(s as usize).map_or(0, SplitSchedule::pick),
+                Route::Split,
+            ),
+            None => (p, route),
+        }
+    }
+
+    /// The partition of `key`, whose bucket holds several heavy keys or a split key (slot
+    /// `slot`, past the groups): an exact match in the bucket's run, else the bucket's partition
+    /// (also for a slot that names a group: no match then). A split key's partition is its
+    /// sentinel. The run is at most [`MAX_HEAVY_KEYS_PER_BUCKET`] long, so colliding keys cannot
+    /// make this slow.
     #[cold]
     #[inline(never)]
     fn run_partition(
@@ -1419,7 +1551,13 @@ struct DocIn<'a> {
     epoch: u64,
     bucket_hash: Obj<BucketHash>,
     buckets: u32,
-    table: Vec<u32>,
+    // Exactly one of `table` and `table_b64` (with `table_width`); checked in `decode`.
+    #[serde(default, deserialize_with = "present")]
+    table: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    table_b64: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    table_width: Option<u32>,
     #[serde(borrow)]
     heavy: Vec<Obj<HeavyIn<'a>>>,
     params: Obj<Params>,
@@ -1505,7 +1643,12 @@ struct DocOut<'a> {
     epoch: u64,
     bucket_hash: BucketHash,
     buckets: u32,
-    table: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table_b64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table_width: Option<u32>,
     heavy: HeavyOut<'a>,
     params: &'a Params,
     created_at_ms: u64,

@@ -25,7 +25,7 @@ use serde::ser::{SerializeMap, Serializer};
 pub type Generator = fn() -> String;
 
 /// Every generated file: its name in `spec/vectors/` and how to write it.
-pub const FILES: [(&str, Generator); 7] = [
+pub const FILES: [(&str, Generator); 8] = [
     ("murmur2.json", murmur2_file),
     ("lookup.json", lookup_file),
     ("reject.json", reject_file),
@@ -33,6 +33,7 @@ pub const FILES: [(&str, Generator); 7] = [
     ("random.json", random_file),
     ("v2/split.json", split_file),
     ("v2/reject.json", v2_reject_file),
+    ("v2/compact.json", compact_file),
 ];
 
 /// Partition counts of `murmur2.json`.
@@ -1822,6 +1823,8 @@ fn v2_reject_cases() -> Vec<Reject> {
         .into_bytes()
     };
     let long_key = b64(&vec![b'k'; MAX_KEY_BYTES + 1]);
+    // The base with its table [0,1,2,0] replaced by `members`.
+    let compact = |members: &str| edit_v2(r#""table":[0,1,2,0]"#, members);
     vec![
         reject(
             "both_partition_and_split",
@@ -2001,6 +2004,88 @@ fn v2_reject_cases() -> Vec<Reject> {
             "[\"dkg.assignment\",2]: the document, also in the pre-read, must be an object.",
             br#"["dkg.assignment",2]"#.to_vec(),
         ),
+        reject(
+            "compact_width_not_smallest",
+            I,
+            "table_width 2 for 3 partitions (writers and readers: the fewest bytes that hold partitions - 1, here 1).",
+            compact(r#""table_b64":"AAABAAIAAAA=","table_width":2"#),
+        ),
+        reject(
+            "compact_width_3",
+            I,
+            "table_width 3.",
+            compact(r#""table_b64":"AAAAAQAAAgAAAAAA","table_width":3"#),
+        ),
+        reject(
+            "compact_width_0",
+            I,
+            "table_width 0.",
+            compact(r#""table_b64":"","table_width":0"#),
+        ),
+        reject(
+            "compact_too_short",
+            I,
+            "table_b64 of 3 bytes for 4 buckets of width 1.",
+            compact(r#""table_b64":"AAEC","table_width":1"#),
+        ),
+        reject(
+            "compact_too_long",
+            I,
+            "table_b64 of 5 bytes for 4 buckets of width 1.",
+            compact(r#""table_b64":"AAECAAA=","table_width":1"#),
+        ),
+        reject(
+            "compact_not_canonical_base64",
+            I,
+            "table_b64 without its padding.",
+            compact(r#""table_b64":"AAECAA","table_width":1"#),
+        ),
+        reject(
+            "compact_entry_out_of_range",
+            R,
+            "A compact entry 3 with 3 partitions.",
+            compact(r#""table_b64":"AAEDAA==","table_width":1"#),
+        ),
+        reject(
+            "compact_and_table",
+            M,
+            "Both table and table_b64.",
+            compact(r#""table":[0,1,2,0],"table_b64":"AAECAA==","table_width":1"#),
+        ),
+        reject(
+            "compact_width_without_b64",
+            M,
+            "table_width without table_b64 (and no table).",
+            compact(r#""table_width":1"#),
+        ),
+        reject(
+            "compact_b64_without_width",
+            M,
+            "table_b64 without table_width.",
+            compact(r#""table_b64":"AAECAA==""#),
+        ),
+        reject(
+            "compact_width_null",
+            M,
+            "table_width null.",
+            compact(r#""table_b64":"AAECAA==","table_width":null"#),
+        ),
+        reject(
+            "compact_in_version_1",
+            M,
+            "A compact table in a version 1 document: unknown members there.",
+            {
+                let d = String::from_utf8(compact(r#""table_b64":"AAECAA==","table_width":1"#))
+                    .expect("UTF-8");
+                d.replacen(r#""version":2"#, r#""version":1"#, 1)
+                    .replacen(
+                        r#""split":[{"partition":1,"weight":3},{"partition":2,"weight":1}]"#,
+                        r#""partition":1"#,
+                        1,
+                    )
+                    .into_bytes()
+            },
+        ),
     ]
 }
 
@@ -2029,4 +2114,145 @@ fn v2_reject_file() -> String {
         })
         .collect();
     cases_file(&[("base_document_json", json(V2_BASE_DOCUMENT))], &cases)
+}
+
+// ---------------------------------------------------------------------------------------------
+// v2/compact.json
+
+#[derive(Serialize)]
+struct CompactCase {
+    name: &'static str,
+    description: &'static str,
+    document_json: String,
+    twin_document_json: Option<String>,
+    topic_partitions: u32,
+    keys: Vec<LookupKey>,
+}
+
+/// The compact table members of spec 4.6 for `table`, transcribed here (not the crate's
+/// encoder): each entry little-endian in the fewest of 1, 2, 4 bytes that hold `partitions - 1`.
+fn compact_members(table: &[u32], partitions: u32) -> String {
+    let width = match partitions - 1 {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        _ => 4,
+    };
+    let bytes: Vec<u8> = table
+        .iter()
+        .flat_map(|p| p.to_le_bytes().into_iter().take(width))
+        .collect();
+    format!(r#""table_b64":"{}","table_width":{width}"#, b64(&bytes))
+}
+
+/// `a`'s document (version 1, JSON table) with its table written compactly, as version 2.
+fn compact_twin_of(a: &Assignment) -> String {
+    let text = doc_json(a);
+    assert!(
+        text.contains(r#""version":1"#),
+        "the twin is a version 1 document"
+    );
+    let table = format!(r#""table":{}"#, json(a.table()));
+    text.replacen(r#""version":1"#, r#""version":2"#, 1)
+        .replacen(&table, &compact_members(a.table(), a.partitions()), 1)
+}
+
+fn compact_case(
+    name: &'static str,
+    description: &'static str,
+    document_json: String,
+    twin_document_json: Option<String>,
+    keys: &[Vec<u8>],
+) -> CompactCase {
+    let a = Assignment::from_json(document_json.as_bytes()).expect("compact documents are valid");
+    if let Some(twin) = &twin_document_json {
+        let twin = Assignment::from_json(twin.as_bytes()).expect("twins are valid");
+        assert!(twin == a, "{name}: the twin decodes to the same assignment");
+    }
+    let partitions = a.partitions();
+    let keys = keys
+        .iter()
+        .map(|key| {
+            let (partition, route) = place(&a, partitions, key);
+            LookupKey {
+                key_b64: b64(key),
+                partition,
+                route,
+            }
+        })
+        .collect();
+    CompactCase {
+        name,
+        description,
+        document_json,
+        twin_document_json,
+        topic_partitions: partitions,
+        keys,
+    }
+}
+
+fn compact_file() -> String {
+    let mut cases = Vec::new();
+    let heavy = vec![b"hot".to_vec(), b"user-42".to_vec()];
+    let mut keys = with_misses(&heavy);
+    keys.extend(text_keys("user-", 0..30));
+
+    let a = document(3, 8, DEFAULT_BUCKET_SEED, &heavy, 21);
+    cases.push(compact_case(
+        "width_1",
+        "3 partitions, 8 buckets: table_width 1; twin_document_json is the same document with a \
+         JSON table (version 1). A reader MUST accept a compact table of any size (writers use it \
+         only above 256 KiB of JSON table).",
+        compact_twin_of(&a),
+        Some(doc_json(&a)),
+        &keys,
+    ));
+    let a = document(300, 1_200, DEFAULT_BUCKET_SEED, &heavy, 22);
+    cases.push(compact_case(
+        "width_2",
+        "300 partitions, 1200 buckets: table_width 2 (entries up to 299, little-endian).",
+        compact_twin_of(&a),
+        Some(doc_json(&a)),
+        &keys,
+    ));
+    let a = document(65_537, 64, DEFAULT_BUCKET_SEED, &heavy, 23);
+    let compact = compact_twin_of(&a);
+    // predicted_load's 65537 shares as the integer 0 (legal for a number) keep the file small.
+    let zero_load = format!("[{}]", vec!["0"; 65_537].join(","));
+    let at = compact
+        .find(r#""predicted_load":"#)
+        .expect("predicted_load")
+        + 17;
+    let compact = format!("{}{zero_load}}}", &compact[..at]);
+    cases.push(compact_case(
+        "width_4",
+        "65537 partitions (65536 is the largest partition number): table_width 4; predicted_load \
+         written as 65537 integers 0. No twin stored.",
+        compact,
+        None,
+        &keys,
+    ));
+    let partitions = 200;
+    let mut rng = SplitMix64(24);
+    let table: Vec<u32> = (0..80_000)
+        .map(|_| rng.below(partitions.into()) as u32)
+        .collect();
+    let writer = assignment(AssignmentParts {
+        table,
+        ..document(partitions, 1, DEFAULT_BUCKET_SEED, &heavy, 24).into_parts()
+    });
+    let text = doc_json(&writer);
+    assert!(
+        text.contains(r#""version":2"#) && text.contains(r#""table_width":1"#),
+        "the writer makes a table of 80000 entries compact"
+    );
+    cases.push(compact_case(
+        "writer_output",
+        "The reference writer's document for 200 partitions and 80000 buckets: its JSON table \
+         would be over 256 KiB, so it is written as table_b64 (width 1) and the document is \
+         version 2. No twin stored (decode table_b64 to get it).",
+        text,
+        None,
+        &keys,
+    ));
+    cases_file(&[], &cases)
 }
