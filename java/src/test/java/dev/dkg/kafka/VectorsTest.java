@@ -1,5 +1,6 @@
 package dev.dkg.kafka;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -160,6 +161,27 @@ class VectorsTest {
                     router.records(fresh.topic(), Route.SPLIT), name);
         }
         assertTrue(picks > 0);
+    }
+
+    /**
+     * Version 2's compact table ({@code v2/compact.json}, spec 4.6): each document decodes, equals its twin with a
+     * JSON table where one is given (rule 8 compares decoded members), and places its keys as listed.
+     */
+    @Test
+    void compact() throws Exception {
+        int keys = 0;
+        for (JsonNode c : load("v2/compact.json").get("cases")) {
+            String name = c.get("name").asText();
+            Assignment a = Assignment.fromJson(c.get("document_json").asText().getBytes(StandardCharsets.UTF_8));
+            if (c.hasNonNull("twin_document_json")) {
+                Assignment twin = Assignment.fromJson(
+                        c.get("twin_document_json").asText().getBytes(StandardCharsets.UTF_8));
+                assertEquals(twin, a, name);
+                assertArrayEquals(twin.table(), a.table(), name);
+            }
+            keys += checkKeys(c, routerFor(c));
+        }
+        assertTrue(keys > 0);
     }
 
     private static int heavyIndex(Assignment a, byte[] key) {
