@@ -24,13 +24,13 @@ import java.util.Set;
  * assignment in force. A partition count differing from the topic's is not checked here (the router falls back
  * until they match).
  *
- * <p>Version 2 (spec 11.3): a <b>retraction document</b> retracts like a tombstone but keeps its epoch as the
+ * <p>Version 2 (spec 6.4): a <b>retraction document</b> retracts like a tombstone but keeps its epoch as the
  * topic's floor (the same epoch rules apply to it and against it). The record keyed {@value #GENERATION_KEY}
  * carries the control topic's generation: the first one read is adopted, a different one later drops the whole
  * state (a recreated control topic; outcome {@link ControlUpdate.Outcome#RESET}, nothing to re-read). A document
- * whose {@code generation} differs from the one in force drops the whole state and asks the reader to re-read
- * the control topic from its beginning ({@link ControlUpdate#reread()}); once it did, documents still differing
- * in the same way (the same generation in force, the same foreign one) are rejected as {@code generation_mismatch}.
+ * naming a generation not in force (also when none is) drops the whole state and asks the reader to re-read the
+ * control topic from its beginning ({@link ControlUpdate.Outcome#REREAD}), once per generation id; after that,
+ * documents of that generation are rejected as {@code generation_mismatch}.
  */
 public final class AssignmentBook {
     /** Key of the control topic's generation record (not a legal topic name, so no data topic has it). */
@@ -43,9 +43,8 @@ public final class AssignmentBook {
     /** The generation in force (the last {@value #GENERATION_KEY} record's id), or null. */
     private String generation;
     /**
-     * The (generation in force, document's generation) pairs that already made the reader re-read: the same
-     * mismatch again is rejected, never re-read again (the re-read meets the same log, so re-reading again could
-     * loop, e.g. between two publishers' racing {@value #GENERATION_KEY} records). Bounded (oldest dropped).
+     * The generations whose documents already made the reader re-read: one re-read each (the re-read meets the
+     * same log, so re-reading again could loop), then their documents are rejected. Bounded (oldest dropped).
      */
     private final Set<String> rereadFor = new LinkedHashSet<>();
     private static final int MAX_REREADS_REMEMBERED = 1024;
@@ -145,17 +144,18 @@ public final class AssignmentBook {
             return ControlUpdate.rejected(topic, RejectReason.TOPIC_MISMATCH, "record key \"" + Assignment.display(topic)
                     + "\" but the document is for topic \"" + docTopic + "\"");
         }
-        if (docGeneration != null && generation != null && !docGeneration.equals(generation)) {
-            if (!rereadFor.add(generation + "/" + docGeneration)) {
+        if (docGeneration != null && !docGeneration.equals(generation)) {
+            // Spec 6.4 G5/G6: a generation not in force (also when none is), once per id.
+            if (!rereadFor.add(docGeneration)) {
                 return ControlUpdate.rejected(topic, RejectReason.GENERATION_MISMATCH, "generation " + docGeneration
-                        + " differs from the control topic's " + generation + " (also after a re-read)");
+                        + " but " + (generation == null ? "none" : generation) + " is in force (also after a re-read)");
             }
             if (rereadFor.size() > MAX_REREADS_REMEMBERED) {
                 rereadFor.remove(rereadFor.iterator().next());
             }
             clear();
             generation = null;
-            return ControlUpdate.reset(topic, true);
+            return ControlUpdate.reread(topic);
         }
         // The epoch floor: the current assignment's epoch, or the retraction's.
         Assignment now = current.get(topic);
@@ -176,9 +176,9 @@ public final class AssignmentBook {
             }
         }
         if (decoded instanceof ControlValue.Retraction) {
-            current.remove(topic);
             retracted.put(topic, (ControlValue.Retraction) decoded);
-            return ControlUpdate.retracted(topic);
+            // Spec 6.4 R4: "retracted" only if an assignment goes; the floor is set either way.
+            return current.remove(topic) != null ? ControlUpdate.retracted(topic) : ControlUpdate.unchanged(topic);
         }
         Assignment assignment = (Assignment) decoded;
         retracted.remove(topic);
@@ -186,22 +186,22 @@ public final class AssignmentBook {
         return ControlUpdate.accepted(assignment);
     }
 
-    /** A generation record: only under {@value #GENERATION_KEY}; a new id drops the state of the old one. */
+    /**
+     * A generation record (spec 6.4 G1-G4): only under {@value #GENERATION_KEY}; the first id is adopted keeping
+     * the state (a control topic written before generations), a new one drops every topic's state.
+     */
     private ControlUpdate applyGeneration(String key, String id) {
         if (!GENERATION_KEY.equals(key)) {
-            return ControlUpdate.rejected(key, RejectReason.TOPIC_MISMATCH, "a generation record under key \""
+            return ControlUpdate.rejected(key, RejectReason.INVALID, "a generation record under key \""
                     + Assignment.display(key) + "\", expected \"" + GENERATION_KEY + "\"");
-        }
-        if (id.equals(generation)) {
-            return ControlUpdate.unchanged(key);
         }
         String old = generation;
         generation = id;
-        if (old == null) {
-            return ControlUpdate.generation(key);
+        if (old == null || old.equals(id)) {
+            return ControlUpdate.unchanged(key);
         }
         clear();
-        return ControlUpdate.reset(key, false);
+        return ControlUpdate.reset(key);
     }
 
     private void clear() {

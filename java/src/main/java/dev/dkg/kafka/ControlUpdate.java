@@ -8,19 +8,17 @@ package dev.dkg.kafka;
  * @param assignment the adopted assignment ({@link Outcome#ACCEPTED} of an assignment), else {@code null}
  * @param reason why it was rejected ({@link Outcome#REJECTED} only), else {@code null}
  * @param detail a human-readable explanation for the log ({@link Outcome#REJECTED} only), else {@code null}
- * @param reread {@link Outcome#RESET} by a document of another generation: the reader must re-read the control
- *     topic from its beginning (the record itself was not applied)
  */
-public record ControlUpdate(Outcome outcome, String topic, Assignment assignment, RejectReason reason, String detail,
-        boolean reread) {
+public record ControlUpdate(Outcome outcome, String topic, Assignment assignment, RejectReason reason, String detail) {
     /** The effect of a control-topic record. */
     public enum Outcome {
-        /**
-         * A new assignment is current for its topic, or (key {@value AssignmentBook#GENERATION_KEY},
-         * {@code assignment} null) the first control topic generation was adopted.
-         */
+        /** A new assignment is current for its topic. */
         ACCEPTED("accepted"),
-        /** Nothing changed: an identical re-publication, or a tombstone for a topic without an assignment. */
+        /**
+         * No assignment changed: an identical re-publication, a tombstone for a topic without an assignment, a
+         * retraction document for a topic without one (it sets the floor), a generation record adopting the first
+         * or the same generation.
+         */
         UNCHANGED("unchanged"),
         /**
          * A tombstone or a retraction document removed the topic's assignment (producers fall back to Kafka's
@@ -30,10 +28,15 @@ public record ControlUpdate(Outcome outcome, String topic, Assignment assignment
         /** The record was rejected; the topic's last good assignment stays. */
         REJECTED("rejected"),
         /**
-         * The whole state was dropped (every topic's assignment and floor): a new control topic generation, from its
-         * {@value AssignmentBook#GENERATION_KEY} record or (with {@link ControlUpdate#reread}) from a document.
+         * The whole state was dropped (every topic's assignment and floor): a {@value AssignmentBook#GENERATION_KEY}
+         * record with a new id (the control topic was recreated).
          */
-        RESET("reset");
+        RESET("reset"),
+        /**
+         * The whole state was dropped by a document of a generation not in force: the reader must re-read the
+         * control topic from its beginning (the record itself was not applied).
+         */
+        REREAD("reread");
 
         private final String label;
 
@@ -52,28 +55,32 @@ public record ControlUpdate(Outcome outcome, String topic, Assignment assignment
         }
     }
 
-    static ControlUpdate accepted(Assignment a) {
-        return new ControlUpdate(Outcome.ACCEPTED, a.topic(), a, null, null, false);
+    /** Whether the reader must re-read the control topic from its beginning ({@link Outcome#REREAD}). */
+    public boolean reread() {
+        return outcome == Outcome.REREAD;
     }
 
-    /** The first generation record adopted. */
-    static ControlUpdate generation(String key) {
-        return new ControlUpdate(Outcome.ACCEPTED, key, null, null, null, false);
+    static ControlUpdate accepted(Assignment a) {
+        return new ControlUpdate(Outcome.ACCEPTED, a.topic(), a, null, null);
     }
 
     static ControlUpdate unchanged(String topic) {
-        return new ControlUpdate(Outcome.UNCHANGED, topic, null, null, null, false);
+        return new ControlUpdate(Outcome.UNCHANGED, topic, null, null, null);
     }
 
     static ControlUpdate retracted(String topic) {
-        return new ControlUpdate(Outcome.RETRACTED, topic, null, null, null, false);
+        return new ControlUpdate(Outcome.RETRACTED, topic, null, null, null);
     }
 
     static ControlUpdate rejected(String topic, RejectReason reason, String detail) {
-        return new ControlUpdate(Outcome.REJECTED, topic, null, reason, detail, false);
+        return new ControlUpdate(Outcome.REJECTED, topic, null, reason, detail);
     }
 
-    static ControlUpdate reset(String topic, boolean reread) {
-        return new ControlUpdate(Outcome.RESET, topic, null, null, null, reread);
+    static ControlUpdate reset(String key) {
+        return new ControlUpdate(Outcome.RESET, key, null, null, null);
+    }
+
+    static ControlUpdate reread(String topic) {
+        return new ControlUpdate(Outcome.REREAD, topic, null, null, null);
     }
 }

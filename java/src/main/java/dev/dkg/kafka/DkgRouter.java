@@ -301,10 +301,6 @@ public final class DkgRouter implements AutoCloseable {
             u = book.apply(key, value);
             switch (u.outcome()) {
                 case ACCEPTED:
-                    if (u.assignment() == null) {
-                        LOG.info("DKG: control topic {} generation {}", controlTopic, book.generation());
-                        break;
-                    }
                     state(u.topic()).assignment = u.assignment();
                     LOG.debug("DKG: adopted assignment for topic {} epoch {} from {}", u.topic(),
                             Long.toUnsignedString(u.assignment().epoch()), controlTopic);
@@ -315,6 +311,7 @@ public final class DkgRouter implements AutoCloseable {
                             u.topic());
                     break;
                 case RESET:
+                case REREAD:
                     for (TopicState s : topics.values()) {
                         s.assignment = null;
                     }

@@ -146,8 +146,8 @@ class AssignmentBookTest {
                 // A tombstone clears the floor: a lower epoch is accepted again (v1's rule).
                 step("t", null, Outcome.UNCHANGED, null),
                 step("t", v2("t", 1, null, 0), Outcome.ACCEPTED, 1L),
-                // A retraction of a topic without an assignment still sets its floor.
-                step("u", Docs.retraction("u", 5, null), Outcome.RETRACTED, null),
+                // A retraction of a topic without an assignment changes no routing but sets its floor.
+                step("u", Docs.retraction("u", 5, null), Outcome.UNCHANGED, null),
                 reject("u", v2("u", 4, null, 0), RejectReason.STALE_EPOCH, null),
                 step("u", v2("u", 6, null, 0), Outcome.ACCEPTED, 6L));
         AssignmentBook book = new AssignmentBook();
@@ -157,50 +157,53 @@ class AssignmentBookTest {
         assertTrue(book.retractedAt("t").isEmpty());
     }
 
-    /** The {@code @generation} record and documents' generations (spec 11.3). */
+    /** The {@code @generation} record and documents' generations (spec 6.4, rules G1-G7). */
     @Test
     void generationRules() {
         String g = AssignmentBook.GENERATION_KEY;
         run("generation",
-                // Documents before any generation record are not judged by theirs.
-                step("t", v2("t", 1, GEN_B, 0), Outcome.ACCEPTED, 1L),
-                step(g, Docs.generationRecord(GEN_A), Outcome.ACCEPTED, null),
+                step("t", v2("t", 1, null, 0), Outcome.ACCEPTED, 1L),
+                // The first generation record is adopted and keeps the state (a topic written before generations).
                 step(g, Docs.generationRecord(GEN_A), Outcome.UNCHANGED, null),
+                step(g, Docs.generationRecord(GEN_A), Outcome.UNCHANGED, null),
+                // ... t's epoch 1 is still in force: 2 is accepted above it (below it would be stale).
+                reject("t", v2("t", 0, GEN_A, 0), RejectReason.STALE_EPOCH, 1L),
                 step("t", v2("t", 2, GEN_A, 0), Outcome.ACCEPTED, 2L),
                 // v1 documents carry none: never a mismatch.
                 step("t", Docs.base().topic("t").epoch(3).table(0).json(), Outcome.ACCEPTED, 3L),
-                // Another generation's document: drop everything and re-read.
-                new Step("t", v2("t", 4, GEN_B, 0), Outcome.RESET, null, null),
-                // ... the re-read meets the same log again: a mismatch is now rejected, not re-read forever.
-                step(g, Docs.generationRecord(GEN_A), Outcome.ACCEPTED, null),
+                // Another generation's document: drop everything and re-read ...
+                step("t", v2("t", 4, GEN_B, 0), Outcome.REREAD, null),
+                // ... the re-read meets the same log: now that document is rejected, not re-read forever.
+                step(g, Docs.generationRecord(GEN_A), Outcome.UNCHANGED, null),
                 step("t", v2("t", 2, GEN_A, 0), Outcome.ACCEPTED, 2L),
                 reject("t", v2("t", 4, GEN_B, 0), RejectReason.GENERATION_MISMATCH, 2L),
-                // A generation record with a new id: a new incarnation, the old state goes.
+                // A generation record with a new id: the topic was recreated, the old state goes.
                 step(g, Docs.generationRecord(GEN_B), Outcome.RESET, null),
                 step("t", v2("t", 1, GEN_B, 0), Outcome.ACCEPTED, 1L),
-                // ... and a mismatch of another pair (B in force, A in the document) re-reads again.
-                new Step("t", v2("t", 9, GEN_A, 0), Outcome.RESET, null, null),
-                // Racing publishers: A's generation record, then B's, then a document still under A. Re-reading
-                // meets the same records, and the same mismatch is then rejected, not re-read forever.
-                step(g, Docs.generationRecord(GEN_A), Outcome.ACCEPTED, null),
+                // A document of generation A (the first time as a document's): one re-read.
+                step("t", v2("t", 9, GEN_A, 0), Outcome.REREAD, null),
+                // Racing publishers (A's generation record, then B's, then a document still under A): after its
+                // one re-read, A's document is rejected.
+                step(g, Docs.generationRecord(GEN_A), Outcome.UNCHANGED, null),
                 step(g, Docs.generationRecord(GEN_B), Outcome.RESET, null),
                 reject("t", v2("t", 9, GEN_A, 0), RejectReason.GENERATION_MISMATCH, null),
-                // Generation records belong under their key only; other values under it are mismatches.
-                reject("t", Docs.generationRecord(GEN_A), RejectReason.TOPIC_MISMATCH, null),
+                // Generation records belong under their key only; an assignment under it is a mismatch.
+                reject("t", Docs.generationRecord(GEN_A), RejectReason.INVALID, null),
                 reject(g, v2("t", 1, null, 0), RejectReason.TOPIC_MISMATCH, null),
                 step(g, null, Outcome.UNCHANGED, null));
         AssignmentBook book = new AssignmentBook();
         assertNull(book.generation());
+        // A document naming a generation while none is in force: not in force, so a re-read too.
+        assertTrue(book.apply(Docs.utf8("t"), Docs.utf8(v2("t", 1, GEN_B, 0))).reread());
         book.apply(Docs.utf8(g), Docs.utf8(Docs.generationRecord(GEN_A)));
         assertEquals(GEN_A, book.generation());
-        ControlUpdate u = book.apply(Docs.utf8("t"), Docs.utf8(v2("t", 1, GEN_B, 0)));
-        assertTrue(u.reread(), "a document's mismatch asks for a re-read");
-        assertNull(book.generation());
-        assertEquals(Outcome.ACCEPTED, book.apply(Docs.utf8(g), Docs.utf8(Docs.generationRecord(GEN_A))).outcome());
+        assertEquals(RejectReason.GENERATION_MISMATCH, book.apply(Docs.utf8("t"), Docs.utf8(v2("t", 1, GEN_B, 0)))
+                .reason());
         book.apply(Docs.utf8("t"), Docs.utf8(v2("t", 1, GEN_A, 0)));
         assertEquals(1, book.size());
-        assertFalse(book.apply(Docs.utf8(g), Docs.utf8(Docs.generationRecord(GEN_B))).reread(),
-                "a generation record's reset needs no re-read");
+        ControlUpdate reset = book.apply(Docs.utf8(g), Docs.utf8(Docs.generationRecord(GEN_B)));
+        assertEquals(Outcome.RESET, reset.outcome());
+        assertFalse(reset.reread(), "a generation record's reset needs no re-read");
         assertEquals(0, book.size());
     }
 }

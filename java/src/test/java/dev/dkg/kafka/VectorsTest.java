@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.utils.Utils;
 import org.junit.jupiter.api.Test;
@@ -248,8 +249,21 @@ class VectorsTest {
 
     @Test
     void control() throws IOException {
+        assertTrue(controlAll("control.json") > 0);
+    }
+
+    /**
+     * Version 2's control-topic rules ({@code v2/control.json}, spec 6.4): retraction floors ({@code floor_after})
+     * and generations (outcomes {@code reset} and {@code reread}), applied like {@code control.json}.
+     */
+    @Test
+    void controlV2() throws IOException {
+        assertTrue(controlAll("v2/control.json") > 0);
+    }
+
+    private static int controlAll(String file) throws IOException {
         int checked = 0;
-        for (JsonNode c : load("control.json").get("cases")) {
+        for (JsonNode c : load(file).get("cases")) {
             String name = c.get("name").asText();
             AssignmentBook book = new AssignmentBook();
             DkgRouter router = DkgRouter.detached("_dkg.assignments");
@@ -281,10 +295,15 @@ class VectorsTest {
                     assertEquals(null, now, at);
                     assertEquals(null, routed, at);
                 }
+                if (e.has("floor_after")) {
+                    OptionalLong floor = u8(key) ? book.retractedAt(topic) : OptionalLong.empty();
+                    String want = e.get("floor_after").isNull() ? "none" : e.get("floor_after").asText();
+                    assertEquals(want, floor.isPresent() ? Long.toUnsignedString(floor.getAsLong()) : "none", at);
+                }
                 checked++;
             }
         }
-        assertTrue(checked > 0);
+        return checked;
     }
 
     private static boolean u8(byte[] key) {
