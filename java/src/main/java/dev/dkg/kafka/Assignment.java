@@ -48,7 +48,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * matched by hash, length and bytes: at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} compares, whatever the keys. The
  * branches left depend only on the key's length (which a topic's keys tend to share) and on the bucket being a run.
  *
- * <h2>Split keys (version 2, {@code docs/spec.md} section 11.2)</h2>
+ * <h2>Split keys (version 2, {@code docs/spec.md} section 4.6)</h2>
  *
  * A split heavy key spreads its records over 2 to {@value #MAX_SPLIT_PARTS} partitions in proportion to integer
  * weights. Its lookup answer is {@code -1 - (SPLIT_BASE + s)} ({@code s}: its index among the split keys), a
@@ -65,9 +65,9 @@ public final class Assignment implements ControlValue {
     public static final long FORMAT_VERSION = 1;
     /** The newest document version this build reads (spec section 11). */
     public static final long MAX_FORMAT_VERSION = 2;
-    /** Most parts one split key may have (spec 11.2). */
+    /** Most parts one split key may have (spec 4.6). */
     public static final int MAX_SPLIT_PARTS = 64;
-    /** Largest sum of one split key's part weights: the period of its schedule (spec 11.2). */
+    /** Largest sum of one split key's part weights: the period of its schedule (spec 4.6). */
     public static final int MAX_SPLIT_WEIGHT_SUM = 4096;
     /** Largest encoded document accepted (checked before parsing). */
     public static final int MAX_ASSIGNMENT_BYTES = 8 * 1024 * 1024;
@@ -459,7 +459,7 @@ public final class Assignment implements ControlValue {
     }
 
     /**
-     * The entries of a compact table ({@code table_b64}, {@code table_width}; spec 11.4): canonical base64 of
+     * The entries of a compact table ({@code table_b64}, {@code table_width}; spec 4.6): canonical base64 of
      * {@code buckets} little-endian unsigned integers of the smallest width (1, 2 or 4 bytes) that holds
      * {@code partitions - 1}. Entries are range-checked with the JSON table's.
      */
@@ -545,7 +545,7 @@ public final class Assignment implements ControlValue {
         return order;
     }
 
-    /** A {@code generation} member, if present: 32 lowercase hex digits (spec 11.3). */
+    /** A {@code generation} member, if present: 32 lowercase hex digits (spec 6.4). */
     private static void validateGeneration(String generation) throws AssignmentException {
         if (generation != null && !(generation.length() == 32 && generation.chars()
                 .allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))) {

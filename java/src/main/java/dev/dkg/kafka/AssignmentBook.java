@@ -106,7 +106,7 @@ public final class AssignmentBook {
             return ControlUpdate.rejected(null, RejectReason.BAD_KEY, "record key is not UTF-8");
         }
         if (value == null) {
-            // A tombstone also clears a retraction's floor (spec 11.3: tombstones keep their v1 meaning).
+            // A tombstone also clears a retraction's floor (spec 6.4: tombstones keep their v1 meaning).
             retracted.remove(topic);
             return current.remove(topic) != null ? ControlUpdate.retracted(topic) : ControlUpdate.unchanged(topic);
         }

@@ -126,7 +126,7 @@ final class ControlFollower implements Runnable {
     }
 
     /**
-     * Applies a batch in order; a document of another control topic generation (spec 11.3) dropped the state, so
+     * Applies a batch in order; a document of another control topic generation (spec 6.4) dropped the state, so
      * the rest of the batch is skipped and the topic re-read from its beginning. Returns the records applied.
      */
     private int applyAll(ConsumerRecords<byte[], byte[]> records) {

@@ -3,7 +3,7 @@ package dev.dkg.kafka;
 /**
  * A decoded control-topic value ({@link Assignment#decode}): an {@link Assignment} (versions 1 and 2), or one of
  * version 2's other kinds, a {@link Retraction} that keeps its epoch or the control topic's {@link Generation}
- * record ({@code docs/spec.md} section 11.3).
+ * record ({@code docs/spec.md} section 6.4).
  */
 sealed interface ControlValue permits Assignment, ControlValue.Retraction, ControlValue.Generation {
     /** The {@code kind} member's value. */

@@ -26,7 +26,7 @@ public enum RejectReason {
     EPOCH_CONFLICT("epoch_conflict"),
     /**
      * The document's control topic generation differs from the one in force, still after a re-read from the
-     * beginning (version 2, spec 11.3).
+     * beginning (version 2, spec 6.4).
      */
     GENERATION_MISMATCH("generation_mismatch");
 

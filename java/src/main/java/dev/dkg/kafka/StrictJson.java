@@ -156,9 +156,9 @@ final class StrictJson {
 
     /** {@code kind} of an assignment document (the default). */
     static final String KIND_ASSIGNMENT = "assignment";
-    /** {@code kind} of a retraction that keeps its epoch (version 2, spec 11.3). */
+    /** {@code kind} of a retraction that keeps its epoch (version 2, spec 6.4). */
     static final String KIND_RETRACTION = "retraction";
-    /** {@code kind} of the control topic's {@code @generation} record (version 2, spec 11.3). */
+    /** {@code kind} of the control topic's {@code @generation} record (version 2, spec 6.4). */
     static final String KIND_GENERATION = "generation";
 
     /** The members of every version, by index; version 1 has the first {@link #V1_FIELDS}. */
