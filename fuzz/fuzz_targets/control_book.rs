@@ -46,10 +46,11 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(*a, again);
             }
             ControlUpdate::Retracted { topic } => {
-                assert!(value.is_none(), "only a tombstone retracts");
+                // A tombstone or a retraction document (format version 2).
                 assert!(before.contains_key(&topic) && !after.contains_key(&topic));
                 assert_eq!(after.len() + 1, before.len());
             }
+            ControlUpdate::Reset { .. } => assert!(after.is_empty(), "a reset drops every topic"),
             ControlUpdate::Unchanged { .. } | ControlUpdate::Rejected { .. } => {
                 assert_eq!(before, after, "{update:?} changed the book");
             }

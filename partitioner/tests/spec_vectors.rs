@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate, RejectReason};
+use dkg_partitioner::kafka::{AssignmentBook, RejectReason};
 use dkg_partitioner::{Assignment, MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
 use serde_json::Value;
 
@@ -478,7 +478,10 @@ fn check_reject_file(file: &str) {
 
 #[test]
 fn control_vectors_follow_the_book_rules() {
-    for case in cases("control.json") {
+    for case in cases("control.json")
+        .into_iter()
+        .chain(cases("v2/control.json"))
+    {
         let name = str_of(&case, "name");
         let records = case["records"].as_array().unwrap();
         let expect = case["expect"].as_array().unwrap();
@@ -492,17 +495,18 @@ fn control_vectors_follow_the_book_rules() {
                 other => panic!("{name} #{i}: bad key fields {other:?}"),
             };
             let value = record["value_json"].as_str().map(str::as_bytes);
-            let (outcome, reason) = match book.apply(key.as_deref(), value) {
-                ControlUpdate::Adopted(_) => ("accepted", None),
-                ControlUpdate::Unchanged { .. } => ("unchanged", None),
-                ControlUpdate::Retracted { .. } => ("retracted", None),
-                ControlUpdate::Rejected { reason, .. } => ("rejected", Some(reason.as_str())),
-            };
+            let (outcome, reason) = vectors::outcome_of(&book.apply(key.as_deref(), value));
             assert_eq!(outcome, str_of(want, "outcome"), "{name} #{i}");
             assert_eq!(reason, want["reason"].as_str(), "{name} #{i}");
             let topic = key.as_deref().and_then(|k| std::str::from_utf8(k).ok());
             let epoch = topic.and_then(|t| book.get(t)).map(|a| a.epoch());
             assert_eq!(epoch, want["epoch_after"].as_u64(), "{name} #{i}");
+            let floor = topic.and_then(|t| book.retraction(t)).map(|r| r.epoch);
+            assert_eq!(
+                floor,
+                want.get("floor_after").and_then(Value::as_u64),
+                "{name} #{i}"
+            );
         }
     }
 }

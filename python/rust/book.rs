@@ -111,6 +111,10 @@ impl PyAssignmentBook {
             },
             ControlUpdate::Retracted { topic } => empty("retracted", Some(topic)),
             ControlUpdate::Unchanged { topic } => empty("unchanged", Some(topic)),
+            // Every topic dropped (spec 6.4); `reread`: read the control topic again from the start.
+            ControlUpdate::Reset { reread, .. } => {
+                empty(if reread { "reread" } else { "reset" }, None)
+            }
             ControlUpdate::Rejected {
                 topic,
                 reason,

@@ -116,9 +116,9 @@ pub const MAX_HEAVY_KEYS_PER_BUCKET: usize = 16;
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// Largest total size of all heavy keys, in bytes (bounds the lookup's key arena).
 pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
-/// The writer encodes the bucket table as `table_b64` (format version 2, `docs/spec.md` 4.6)
-/// when its JSON text (`[0,1,...]`) would be longer than this; shorter tables stay JSON, and so
-/// the document stays version 1 unless a key is split.
+/// [`Assignment::to_json_compact`] encodes the bucket table as `table_b64` (format version 2,
+/// `docs/spec.md` 4.6) when its JSON text (`[0,1,...]`) would be longer than this; shorter
+/// tables stay JSON, and the document version 1 unless a key is split.
 pub const COMPACT_TABLE_ABOVE_BYTES: usize = 256 * 1024;
 /// Longest legal Kafka topic name.
 pub const MAX_TOPIC_LEN: usize = 249;
@@ -235,14 +235,17 @@ pub struct AssignmentParts {
 pub struct Assignment {
     parts: AssignmentParts,
     index: Lookup,
-    /// The writer encodes the table compactly (its JSON text would exceed
-    /// [`COMPACT_TABLE_ABOVE_BYTES`]).
-    compact_table: bool,
+    /// The table's JSON text would exceed [`COMPACT_TABLE_ABOVE_BYTES`]:
+    /// [`Assignment::to_json_compact`] writes it as `table_b64`.
+    large_table: bool,
+    /// The control topic's generation the document was published under (format version 2,
+    /// `docs/spec.md` 6.4), if it names one.
+    generation: Option<String>,
 }
 
 impl PartialEq for Assignment {
     fn eq(&self, other: &Self) -> bool {
-        self.parts == other.parts
+        self.parts == other.parts && self.generation == other.generation
     }
 }
 
@@ -349,11 +352,12 @@ impl Assignment {
             }
         }
         let index = Lookup::build(&parts)?;
-        let compact_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
+        let large_table = json_table_bytes(&parts.table) > COMPACT_TABLE_ABOVE_BYTES;
         Ok(Self {
             parts,
             index,
-            compact_table,
+            large_table,
+            generation: None,
         })
     }
 
@@ -364,6 +368,63 @@ impl Assignment {
     /// [`Error::UnknownFormat`]; [`Error::UnsupportedVersion`]; [`Error::TableLength`] (`buckets`
     /// disagrees with `table`); [`Error::InvalidKeyEncoding`]; then everything [`Assignment::new`]
     /// checks.
+    pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        match ControlDocument::from_json(bytes)? {
+            ControlDocument::Assignment(a) => Ok(*a),
+            ControlDocument::Retraction(_) | ControlDocument::Generation(_) => Err(malformed(
+                "a retraction or generation document, not an assignment".to_owned(),
+            )),
+        }
+    }
+
+    /// This document published under control-topic generation `generation` (32 lowercase hex
+    /// digits, `docs/spec.md` 6.4; the document is then written as version 2).
+    pub fn with_generation(mut self, generation: &str) -> Result<Self> {
+        validate_generation(generation)?;
+        self.generation = Some(generation.to_owned());
+        Ok(self)
+    }
+
+    /// The control-topic generation the document names, if any.
+    #[must_use]
+    pub fn generation(&self) -> Option<&str> {
+        self.generation.as_deref()
+    }
+}
+
+/// A retraction that keeps its epoch (format version 2, `docs/spec.md` 6.4): producers of
+/// `topic` return to Kafka's placement, and later documents need an epoch above `epoch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retraction {
+    /// The data topic.
+    pub topic: String,
+    /// The retraction's epoch, the topic's epoch floor afterwards.
+    pub epoch: u64,
+    /// The control-topic generation it was published under, if it names one.
+    pub generation: Option<String>,
+    /// Creation time, Unix milliseconds (informational).
+    pub created_at_ms: u64,
+}
+
+/// Any control-topic value of format `dkg.assignment` (`docs/spec.md` 4 and 6.4), by its `kind`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ControlDocument {
+    /// An assignment (`kind` absent or `assignment`; every version 1 document). Boxed: the
+    /// other kinds are small.
+    Assignment(Box<Assignment>),
+    /// `kind` `retraction` (version 2).
+    Retraction(Retraction),
+    /// `kind` `generation` (version 2): the control topic's generation id, the value of the
+    /// record keyed [`GENERATION_KEY`].
+    Generation(String),
+}
+
+/// The record key of the control topic's generation record (not a legal topic name).
+pub const GENERATION_KEY: &str = "@generation";
+
+impl ControlDocument {
+    /// Decode and validate a control-topic value: the checks of [`Assignment::from_json`] in its
+    /// order (`docs/spec.md` 4.4), the `kind` read right after the version.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         if bytes.len() > MAX_ASSIGNMENT_BYTES {
             return Err(too_large(
@@ -388,7 +449,25 @@ impl Assignment {
             });
         }
         let v2 = header.version == 2;
-        let decoded = Self::decode(bytes, v2);
+        if v2 {
+            let Obj(peek): Obj<KindPeek> = serde_json::from_slice(bytes)?;
+            match peek.kind.as_deref() {
+                None | Some("assignment") => {}
+                Some("retraction") => return decode_retraction(bytes),
+                Some("generation") => {
+                    let Obj(g): Obj<GenerationIn<'_>> = serde_json::from_slice(bytes)?;
+                    validate_generation(&g.generation)?;
+                    return Ok(Self::Generation(g.generation.into_owned()));
+                }
+                Some(other) => {
+                    return Err(malformed(format!(
+                        "unknown kind {:?} (assignment, retraction or generation)",
+                        truncate_for_display(other)
+                    )));
+                }
+            }
+        }
+        let decoded = Assignment::decode(bytes, v2).map(|a| Self::Assignment(Box::new(a)));
         // Version 2 reports limits inside the document as `invalid` (gap G2): `oversize` is then
         // only the value's size, checked above.
         match decoded {
@@ -400,10 +479,17 @@ impl Assignment {
             other => other,
         }
     }
+}
 
+impl Assignment {
     /// [`Assignment::from_json`] after the version pre-read; `v2`: the document is version 2.
     fn decode(bytes: &[u8], v2: bool) -> Result<Self> {
         let Obj(doc): Obj<DocIn<'_>> = serde_json::from_slice(bytes)?;
+        if !v2 && (doc.kind.is_some() || doc.generation.is_some()) {
+            return Err(malformed(
+                "unknown member `kind` or `generation` (version 1)".to_owned(),
+            ));
+        }
         let table = match (doc.table, doc.table_b64, doc.table_width) {
             (Some(table), None, None) => {
                 if table.len() != doc.buckets as usize {
@@ -505,27 +591,45 @@ impl Assignment {
             created_at_ms: doc.created_at_ms,
             predicted_load: doc.predicted_load,
         };
-        Self::validated(parts, &empty_splits)
+        let mut a = Self::validated(parts, &empty_splits)?;
+        if let Some(g) = doc.generation {
+            validate_generation(&g)?;
+            a.generation = Some(g);
+        }
+        Ok(a)
     }
 
-    /// The format version [`Assignment::to_json`] writes: 2 if the document uses a version 2
-    /// feature (a split key, or a table whose JSON text would exceed
-    /// [`COMPACT_TABLE_ABOVE_BYTES`], written as `table_b64`), else 1, byte for byte the
-    /// version 1 encoding.
+    /// The format version [`Assignment::to_json`] writes: 2 if the document has a split key
+    /// (a version 2 feature, `docs/spec.md` 4.6), else 1, byte for byte the version 1 encoding.
     #[must_use]
     pub fn format_version(&self) -> u64 {
-        if self.has_split_keys() || self.compact_table {
+        self.version_written(false)
+    }
+
+    /// The version of the encoding with (`compact`) or without the compact table.
+    fn version_written(&self, compact: bool) -> u64 {
+        if self.has_split_keys() || (compact && self.large_table) || self.generation.is_some() {
             MAX_FORMAT_VERSION
         } else {
             FORMAT_VERSION
         }
     }
 
-    /// Encode as compact JSON (the control-topic payload).
+    /// Encode as compact JSON (the control-topic payload), with a JSON `table`: version 1 unless
+    /// a key is split, so readers of version 1 keep reading every document without split keys.
     #[must_use]
     pub fn to_json(&self) -> Vec<u8> {
         // Only strings, integers and finite floats (checked in `new`): serde_json cannot fail here.
-        serde_json::to_vec(&self.doc_out()).expect("an assignment always serializes")
+        serde_json::to_vec(&self.doc_out(false)).expect("an assignment always serializes")
+    }
+
+    /// [`Assignment::to_json`] for a fleet that reads version 2 (`docs/spec.md` 11.1: the
+    /// publisher's version 2 features are opt-in): the table as `table_b64` when its JSON text
+    /// would exceed [`COMPACT_TABLE_ABOVE_BYTES`] (the document is then version 2), else the same
+    /// bytes as `to_json`.
+    #[must_use]
+    pub fn to_json_compact(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.doc_out(true)).expect("an assignment always serializes")
     }
 
     /// Approximate heap memory of the lookup index ([`Assignment::partition_for`]'s data), in bytes:
@@ -551,26 +655,25 @@ impl Assignment {
     /// Encode as indented JSON (for people: `dkg-sampler inspect`, docs).
     #[must_use]
     pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(&self.doc_out()).expect("an assignment always serializes")
+        serde_json::to_string_pretty(&self.doc_out(false)).expect("an assignment always serializes")
     }
 
-    fn doc_out(&self) -> DocOut<'_> {
+    /// The document to encode; `compact`: a large table as `table_b64`.
+    fn doc_out(&self, compact: bool) -> DocOut<'_> {
         let p = &self.parts;
+        let compact = compact && self.large_table;
         DocOut {
             format: FORMAT_NAME,
-            version: self.format_version(),
+            version: self.version_written(compact),
             topic: &p.topic,
             partitions: p.partitions,
             epoch: p.epoch,
+            generation: self.generation.as_deref(),
             bucket_hash: p.bucket_hash,
             buckets: self.buckets(),
-            table: (!self.compact_table).then_some(p.table.as_slice()),
-            table_b64: self
-                .compact_table
-                .then(|| encode_compact_table(&p.table, p.partitions)),
-            table_width: self
-                .compact_table
-                .then(|| compact_table_width(p.partitions)),
+            table: (!compact).then_some(p.table.as_slice()),
+            table_b64: compact.then(|| encode_compact_table(&p.table, p.partitions)),
+            table_width: compact.then(|| compact_table_width(p.partitions)),
             heavy: HeavyOut(&p.heavy),
             params: &p.params,
             created_at_ms: p.created_at_ms,
@@ -1529,6 +1632,122 @@ fn key_words(key: &[u8]) -> [u64; 2] {
     [word, 0]
 }
 
+/// The `kind` of a version 2 document, read after the version; other members are skipped.
+#[derive(Deserialize)]
+struct KindPeek {
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<String>,
+}
+
+/// A retraction document (`docs/spec.md` 6.4), exactly these members.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetractionIn<'a> {
+    #[serde(borrow, rename = "format")]
+    _format: Cow<'a, str>,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(borrow, rename = "kind")]
+    _kind: Cow<'a, str>,
+    #[serde(borrow)]
+    topic: Cow<'a, str>,
+    epoch: u64,
+    #[serde(default, deserialize_with = "present")]
+    generation: Option<String>,
+    created_at_ms: u64,
+}
+
+/// The generation record's value (`docs/spec.md` 6.4), exactly these members.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerationIn<'a> {
+    #[serde(borrow, rename = "format")]
+    _format: Cow<'a, str>,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(borrow, rename = "kind")]
+    _kind: Cow<'a, str>,
+    #[serde(borrow)]
+    generation: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct RetractionOut<'a> {
+    format: &'static str,
+    version: u64,
+    kind: &'static str,
+    topic: &'a str,
+    epoch: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'a str>,
+    created_at_ms: u64,
+}
+
+#[derive(Serialize)]
+struct GenerationOut<'a> {
+    format: &'static str,
+    version: u64,
+    kind: &'static str,
+    generation: &'a str,
+}
+
+fn decode_retraction(bytes: &[u8]) -> Result<ControlDocument> {
+    let Obj(r): Obj<RetractionIn<'_>> = serde_json::from_slice(bytes)?;
+    validate_topic(&r.topic)?;
+    if let Some(g) = &r.generation {
+        validate_generation(g)?;
+    }
+    Ok(ControlDocument::Retraction(Retraction {
+        topic: r.topic.into_owned(),
+        epoch: r.epoch,
+        generation: r.generation,
+        created_at_ms: r.created_at_ms,
+    }))
+}
+
+/// A generation id: exactly 32 lowercase hex digits (`invalid` otherwise).
+fn validate_generation(generation: &str) -> Result<()> {
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if generation.len() == 32 && generation.bytes().all(hex) {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "generation {:?} is not 32 lowercase hex digits",
+            truncate_for_display(generation)
+        )))
+    }
+}
+
+impl Retraction {
+    /// Encode as compact JSON (a version 2 document, `docs/spec.md` 6.4).
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        let out = RetractionOut {
+            format: FORMAT_NAME,
+            version: MAX_FORMAT_VERSION,
+            kind: "retraction",
+            topic: &self.topic,
+            epoch: self.epoch,
+            generation: self.generation.as_deref(),
+            created_at_ms: self.created_at_ms,
+        };
+        serde_json::to_vec(&out).expect("a retraction always serializes")
+    }
+}
+
+/// The value of the generation record (key [`GENERATION_KEY`]) for `generation`, which must be
+/// 32 lowercase hex digits.
+pub fn generation_record(generation: &str) -> Result<Vec<u8>> {
+    validate_generation(generation)?;
+    let out = GenerationOut {
+        format: FORMAT_NAME,
+        version: MAX_FORMAT_VERSION,
+        kind: "generation",
+        generation,
+    };
+    Ok(serde_json::to_vec(&out).expect("a generation record always serializes"))
+}
+
 /// Read before the full document; other fields are skipped.
 #[derive(Deserialize)]
 struct Header<'a> {
@@ -1545,10 +1764,15 @@ struct DocIn<'a> {
     _format: Cow<'a, str>,
     #[serde(rename = "version")]
     _version: u64,
+    // `kind` is checked by the peek (`assignment` here); version 2 only, as `generation`.
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<String>,
     #[serde(borrow)]
     topic: Cow<'a, str>,
     partitions: u32,
     epoch: u64,
+    #[serde(default, deserialize_with = "present")]
+    generation: Option<String>,
     bucket_hash: Obj<BucketHash>,
     buckets: u32,
     // Exactly one of `table` and `table_b64` (with `table_width`); checked in `decode`.
@@ -1641,6 +1865,8 @@ struct DocOut<'a> {
     topic: &'a str,
     partitions: u32,
     epoch: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'a str>,
     bucket_hash: BucketHash,
     buckets: u32,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,6 @@
 //! The compact bucket table of format version 2 (`docs/spec.md` 4.6): `table_b64` +
-//! `table_width`, written only when the JSON table would exceed `COMPACT_TABLE_ABOVE_BYTES`,
-//! read as the same assignment as its JSON-table twin.
+//! `table_width`, written by `to_json_compact` only when the JSON table would exceed
+//! `COMPACT_TABLE_ABOVE_BYTES`, read as the same assignment as its JSON-table twin.
 #![allow(clippy::unwrap_used)]
 
 use base64::Engine as _;
@@ -31,7 +31,7 @@ fn with_table(partitions: u32, table: Vec<u32>) -> Assignment {
 }
 
 fn doc(a: &Assignment) -> Value {
-    serde_json::from_slice(&a.to_json()).unwrap()
+    serde_json::from_slice(&a.to_json_compact()).unwrap()
 }
 
 /// `value` (a version 2 document with `table_b64`) rewritten with a JSON `table`, as version 1.
@@ -66,19 +66,25 @@ fn the_writer_switches_above_256_kib_of_json_table() {
     let json_len = |t: &[u32]| serde_json::to_vec(t).unwrap().len();
     let below = with_table(12, table(at_limit));
     assert_eq!(json_len(below.table()), COMPACT_TABLE_ABOVE_BYTES);
-    assert_eq!(below.format_version(), 1);
-    assert!(doc(&below)["table"].is_array());
+    assert_eq!(below.to_json_compact(), below.to_json());
+    assert_eq!(doc(&below)["version"], 1);
 
     let above = with_table(12, table(at_limit + 1));
     assert!(json_len(above.table()) > COMPACT_TABLE_ABOVE_BYTES);
-    assert_eq!(above.format_version(), 2);
+    // The default encoding stays version 1 for mixed fleets (spec 11.1).
+    assert_eq!(above.format_version(), 1);
+    let plain: Value = serde_json::from_slice(&above.to_json()).unwrap();
+    assert_eq!(
+        (plain["version"].as_u64(), plain["table"].is_array()),
+        (Some(1), true)
+    );
     let v = doc(&above);
     assert_eq!(v["version"], 2);
     assert!(v.get("table").is_none());
     assert_eq!(v["table_width"], 1);
-    let back = Assignment::from_json(&above.to_json()).unwrap();
+    let back = Assignment::from_json(&above.to_json_compact()).unwrap();
     assert_eq!(back, above);
-    assert_eq!(back.to_json(), above.to_json());
+    assert_eq!(back.to_json_compact(), above.to_json_compact());
     let twin = Assignment::from_json(&json_twin(v)).unwrap();
     assert_eq!(twin, above, "a compact document equals its JSON-table twin");
 }
@@ -93,7 +99,7 @@ fn the_width_is_the_smallest_that_holds_the_last_partition() {
         assert_eq!(v["table_width"], width, "{partitions} partitions");
         let raw = B64.decode(v["table_b64"].as_str().unwrap()).unwrap();
         assert_eq!(raw.len(), 140_000 * width as usize);
-        assert_eq!(Assignment::from_json(&a.to_json()).unwrap(), a);
+        assert_eq!(Assignment::from_json(&a.to_json_compact()).unwrap(), a);
     }
 }
 
@@ -207,8 +213,8 @@ proptest! {
             })
             .collect();
         let a = with_table(partitions, table);
-        prop_assert_eq!(a.format_version(), 2);
-        let back = Assignment::from_json(&a.to_json()).unwrap();
+        prop_assert_eq!(doc(&a)["version"].as_u64(), Some(2));
+        let back = Assignment::from_json(&a.to_json_compact()).unwrap();
         prop_assert_eq!(&back, &a);
         let twin = Assignment::from_json(&json_twin(doc(&a))).unwrap();
         prop_assert_eq!(&twin, &a);

@@ -32,9 +32,10 @@
 //! (this module has no view of the data topic): the producer keeps it but routes by Kafka's default
 //! placement until the counts match (the router in the Kafka glue). See `docs/architecture.md`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use dkg_core::assignment::{ControlDocument, GENERATION_KEY, Retraction};
 use dkg_core::{Assignment, Error, MAX_ASSIGNMENT_BYTES};
 
 /// Why a control-topic record was rejected. `as_str` is the `reason` label of
@@ -60,11 +61,14 @@ pub enum RejectReason {
     StaleEpoch,
     /// The epoch equals the current assignment's but the content differs.
     EpochConflict,
+    /// The document names another control-topic generation than the one in force, also after
+    /// a re-read from the beginning (`docs/spec.md` 6.4).
+    GenerationMismatch,
 }
 
 impl RejectReason {
     /// Every reason, in label order (metrics pre-create one series per reason).
-    pub const ALL: [RejectReason; 9] = [
+    pub const ALL: [RejectReason; 10] = [
         RejectReason::BadKey,
         RejectReason::Oversize,
         RejectReason::MalformedJson,
@@ -74,6 +78,7 @@ impl RejectReason {
         RejectReason::TopicMismatch,
         RejectReason::StaleEpoch,
         RejectReason::EpochConflict,
+        RejectReason::GenerationMismatch,
     ];
 
     /// The metric label value.
@@ -89,6 +94,7 @@ impl RejectReason {
             RejectReason::TopicMismatch => "topic_mismatch",
             RejectReason::StaleEpoch => "stale_epoch",
             RejectReason::EpochConflict => "epoch_conflict",
+            RejectReason::GenerationMismatch => "generation_mismatch",
         }
     }
 
@@ -133,6 +139,16 @@ pub enum ControlUpdate {
         /// The data topic.
         topic: String,
     },
+    /// The book dropped every topic's state (`docs/spec.md` 6.4): a generation record with a new
+    /// id (the control topic was recreated; the reader is at its beginning), or, with `reread`,
+    /// a document of an unknown generation: the reader MUST then seek to the beginning of the
+    /// control topic and apply every record again. Every topic is without assignment until then.
+    Reset {
+        /// The generation in force afterwards (`None` until a generation record is read).
+        generation: Option<String>,
+        /// The driver must re-read the control topic from the beginning.
+        reread: bool,
+    },
     /// The record was rejected; the topic's last good assignment stays.
     Rejected {
         /// The record key as text (lossy), if there was one.
@@ -150,6 +166,13 @@ pub enum ControlUpdate {
 #[derive(Debug, Clone)]
 pub struct AssignmentBook {
     current: HashMap<String, Arc<Assignment>>,
+    /// Topics retracted by a retraction document: its epoch stays their floor (6.4).
+    retracted: HashMap<String, Retraction>,
+    /// The generation in force: the last generation record's id.
+    generation: Option<String>,
+    /// Generations that made the book ask for a re-read: one re-read each, so a stray document
+    /// cannot make the reader loop.
+    rereads: HashSet<String>,
     max_value_bytes: usize,
 }
 
@@ -165,6 +188,9 @@ impl AssignmentBook {
     pub fn new() -> Self {
         Self {
             current: HashMap::new(),
+            retracted: HashMap::new(),
+            generation: None,
+            rereads: HashSet::new(),
             max_value_bytes: MAX_ASSIGNMENT_BYTES,
         }
     }
@@ -186,6 +212,18 @@ impl AssignmentBook {
     #[must_use]
     pub fn get(&self, topic: &str) -> Option<&Arc<Assignment>> {
         self.current.get(topic)
+    }
+
+    /// The epoch floor a retraction document left on `topic` (no assignment in force then).
+    #[must_use]
+    pub fn retraction(&self, topic: &str) -> Option<&Retraction> {
+        self.retracted.get(topic)
+    }
+
+    /// The control-topic generation in force (the last generation record read).
+    #[must_use]
+    pub fn generation(&self) -> Option<&str> {
+        self.generation.as_deref()
     }
 
     /// All current assignments (any order).
@@ -221,11 +259,13 @@ impl AssignmentBook {
             }
         };
         let Some(value) = value else {
-            return match self.current.remove(topic) {
-                Some(_) => ControlUpdate::Retracted {
+            // A tombstone retracts and clears the floor, also a retraction document's (6.3).
+            let floor = self.retracted.remove(topic);
+            return match (self.current.remove(topic), floor) {
+                (Some(_), _) => ControlUpdate::Retracted {
                     topic: topic.to_owned(),
                 },
-                None => ControlUpdate::Unchanged {
+                (None, _) => ControlUpdate::Unchanged {
                     topic: topic.to_owned(),
                 },
             };
@@ -241,8 +281,8 @@ impl AssignmentBook {
                 ),
             );
         }
-        let assignment = match Assignment::from_json(value) {
-            Ok(a) => a,
+        let document = match ControlDocument::from_json(value) {
+            Ok(d) => d,
             Err(e) => {
                 return rejected(
                     Some(topic.to_owned()),
@@ -251,49 +291,154 @@ impl AssignmentBook {
                 );
             }
         };
-        if assignment.topic() != topic {
+        let (doc_topic, generation) = match &document {
+            ControlDocument::Generation(g) => return self.apply_generation(topic, g),
+            ControlDocument::Assignment(a) => (a.topic(), a.generation()),
+            ControlDocument::Retraction(r) => (r.topic.as_str(), r.generation.as_deref()),
+        };
+        if doc_topic != topic {
             return rejected(
                 Some(topic.to_owned()),
                 RejectReason::TopicMismatch,
-                format!(
-                    "record key {topic:?} but the document is for topic {:?}",
-                    assignment.topic()
-                ),
+                format!("record key {topic:?} but the document is for topic {doc_topic:?}"),
             );
         }
-        if let Some(current) = self.current.get(topic) {
-            if assignment.epoch() < current.epoch() {
-                return rejected(
-                    Some(topic.to_owned()),
-                    RejectReason::StaleEpoch,
-                    format!(
-                        "epoch {} is older than the current epoch {}",
-                        assignment.epoch(),
-                        current.epoch()
-                    ),
-                );
+        if let Some(g) = generation {
+            if self.generation.as_deref() != Some(g) {
+                return self.generation_differs(topic, g);
             }
-            if assignment.epoch() == current.epoch() {
-                if assignment == **current {
-                    return ControlUpdate::Unchanged {
-                        topic: topic.to_owned(),
-                    };
-                }
+        }
+        let epoch = match &document {
+            ControlDocument::Assignment(a) => a.epoch(),
+            ControlDocument::Retraction(r) => r.epoch,
+            ControlDocument::Generation(_) => 0,
+        };
+        // The epoch in force: the current assignment's, or the floor a retraction left; the
+        // same epoch is one document, compared by its decoded members.
+        let same = match (
+            &document,
+            self.current.get(topic),
+            self.retracted.get(topic),
+        ) {
+            (_, Some(current), _) if epoch < current.epoch() => {
+                return stale(topic, epoch, current.epoch());
+            }
+            (_, _, Some(floor)) if epoch < floor.epoch => return stale(topic, epoch, floor.epoch),
+            (ControlDocument::Assignment(a), Some(current), _) if epoch == current.epoch() => {
+                Some(**a == **current)
+            }
+            (ControlDocument::Retraction(r), _, Some(floor)) if epoch == floor.epoch => {
+                Some(r == floor)
+            }
+            (_, Some(current), _) if epoch == current.epoch() => Some(false),
+            (_, _, Some(floor)) if epoch == floor.epoch => Some(false),
+            _ => None,
+        };
+        match same {
+            Some(true) => {
+                return ControlUpdate::Unchanged {
+                    topic: topic.to_owned(),
+                };
+            }
+            Some(false) => {
                 return rejected(
                     Some(topic.to_owned()),
                     RejectReason::EpochConflict,
-                    format!(
-                        "a different document under the current epoch {}",
-                        current.epoch()
-                    ),
+                    format!("a different document under the current epoch {epoch}"),
                 );
             }
+            None => {}
         }
-        let assignment = Arc::new(assignment);
-        self.current
-            .insert(topic.to_owned(), Arc::clone(&assignment));
-        ControlUpdate::Adopted(assignment)
+        match document {
+            ControlDocument::Assignment(a) => {
+                self.retracted.remove(topic);
+                let a = Arc::new(*a);
+                self.current.insert(topic.to_owned(), Arc::clone(&a));
+                ControlUpdate::Adopted(a)
+            }
+            ControlDocument::Retraction(r) => {
+                self.retracted.insert(topic.to_owned(), r);
+                match self.current.remove(topic) {
+                    Some(_) => ControlUpdate::Retracted {
+                        topic: topic.to_owned(),
+                    },
+                    None => ControlUpdate::Unchanged {
+                        topic: topic.to_owned(),
+                    },
+                }
+            }
+            ControlDocument::Generation(_) => ControlUpdate::Unchanged {
+                topic: topic.to_owned(),
+            },
+        }
     }
+
+    /// A generation record (6.4): under [`GENERATION_KEY`] only; the first one read is adopted
+    /// as it is (a topic of the first version may get one later), a new id drops every topic's
+    /// state (the control topic was recreated and the reader is at its beginning).
+    fn apply_generation(&mut self, key: &str, generation: &str) -> ControlUpdate {
+        if key != GENERATION_KEY {
+            return rejected(
+                Some(key.to_owned()),
+                RejectReason::Invalid,
+                format!("a generation record keyed {key:?}, not {GENERATION_KEY:?}"),
+            );
+        }
+        match self.generation.as_deref() {
+            Some(g) if g == generation => ControlUpdate::Unchanged {
+                topic: key.to_owned(),
+            },
+            None => {
+                self.generation = Some(generation.to_owned());
+                ControlUpdate::Unchanged {
+                    topic: key.to_owned(),
+                }
+            }
+            Some(_) => {
+                self.drop_state();
+                self.generation = Some(generation.to_owned());
+                ControlUpdate::Reset {
+                    generation: self.generation.clone(),
+                    reread: false,
+                }
+            }
+        }
+    }
+
+    /// A document of `topic` names generation `generation`, not the one in force: the first
+    /// time for that generation the book drops its state and asks for a re-read (the reader
+    /// may have resumed in the middle of a recreated topic); after that, rejected.
+    fn generation_differs(&mut self, topic: &str, generation: &str) -> ControlUpdate {
+        if self.rereads.insert(generation.to_owned()) {
+            self.drop_state();
+            self.generation = None;
+            return ControlUpdate::Reset {
+                generation: None,
+                reread: true,
+            };
+        }
+        rejected(
+            Some(topic.to_owned()),
+            RejectReason::GenerationMismatch,
+            format!(
+                "generation {generation} but {} is in force",
+                self.generation.as_deref().unwrap_or("none")
+            ),
+        )
+    }
+
+    fn drop_state(&mut self) {
+        self.current.clear();
+        self.retracted.clear();
+    }
+}
+
+fn stale(topic: &str, epoch: u64, floor: u64) -> ControlUpdate {
+    rejected(
+        Some(topic.to_owned()),
+        RejectReason::StaleEpoch,
+        format!("epoch {epoch} is older than the current epoch {floor}"),
+    )
 }
 
 fn rejected(topic: Option<String>, reason: RejectReason, detail: String) -> ControlUpdate {
@@ -339,7 +484,7 @@ mod tests {
         ));
         let oversize = vec![b' '; MAX_ASSIGNMENT_BYTES + 1];
         let mut wrong_version = a5.to_json_pretty();
-        wrong_version = wrong_version.replacen("\"version\": 1", "\"version\": 2", 1);
+        wrong_version = wrong_version.replacen("\"version\": 1", "\"version\": 3", 1);
         let out_of_range = String::from_utf8(a5.to_json()).unwrap().replacen(
             "\"table\":[0,1,2]",
             "\"table\":[0,1,7]",

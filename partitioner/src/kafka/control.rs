@@ -325,6 +325,16 @@ fn apply(
             topic = %topic,
             "read retraction"
         ),
+        // Not acted on yet beyond the book's own reset: the reader does not seek back, so after
+        // a `reread` request documents of the new generation are rejected (generation_mismatch)
+        // until the process restarts and reads from the beginning (spec 6.4).
+        ControlUpdate::Reset { generation, reread } => warn!(
+            control_topic,
+            offset,
+            generation = generation.as_deref().unwrap_or("<none>"),
+            reread,
+            "the control topic's generation changed: every assignment dropped"
+        ),
         ControlUpdate::Unchanged { .. } => {}
     }
     ControlRecord { offset, update }

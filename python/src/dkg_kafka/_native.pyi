@@ -7,7 +7,7 @@ from typing_extensions import Self, TypeAlias, disjoint_base
 
 _Route: TypeAlias = Literal["heavy", "bucket", "split"]
 _PlacementRoute: TypeAlias = Literal["heavy", "bucket", "split", "fallback"]
-_Outcome: TypeAlias = Literal["accepted", "unchanged", "retracted", "rejected"]
+_Outcome: TypeAlias = Literal["accepted", "unchanged", "retracted", "rejected", "reset", "reread"]
 
 __all__ = [
     "REJECT_REASONS",

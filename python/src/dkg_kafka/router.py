@@ -239,6 +239,15 @@ class Router:
                 reason = update.reason or "invalid"
                 self._rejected[reason] = self._rejected.get(reason, 0) + 1
                 self._changed.notify_all()
+            elif update.outcome in ("reset", "reread"):
+                # The book dropped every topic (a recreated control topic, spec 6.4). This reader
+                # does not seek back on "reread": documents of the new generation are then
+                # rejected (generation_mismatch) until the router restarts.
+                for topic in list(self._current):
+                    self._current.pop(topic, None)
+                    self._before.pop(topic, None)
+                    self._replace(topic)
+                self._changed.notify_all()
             elif update.outcome in ("accepted", "retracted") and update.topic is not None:
                 topic = update.topic
                 previous = self._current.pop(topic, None)

@@ -310,6 +310,14 @@ impl Shared {
                     c.inc();
                 }
             }
+            // The book dropped every topic (a recreated control topic, spec 6.4): so does routing.
+            ControlUpdate::Reset { .. } => {
+                for state in self.topics.load().values() {
+                    state.assignment.store(None);
+                    state.transition.store(None);
+                }
+                self.adoptions.send_modify(|n| *n += 1);
+            }
             ControlUpdate::Unchanged { .. } => {}
         }
     }
