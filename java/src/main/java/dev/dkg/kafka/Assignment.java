@@ -5,9 +5,15 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * A validated, immutable DKG assignment (document format {@code dkg.assignment}, version 1) and its O(1) lookup.
+ * A validated DKG assignment (document format {@code dkg.assignment}, version 1 or 2) and its O(1) lookup;
+ * immutable but for the per-key record counters of split heavy keys (version 2, see "Split keys" below).
  *
  * <p>DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing Systems",
  * DEBS 2015) places a key at {@code heavy[key]} if it is a heavy hitter, else at {@code table[bucket(key)]} with
@@ -23,7 +29,11 @@ import java.util.Base64;
  * partition count ({@code invalid} if 0, {@code oversize} over {@link #MAX_PARTITIONS}), bucket count, table and
  * heavy partitions in range ({@code out_of_range}), heavy-key count and sizes ({@code oversize}), predicted load,
  * parameters, then bucket by bucket at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} heavy keys and no duplicate
- * ({@code invalid}).
+ * ({@code invalid}). Version 2 ({@code docs/spec.md} 4.6 and 11): a compact table is decoded (and its width and
+ * length checked, {@code invalid}) where the JSON table's length is; a split entry's parts are checked after its
+ * key length (count, then part by part range, duplicate and weight, then the weight sum); limits inside a version 2
+ * document are {@code invalid}, not {@code oversize}; {@link #decode} also returns the other kinds of value
+ * ({@link ControlValue}).
  *
  * <h2>Lookup</h2>
  *
@@ -37,12 +47,28 @@ import java.util.Base64;
  * outcome selects the answer by a shift. Buckets with several heavy keys (rare) name a run, past the groups,
  * matched by hash, length and bytes: at most {@link #MAX_HEAVY_KEYS_PER_BUCKET} compares, whatever the keys. The
  * branches left depend only on the key's length (which a topic's keys tend to share) and on the bucket being a run.
+ *
+ * <h2>Split keys (version 2, {@code docs/spec.md} section 4.6)</h2>
+ *
+ * A split heavy key spreads its records over 2 to {@value #MAX_SPLIT_PARTS} partitions in proportion to integer
+ * weights. Its lookup answer is {@code -1 - (SPLIT_BASE + s)} ({@code s}: its index among the split keys), a
+ * "heavy partition" no topic has, so the non-split path is unchanged and the caller's range check (which it does
+ * anyway) is the only branch that sees split keys. Each split key has a precomputed schedule, the smooth weighted
+ * round robin sequence of its weights (period = their sum, at most {@value #MAX_SPLIT_WEIGHT_SUM}; shared by keys
+ * with equal weights), and an atomic counter: its record {@code n} (counted per instance, from 0) goes to
+ * {@code schedule[n % period]}.
  */
-public final class Assignment {
+public final class Assignment implements ControlValue {
     /** The {@code format} field of every assignment document. */
     public static final String FORMAT_NAME = "dkg.assignment";
-    /** The document version this build reads. */
+    /** The document version of documents that use no version 2 member. */
     public static final long FORMAT_VERSION = 1;
+    /** The newest document version this build reads (spec section 11). */
+    public static final long MAX_FORMAT_VERSION = 2;
+    /** Most parts one split key may have (spec 4.6). */
+    public static final int MAX_SPLIT_PARTS = 64;
+    /** Largest sum of one split key's part weights: the period of its schedule (spec 4.6). */
+    public static final int MAX_SPLIT_WEIGHT_SUM = 4096;
     /** Largest encoded document accepted (checked before parsing). */
     public static final int MAX_ASSIGNMENT_BYTES = 8 * 1024 * 1024;
     /** Largest partition count accepted. */
@@ -75,6 +101,13 @@ public final class Assignment {
     private static final int LIGHT = -1;
     /** Zero bytes after the arena; also the longest key compared without a branch on its bytes. */
     private static final int ARENA_PAD = 64;
+    /**
+     * Split key {@code s}'s lookup answer is {@code -1 - (SPLIT_BASE + s)}: above every partition (at most
+     * {@link #MAX_PARTITIONS}) and every split index (at most {@link #MAX_HEAVY_KEYS}), so it decodes to no partition.
+     */
+    static final int SPLIT_BASE = 1 << 30;
+    /** Longs between two split keys' counters (128 bytes: threads counting different keys share no cache line). */
+    private static final int COUNTER_STRIDE = 16;
 
     private final String topic;
     private final int partitions;
@@ -90,6 +123,17 @@ public final class Assignment {
     private final long windowRecords;
     private final long createdAtMs;
     private final double[] predictedLoad;
+    /** The {@code generation} member (version 2), or null. */
+    private final String generation;
+    /** Per heavy key: null for a whole key, else its parts' partitions and weights (document order). */
+    private final int[][] splitPartitionsOf;
+    private final int[][] splitWeightsOf;
+
+    /** Per split key (in document order): its parts' partitions, and its schedule as part indices. */
+    private final int[][] splitParts;
+    private final byte[][] splitOrder;
+    /** Split key {@code s}'s records so far at {@code s * COUNTER_STRIDE}. */
+    private final AtomicLongArray splitCounters;
 
     // The lookup index (see "Lookup" in the class comment), built from the document by the constructor.
     /** Bucket to group index, or {@code groupCount + r} for a bucket whose heavy keys are run {@code r}. */
@@ -121,14 +165,14 @@ public final class Assignment {
         }
         long partitions = d.partitions & 0xffff_ffffL;
         if (partitions > MAX_PARTITIONS) {
-            throw tooLarge("partitions", partitions, MAX_PARTITIONS);
+            throw tooLarge(d, "partitions", partitions, MAX_PARTITIONS);
         }
         int[] table = d.table;
         if (table.length == 0) {
             throw invalid("the bucket table must have at least 1 bucket");
         }
         if (table.length > MAX_BUCKETS) {
-            throw tooLarge("buckets", table.length, MAX_BUCKETS);
+            throw tooLarge(d, "buckets", table.length, MAX_BUCKETS);
         }
         for (int p : table) {
             if (Integer.compareUnsigned(p, d.partitions) >= 0) {
@@ -137,24 +181,44 @@ public final class Assignment {
         }
         StrictJson.HeavyIn[] heavy = d.heavy;
         if (heavy.length > MAX_HEAVY_KEYS) {
-            throw tooLarge("heavy keys", heavy.length, MAX_HEAVY_KEYS);
+            throw tooLarge(d, "heavy keys", heavy.length, MAX_HEAVY_KEYS);
         }
         long keyBytes = 0;
         int[] heavyPartitions = new int[heavy.length];
         long[] heavyWeights = new long[heavy.length];
+        int[][] splitPartitionsOf = new int[heavy.length][];
+        int[][] splitWeightsOf = new int[heavy.length][];
+        // The lookup's heavy answer: the key's partition, or SPLIT_BASE + its index among the split keys.
+        int[] heavyAnswers = new int[heavy.length];
+        int splitCount = 0;
         for (int i = 0; i < heavy.length; i++) {
             if (keys[i].length > MAX_KEY_BYTES) {
-                throw tooLarge("heavy key bytes", keys[i].length, MAX_KEY_BYTES);
+                throw tooLarge(d, "heavy key bytes", keys[i].length, MAX_KEY_BYTES);
             }
-            if (Integer.compareUnsigned(heavy[i].partition(), d.partitions) >= 0) {
-                throw outOfRange(d.topic, heavy[i].partition(), d.partitions);
+            StrictJson.HeavyIn h = heavy[i];
+            if (h.split() == null && Integer.compareUnsigned(h.partition(), d.partitions) >= 0) {
+                throw outOfRange(d.topic, h.partition(), d.partitions);
             }
-            heavyPartitions[i] = heavy[i].partition();
-            heavyWeights[i] = heavy[i].weight();
+            heavyPartitions[i] = h.partition();
+            heavyAnswers[i] = h.partition();
+            if (h.split() != null) {
+                validateSplit(d, h.split());
+                int[] parts = new int[h.split().length];
+                int[] weights = new int[parts.length];
+                for (int j = 0; j < parts.length; j++) {
+                    parts[j] = h.split()[j].partition();
+                    weights[j] = h.split()[j].weight();
+                }
+                splitPartitionsOf[i] = parts;
+                splitWeightsOf[i] = weights;
+                heavyPartitions[i] = parts[0];
+                heavyAnswers[i] = SPLIT_BASE + splitCount++;
+            }
+            heavyWeights[i] = h.weight();
             keyBytes += keys[i].length;
         }
         if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
-            throw tooLarge("total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
+            throw tooLarge(d, "total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
         }
         double[] load = d.predictedLoad;
         if (load.length != partitions) {
@@ -187,6 +251,21 @@ public final class Assignment {
         this.windowRecords = d.windowRecords;
         this.createdAtMs = d.createdAtMs;
         this.predictedLoad = load;
+        this.generation = d.generation;
+        this.splitPartitionsOf = splitPartitionsOf;
+        this.splitWeightsOf = splitWeightsOf;
+        this.splitParts = new int[splitCount][];
+        this.splitOrder = new byte[splitCount][];
+        this.splitCounters = new AtomicLongArray(splitCount * COUNTER_STRIDE);
+        Map<List<Integer>, byte[]> schedules = new HashMap<>();
+        for (int i = 0, s = 0; i < heavy.length; i++) {
+            if (splitWeightsOf[i] != null) {
+                int[] w = splitWeightsOf[i];
+                splitParts[s] = splitPartitionsOf[i];
+                // Keys with equal weights share a schedule (a hot topic's split keys tend to: 1:1, 2:1, ...).
+                splitOrder[s++] = schedules.computeIfAbsent(Arrays.stream(w).boxed().toList(), k -> schedule(w));
+            }
+        }
 
         int buckets = table.length;
         int n = keys.length;
@@ -259,7 +338,7 @@ public final class Assignment {
                     partitionGroup[table[b]] = groupCount;
                 }
                 setGroup(groups, groupCount++, keyWords(keys[i], keys[i].length), offset[i], keys[i].length,
-                        -1 - heavyPartitions[i], table[b]);
+                        -1 - heavyAnswers[i], table[b]);
             } else if (count > 1) {
                 runs++;
                 runEntries += count;
@@ -293,7 +372,7 @@ public final class Assignment {
                     runHash[e] = hashes[i];
                     runLen[e] = keys[i].length;
                     runOffset[e] = offset[i];
-                    runPartition[e] = heavyPartitions[i];
+                    runPartition[e] = heavyAnswers[i];
                     e++;
                 }
             }
@@ -314,11 +393,24 @@ public final class Assignment {
     }
 
     /**
-     * Decodes and validates a JSON document (see the class comment for the checks and their order).
+     * Decodes and validates an assignment document (see the class comment for the checks and their order).
      *
-     * @throws AssignmentException with the {@link RejectReason} the Rust decoder reports for the same bytes
+     * @throws AssignmentException with the {@link RejectReason} the Rust decoder reports for the same bytes; a
+     *     valid version 2 document of another kind (a retraction or generation record) is {@code invalid} here
      */
     public static Assignment fromJson(byte[] bytes) throws AssignmentException {
+        ControlValue v = decode(bytes);
+        if (v instanceof Assignment) {
+            return (Assignment) v;
+        }
+        throw invalid("a " + v.kind() + " document, not an assignment");
+    }
+
+    /**
+     * Decodes and validates a control-topic value of any kind: an assignment (version 1 or 2), a retraction or a
+     * generation record (version 2).
+     */
+    static ControlValue decode(byte[] bytes) throws AssignmentException {
         if (bytes.length > MAX_ASSIGNMENT_BYTES) {
             throw tooLarge("assignment bytes", bytes.length, MAX_ASSIGNMENT_BYTES);
         }
@@ -330,13 +422,28 @@ public final class Assignment {
                 throw new AssignmentException(RejectReason.MALFORMED_JSON, "not a DKG assignment: format \""
                         + display(header.format()) + "\", expected \"" + FORMAT_NAME + "\"");
             }
-            if (header.version() != FORMAT_VERSION) {
+            if (header.version() != FORMAT_VERSION && header.version() != MAX_FORMAT_VERSION) {
                 throw new AssignmentException(RejectReason.UNSUPPORTED_VERSION, "unsupported assignment format version "
-                        + Long.toUnsignedString(header.version()) + " (this build reads version " + FORMAT_VERSION + ")");
+                        + Long.toUnsignedString(header.version()) + " (this build reads versions " + FORMAT_VERSION
+                        + " and " + MAX_FORMAT_VERSION + ")");
             }
-            doc = StrictJson.readDocument(bytes);
+            doc = StrictJson.readDocument(bytes, header.version());
         } catch (StrictJson.Malformed e) {
             throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
+        }
+        switch (doc.kind) {
+            case StrictJson.KIND_RETRACTION:
+                validateTopic(doc.topic);
+                validateGeneration(doc.generation);
+                return new ControlValue.Retraction(doc.topic, doc.epoch, doc.generation, doc.createdAtMs);
+            case StrictJson.KIND_GENERATION:
+                validateGeneration(doc.generation);
+                return new ControlValue.Generation(doc.generation);
+            default:
+                break;
+        }
+        if (doc.tableB64 != null) {
+            doc.table = compactTable(doc);
         }
         if (doc.table.length != (doc.buckets & 0xffff_ffffL)) {
             throw invalid("bucket table has " + doc.table.length + " entries, expected "
@@ -347,36 +454,156 @@ public final class Assignment {
         for (int i = 0; i < heavy.length; i++) {
             keys[i] = decodeKey(i, heavy[i].keyB64());
         }
+        validateGeneration(doc.generation);
         return new Assignment(doc, keys);
     }
 
-    /** Standard alphabet with canonical padding (what the Rust {@code base64} STANDARD engine accepts). */
+    /**
+     * The entries of a compact table ({@code table_b64}, {@code table_width}; spec 4.6): canonical base64 of
+     * {@code buckets} little-endian unsigned integers of the smallest width (1, 2 or 4 bytes) that holds
+     * {@code partitions - 1}. Entries are range-checked with the JSON table's.
+     */
+    private static int[] compactTable(StrictJson.Document doc) throws AssignmentException {
+        // The Rust decode_compact_table's order: the width, the base64, then the length.
+        long last = Math.max(0, (doc.partitions & 0xffff_ffffL) - 1);
+        int width = last <= 0xff ? 1 : last <= 0xffff ? 2 : 4;
+        if (doc.tableWidth != width) {
+            throw invalid("table_width is " + Integer.toUnsignedString(doc.tableWidth) + ", the smallest width that "
+                    + "holds partition " + last + " is " + width);
+        }
+        byte[] raw = decodeBase64(doc.tableB64, "table_b64");
+        long want = (doc.buckets & 0xffff_ffffL) * width;
+        if (raw.length != want) {
+            throw invalid("table_b64 holds " + raw.length + " bytes, " + Integer.toUnsignedString(doc.buckets)
+                    + " buckets of width " + width + " take " + want);
+        }
+        int[] table = new int[raw.length / width];
+        for (int i = 0; i < table.length; i++) {
+            int v = 0;
+            for (int j = width - 1; j >= 0; j--) {
+                v = (v << 8) | (raw[i * width + j] & 0xff);
+            }
+            table[i] = v;
+        }
+        return table;
+    }
+
+    /**
+     * A split key's parts (spec 4.6, step 14; the Rust {@code validate_split}): 2 to {@value #MAX_SPLIT_PARTS}, then
+     * part by part in range, no partition twice, weight at least 1; then the weights' sum at most
+     * {@value #MAX_SPLIT_WEIGHT_SUM}.
+     */
+    private static void validateSplit(StrictJson.Document d, StrictJson.SplitIn[] split) throws AssignmentException {
+        if (split.length < 2 || split.length > MAX_SPLIT_PARTS) {
+            throw invalid("a split key has " + split.length + " parts, it must have 2 to " + MAX_SPLIT_PARTS);
+        }
+        long sum = 0;
+        for (int j = 0; j < split.length; j++) {
+            int p = split[j].partition();
+            if (Integer.compareUnsigned(p, d.partitions) >= 0) {
+                throw outOfRange(d.topic, p, d.partitions);
+            }
+            for (int k = 0; k < j; k++) {
+                if (split[k].partition() == p) {
+                    throw invalid("a split key names partition " + p + " twice");
+                }
+            }
+            if (split[j].weight() == 0) {
+                throw invalid("a split part's weight must be at least 1");
+            }
+            sum += split[j].weight() & 0xffff_ffffL;
+        }
+        if (sum > MAX_SPLIT_WEIGHT_SUM) {
+            throw invalid("a split key's weights sum to " + sum + ", at most " + MAX_SPLIT_WEIGHT_SUM + " are allowed");
+        }
+    }
+
+    /**
+     * Smooth weighted round robin over {@code weights} for one period (their sum), as part indices: per pick, every
+     * part's credit grows by its weight, the part with the most credit (ties: the first) is picked and pays the sum.
+     * Each part {@code i} is picked exactly {@code weights[i]} times per period, evenly spread (3:1 gives
+     * {@code 0 0 1 0}).
+     */
+    static byte[] schedule(int[] weights) {
+        int sum = 0;
+        for (int w : weights) {
+            sum += w;
+        }
+        long[] credit = new long[weights.length];
+        byte[] order = new byte[sum];
+        for (int n = 0; n < sum; n++) {
+            int best = 0;
+            for (int i = 0; i < weights.length; i++) {
+                credit[i] += weights[i];
+                if (credit[i] > credit[best]) {
+                    best = i;
+                }
+            }
+            credit[best] -= sum;
+            order[n] = (byte) best;
+        }
+        return order;
+    }
+
+    /** A {@code generation} member, if present: 32 lowercase hex digits (spec 6.4). */
+    private static void validateGeneration(String generation) throws AssignmentException {
+        if (generation != null && !(generation.length() == 32 && generation.chars()
+                .allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))) {
+            throw invalid("generation \"" + display(generation) + "\" is not 32 lowercase hex digits");
+        }
+    }
+
     private static byte[] decodeKey(int index, String text) throws AssignmentException {
-        byte[] key;
+        return decodeBase64(text, "heavy key #" + index);
+    }
+
+    /** Standard alphabet with canonical padding (what the Rust {@code base64} STANDARD engine accepts). */
+    private static byte[] decodeBase64(String text, String what) throws AssignmentException {
+        byte[] bytes;
         try {
-            key = Base64.getDecoder().decode(text);
+            bytes = Base64.getDecoder().decode(text);
         } catch (IllegalArgumentException e) {
-            throw invalid("heavy key #" + index + ": invalid base64: " + e.getMessage());
+            throw invalid(what + ": invalid base64: " + e.getMessage());
         }
         // Java's decoder also takes missing padding and non-zero trailing bits; canonical text re-encodes to itself.
-        if (!Base64.getEncoder().encodeToString(key).equals(text)) {
-            throw invalid("heavy key #" + index + ": invalid base64: not canonical padded base64");
+        if (!Base64.getEncoder().encodeToString(bytes).equals(text)) {
+            throw invalid(what + ": invalid base64: not canonical padded base64");
         }
-        return key;
+        return bytes;
     }
 
     // ------------------------------------------------------------------------------------------------------------
     // Lookup.
 
-    /** The partition for {@code key}: O(1), allocation-free, never throws, always in {@code [0, partitions())}. */
+    /**
+     * The partition for {@code key}: O(1), allocation-free, never throws, always in {@code [0, partitions())}. For
+     * a split key each call counts one record of the key and answers its schedule's next partition.
+     */
     public int partitionFor(byte[] key) {
         int r = lookup(key);
-        return r < 0 ? -1 - r : r;
+        int p = r ^ (r >> 31);
+        return p < SPLIT_BASE ? p : splitPartition(p);
     }
 
-    /** Which route {@link #partitionFor} takes for {@code key}: {@link Route#HEAVY} or {@link Route#BUCKET}. */
+    /**
+     * Which route {@link #partitionFor} takes for {@code key}: {@link Route#HEAVY}, {@link Route#SPLIT} or
+     * {@link Route#BUCKET} (counts nothing).
+     */
     public Route route(byte[] key) {
-        return lookup(key) < 0 ? Route.HEAVY : Route.BUCKET;
+        int r = lookup(key);
+        return r >= 0 ? Route.BUCKET : -1 - r >= SPLIT_BASE ? Route.SPLIT : Route.HEAVY;
+    }
+
+    /**
+     * The next partition of split key {@code SPLIT_BASE + s} (a decoded lookup answer {@code >= SPLIT_BASE}): record
+     * {@code n} of the key (an atomic count per instance) goes to {@code schedule[n % period]}. Never blocks (one
+     * atomic increment), never throws for an answer of {@link #lookup}.
+     */
+    int splitPartition(int answer) {
+        int s = answer - SPLIT_BASE;
+        long n = splitCounters.getAndIncrement(s * COUNTER_STRIDE);
+        byte[] order = splitOrder[s];
+        return splitParts[s][order[(int) Long.remainderUnsigned(n, order.length)]];
     }
 
     /** The bucket of {@code key} (heavy or not): {@code toPositive(murmur2(key, seed)) % buckets()}. */
@@ -386,7 +613,8 @@ public final class Assignment {
 
     /**
      * The partition, as {@code p} for the bucket route and {@code -1 - p} for a heavy key (one hash, no allocation,
-     * no branch on which of the two it is; see "Lookup" in the class comment).
+     * no branch on which of the two it is; see "Lookup" in the class comment); for a split key {@code p} is
+     * {@code SPLIT_BASE + s}, for {@link #splitPartition}.
      */
     int lookup(byte[] key) {
         int len = key.length;
@@ -561,9 +789,51 @@ public final class Assignment {
         return heavyKeys[i].clone();
     }
 
-    /** The partition of heavy key {@code i}. */
+    /** The partition of heavy key {@code i} (of a split key: its first part's). */
     public int heavyPartition(int i) {
         return heavyPartitions[i];
+    }
+
+    /** Whether heavy key {@code i} is split over several partitions (version 2). */
+    public boolean isSplit(int i) {
+        return splitPartitionsOf[i] != null;
+    }
+
+    /** The partitions of split heavy key {@code i}'s parts, in document order (a copy; empty for a whole key). */
+    public int[] splitPartitions(int i) {
+        return splitPartitionsOf[i] == null ? new int[0] : splitPartitionsOf[i].clone();
+    }
+
+    /** The weights of split heavy key {@code i}'s parts, in document order (a copy; empty for a whole key). */
+    public int[] splitWeights(int i) {
+        return splitWeightsOf[i] == null ? new int[0] : splitWeightsOf[i].clone();
+    }
+
+    /**
+     * One period of split heavy key {@code i}'s schedule as partitions (a new array; empty for a whole key): its
+     * record {@code n} goes to entry {@code n % length}.
+     */
+    public int[] splitSchedule(int i) {
+        if (splitWeightsOf[i] == null) {
+            return new int[0];
+        }
+        byte[] order = schedule(splitWeightsOf[i]);
+        int[] out = new int[order.length];
+        for (int n = 0; n < order.length; n++) {
+            out[n] = splitPartitionsOf[i][order[n]];
+        }
+        return out;
+    }
+
+    /** The {@code generation} member (version 2 documents), or null. */
+    public String generation() {
+        return generation;
+    }
+
+    /** {@code "assignment"}. */
+    @Override
+    public String kind() {
+        return StrictJson.KIND_ASSIGNMENT;
     }
 
     /** The weight of heavy key {@code i} (unsigned 64-bit). */
@@ -619,11 +889,14 @@ public final class Assignment {
                 && Arrays.equals(table, a.table) && heavyKeys.length == a.heavyKeys.length
                 && Arrays.equals(heavyPartitions, a.heavyPartitions) && Arrays.equals(heavyWeights, a.heavyWeights)
                 && theta == a.theta && epsilon == a.epsilon && mu == a.mu && windowRecords == a.windowRecords
-                && createdAtMs == a.createdAtMs && predictedLoad.length == a.predictedLoad.length)) {
+                && createdAtMs == a.createdAtMs && predictedLoad.length == a.predictedLoad.length
+                && Objects.equals(generation, a.generation))) {
             return false;
         }
         for (int i = 0; i < heavyKeys.length; i++) {
-            if (!Arrays.equals(heavyKeys[i], a.heavyKeys[i])) {
+            if (!(Arrays.equals(heavyKeys[i], a.heavyKeys[i])
+                    && Arrays.equals(splitPartitionsOf[i], a.splitPartitionsOf[i])
+                    && Arrays.equals(splitWeightsOf[i], a.splitWeightsOf[i]))) {
                 return false;
             }
         }
@@ -687,8 +960,20 @@ public final class Assignment {
     }
 
     private static AssignmentException tooLarge(String what, long actual, long limit) {
-        return new AssignmentException(RejectReason.OVERSIZE,
-                "assignment too large: " + what + " is " + actual + ", limit " + limit);
+        return tooLarge(RejectReason.OVERSIZE, what, actual, limit);
+    }
+
+    private static AssignmentException tooLarge(RejectReason reason, String what, long actual, long limit) {
+        return new AssignmentException(reason, "assignment too large: " + what + " is " + actual + ", limit " + limit);
+    }
+
+    /**
+     * A limit inside the document: {@code oversize} in version 1 (spec gap G2), {@code invalid} in version 2
+     * (spec 4.6: {@code oversize} is only the value's size there).
+     */
+    private static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
+        RejectReason reason = d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID;
+        return tooLarge(reason, what, actual, limit);
     }
 
     private static AssignmentException outOfRange(String topic, int partition, int partitions) {

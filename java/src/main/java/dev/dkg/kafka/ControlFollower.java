@@ -120,12 +120,25 @@ final class ControlFollower implements Runnable {
         // The position (which also moves past transaction markers) decides, not the last record's offset.
         while (consumer.position(partition, remaining(deadlineNanos, timeoutMs)) < end) {
             ConsumerRecords<byte[], byte[]> records = consumer.poll(remaining(deadlineNanos, timeoutMs));
-            for (ConsumerRecord<byte[], byte[]> r : records) {
-                router.apply(r.key(), r.value());
-                read++;
-            }
+            read += applyAll(records);
         }
         return read;
+    }
+
+    /**
+     * Applies a batch in order; a document of another control topic generation (spec 6.4) dropped the state, so
+     * the rest of the batch is skipped and the topic re-read from its beginning. Returns the records applied.
+     */
+    private int applyAll(ConsumerRecords<byte[], byte[]> records) {
+        int applied = 0;
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            applied++;
+            if (router.apply(r.key(), r.value()).reread()) {
+                consumer.seekToBeginning(List.of(partition));
+                break;
+            }
+        }
+        return applied;
     }
 
     private static Duration remaining(long deadlineNanos, long timeoutMs) {
@@ -164,9 +177,7 @@ final class ControlFollower implements Runnable {
                         }
                         continue;
                     }
-                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
-                        router.apply(r.key(), r.value());
-                    }
+                    applyAll(consumer.poll(POLL));
                 } catch (WakeupException e) {
                     // close() woke us: the loop condition decides.
                 } catch (RuntimeException e) {

@@ -5,7 +5,7 @@ package dev.dkg.kafka;
  *
  * @param outcome what happened
  * @param topic the data topic (the record key), {@code null} if the key was missing or not UTF-8
- * @param assignment the adopted assignment ({@link Outcome#ACCEPTED} only), else {@code null}
+ * @param assignment the adopted assignment ({@link Outcome#ACCEPTED} of an assignment), else {@code null}
  * @param reason why it was rejected ({@link Outcome#REJECTED} only), else {@code null}
  * @param detail a human-readable explanation for the log ({@link Outcome#REJECTED} only), else {@code null}
  */
@@ -14,12 +14,29 @@ public record ControlUpdate(Outcome outcome, String topic, Assignment assignment
     public enum Outcome {
         /** A new assignment is current for its topic. */
         ACCEPTED("accepted"),
-        /** Nothing changed: an identical re-publication, or a tombstone for a topic without an assignment. */
+        /**
+         * No assignment changed: an identical re-publication, a tombstone for a topic without an assignment, a
+         * retraction document for a topic without one (it sets the floor), a generation record adopting the first
+         * or the same generation.
+         */
         UNCHANGED("unchanged"),
-        /** A tombstone removed the topic's assignment (producers fall back to Kafka's default placement). */
+        /**
+         * A tombstone or a retraction document removed the topic's assignment (producers fall back to Kafka's
+         * default placement); a retraction document keeps its epoch as the topic's floor.
+         */
         RETRACTED("retracted"),
         /** The record was rejected; the topic's last good assignment stays. */
-        REJECTED("rejected");
+        REJECTED("rejected"),
+        /**
+         * The whole state was dropped (every topic's assignment and floor): a {@value AssignmentBook#GENERATION_KEY}
+         * record with a new id (the control topic was recreated).
+         */
+        RESET("reset"),
+        /**
+         * The whole state was dropped by a document of a generation not in force: the reader must re-read the
+         * control topic from its beginning (the record itself was not applied).
+         */
+        REREAD("reread");
 
         private final String label;
 
@@ -38,6 +55,11 @@ public record ControlUpdate(Outcome outcome, String topic, Assignment assignment
         }
     }
 
+    /** Whether the reader must re-read the control topic from its beginning ({@link Outcome#REREAD}). */
+    public boolean reread() {
+        return outcome == Outcome.REREAD;
+    }
+
     static ControlUpdate accepted(Assignment a) {
         return new ControlUpdate(Outcome.ACCEPTED, a.topic(), a, null, null);
     }
@@ -52,5 +74,13 @@ public record ControlUpdate(Outcome outcome, String topic, Assignment assignment
 
     static ControlUpdate rejected(String topic, RejectReason reason, String detail) {
         return new ControlUpdate(Outcome.REJECTED, topic, null, reason, detail);
+    }
+
+    static ControlUpdate reset(String key) {
+        return new ControlUpdate(Outcome.RESET, key, null, null, null);
+    }
+
+    static ControlUpdate reread(String topic) {
+        return new ControlUpdate(Outcome.REREAD, topic, null, null, null);
     }
 }

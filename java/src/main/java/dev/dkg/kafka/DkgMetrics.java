@@ -8,8 +8,9 @@ package dev.dkg.kafka;
  */
 public final class DkgMetrics {
     /**
-     * Records placed, by {@code topic} and {@code route} (heavy, bucket, fallback, keyless); a counter. Exact: per-thread
-     * cells without atomic read-modify-write ({@code RouteCounters}); a read may miss only increments still in flight.
+     * Records placed, by {@code topic} and {@code route} (heavy, bucket, split, fallback, keyless); a counter. Exact:
+     * per-thread cells without atomic read-modify-write ({@code RouteCounters}); a read may miss only increments still
+     * in flight.
      */
     public static final String RECORDS_TOTAL = "dkg-producer-records-total";
     /** Epoch of the topic's current assignment, 0 = none; by {@code topic}. */

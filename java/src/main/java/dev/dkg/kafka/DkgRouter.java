@@ -32,6 +32,7 @@ public final class DkgRouter implements AutoCloseable {
     private static final RejectReason[] REASONS = RejectReason.values();
     private static final int FALLBACK = Route.FALLBACK.ordinal();
     private static final int KEYLESS = Route.KEYLESS.ordinal();
+    private static final int SPLIT = Route.SPLIT.ordinal();
     /** HEAVY is BUCKET - 1, so the route of an encoded lookup {@code r} is this minus (1 if heavy, else 0). */
     private static final int HEAVY_OR_BUCKET = Route.BUCKET.ordinal();
     /** Most slots of the direct-mapped topic index ({@link #index}). */
@@ -106,6 +107,14 @@ public final class DkgRouter implements AutoCloseable {
                 if (p < numPartitions) {
                     records.add(HEAVY_OR_BUCKET - (r >>> 31));
                     return p;
+                }
+                // Off the hot path: a split key's answer is above every partition (see Assignment, "Split keys").
+                if (p >= Assignment.SPLIT_BASE) {
+                    int q = a.splitPartition(p);
+                    if (q < numPartitions) {
+                        records.add(SPLIT);
+                        return q;
+                    }
                 }
             }
             records.add(FALLBACK);
@@ -300,6 +309,15 @@ public final class DkgRouter implements AutoCloseable {
                     state(u.topic()).assignment = null;
                     LOG.info("DKG: assignment of topic {} retracted; Kafka's default placement until the next one",
                             u.topic());
+                    break;
+                case RESET:
+                case REREAD:
+                    for (TopicState s : topics.values()) {
+                        s.assignment = null;
+                    }
+                    LOG.warn("DKG: control topic {}: {}; every assignment dropped{}", controlTopic,
+                            u.reread() ? "a document of another generation" : "new generation " + book.generation(),
+                            u.reread() ? ", re-reading it from the beginning" : "");
                     break;
                 case REJECTED:
                     rejected[u.reason().ordinal()].increment();

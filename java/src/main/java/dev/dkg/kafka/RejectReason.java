@@ -23,7 +23,12 @@ public enum RejectReason {
     /** The epoch is below the current assignment's. */
     STALE_EPOCH("stale_epoch"),
     /** The epoch equals the current assignment's but the content differs. */
-    EPOCH_CONFLICT("epoch_conflict");
+    EPOCH_CONFLICT("epoch_conflict"),
+    /**
+     * The document's control topic generation differs from the one in force, still after a re-read from the
+     * beginning (version 2, spec 6.4).
+     */
+    GENERATION_MISMATCH("generation_mismatch");
 
     private final String label;
 

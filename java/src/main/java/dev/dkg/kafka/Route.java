@@ -10,6 +10,11 @@ public enum Route {
     /** The key went through the current assignment's bucket table. */
     BUCKET("bucket"),
     /**
+     * The key is a split heavy key of the current assignment (version 2): spread over its parts by its schedule,
+     * without per-key order.
+     */
+    SPLIT("split"),
+    /**
      * No assignment in effect (none, retracted, or its partition count differs from the topic's): Kafka's
      * default placement {@code toPositive(murmur2(key)) % partitions}.
      */

@@ -12,7 +12,7 @@ import java.util.stream.DoubleStream;
 import java.util.stream.IntStream;
 
 /**
- * A small, strict reader of the assignment document (format {@code dkg.assignment}, version 1) that accepts and
+ * A small, strict reader of the assignment document (format {@code dkg.assignment}, versions 1 and 2) that accepts and
  * rejects exactly what the Rust decoder does ({@code Assignment::from_json} in {@code partitioner/src/assignment.rs},
  * which is serde_json 1.x with {@code deny_unknown_fields} and {@code float_roundtrip}).
  *
@@ -26,9 +26,12 @@ import java.util.stream.IntStream;
  *   <li>{@link #readHeader}: {@code format} and {@code version} only, skipping every other value the way
  *       serde_json's {@code ignore_value} does (syntax checked, but skipped strings are not UTF-8-checked, skipped
  *       numbers have no range, and nesting is unbounded), so a newer document reports its version rather than a
- *       shape error. Like serde's derived struct visitor, it also takes the two-element array form
- *       {@code ["dkg.assignment", 1]};</li>
- *   <li>{@link #readDocument}: the whole document, an object with exactly the v1 fields.</li>
+ *       shape error. It requires an object: version 1 readers also took the two-element array form
+ *       {@code ["dkg.assignment", 2]} (serde's derived struct visitor; spec gap G1, fixed for readers of version
+ *       2, which reject it as malformed whatever its version);</li>
+ *   <li>{@link #readDocument}: the whole document, an object with exactly the fields of its version and kind
+ *       (version 2, {@code docs/spec.md} section 11: split heavy keys, the compact table, retraction and generation
+ *       records).</li>
  * </ol>
  * Every failure is a {@link Malformed}; the caller maps it to {@link RejectReason#MALFORMED_JSON}.
  */
@@ -45,11 +48,26 @@ final class StrictJson {
     /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
     record Header(String format, long version) {}
 
-    /** The heavy keys as read: key text still base64. */
-    record HeavyIn(String keyB64, int partition, long weight) {}
+    /** The heavy keys as read: key text still base64; {@code split} null for a whole key (else version 2's parts). */
+    record HeavyIn(String keyB64, int partition, long weight, SplitIn[] split) {}
 
-    /** The second pass: every v1 field, unvalidated beyond its JSON type and integer range. */
+    /** One part of a split heavy key (version 2), as read. */
+    record SplitIn(int partition, int weight) {}
+
+    /**
+     * The second pass: every field, unvalidated beyond its JSON type and integer range, and which kind of
+     * document's members it has (version 2 documents are assignments, retractions or generation records).
+     */
     static final class Document {
+        /** {@code kind} ({@link #KIND_ASSIGNMENT} when absent, always for version 1). */
+        String kind = KIND_ASSIGNMENT;
+        /** {@code version} (1 or 2). */
+        long version;
+        /** {@code generation}, or null when absent. */
+        String generation;
+        /** {@code table_b64} and {@code table_width} (version 2's compact table), or null / 0 when absent. */
+        String tableB64;
+        int tableWidth;
         String topic;
         int partitions;
         long epoch;
@@ -120,21 +138,6 @@ final class StrictJson {
                     }
                 }
             }
-        } else if (c == '[') {
-            // serde's derived visit_seq: the fields by position, exactly two elements.
-            r.pos++;
-            if (r.peekWs() == ']') {
-                throw r.error("invalid length 0, expected struct Header with 2 elements");
-            }
-            format = r.readString();
-            if (r.nextWs() != ',') {
-                throw r.error("invalid length 1, expected struct Header with 2 elements");
-            }
-            version = r.readU64();
-            haveVersion = true;
-            if (r.nextWs() != ']') {
-                throw r.error("trailing elements in the header array");
-            }
         } else {
             throw r.error("invalid type: expected struct Header");
         }
@@ -151,15 +154,41 @@ final class StrictJson {
     // ---------------------------------------------------------------------------------------------------------
     // Pass 2: the document.
 
+    /** {@code kind} of an assignment document (the default). */
+    static final String KIND_ASSIGNMENT = "assignment";
+    /** {@code kind} of a retraction that keeps its epoch (version 2, spec 6.4). */
+    static final String KIND_RETRACTION = "retraction";
+    /** {@code kind} of the control topic's {@code @generation} record (version 2, spec 6.4). */
+    static final String KIND_GENERATION = "generation";
+
+    /** The members of every version, by index; version 1 has the first {@link #V1_FIELDS}. */
     private static final String[] DOC_FIELDS = {
         "format", "version", "topic", "partitions", "epoch", "bucket_hash", "buckets", "table", "heavy", "params",
-        "created_at_ms", "predicted_load"
+        "created_at_ms", "predicted_load", "kind", "generation", "table_b64", "table_width"
     };
+    private static final int V1_FIELDS = 12;
+    private static final int TABLE = 1 << 7;
+    private static final int KIND = 1 << 12;
+    private static final int GENERATION = 1 << 13;
+    private static final int TABLE_B64 = 1 << 14;
+    private static final int TABLE_WIDTH = 1 << 15;
+    private static final int FORMAT_VERSION = 0b11;
+    /** An assignment's members but the table (v2: {@code table} or {@code table_b64} + {@code table_width}). */
+    private static final int ASSIGNMENT_CORE = 0b1111_0111_1111;
+    /** A retraction's members: format, version, kind, topic, epoch, created_at_ms, optional generation. */
+    private static final int RETRACTION_REQUIRED = FORMAT_VERSION | KIND | (1 << 2) | (1 << 4) | (1 << 10);
+    private static final int GENERATION_REQUIRED = FORMAT_VERSION | KIND | GENERATION;
 
-    static Document readDocument(byte[] bytes) throws Malformed {
+    /**
+     * The whole document of {@code version} (1 or 2; the caller read it with {@link #readHeader}): an object with
+     * exactly the members of its kind. Version 1 knows only assignments and none of version 2's members.
+     */
+    static Document readDocument(byte[] bytes, long version) throws Malformed {
         StrictJson r = new StrictJson(bytes);
         Document d = new Document();
-        r.readObject(DOC_FIELDS, field -> {
+        d.version = version;
+        int known = version == 1 ? V1_FIELDS : DOC_FIELDS.length;
+        int seen = r.readObject(DOC_FIELDS, known, field -> {
             switch (field) {
                 case 0:
                     r.readString();
@@ -186,7 +215,7 @@ final class StrictJson {
                     d.table = r.readU32Array();
                     break;
                 case 8:
-                    d.heavy = r.readHeavy();
+                    d.heavy = r.readHeavy(version);
                     break;
                 case 9:
                     r.readParams(d);
@@ -194,13 +223,66 @@ final class StrictJson {
                 case 10:
                     d.createdAtMs = r.readU64();
                     break;
-                default:
+                case 11:
                     d.predictedLoad = r.readF64Array();
+                    break;
+                case 12:
+                    d.kind = r.readString();
+                    break;
+                case 13:
+                    d.generation = r.readString();
+                    break;
+                case 14:
+                    d.tableB64 = r.readString();
+                    break;
+                default:
+                    d.tableWidth = r.readU32();
                     break;
             }
         });
         r.end();
+        r.checkMembers(d, seen, version);
         return d;
+    }
+
+    /**
+     * The member set of the document's kind (version 2 makes some members optional or kind-specific): a missing
+     * member, or one its kind does not have, is malformed (the latter as an unknown field).
+     */
+    private void checkMembers(Document d, int seen, long version) throws Malformed {
+        int required;
+        int optional;
+        switch (d.kind) {
+            case KIND_ASSIGNMENT:
+                int table = (seen & TABLE_B64) != 0 ? TABLE_B64 | TABLE_WIDTH : TABLE;
+                if ((seen & TABLE) != 0 && (seen & TABLE_B64) != 0) {
+                    throw error("both `table` and `table_b64`: a document has exactly one of them");
+                }
+                required = ASSIGNMENT_CORE | table;
+                optional = version == 1 ? 0 : KIND | GENERATION;
+                break;
+            case KIND_RETRACTION:
+                required = RETRACTION_REQUIRED;
+                optional = GENERATION;
+                break;
+            case KIND_GENERATION:
+                required = GENERATION_REQUIRED;
+                optional = 0;
+                break;
+            default:
+                throw error("unknown variant `" + d.kind + "`, expected `assignment`, `retraction` or `generation`");
+        }
+        for (int i = 0; i < DOC_FIELDS.length; i++) {
+            int bit = 1 << i;
+            if ((seen & bit) != 0 && (required & bit) == 0 && (optional & bit) == 0) {
+                throw error("unknown field `" + DOC_FIELDS[i] + "` in a document of kind `" + d.kind + "`");
+            }
+        }
+        for (int i = 0; i < DOC_FIELDS.length; i++) {
+            if ((required & (1 << i)) != 0 && (seen & (1 << i)) == 0) {
+                throw error("missing field `" + DOC_FIELDS[i] + "`");
+            }
+        }
     }
 
     private static final String[] BUCKET_FIELDS = {"function", "seed"};
@@ -209,7 +291,7 @@ final class StrictJson {
     private int readBucketHash() throws Malformed {
         String[] function = new String[1];
         int[] seed = new int[1];
-        readObject(BUCKET_FIELDS, field -> {
+        readStruct(BUCKET_FIELDS, field -> {
             if (field == 0) {
                 function[0] = readString();
             } else {
@@ -222,21 +304,42 @@ final class StrictJson {
         return seed[0];
     }
 
-    private static final String[] HEAVY_FIELDS = {"key_b64", "partition", "weight"};
+    /** A heavy entry's members; version 1 has the first three. */
+    private static final String[] HEAVY_FIELDS = {"key_b64", "partition", "weight", "split"};
+    private static final int HEAVY_PARTITION = 1 << 1;
+    private static final int HEAVY_SPLIT = 1 << 3;
+    private static final String[] SPLIT_FIELDS = {"partition", "weight"};
 
-    private HeavyIn[] readHeavy() throws Malformed {
+    /**
+     * The heavy entries; in version 2 an entry has exactly one of {@code partition} and {@code split} (the parts
+     * of a split key; spec 4.6).
+     */
+    private HeavyIn[] readHeavy(long version) throws Malformed {
         List<HeavyIn> out = new ArrayList<>();
+        int known = version == 1 ? 3 : HEAVY_FIELDS.length;
         readArray(() -> {
             String[] key = new String[1];
             long[] numbers = new long[2];
-            readObject(HEAVY_FIELDS, field -> {
+            List<SplitIn> split = new ArrayList<>();
+            int seen = readObject(HEAVY_FIELDS, known, field -> {
                 if (field == 0) {
                     key[0] = readString();
+                } else if (field == 3) {
+                    readArray(() -> {
+                        int[] part = new int[2];
+                        readStruct(SPLIT_FIELDS, f -> part[f] = readU32());
+                        split.add(new SplitIn(part[0], part[1]));
+                    });
                 } else {
                     numbers[field - 1] = field == 1 ? readU32() : readU64();
                 }
             });
-            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1]));
+            boolean isSplit = (seen & HEAVY_SPLIT) != 0;
+            if (isSplit && (seen & HEAVY_PARTITION) != 0) {
+                throw error("a heavy entry has both `partition` and `split`");
+            }
+            requireAll(HEAVY_FIELDS, seen | HEAVY_SPLIT | (isSplit ? HEAVY_PARTITION : 0));
+            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1], isSplit ? split.toArray(new SplitIn[0]) : null));
         });
         return out.toArray(new HeavyIn[0]);
     }
@@ -244,7 +347,7 @@ final class StrictJson {
     private static final String[] PARAM_FIELDS = {"theta", "epsilon", "mu", "window_records"};
 
     private void readParams(Document d) throws Malformed {
-        readObject(PARAM_FIELDS, field -> {
+        readStruct(PARAM_FIELDS, field -> {
             switch (field) {
                 case 0:
                     d.theta = readF64();
@@ -296,19 +399,28 @@ final class StrictJson {
     }
 
     /** An object with exactly the members {@code names}, in any order, each once; {@code member} reads values. */
-    private void readObject(String[] names, Member member) throws Malformed {
+    private void readStruct(String[] names, Member member) throws Malformed {
+        requireAll(names, readObject(names, names.length, member));
+    }
+
+    /**
+     * An object of some of the first {@code known} of {@code names}, in any order, each at most once (others are
+     * unknown fields); {@code member} reads values. Returns the members present (bit i: {@code names[i]}), for the
+     * caller to check.
+     */
+    private int readObject(String[] names, int known, Member member) throws Malformed {
         expectObjectStart();
         int seen = 0;
         if (peekWs() == '}') {
             pos++;
         } else {
             do {
-                int field = field(names, seen);
+                int field = field(names, known, seen);
                 seen |= 1 << field;
                 member.read(field);
             } while (moreFields());
         }
-        requireAll(names, seen);
+        return seen;
     }
 
     /** An array; {@code element} reads each element. */
@@ -324,10 +436,10 @@ final class StrictJson {
     }
 
     /** Reads {@code "name":} and returns the field's index; unknown or repeated fields are errors. */
-    private int field(String[] names, int seen) throws Malformed {
+    private int field(String[] names, int known, int seen) throws Malformed {
         expectWs('"');
         String key = readStringBody();
-        for (int i = 0; i < names.length; i++) {
+        for (int i = 0; i < known; i++) {
             if (names[i].equals(key)) {
                 if ((seen & (1 << i)) != 0) {
                     throw error("duplicate field `" + key + "`");

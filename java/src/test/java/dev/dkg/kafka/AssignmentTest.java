@@ -222,19 +222,20 @@ class AssignmentTest {
         RejectReason inv = RejectReason.INVALID;
         RejectReason oor = RejectReason.OUT_OF_RANGE;
         RejectReason big = RejectReason.OVERSIZE;
-        String v2 = with("\"version\":1", "\"version\":2");
+        String v3 = with("\"version\":1", "\"version\":3");
         String topic250 = "t".repeat(250);
         List<Case> cases = List.of(
                 c("not json", "{not json", m),
                 c("empty", "", m),
                 c("a string", "\"dkg.assignment\"", m),
                 c("other format", with("dkg.assignment", "dkg.other"), m),
-                c("version 2", v2, v),
-                c("version 2, unknown member (the version is read first)", v2.replace("{", "{\"x\":{\"y\":[1e999]},"), v),
-                c("version 2, deep unknown member (no depth limit when skipping)",
-                        v2.replace("{", "{\"x\":" + deep(100_000) + ","), v),
-                c("version 2 but a syntax error further on", v2 + ",", m),
-                c("version 2 but format missing", "{\"version\":2}", m),
+                c("version 3", v3, v),
+                c("version 3, unknown member (the version is read first)",
+                        v3.replace("{", "{\"x\":{\"y\":[1e999]},"), v),
+                c("version 3, deep unknown member (no depth limit when skipping)",
+                        v3.replace("{", "{\"x\":" + deep(100_000) + ","), v),
+                c("version 3 but a syntax error further on", v3 + ",", m),
+                c("version 3 but format missing", "{\"version\":3}", m),
                 c("version string", with("\"version\":1", "\"version\":\"1\""), m),
                 c("version float", with("\"version\":1", "\"version\":1.0"), m),
                 c("version exponent", with("\"version\":1", "\"version\":1e0"), m),
@@ -243,7 +244,7 @@ class AssignmentTest {
                 c("version max u64", with("\"version\":1", "\"version\":18446744073709551615"), v),
                 c("duplicate version", with("\"version\":1", "\"version\":1,\"version\":1"), m),
                 c("duplicate format", with("\"version\":1", "\"version\":1,\"format\":\"dkg.assignment\""), m),
-                c("array header v2", "[\"dkg.assignment\",2]", v),
+                c("array header v3 (readers of version 2 require an object)", "[\"dkg.assignment\",3]", m),
                 c("array header v1 (the document must be an object)", "[\"dkg.assignment\",1]", m),
                 c("array header too long", "[\"dkg.assignment\",2,3]", m),
                 c("unknown member", with("\"epoch\":7", "\"epoch\":7,\"salt\":1"), m),
@@ -340,20 +341,20 @@ class AssignmentTest {
         bad[at + 1] = 'x';
         AssignmentException e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(bad));
         assertEquals(RejectReason.MALFORMED_JSON, e.reason());
-        // The same bytes under version 2: the header pass skips topic without checking its UTF-8.
-        byte[] bad2 = new String(bad, StandardCharsets.ISO_8859_1).replace("\"version\":1", "\"version\":2")
+        // The same bytes under version 3: the header pass skips topic without checking its UTF-8.
+        byte[] bad2 = new String(bad, StandardCharsets.ISO_8859_1).replace("\"version\":1", "\"version\":3")
                 .getBytes(StandardCharsets.ISO_8859_1);
         e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(bad2));
         assertEquals(RejectReason.UNSUPPORTED_VERSION, e.reason());
         // Member names are always read as strings, skipped or not (checked against the Rust decoder).
-        byte[] badKey = "{\"format\":\"dkg.assignment\",\"version\":2,\"tXpic\":\"x\"}"
+        byte[] badKey = "{\"format\":\"dkg.assignment\",\"version\":3,\"tXpic\":\"x\"}"
                 .getBytes(StandardCharsets.ISO_8859_1);
         badKey[indexOf(badKey, (byte) 'X')] = (byte) 0xff;
         e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(badKey));
         assertEquals(RejectReason.MALFORMED_JSON, e.reason());
         // A lone surrogate escape in a skipped value is not checked either.
         e = assertThrows(AssignmentException.class, () -> Assignment.fromJson(
-                Docs.utf8("{\"format\":\"dkg.assignment\",\"version\":2,\"x\":\"\\ud800\"}")));
+                Docs.utf8("{\"format\":\"dkg.assignment\",\"version\":3,\"x\":\"\\ud800\"}")));
         assertEquals(RejectReason.UNSUPPORTED_VERSION, e.reason());
     }
 

@@ -38,18 +38,23 @@ class MetricsTest {
             assertThrows(IllegalStateException.class, () -> router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags)));
 
             long created = System.currentTimeMillis() - 60_000;
-            router.apply(Docs.utf8("orders"), Docs.base().epoch(9).createdAtMs(created).heavy("hot", 1).bytes());
+            router.apply(Docs.utf8("orders"), Docs.base().epoch(9).createdAtMs(created).heavy("hot", 1)
+                    .split("warm", new int[] {2, 0}, new int[] {1, 1}).bytes());
             router.apply(Docs.utf8("orders"), Docs.utf8("nope"));
             var cluster = Clusters.of("orders", 3);
             partitioner.partition("orders", null, Docs.utf8("hot"), null, null, cluster);
             partitioner.partition("orders", null, Docs.utf8("cold"), null, null, cluster);
             partitioner.partition("orders", null, Docs.utf8("cold2"), null, null, cluster);
+            // A split key (version 2) alternates over its parts, counted as "split".
+            assertEquals(2, partitioner.partition("orders", null, Docs.utf8("warm"), null, null, cluster));
+            assertEquals(0, partitioner.partition("orders", null, Docs.utf8("warm"), null, null, cluster));
             partitioner.partition("orders", null, null, null, null, cluster);
             partitioner.partition("orders", null, Docs.utf8("x"), null, null, Clusters.of("orders", 5));
 
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "early", "route", "fallback")));
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "heavy")));
             assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "bucket")));
+            assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "split")));
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "keyless")));
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "fallback")));
             assertEquals(9, value(metrics, DkgMetrics.EPOCH, Map.of("topic", "orders")));

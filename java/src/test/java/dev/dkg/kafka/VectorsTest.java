@@ -1,5 +1,6 @@
 package dev.dkg.kafka;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -17,6 +18,7 @@ import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.utils.Utils;
 import org.junit.jupiter.api.Test;
@@ -69,36 +71,127 @@ class VectorsTest {
     void lookup() throws Exception {
         int keys = 0;
         for (JsonNode c : load("lookup.json").get("cases")) {
-            String name = c.get("name").asText();
-            byte[] doc = c.get("document_json").asText().getBytes(StandardCharsets.UTF_8);
-            Assignment a = Assignment.fromJson(doc);
-            int n = c.get("topic_partitions").intValue();
-            DkgRouter router = DkgRouter.detached("_dkg.assignments");
-            assertEquals(ControlUpdate.Outcome.ACCEPTED,
-                    router.apply(a.topic().getBytes(StandardCharsets.UTF_8), doc).outcome(), name);
-            for (JsonNode k : c.get("keys")) {
-                byte[] key = b64(k.get("key_b64"));
-                int want = k.get("partition").intValue();
-                String route = k.get("route").asText();
-                long[] before = routeCounts(router, a.topic());
-                assertEquals(want, router.partition(a.topic(), key, n), name + " " + k);
-                long[] after = routeCounts(router, a.topic());
-                Route taken = null;
-                for (Route r : new Route[] {Route.HEAVY, Route.BUCKET, Route.FALLBACK}) {
-                    if (after[r.ordinal()] != before[r.ordinal()]) {
-                        taken = r;
-                    }
-                }
-                assertNotNull(taken);
-                assertEquals(route, taken.label(), name + " " + k);
-                if (n == a.partitions()) {
-                    assertEquals(want, a.partitionFor(key), name + " " + k);
-                    assertEquals(route, a.route(key).label(), name + " " + k);
-                }
-                keys++;
-            }
+            keys += checkKeys(c, routerFor(c));
         }
         assertTrue(keys > 0);
+    }
+
+    /** A detached router that adopted the case's {@code document_json}. */
+    private static DkgRouter routerFor(JsonNode c) throws AssignmentException {
+        byte[] doc = c.get("document_json").asText().getBytes(StandardCharsets.UTF_8);
+        Assignment a = Assignment.fromJson(doc);
+        DkgRouter router = DkgRouter.detached("_dkg.assignments");
+        assertEquals(ControlUpdate.Outcome.ACCEPTED,
+                router.apply(a.topic().getBytes(StandardCharsets.UTF_8), doc).outcome(), c.get("name").asText());
+        return router;
+    }
+
+    /**
+     * The case's {@code keys}: each placed by the router on a topic of {@code topic_partitions} partitions at its
+     * {@code partition} and counted under its {@code route}, and (where the counts match) likewise by the bare
+     * lookup. Returns the number of keys.
+     */
+    private static int checkKeys(JsonNode c, DkgRouter router) throws AssignmentException {
+        String name = c.get("name").asText();
+        Assignment a = Assignment.fromJson(c.get("document_json").asText().getBytes(StandardCharsets.UTF_8));
+        int n = c.get("topic_partitions").intValue();
+        int keys = 0;
+        for (JsonNode k : c.get("keys")) {
+            byte[] key = b64(k.get("key_b64"));
+            int want = k.get("partition").intValue();
+            String route = k.get("route").asText();
+            long[] before = routeCounts(router, a.topic());
+            assertEquals(want, router.partition(a.topic(), key, n), name + " " + k);
+            long[] after = routeCounts(router, a.topic());
+            Route taken = null;
+            for (Route r : Route.values()) {
+                if (after[r.ordinal()] != before[r.ordinal()]) {
+                    taken = r;
+                }
+            }
+            assertNotNull(taken);
+            assertEquals(route, taken.label(), name + " " + k);
+            if (n == a.partitions()) {
+                assertEquals(want, a.partitionFor(key), name + " " + k);
+                assertEquals(route, a.route(key).label(), name + " " + k);
+            }
+            keys++;
+        }
+        return keys;
+    }
+
+    /**
+     * Version 2's split keys ({@code v2/split.json}, spec 4.6): the other keys as in {@code lookup.json}, and each
+     * split key's first {@code picks_per_split_key} records of a fresh instance on exactly the listed partitions,
+     * through the router (counted as {@code split}) and through a fresh bare {@code Assignment}.
+     */
+    @Test
+    void split() throws Exception {
+        JsonNode file = load("v2/split.json");
+        int picksPerKey = file.get("picks_per_split_key").intValue();
+        int picks = 0;
+        for (JsonNode c : file.get("cases")) {
+            String name = c.get("name").asText();
+            DkgRouter router = routerFor(c);
+            assertTrue(checkKeys(c, router) > 0, name);
+            Assignment fresh = Assignment.fromJson(c.get("document_json").asText().getBytes(StandardCharsets.UTF_8));
+            int n = c.get("topic_partitions").intValue();
+            long splitBefore = router.records(fresh.topic(), Route.SPLIT);
+            for (JsonNode k : c.get("split_keys")) {
+                byte[] key = b64(k.get("key_b64"));
+                JsonNode want = k.get("picks");
+                assertEquals(picksPerKey, want.size(), name);
+                int index = heavyIndex(fresh, key);
+                JsonNode parts = k.get("parts");
+                int[] partitions = fresh.splitPartitions(index);
+                int[] weights = fresh.splitWeights(index);
+                assertEquals(parts.size(), partitions.length, name);
+                for (int j = 0; j < parts.size(); j++) {
+                    assertEquals(parts.get(j).get("partition").intValue(), partitions[j], name);
+                    assertEquals(parts.get(j).get("weight").intValue(), weights[j], name);
+                }
+                assertEquals(Route.SPLIT, fresh.route(key), name);
+                for (int i = 0; i < want.size(); i++) {
+                    assertEquals(want.get(i).intValue(), fresh.partitionFor(key), name + " split key pick " + i);
+                    assertEquals(want.get(i).intValue(), router.partition(fresh.topic(), key, n),
+                            name + " split key pick " + i + " (router)");
+                    picks++;
+                }
+            }
+            assertEquals(splitBefore + (long) c.get("split_keys").size() * picksPerKey,
+                    router.records(fresh.topic(), Route.SPLIT), name);
+        }
+        assertTrue(picks > 0);
+    }
+
+    /**
+     * Version 2's compact table ({@code v2/compact.json}, spec 4.6): each document decodes, equals its twin with a
+     * JSON table where one is given (rule 8 compares decoded members), and places its keys as listed.
+     */
+    @Test
+    void compact() throws Exception {
+        int keys = 0;
+        for (JsonNode c : load("v2/compact.json").get("cases")) {
+            String name = c.get("name").asText();
+            Assignment a = Assignment.fromJson(c.get("document_json").asText().getBytes(StandardCharsets.UTF_8));
+            if (c.hasNonNull("twin_document_json")) {
+                Assignment twin = Assignment.fromJson(
+                        c.get("twin_document_json").asText().getBytes(StandardCharsets.UTF_8));
+                assertEquals(twin, a, name);
+                assertArrayEquals(twin.table(), a.table(), name);
+            }
+            keys += checkKeys(c, routerFor(c));
+        }
+        assertTrue(keys > 0);
+    }
+
+    private static int heavyIndex(Assignment a, byte[] key) {
+        for (int i = 0; i < a.heavyCount(); i++) {
+            if (Arrays.equals(a.heavyKey(i), key)) {
+                return i;
+            }
+        }
+        throw new AssertionError("split key not among the heavy keys");
     }
 
     private static long[] routeCounts(DkgRouter router, String topic) {
@@ -111,9 +204,19 @@ class VectorsTest {
 
     @Test
     void reject() throws IOException {
+        rejectAll("reject.json");
+    }
+
+    /** Version 2's reject cases ({@code v2/reject.json}, spec 4.6), applied like those of {@code reject.json}. */
+    @Test
+    void rejectV2() throws IOException {
+        rejectAll("v2/reject.json");
+    }
+
+    private static void rejectAll(String file) throws IOException {
         List<String> failures = new ArrayList<>();
         int checked = 0;
-        for (JsonNode c : load("reject.json").get("cases")) {
+        for (JsonNode c : load(file).get("cases")) {
             String name = c.get("name").asText();
             RejectReason want = RejectReason.ofLabel(c.get("reason").asText());
             byte[] doc;
@@ -140,14 +243,27 @@ class VectorsTest {
             checked++;
         }
         if (!failures.isEmpty()) {
-            fail(failures.size() + " of " + checked + " reject vectors differ:\n" + String.join("\n", failures));
+            fail(failures.size() + " of " + checked + " " + file + " vectors differ:\n" + String.join("\n", failures));
         }
     }
 
     @Test
     void control() throws IOException {
+        assertTrue(controlAll("control.json") > 0);
+    }
+
+    /**
+     * Version 2's control-topic rules ({@code v2/control.json}, spec 6.4): retraction floors ({@code floor_after})
+     * and generations (outcomes {@code reset} and {@code reread}), applied like {@code control.json}.
+     */
+    @Test
+    void controlV2() throws IOException {
+        assertTrue(controlAll("v2/control.json") > 0);
+    }
+
+    private static int controlAll(String file) throws IOException {
         int checked = 0;
-        for (JsonNode c : load("control.json").get("cases")) {
+        for (JsonNode c : load(file).get("cases")) {
             String name = c.get("name").asText();
             AssignmentBook book = new AssignmentBook();
             DkgRouter router = DkgRouter.detached("_dkg.assignments");
@@ -179,10 +295,15 @@ class VectorsTest {
                     assertEquals(null, now, at);
                     assertEquals(null, routed, at);
                 }
+                if (e.has("floor_after")) {
+                    OptionalLong floor = u8(key) ? book.retractedAt(topic) : OptionalLong.empty();
+                    String want = e.get("floor_after").isNull() ? "none" : e.get("floor_after").asText();
+                    assertEquals(want, floor.isPresent() ? Long.toUnsignedString(floor.getAsLong()) : "none", at);
+                }
                 checked++;
             }
         }
-        assertTrue(checked > 0);
+        return checked;
     }
 
     private static boolean u8(byte[] key) {

@@ -158,6 +158,40 @@ public final class Doc {
                 + ",\"created_at_ms\":" + createdAtMs + ",\"predicted_load\":" + load + "}";
     }
 
+    /** A split heavy key (format version 2): its parts' partitions and weights, in document order. */
+    public record Split(byte[] key, int[] partitions, int[] weights) {}
+
+    /**
+     * The document as version 2 (spec section 11): the same members and heavy keys, plus {@code splits} as split
+     * heavy entries, the table as {@code table_b64} (1-byte entries: at most 256 partitions) and a
+     * {@code generation}.
+     */
+    public String jsonV2(List<Split> splits, String generation) {
+        assertTrue(partitions <= 256, "1-byte table entries");
+        byte[] packed = new byte[table.length];
+        for (int b = 0; b < table.length; b++) {
+            packed[b] = (byte) table[b];
+        }
+        StringJoiner entries = new StringJoiner(",");
+        for (Split s : splits) {
+            StringJoiner parts = new StringJoiner(",", "[", "]");
+            for (int i = 0; i < s.partitions().length; i++) {
+                parts.add("{\"partition\":" + s.partitions()[i] + ",\"weight\":" + s.weights()[i] + "}");
+            }
+            entries.add("{\"key_b64\":\"" + Base64.getEncoder().encodeToString(s.key()) + "\",\"split\":" + parts
+                    + ",\"weight\":5000}");
+        }
+        String v1 = json();
+        String heavyStart = "\"heavy\":[";
+        String withSplits = splits.isEmpty() ? v1 : v1.replace(heavyStart, heavyStart + entries
+                + (heavy.isEmpty() ? "" : ","));
+        String tableText = withSplits.substring(withSplits.indexOf("\"table\":["));
+        tableText = tableText.substring(0, tableText.indexOf(']') + 1);
+        return withSplits.replace("\"version\":1", "\"version\":2,\"generation\":\"" + generation + "\"")
+                .replace(tableText, "\"table_b64\":\"" + Base64.getEncoder().encodeToString(packed)
+                        + "\",\"table_width\":1");
+    }
+
     /** The document's bytes (UTF-8 JSON). */
     public byte[] bytes() {
         return json().getBytes(StandardCharsets.UTF_8);

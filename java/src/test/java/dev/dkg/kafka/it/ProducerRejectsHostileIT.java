@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Hostile control-topic records (garbage, a document for another topic under this topic's key, a stale epoch, a
- * conflicting one, version 2, an out-of-range partition, a key that is no topic name, an oversize value) are all
+ * conflicting one, version 3, an out-of-range partition, a key that is no topic name, an oversize value) are all
  * rejected and counted by reason in the producer's metrics while it keeps producing, and the last good assignment
  * stays in force (the Java side of {@code partitioner/tests/producer_rejects_hostile_assignments.rs}).
  */
@@ -42,8 +42,8 @@ class ProducerRejectsHostileIT {
         // The last good assignment: the hot key on 1, every other key on 3, epoch 5.
         Doc good = Doc.constant(topic, PARTITIONS, 5, 3, List.of(new Doc.Heavy(hot, 1)));
         String goodJson = good.json();
-        String version2 = goodJson.replace("\"version\":1", "\"version\":2");
-        assertNotEquals(goodJson, version2);
+        String version3 = goodJson.replace("\"version\":1", "\"version\":3");
+        assertNotEquals(goodJson, version3);
         String outOfRange = goodJson.replace("\"table\":[3,", "\"table\":[17,");
         assertNotEquals(goodJson, outOfRange);
         byte[] key = utf8(topic);
@@ -52,7 +52,7 @@ class ProducerRejectsHostileIT {
         List<Hostile> hostile = List.of(
                 new Hostile(key, utf8("{\"format\":\"dkg.assignment\","), "malformed_json"),
                 new Hostile(key, new byte[] {(byte) 0xff, (byte) 0xfe, 'x'}, "malformed_json"),
-                new Hostile(key, utf8(version2), "unsupported_version"),
+                new Hostile(key, utf8(version3), "unsupported_version"),
                 new Hostile(key, utf8(outOfRange), "out_of_range"),
                 new Hostile(key, good.withEpoch(4).bytes(), "stale_epoch"),
                 new Hostile(key, Doc.constant(topic, PARTITIONS, 5, 0, List.of()).bytes(), "epoch_conflict"),
