@@ -220,6 +220,7 @@ impl PyAssignment {
 struct RouteCounters {
     heavy: AtomicU64,
     bucket: AtomicU64,
+    split: AtomicU64,
     fallback: AtomicU64,
     /// Fallback records whose partition the client chose (the topic's partition count was not known
     /// yet); also counted in `fallback`.
@@ -231,9 +232,9 @@ struct RouteCounters {
 impl RouteCounters {
     fn count(&self, route: Option<Route>) {
         let by_route = match route {
-            // A split key is a heavy key (spec 10: counted as `heavy`).
-            Some(Route::Heavy | Route::Split) => &self.heavy,
+            Some(Route::Heavy) => &self.heavy,
             Some(Route::Bucket) => &self.bucket,
+            Some(Route::Split) => &self.split,
             None => &self.fallback,
         };
         by_route.fetch_add(1, Ordering::Relaxed);
@@ -273,11 +274,12 @@ impl RouteCounters {
         self.unplaced.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `{"heavy": n, "bucket": n, "fallback": n}`.
+    /// `{"heavy": n, "bucket": n, "split": n, "fallback": n}`.
     fn routes(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("heavy", self.heavy.load(Ordering::Relaxed)),
             ("bucket", self.bucket.load(Ordering::Relaxed)),
+            ("split", self.split.load(Ordering::Relaxed)),
             ("fallback", self.fallback.load(Ordering::Relaxed)),
         ]
     }

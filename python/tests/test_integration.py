@@ -183,7 +183,7 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
     assert age is not None and 0 <= age < 600
     routed = sum(
         sample(registry, "dkg_producer_records_total", {"topic": topic, "route": r}) or 0
-        for r in ("heavy", "bucket", "fallback")
+        for r in ("heavy", "bucket", "split", "fallback")
     )
     per_partition = sum(
         sample(registry, "dkg_producer_partition_records_total", {"topic": topic, "partition": str(p)})
@@ -395,9 +395,9 @@ def test_keyless_and_explicit_partition_records_are_left_to_the_client(
     assert all(by_value[b"keyless-%d" % i].key() is None for i in range(40))
     routed = {
         r: sample(registry, "dkg_producer_records_total", {"topic": topic, "route": r})
-        for r in ("heavy", "bucket", "fallback")
+        for r in ("heavy", "bucket", "split", "fallback")
     }
-    assert routed == {"heavy": 1, "bucket": 0, "fallback": 0}
+    assert routed == {"heavy": 1, "bucket": 0, "split": 0, "fallback": 0}
 
 
 def test_records_of_moved_keys_carry_the_epoch_header(

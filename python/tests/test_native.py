@@ -143,7 +143,7 @@ def test_counters_count_every_placed_record_by_route_and_partition() -> None:
     fallback = Placement(3, None, counters)
     fb = fallback.place(b"cold")
     counters.count_unplaced()
-    assert dict(counters.routes()) == {"heavy": 3, "bucket": 1, "fallback": 2}
+    assert dict(counters.routes()) == {"heavy": 3, "bucket": 1, "split": 0, "fallback": 2}
     per = counters.per_partition()
     assert len(per) == 3
     expected = [3, 1, 0]

@@ -57,7 +57,7 @@ def test_a_keyed_record_reaches_the_client_once_with_its_partition_as_one_positi
         core.produce("t", b"v", k)
     assert client.calls == [(("t", b"v", k, a2.partition_for(k)), {}) for k in keys]
     routes = dict(counters.routes())
-    assert routes == {"heavy": 1, "bucket": len(keys) - 1, "fallback": 0}
+    assert routes == {"heavy": 1, "bucket": len(keys) - 1, "split": 0, "fallback": 0}
     assert sum(counters.per_partition()) == len(keys)
     assert unplaced == []
 

@@ -190,6 +190,11 @@ pub const MAX_SPLIT_PARTS: usize = 64;
 /// Largest sum of one split key's part weights (the period of its deterministic spread, kept small
 /// so the spread's schedule is a small table).
 pub const MAX_SPLIT_WEIGHT_SUM: u64 = 4096;
+/// Largest sum, over all split keys of one document, of their weight sums: the lookup keeps one
+/// schedule byte per unit of weight, so this bounds what a hostile document can make a reader
+/// allocate for schedules (1 MiB) far below what its 8 MiB could otherwise name (~88,000 split keys
+/// of 4096 each).
+pub const MAX_SPLIT_WEIGHT_TOTAL: u64 = 1 << 20;
 
 /// The parameters an assignment was learned with (informational; the lookup does not use them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -302,6 +307,7 @@ impl Assignment {
             ));
         }
         let mut key_bytes = 0_usize;
+        let mut split_weight = 0_u64;
         for (i, hk) in parts.heavy.iter().enumerate() {
             if hk.key.len() > MAX_KEY_BYTES {
                 return Err(too_large(
@@ -318,12 +324,20 @@ impl Assignment {
             }
             validate_split(hk, parts.partitions, &out_of_range)?;
             key_bytes += hk.key.len();
+            split_weight += hk.split.iter().map(|s| u64::from(s.weight)).sum::<u64>();
         }
         if key_bytes > MAX_HEAVY_KEY_BYTES_TOTAL {
             return Err(too_large(
                 "total heavy key bytes",
                 key_bytes as u64,
                 MAX_HEAVY_KEY_BYTES_TOTAL as u64,
+            ));
+        }
+        if split_weight > MAX_SPLIT_WEIGHT_TOTAL {
+            return Err(too_large(
+                "total split weight",
+                split_weight,
+                MAX_SPLIT_WEIGHT_TOTAL,
             ));
         }
         if parts.predicted_load.len() != parts.partitions as usize {

@@ -1806,6 +1806,34 @@ fn edit_v2(from: &str, to: &str) -> Vec<u8> {
     V2_BASE_DOCUMENT.replacen(from, to, 1).into_bytes()
 }
 
+/// The base with `n` split keys (`split-<i>`, parts 1 and 2 of weight 2048 each) over 1,024 buckets.
+fn many_split_keys(n: usize) -> Vec<u8> {
+    let heavy = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"key_b64":"{}","split":[{{"partition":1,"weight":2048}},{{"partition":2,"weight":2048}}],"weight":1000}}"#,
+                b64(format!("split-{i}").as_bytes())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let table = (0..1024)
+        .map(|b| (b % 3).to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let doc = String::from_utf8(edit_v2(
+        r#"[{"key_b64":"aG90","split":[{"partition":1,"weight":3},{"partition":2,"weight":1}],"weight":1200}]"#,
+        &format!("[{heavy}]"),
+    ))
+    .expect("UTF-8");
+    doc.replacen(
+        r#""buckets":4,"table":[0,1,2,0]"#,
+        &format!(r#""buckets":1024,"table":[{table}]"#),
+        1,
+    )
+    .into_bytes()
+}
+
 /// The base's split list replaced by `parts` (JSON text of the array's elements).
 fn with_split_parts(parts: &str) -> Vec<u8> {
     edit_v2(
@@ -1956,6 +1984,12 @@ fn v2_reject_cases() -> Vec<Reject> {
             I,
             "Weights 4096 and 1: the sum 4097 is over 4096 (a limit inside the document: invalid in version 2).",
             with_split_parts(r#"{"partition":1,"weight":4096},{"partition":2,"weight":1}"#),
+        ),
+        reject(
+            "split_weight_total_over_limit",
+            I,
+            "257 split keys of weights 2048 + 2048: 1,052,672 in all, over the document's 1,048,576 (2^20).",
+            many_split_keys(257),
         ),
         reject(
             "split_part_out_of_range",

@@ -5,7 +5,7 @@
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
-//! | `dkg_producer_records_total` | counter | `topic`, `route` | keyed records routed; `route` = `heavy` / `bucket` (by the assignment) or `fallback` (Kafka's default murmur2 placement) |
+//! | `dkg_producer_records_total` | counter | `topic`, `route` | keyed records routed; `route` = `heavy` / `bucket` / `split` (by the assignment; `split`: a split heavy key of format version 2) or `fallback` (Kafka's default murmur2 placement) |
 //! | `dkg_producer_partition_records_total` | counter | `topic`, `partition` | keyed records routed to each partition |
 //! | `dkg_producer_epoch` | gauge | `topic` | epoch of the topic's current assignment, 0 = none |
 //! | `dkg_producer_assignment_in_effect` | gauge | `topic` | 1 while the current assignment routes records, 0 while it waits for the topic's partition count to match (or there is none) |
@@ -39,6 +39,7 @@ use crate::kafka::control::RejectReason;
 pub(crate) struct RouteCounters {
     pub(crate) heavy: IntCounter,
     pub(crate) bucket: IntCounter,
+    pub(crate) split: IntCounter,
     pub(crate) fallback: IntCounter,
 }
 
@@ -70,7 +71,7 @@ impl ProducerMetrics {
         let records = IntCounterVec::new(
             Opts::new(
                 "dkg_producer_records_total",
-                "Keyed records routed by the DKG producer wrapper, by route (heavy, bucket, fallback).",
+                "Keyed records routed by the DKG producer wrapper, by route (heavy, bucket, split, fallback).",
             ),
             &["topic", "route"],
         )?;
@@ -131,6 +132,7 @@ impl ProducerMetrics {
         RouteCounters {
             heavy: self.records.with_label_values(&[topic, "heavy"]),
             bucket: self.records.with_label_values(&[topic, "bucket"]),
+            split: self.records.with_label_values(&[topic, "split"]),
             fallback: self.records.with_label_values(&[topic, "fallback"]),
         }
     }

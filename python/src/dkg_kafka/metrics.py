@@ -4,7 +4,7 @@ The same series as ``partitioner/src/kafka/metrics.rs``, so one dashboard serves
 Python producers:
 
 - ``dkg_producer_records_total{topic,route}``: keyed records routed; ``route`` = ``heavy`` /
-  ``bucket`` (by the assignment) or ``fallback`` (Kafka's murmur2 placement);
+  ``bucket`` / ``split`` (by the assignment) or ``fallback`` (Kafka's murmur2 placement);
 - ``dkg_producer_partition_records_total{topic,partition}``: keyed records per partition (records
   the client placed before the partition count was known count as ``fallback`` only);
 - ``dkg_producer_epoch{topic}``: epoch of the current assignment, 0 = none;
@@ -41,7 +41,7 @@ class RouterCollector:
 
         records = CounterMetricFamily(
             "dkg_producer_records",
-            "Keyed records routed by the DKG producer wrapper, by route (heavy, bucket, fallback).",
+            "Keyed records routed by the DKG producer wrapper, by route (heavy, bucket, split, fallback).",
             labels=["topic", "route"],
         )
         per_partition = CounterMetricFamily(

@@ -120,8 +120,8 @@ impl TopicState {
                         Route::Split => RouteKind::Split,
                     };
                     match route {
-                        // A split key is a heavy key: counted with them.
-                        RouteKind::Heavy | RouteKind::Split => routes.heavy.inc(),
+                        RouteKind::Heavy => routes.heavy.inc(),
+                        RouteKind::Split => routes.split.inc(),
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);

@@ -69,6 +69,11 @@ public final class Assignment implements ControlValue {
     public static final int MAX_SPLIT_PARTS = 64;
     /** Largest sum of one split key's part weights: the period of its schedule (spec 4.6). */
     public static final int MAX_SPLIT_WEIGHT_SUM = 4096;
+    /**
+     * Largest sum, over all split keys of one document, of their weight sums (spec 4.6): bounds the schedules a hostile
+     * document can make the lookup allocate (one byte per unit of weight).
+     */
+    public static final long MAX_SPLIT_WEIGHT_TOTAL = 1L << 20;
     /** Largest encoded document accepted (checked before parsing). */
     public static final int MAX_ASSIGNMENT_BYTES = 8 * 1024 * 1024;
     /** Largest partition count accepted. */
@@ -191,6 +196,7 @@ public final class Assignment implements ControlValue {
         // The lookup's heavy answer: the key's partition, or SPLIT_BASE + its index among the split keys.
         int[] heavyAnswers = new int[heavy.length];
         int splitCount = 0;
+        long splitWeight = 0;
         for (int i = 0; i < heavy.length; i++) {
             if (keys[i].length > MAX_KEY_BYTES) {
                 throw tooLarge(d, "heavy key bytes", keys[i].length, MAX_KEY_BYTES);
@@ -211,6 +217,9 @@ public final class Assignment implements ControlValue {
                 }
                 splitPartitionsOf[i] = parts;
                 splitWeightsOf[i] = weights;
+                for (int w : weights) {
+                    splitWeight += w & 0xffff_ffffL;
+                }
                 heavyPartitions[i] = parts[0];
                 heavyAnswers[i] = SPLIT_BASE + splitCount++;
             }
@@ -219,6 +228,9 @@ public final class Assignment implements ControlValue {
         }
         if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
             throw tooLarge(d, "total heavy key bytes", keyBytes, MAX_HEAVY_KEY_BYTES_TOTAL);
+        }
+        if (splitWeight > MAX_SPLIT_WEIGHT_TOTAL) {
+            throw tooLarge(d, "total split weight", splitWeight, MAX_SPLIT_WEIGHT_TOTAL);
         }
         double[] load = d.predictedLoad;
         if (load.length != partitions) {
