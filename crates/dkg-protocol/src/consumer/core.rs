@@ -35,6 +35,11 @@ pub struct CoreConfig {
     pub max_metadata_bytes: usize,
     /// Epochs of history kept.
     pub history: usize,
+    /// A held record stamped with an epoch above every epoch this member knows is released after
+    /// waiting this long if the epoch is still unknown (see the module docs of
+    /// [`crate::consumer`], "Unknown epochs"): an epoch from another control topic, a recreated
+    /// one, or a bogus header would otherwise hold its key and its partition's commits forever.
+    pub unknown_epoch_wait: Duration,
 }
 
 /// One record taken from Kafka. `msg` makes the owned message, only if the record must wait
@@ -143,6 +148,17 @@ pub struct Core<M> {
     /// Split transitions were reported for epochs up to this one.
     split_seen: u64,
     split_changes: Vec<SplitChange>,
+    /// Counted since the last [`Core::take_anomalies`].
+    anomalies: Anomalies,
+}
+
+/// Input the protocol could not trust, handled by a documented bound and counted (the glue's
+/// metrics): see the module docs of [`crate::consumer`], "Untrusted input".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anomalies {
+    /// Records released because their epoch stayed unknown for
+    /// [`CoreConfig::unknown_epoch_wait`].
+    pub unknown_epoch_records: u64,
 }
 
 impl<M> Core<M> {
@@ -169,6 +185,7 @@ impl<M> Core<M> {
             shared_view: Arc::new(SharedView::default()),
             split_seen: 0,
             split_changes: Vec::new(),
+            anomalies: Anomalies::default(),
         }
     }
 
@@ -269,6 +286,11 @@ impl<M> Core<M> {
     /// the last call, for the driver's log.
     pub fn take_stalled(&mut self) -> Vec<(u32, usize)> {
         std::mem::take(&mut self.stalled)
+    }
+
+    /// What was counted since the last call (for the counters).
+    pub fn take_anomalies(&mut self) -> Anomalies {
+        std::mem::take(&mut self.anomalies)
     }
 
     /// Hold times of records released since the last call (for the histogram).
@@ -580,7 +602,13 @@ impl<M> Core<M> {
             return;
         }
         let drained: Vec<u64> = (0..self.partitions).map(|p| self.drained_of(p)).collect();
-        let can_go = |h: &Held<M>| match &h.wait {
+        let max_epoch = self.history.max_epoch();
+        let unknown_wait = self.cfg.unknown_epoch_wait;
+        // No partition drains past the newest known epoch, so a record waiting for a higher one
+        // waits until that epoch is learnt, or the bound runs out.
+        let unknown_for_long =
+            |h: &Held<M>| h.target > max_epoch && now.saturating_sub(h.since) >= unknown_wait;
+        let drained_enough = |h: &Held<M>| match &h.wait {
             Wait::Nothing => true,
             Wait::Partitions(ps) => ps
                 .iter()
@@ -590,12 +618,21 @@ impl<M> Core<M> {
                 .enumerate()
                 .all(|(p, &d)| p == *own as usize || d >= h.target),
         };
+        let unknown = &mut self.anomalies.unknown_epoch_records;
         for (&partition, part) in &mut self.parts {
             if part.hold.held() == 0 {
                 continue;
             }
             let ready = &mut self.ready;
             let times = &mut self.hold_times;
+            // Called only for a record that is released when it returns true (see `release`).
+            let can_go = |h: &Held<M>| {
+                drained_enough(h)
+                    || (unknown_for_long(h) && {
+                        *unknown += 1;
+                        true
+                    })
+            };
             let n = part.hold.release(now, can_go, |r: Released<M>| {
                 times.push(r.held_for);
                 ready.push_back((partition, r.offset, r.msg));
@@ -984,6 +1021,7 @@ mod tests {
             stall_timeout: Duration::from_secs(5),
             max_metadata_bytes: 4096,
             history: 8,
+            unknown_epoch_wait: Duration::from_secs(3),
         }
     }
 
@@ -1215,6 +1253,58 @@ mod tests {
         // Partition 2 drains 3: hot goes.
         announce(&mut b, &[progress(2, 3)]);
         assert_eq!(b.next_ready(), Some(5));
+    }
+
+    #[test]
+    fn a_record_of_an_unknown_epoch_waits_a_bounded_time() {
+        // The member knows epoch 1 only; a record stamped 99 (another control topic, a recreated
+        // one, a bogus header) can never be matched by a drain: before the bound it waited forever.
+        let t0 = Monotonic::ZERO;
+        let mut c = member(&[2]);
+        // Everything else is drained: the hold is only the unknown epoch's.
+        announce(&mut c, &[progress(0, 1), progress(1, 1), progress(3, 1)]);
+        c.processed();
+        assert!(matches!(
+            c.on_record(rec(2, 10, b"hot", 99), || t0),
+            Outcome::Held
+        ));
+        // The key's next record queues behind it; other keys of the partition pass.
+        c.processed();
+        let unstamped = Incoming {
+            epoch: None,
+            ..rec(2, 11, b"hot", 0)
+        };
+        assert!(matches!(c.on_record(unstamped, || t0), Outcome::Held));
+        assert_eq!(deliver(&mut c, rec(2, 12, b"cold", 1)), Some(12));
+        c.processed();
+        c.tick(Duration::from_secs(2), 2);
+        assert!(c.next_ready().is_none(), "still within the bound");
+        assert_eq!(c.take_anomalies().unknown_epoch_records, 0);
+        c.tick(Duration::from_secs(3), 3);
+        assert_eq!(c.next_ready(), Some(10));
+        c.processed();
+        assert_eq!(c.next_ready(), Some(11), "key order kept");
+        c.processed();
+        assert_eq!(
+            c.take_anomalies().unknown_epoch_records,
+            1,
+            "only the unknown one"
+        );
+        // Nothing left unprocessed: the commit passes both records.
+        assert_eq!(c.snapshot(2).unwrap().unwrap().offset, 13);
+
+        // An epoch learnt within the bound follows the normal rules: it waits for its drain.
+        c.processed();
+        assert!(matches!(
+            c.on_record(rec(2, 13, b"hot", 5), || Duration::from_secs(3)),
+            Outcome::Held
+        ));
+        c.on_assignment(assignment(5, 2), Duration::from_secs(4));
+        c.tick(Duration::from_secs(10), 10);
+        assert!(c.next_ready().is_none(), "known now: waits for partition 1");
+        assert_eq!(c.take_anomalies().unknown_epoch_records, 0);
+        announce(&mut c, &[progress(0, 5), progress(1, 5), progress(3, 5)]);
+        assert_eq!(c.next_ready(), Some(13));
     }
 
     #[test]
@@ -1556,6 +1646,7 @@ mod simulation {
                     stall_timeout: Duration::from_secs(3600),
                     max_metadata_bytes: 4096,
                     history: 8,
+                    unknown_epoch_wait: Duration::from_secs(3600),
                 },
             );
             core.tick(now, 1);

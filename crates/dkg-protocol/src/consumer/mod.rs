@@ -110,6 +110,24 @@
 //! lagging-group case above. Clocks must agree to well within a lease duration.
 //!
 
+//! # Untrusted input
+//!
+//! The protocol's waits are bounded by its own inputs, never by what a single record claims:
+//!
+//! - **Unknown epochs.** A record stamped with an epoch `E` above every epoch the member knows
+//!   (a producer following another control topic, a recreated control topic, a bogus
+//!   `dkg-epoch` header) can never be released by a drain: no partition drains past the newest
+//!   known epoch. It waits like any stamped record while `E` may still be on its way (a producer
+//!   can adopt `E` a moment before this member's control reader reads it), but at most
+//!   [`core::CoreConfig::unknown_epoch_wait`] from its arrival (the caller's [`Monotonic`]
+//!   clock; the glue's default is 10 s). If `E` is still unknown then, the record is released
+//!   (after the earlier held records of its key, as always), counted
+//!   ([`core::Anomalies::unknown_epoch_records`]); the key's records queued behind it follow.
+//!   Reaching the end of the control topic is not used as proof: an epoch published just after
+//!   would be missed. If `E` becomes known within the bound the normal rules apply. Other keys
+//!   of the partition never wait for such a record; its partition's commits stay below it only
+//!   for the bound.
+//!
 //! # Split keys
 //!
 //! A heavy key too heavy for one partition may be **split**: an assignment (format version 2,

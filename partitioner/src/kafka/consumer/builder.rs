@@ -43,6 +43,10 @@ pub struct ConsumerConfig {
     /// Epochs of assignment history kept (at least 2; a key's homes in older epochs count as
     /// unknown: its records wait for every partition). Default 32.
     pub history_epochs: usize,
+    /// A record stamped with an epoch this member does not know (another control topic, a
+    /// recreated one, a bogus `dkg-epoch` header) is held at most this long, then delivered and
+    /// counted in `dkg_consumer_unguarded_records_total{reason="unknown_epoch"}`. Default 10 s.
+    pub unknown_epoch_wait: Duration,
 }
 
 impl Default for ConsumerConfig {
@@ -61,6 +65,7 @@ impl Default for ConsumerConfig {
             handoff_topic_replication: topic::BROKER_DEFAULT_REPLICATION,
             max_metadata_bytes: dkg_protocol::consumer::progress::DEFAULT_MAX_METADATA_BYTES,
             history_epochs: dkg_protocol::consumer::history::DEFAULT_KEEP,
+            unknown_epoch_wait: Duration::from_secs(10),
         }
     }
 }
@@ -133,6 +138,7 @@ impl DkgConsumerBuilder {
         handoff_topic_replication(v: i32) => v;
         max_metadata_bytes(v: usize) => v;
         history_epochs(v: usize) => v;
+        unknown_epoch_wait(v: Duration) => v;
     }
 
     /// State handoff hooks. Default: none.
@@ -287,6 +293,7 @@ impl DkgConsumerBuilder {
                 stall_timeout: s.stall_timeout,
                 max_metadata_bytes: s.max_metadata_bytes,
                 history: s.history_epochs.max(2),
+                unknown_epoch_wait: s.unknown_epoch_wait,
             },
         );
         Arc::new(Shared {

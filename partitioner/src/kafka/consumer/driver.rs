@@ -304,7 +304,7 @@ impl Inner {
     fn housekeeping(&mut self, now: Instant) {
         let mono = handoff::mono_now();
         self.metrics.flush();
-        let (pause, resume, held, positions, hold_times, owns_zero) = {
+        let (pause, resume, held, positions, hold_times, anomalies, owns_zero) = {
             let mut core = self.shared.core();
             core.tick(mono, handoff::now_ms());
             let (pause, resume) = core.flow(mono);
@@ -327,9 +327,11 @@ impl Inner {
                 held,
                 positions,
                 core.take_hold_times(),
+                core.take_anomalies(),
                 core.owns(0),
             )
         };
+        self.metrics.anomalies(anomalies);
         self.flow(&pause, true);
         self.flow(&resume, false);
         for (p, n) in held {

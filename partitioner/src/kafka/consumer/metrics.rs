@@ -12,6 +12,7 @@
 //! | `dkg_consumer_held_records` | gauge | `topic`, `partition`, `member` | records of moved keys held back right now |
 //! | `dkg_consumer_hold_seconds` | histogram | `topic`, `member` | how long each held record was held (arrival to release) |
 //! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
+//! | `dkg_consumer_unguarded_records_total` | counter | `topic`, `reason`, `member` | records handed out without the ordering protocol's guarantee because their input could not be trusted; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait)) |
 //!
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
 //! from its current owner only. Hot path: a plain per-partition count, added to the record counters
@@ -20,6 +21,8 @@
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
+
+use dkg_protocol::consumer::core::Anomalies;
 
 use crate::error::Result;
 
@@ -33,6 +36,7 @@ pub(crate) struct ConsumerMetrics {
     held: IntGaugeVec,
     hold: Histogram,
     split_records: IntCounter,
+    unknown_epoch: IntCounter,
     /// Split records handed out since the last [`ConsumerMetrics::flush`].
     pending_split: u64,
     /// `records` per partition, resolved once.
@@ -98,7 +102,17 @@ impl ConsumerMetrics {
             .const_label("member", member),
             &["topic"],
         )?;
+        let unguarded = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_unguarded_records_total",
+                "Records handed to the application without the ordering guarantee because the \
+                 protocol could not trust their input, by reason.",
+            )
+            .const_label("member", member),
+            &["topic", "reason"],
+        )?;
         if let Some(registry) = registry {
+            registry.register(Box::new(unguarded.clone()))?;
             registry.register(Box::new(split_records.clone()))?;
             registry.register(Box::new(records.clone()))?;
             registry.register(Box::new(member_records.clone()))?;
@@ -111,6 +125,7 @@ impl ConsumerMetrics {
             member_records: member_records.with_label_values(&[topic]),
             hold: hold.with_label_values(&[topic]),
             split_records: split_records.with_label_values(&[topic]),
+            unknown_epoch: unguarded.with_label_values(&[topic, "unknown_epoch"]),
             pending_split: 0,
             records,
             lag,
@@ -171,6 +186,11 @@ impl ConsumerMetrics {
         let (records, topic) = (&self.records, self.topic.as_str());
         self.per_partition[p]
             .get_or_insert_with(|| records.with_label_values(&[topic, &p.to_string()]))
+    }
+
+    /// Count what the core could not trust (see [`Anomalies`]).
+    pub(crate) fn anomalies(&self, a: Anomalies) {
+        self.unknown_epoch.inc_by(a.unknown_epoch_records);
     }
 
     pub(crate) fn observe_hold(&self, seconds: f64) {
