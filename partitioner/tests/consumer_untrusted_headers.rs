@@ -1,6 +1,8 @@
 //! Records whose `dkg-*` headers the ordering protocol cannot trust, written by a plain producer:
 //! a `dkg-epoch` no control topic ever published is delivered after the consumer's bounded wait
-//! (other keys of its partition do not wait for it), and the partition commits past it.
+//! (other keys of its partition do not wait for it); records with a `dkg-barrier` header that are
+//! not barriers (no valid `dkg-producer`, or a key) are delivered as data, not consumed; the
+//! partition commits past all of them.
 #![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used)]
 
@@ -8,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::producer::client_config;
+use common::producer::{client_config, metric_value};
 use common::scenario::Setup;
 use dkg_partitioner::kafka::DkgConsumer;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -51,13 +53,24 @@ async fn consumer_untrusted_headers() {
             ("bogus", "stamped-999", &[("dkg-epoch", "999")]),
             ("other", "plain", &[]),
             ("bogus", "after-bogus", &[]),
+            ("data1", "barrier-header", &[("dkg-barrier", "5")]),
+            (
+                "data2",
+                "barrier-headers-and-key",
+                &[
+                    ("dkg-barrier", "5"),
+                    ("dkg-producer", "0123456789abcdef0123456789abcdef"),
+                ],
+            ),
         ],
     )
     .await;
 
     let mut config = client_config(&setup.bootstrap);
     config.set("auto.offset.reset", "earliest");
+    let registry = prometheus::Registry::new();
     let mut consumer = DkgConsumer::builder(config)
+        .metrics(&registry)
         .topic(&setup.topic)
         .group(&setup.group)
         .control_topic(&setup.control)
@@ -68,7 +81,7 @@ async fn consumer_untrusted_headers() {
         .unwrap();
 
     let mut got: Vec<(String, Instant)> = Vec::new();
-    while got.len() < 3 {
+    while got.len() < 5 {
         let m = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
             .await
             .expect("every record delivered within 30 s")
@@ -79,13 +92,30 @@ async fn consumer_untrusted_headers() {
     let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
     assert_eq!(
         values,
-        ["plain", "stamped-999", "after-bogus"],
-        "the other key does not wait; the bogus key keeps its order"
+        [
+            "plain",
+            "barrier-header",
+            "barrier-headers-and-key",
+            "stamped-999",
+            "after-bogus"
+        ],
+        "other keys do not wait; the bogus key keeps its order; no record is lost"
     );
-    let waited = got[1].1 - got[0].1;
+    let waited = got[3].1 - got[0].1;
     assert!(
         waited >= WAIT / 2,
         "the unknown epoch was held for the bound first ({waited:?})"
+    );
+    let untrusted = |reason: &str| {
+        metric_value(
+            &registry,
+            "dkg_consumer_untrusted_records_total",
+            &[("reason", reason)],
+        )
+    };
+    assert_eq!(
+        (untrusted("unknown_epoch"), untrusted("barrier_header")),
+        (1.0, 2.0)
     );
     consumer.commit().await.unwrap();
 
@@ -100,7 +130,7 @@ async fn consumer_untrusted_headers() {
         .unwrap();
     assert_eq!(
         committed.find_partition(&setup.topic, 0).unwrap().offset(),
-        Offset::Offset(3)
+        Offset::Offset(5)
     );
     consumer.close().await.unwrap();
 }

@@ -40,6 +40,11 @@ pub struct CoreConfig {
     /// [`crate::consumer`], "Unknown epochs"): an epoch from another control topic, a recreated
     /// one, or a bogus header would otherwise hold its key and its partition's commits forever.
     pub unknown_epoch_wait: Duration,
+    /// A lease read at wall-clock time `t` counts as expiring at `t + max_lease` at the latest,
+    /// whatever its `expires_at_ms` says (a skewed producer clock or a bad record would otherwise
+    /// keep consumers waiting for that producer as long as it claims). Producers' lease
+    /// durations must not exceed it.
+    pub max_lease: Duration,
 }
 
 /// One record taken from Kafka. `msg` makes the owned message, only if the record must wait
@@ -159,6 +164,8 @@ pub struct Anomalies {
     /// Records released because their epoch stayed unknown for
     /// [`CoreConfig::unknown_epoch_wait`].
     pub unknown_epoch_records: u64,
+    /// Leases whose expiry was clamped to [`CoreConfig::max_lease`] after the time they were read.
+    pub clamped_leases: u64,
 }
 
 impl<M> Core<M> {
@@ -430,11 +437,6 @@ impl<M> Core<M> {
         self.dirty = true;
     }
 
-    /// A record with a `dkg-barrier` header but no valid producer: skipped (never delivered).
-    pub fn on_barrier_invalid(&mut self, partition: u32, offset: i64) {
-        let _ = self.fetched(partition, offset);
-    }
-
     /// Decide about one data record taken from Kafka. `now` is asked only when the record is
     /// held.
     pub fn on_record(
@@ -658,10 +660,17 @@ impl<M> Core<M> {
         self.release(now);
     }
 
-    /// A lease was written (or re-read).
-    pub fn on_lease(&mut self, lease: Lease, now: Monotonic) {
+    /// A lease was written (or re-read), read at the core's wall clock (see
+    /// [`CoreConfig::max_lease`]).
+    pub fn on_lease(&mut self, mut lease: Lease, now: Monotonic) {
         if *lease.topic != *self.topic {
             return;
+        }
+        let max_lease = u64::try_from(self.cfg.max_lease.as_millis()).unwrap_or(u64::MAX);
+        let latest = self.now_ms.saturating_add(max_lease);
+        if lease.expires_at_ms > latest {
+            lease.expires_at_ms = latest;
+            self.anomalies.clamped_leases += 1;
         }
         for (&partition, part) in &mut self.parts {
             part.progress.apply_lease_barrier(partition, &lease);
@@ -1022,6 +1031,7 @@ mod tests {
             max_metadata_bytes: 4096,
             history: 8,
             unknown_epoch_wait: Duration::from_secs(3),
+            max_lease: Duration::from_secs(60),
         }
     }
 
@@ -1305,6 +1315,46 @@ mod tests {
         assert_eq!(c.take_anomalies().unknown_epoch_records, 0);
         announce(&mut c, &[progress(0, 5), progress(1, 5), progress(3, 5)]);
         assert_eq!(c.next_ready(), Some(13));
+    }
+
+    #[test]
+    fn a_lease_counts_as_expired_max_lease_after_it_was_read() {
+        // A producer's clock far ahead (or a bad record): expires_at_ms u64::MAX. Before the
+        // clamp the member waited for its barrier of epoch 2 for ever.
+        let now = Monotonic::ZERO;
+        let mut c = member(&[0]);
+        assert_eq!(
+            c.take_anomalies().clamped_leases,
+            0,
+            "member()'s lease is sane"
+        );
+        c.on_assignment(assignment(2, 2), now);
+        let mut skewed = lease(0);
+        skewed.expires_at_ms = u64::MAX;
+        c.on_lease(skewed.clone(), now);
+        assert_eq!(c.take_anomalies().clamped_leases, 1);
+        barrier(&mut c, 0, 0, 1);
+        c.tick(now, 60_000);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            1,
+            "read at 1: live"
+        );
+        // Renewed (re-read) at 60 000: live until 120 000.
+        c.on_lease(skewed, now);
+        c.tick(now, 119_999);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            1,
+            "renewal re-arms it"
+        );
+        c.tick(now, 120_000);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            2,
+            "max_lease after the last read: not awaited"
+        );
+        assert_eq!(c.take_anomalies().clamped_leases, 1);
     }
 
     #[test]
@@ -1647,6 +1697,7 @@ mod simulation {
                     max_metadata_bytes: 4096,
                     history: 8,
                     unknown_epoch_wait: Duration::from_secs(3600),
+                    max_lease: Duration::from_secs(3600),
                 },
             );
             core.tick(now, 1);

@@ -46,7 +46,8 @@
 //!   epochs never decrease). An unstamped record passes at once unless `K` has held records; then
 //!   it queues behind all of them (it may be its producer's next record of a moved key), counted
 //!   as a record of their highest epoch. Keyless records pass at once; barrier records never reach
-//!   the application.
+//!   the application (a barrier record: null key, null value, well-formed `dkg-barrier` and
+//!   `dkg-producer`; see "Untrusted input" for the rest).
 //!
 //! **Why no deadlock.** Passing a barrier of epoch `E` waits only for records of epochs *below*
 //! `E`. A held record of epoch `E` never blocks the barrier of its own epoch on its own
@@ -127,6 +128,17 @@
 //!   would be missed. If `E` becomes known within the bound the normal rules apply. Other keys
 //!   of the partition never wait for such a record; its partition's commits stay below it only
 //!   for the bound.
+//! - **Lease expiry.** A lease read when this member's wall clock says `t` counts as expiring at
+//!   `min(expires_at_ms, t + max_lease)` ([`core::CoreConfig::max_lease`], default 4 x the
+//!   producers' default lease, 120 s); each renewal re-reads it. A producer whose clock runs far
+//!   ahead, or a bad lease record, is therefore waited for at most `max_lease` after its last
+//!   renewal; a clamp is counted ([`core::Anomalies::clamped_leases`]). Producers' lease durations
+//!   must stay below `max_lease`, or they count as dead between renewals.
+//! - **Barrier headers on data.** Only a record with a null key, a null value and well-formed
+//!   `dkg-barrier` and `dkg-producer` headers is a barrier (every ordering producer writes exactly
+//!   that). A record that carries `dkg-barrier` otherwise (no valid producer, a key or a value) is
+//!   the application's data: it is delivered like any record (held or not by the rules above, by
+//!   its `dkg-epoch`) and counted, never consumed and committed past.
 //!
 //! # Split keys
 //!

@@ -179,18 +179,15 @@ impl Inner {
     ) -> Option<DkgRecord<'a>> {
         let mut core = self.shared.core();
         if h.barrier.is_some() {
-            match h.barrier() {
-                Some((producer, epoch)) => {
-                    core.on_barrier(partition, m.offset(), producer, epoch);
-                }
-                None => {
-                    debug!(topic = %self.topic, partition, offset = m.offset(),
-                        "barrier record without a valid dkg-producer header: skipped");
-                    core.on_barrier_invalid(partition, m.offset());
-                }
+            if let Some((producer, epoch)) = h.barrier_record(m.key(), m.payload()) {
+                core.on_barrier(partition, m.offset(), producer, epoch);
+                self.lanes.refresh(partition, core.lane(partition));
+                return None;
             }
-            self.lanes.refresh(partition, core.lane(partition));
-            return None;
+            // Not a barrier (no valid producer, or a key or value): the application's data.
+            debug!(topic = %self.topic, partition, offset = m.offset(),
+                "record with a dkg-barrier header that is not a barrier: delivered as data");
+            self.metrics.not_a_barrier();
         }
         let topic = &self.topic;
         // The label is the record's at arrival (what the core decides by), held or not.
