@@ -20,8 +20,11 @@ use rdkafka::{Offset, TopicPartitionList};
 
 const WAIT: Duration = Duration::from_millis(800);
 
-/// Write `(key, value, headers)` to partition 0 in this order.
-async fn write(setup: &Setup, records: &[(&str, &str, &[(&str, &str)])]) {
+/// A record to write: key, value, headers (name, value).
+type Raw<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// Write the records to partition 0 in this order.
+async fn write(setup: &Setup, records: &[Raw<'_>]) {
     for (key, value, headers) in records {
         let mut h = OwnedHeaders::new();
         for (name, v) in *headers {

@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn only_null_records_with_both_headers_are_barriers() {
-        let id = ProducerId::parse(&"c".repeat(32)).unwrap();
+        let id = ProducerId::parse(&"c".repeat(32)).expect("a valid id");
         let full = DkgHeaders {
             present: true,
             epoch: None,
@@ -163,8 +163,9 @@ mod tests {
             producer: None,
             ..full.clone()
         };
+        type Case<'a> = (&'a DkgHeaders, Option<&'a [u8]>, Option<&'a [u8]>, bool);
         // (headers, key, value, barrier?)
-        let cases: [(&DkgHeaders, Option<&[u8]>, Option<&[u8]>, bool); 5] = [
+        let cases: [Case<'_>; 5] = [
             (&full, None, None, true),
             (&full, Some(b"k"), None, false),
             (&full, None, Some(b""), false),

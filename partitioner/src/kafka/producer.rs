@@ -640,8 +640,9 @@ mod tests {
 
     #[test]
     fn ordering_refuses_configs_without_idempotence() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
         // (settings, the field named in the error; None = accepted)
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        let cases: &[Case<'_>] = &[
             (&[], None),
             (&[("acks", "all")], None),
             (&[("acks", "-1"), ("enable.idempotence", "true")], None),
