@@ -151,6 +151,12 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
 /// producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
 ///
+/// Not covered: a change of the topic's partition count. Records then go by Kafka's hash over the
+/// new count (until an assignment for it is published), which moves keys with no barrier and no
+/// stamp, so consumers may process a moved key's new records before its old ones. Each change is
+/// counted in `dkg_producer_partition_count_changes_total`; the later switch to an assignment for
+/// the new count is an ordinary epoch switch.
+///
 /// # Cost
 ///
 /// Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the

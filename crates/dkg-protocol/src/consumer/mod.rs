@@ -107,8 +107,14 @@
 //! Not covered: records routed before an ordering producer's lease is visible (topics not
 //! declared at build are registered on first use, within milliseconds); records placed by
 //! producers without ordering; a retraction (tombstone) back to Kafka's default placement (records
-//! then carry no epoch); with `EpochHeader::Moved`, the
-//! lagging-group case above. Clocks must agree to well within a lease duration.
+//! then carry no epoch); **a change of the topic's partition count**: producers then place
+//! records by Kafka's hash over the new count (until an assignment for it is published), which
+//! moves keys with no barrier and no stamp, so a moved key's records on its new partition may be
+//! processed before its older ones, by another member (producers count each change in
+//! `dkg_producer_partition_count_changes_total`; the switch to the later matching assignment is
+//! an ordinary epoch switch again); with `EpochHeader::Moved`, the lagging-group case above.
+//! Clocks must agree to well within a lease duration (bounded by `max_lease`, see "Untrusted
+//! input").
 //!
 
 //! # Untrusted input
