@@ -129,7 +129,10 @@
 //!   [`core::CoreConfig::unknown_epoch_wait`] from its arrival (the caller's [`Monotonic`]
 //!   clock; the glue's default is 10 s). If `E` is still unknown then, the record is released
 //!   (after the earlier held records of its key, as always), counted
-//!   ([`core::Anomalies::unknown_epoch_records`]); the key's records queued behind it follow.
+//!   ([`core::Anomalies::unknown_epoch_records`]). Records of its key of a known epoch, and
+//!   unstamped ones, do not queue behind it: an unstamped record queued behind held records
+//!   counts as of their highest epoch capped at the newest known one (so it still blocks the
+//!   barriers above it), and a record of a lower epoch is never its producer's successor.
 //!   Reaching the end of the control topic is not used as proof: an epoch published just after
 //!   would be missed. If `E` becomes known within the bound the normal rules apply. Other keys
 //!   of the partition never wait for such a record; its partition's commits stay below it only
