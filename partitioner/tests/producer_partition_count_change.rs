@@ -53,6 +53,14 @@ async fn producer_partition_count_change() {
     let publisher = raw_publisher(&bootstrap);
     let keys: Vec<String> = (0..100).map(|i| format!("user-{i}")).collect();
     assert_eq!(router.partition_count(&topic), Some(4));
+    let count_changes = || {
+        metric_value(
+            &registry,
+            "dkg_producer_partition_count_changes_total",
+            &[("topic", &topic)],
+        )
+    };
+    assert_eq!(count_changes(), 0.0, "the first count known is no change");
 
     // An assignment for 4 partitions: everything on partition 3.
     let four = constant_assignment(&topic, 4, 1, 3, &[]);
@@ -84,6 +92,11 @@ async fn producer_partition_count_change() {
     )
     .await;
 
+    assert_eq!(
+        count_changes(),
+        1.0,
+        "a change moves keys outside the guarantee"
+    );
     // The 4-partition assignment is kept but not used: Kafka's placement over 8 partitions.
     assert_eq!(router.assignment(&topic).unwrap().epoch(), 1);
     let fallback = send_all(&producer, &topic, &keys).await;

@@ -22,6 +22,8 @@
 //! Clocks: a lease carries an absolute expiry (`expires_at_ms`, the producer's wall clock) that
 //! consumers compare with theirs. Hosts are assumed to agree on the time to well within a lease
 //! duration (NTP); skew shortens or lengthens how long a dead producer is waited for, nothing else.
+//! Consumers bound the lengthening: a lease read at their time `t` counts as expired at
+//! `t + max_lease` at the latest (`CoreConfig::max_lease` in [`crate::consumer::core`]).
 
 use std::collections::BTreeMap;
 use std::fmt;

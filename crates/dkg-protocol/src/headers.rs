@@ -107,6 +107,22 @@ impl DkgHeaders {
     pub fn barrier(&self) -> Option<(ProducerId, u64)> {
         Some((self.producer.clone()?, self.barrier?))
     }
+
+    /// Whether a record with these headers, `key` and `value` is a barrier record, and whose: both
+    /// headers well-formed, null key and null value (what every ordering producer writes, spec
+    /// 9.2). Anything else is data, even with a `dkg-barrier` header: consuming it as a barrier
+    /// would lose an application's record.
+    #[must_use]
+    pub fn barrier_record(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Option<(ProducerId, u64)> {
+        if key.is_some() || value.is_some() {
+            return None;
+        }
+        self.barrier()
+    }
 }
 
 #[cfg(test)]
@@ -132,6 +148,37 @@ mod tests {
             assert_eq!(parse_decimal(Some(bad)), None, "{bad:?}");
         }
         assert_eq!(parse_decimal(None), None);
+    }
+
+    #[test]
+    fn only_null_records_with_both_headers_are_barriers() {
+        let id = ProducerId::parse(&"c".repeat(32)).expect("a valid id");
+        let full = DkgHeaders {
+            present: true,
+            epoch: None,
+            barrier: Some(4),
+            producer: Some(id.clone()),
+        };
+        let no_producer = DkgHeaders {
+            producer: None,
+            ..full.clone()
+        };
+        type Case<'a> = (&'a DkgHeaders, Option<&'a [u8]>, Option<&'a [u8]>, bool);
+        // (headers, key, value, barrier?)
+        let cases: [Case<'_>; 5] = [
+            (&full, None, None, true),
+            (&full, Some(b"k"), None, false),
+            (&full, None, Some(b""), false),
+            (&no_producer, None, None, false),
+            (&DkgHeaders::default(), None, None, false),
+        ];
+        for (h, key, value, want) in cases {
+            assert_eq!(
+                h.barrier_record(key, value),
+                want.then(|| (id.clone(), 4)),
+                "{h:?} {key:?} {value:?}"
+            );
+        }
     }
 
     #[test]

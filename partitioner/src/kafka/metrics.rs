@@ -11,6 +11,7 @@
 //! | `dkg_producer_assignment_in_effect` | gauge | `topic` | 1 while the current assignment routes records, 0 while it waits for the topic's partition count to match (or there is none) |
 //! | `dkg_producer_assignment_age_seconds` | gauge | `topic` | now minus the assignment's `created_at_ms` (the publisher's clock), computed at scrape; absent without an assignment |
 //! | `dkg_producer_assignments_rejected_total` | counter | `reason` | control-topic records rejected, by [`RejectReason`] |
+//! | `dkg_producer_partition_count_changes_total` | counter | `topic` | changes of the topic's partition count seen after the first: each moves keys (to Kafka's placement over the new count) with no barrier and no `dkg-epoch` stamp, outside the ordering guarantee |
 //!
 //! Records the wrapper leaves alone (keyless, or with an explicit partition) are not counted.
 //! Records routed before the topic's partition count is known go to librdkafka's partitioner: they
@@ -61,6 +62,7 @@ pub(crate) struct ProducerMetrics {
     partition_records: IntCounterVec,
     rejected_vec: IntCounterVec,
     rejected: Vec<IntCounter>,
+    count_changes: IntCounterVec,
     epoch: IntGaugeVec,
     in_effect: IntGaugeVec,
     age: GaugeVec,
@@ -88,6 +90,14 @@ impl ProducerMetrics {
                 "Control-topic records rejected by the DKG producer wrapper, by reason.",
             ),
             &["reason"],
+        )?;
+        let count_changes = IntCounterVec::new(
+            Opts::new(
+                "dkg_producer_partition_count_changes_total",
+                "Changes of the topic's partition count after the first seen: each moves keys \
+                 without a barrier or an epoch stamp (outside the ordering guarantee).",
+            ),
+            &["topic"],
         )?;
         // One series per reason from the start, so dashboards see zeros rather than gaps.
         let rejected = RejectReason::ALL
@@ -121,6 +131,7 @@ impl ProducerMetrics {
             partition_records,
             rejected_vec,
             rejected,
+            count_changes,
             epoch,
             in_effect,
             age,
@@ -141,6 +152,11 @@ impl ProducerMetrics {
     pub(crate) fn partition_counter(&self, topic: &str, partition: u32) -> IntCounter {
         self.partition_records
             .with_label_values(&[topic, &partition.to_string()])
+    }
+
+    /// The partition-count change counter of `topic` (its series exists once the count is known).
+    pub(crate) fn count_changes(&self, topic: &str) -> IntCounter {
+        self.count_changes.with_label_values(&[topic])
     }
 
     /// The rejection counter of `reason`.
@@ -177,6 +193,7 @@ impl Collector for ProducerCollector {
         let mut d = m.records.desc();
         d.extend(m.partition_records.desc());
         d.extend(m.rejected_vec.desc());
+        d.extend(m.count_changes.desc());
         d.extend(m.epoch.desc());
         d.extend(m.in_effect.desc());
         d.extend(m.age.desc());
@@ -211,6 +228,7 @@ impl Collector for ProducerCollector {
         let mut out = m.records.collect();
         out.extend(m.partition_records.collect());
         out.extend(m.rejected_vec.collect());
+        out.extend(m.count_changes.collect());
         out.extend(m.epoch.collect());
         out.extend(m.in_effect.collect());
         out.extend(m.age.collect());

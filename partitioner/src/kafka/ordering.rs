@@ -18,6 +18,11 @@
 //! If epochs arrive faster than barriers complete, intermediate epochs are skipped: a barrier of
 //! `G` passes every epoch below `G` too.
 //!
+//! A change of the topic's partition count is not an adoption: the router falls back to Kafka's
+//! hash over the new count with no epoch, so no barrier is written and the consumers' guarantee
+//! does not cover the keys it moves (counted in `dkg_producer_partition_count_changes_total`).
+//! Making it one needs an epoch for the fallback placement, which the protocol does not have.
+//!
 //! # The gate
 //!
 //! Two counters and a generation number, RCU style. A send enters by incrementing the counter of

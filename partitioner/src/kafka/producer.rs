@@ -22,7 +22,7 @@ use rdkafka::Timestamp;
 use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kafka::control;
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
@@ -94,6 +94,36 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
     config
 }
 
+/// An ordering producer needs idempotence: without it a retry can land a barrier before data
+/// routed under the epoch it closes (or duplicate data behind it), which breaks the consumer's
+/// per-key order. `Err` names the setting that turns it off: `acks` (or its alias
+/// `request.required.acks`) other than `all`/`-1`, or `enable.idempotence` other than `true`.
+fn check_ordering_config(user: &ClientConfig) -> Result<()> {
+    for field in ["acks", "request.required.acks"] {
+        if let Some(v) = user.get(field) {
+            if !(v.eq_ignore_ascii_case("all") || v == "-1") {
+                return Err(Error::InvalidConfig {
+                    field,
+                    reason: format!(
+                        "{v:?} with ordering(true): an ordering producer needs acks=all and \
+                         idempotence, or retries can reorder a barrier against data"
+                    ),
+                });
+            }
+        }
+    }
+    match user.get("enable.idempotence") {
+        Some(v) if !(v.eq_ignore_ascii_case("true") || v == "1") => Err(Error::InvalidConfig {
+            field: "enable.idempotence",
+            reason: format!(
+                "{v:?} with ordering(true): an ordering producer needs idempotence, or retries \
+                 can reorder a barrier against data"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// [`DkgProducer`]: rdkafka's `FutureProducer` with DKG placement, the one-line change.
 ///
 /// ```text
@@ -121,6 +151,12 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 /// `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
 /// producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
 ///
+/// Not covered: a change of the topic's partition count. Records then go by Kafka's hash over the
+/// new count (until an assignment for it is published), which moves keys with no barrier and no
+/// stamp, so consumers may process a moved key's new records before its old ones. Each change is
+/// counted in `dkg_producer_partition_count_changes_total`; the later switch to an assignment for
+/// the new count is an ordinary epoch switch.
+///
 /// # Cost
 ///
 /// Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
@@ -138,7 +174,10 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 /// - `enable.idempotence=true` and `acks=all`: a broker failure or retry neither loses nor
 ///   duplicates records. If the user sets `acks` to something other than `all`/`-1`, idempotence is
 ///   left off (librdkafka refuses the combination) and a warning is logged; an explicit
-///   `enable.idempotence=false` is respected with a warning.
+///   `enable.idempotence=false` is respected with a warning. With
+///   [`DkgProducerBuilder::ordering`]`(true)` either setting is an error of `build`
+///   ([`Error::InvalidConfig`] naming it): retries without idempotence could reorder a barrier
+///   against data.
 /// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
 ///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
 ///   own fallback computes the same function, so placement never depends on that race.
@@ -382,7 +421,10 @@ pub struct ProducerConfig {
     /// barriers, history on the handoff topic. Default false. Declare the topics you produce to
     /// ([`RouterConfig::topics`]): their leases are written before `build` returns, so the
     /// guarantee holds from the first record (other topics register on first use). The router's
-    /// startup timeout also bounds creating the handoff topic.
+    /// startup timeout also bounds creating the handoff topic. Needs idempotence: `build` fails
+    /// with [`Error::InvalidConfig`] if the client config sets `acks` (or
+    /// `request.required.acks`) to anything but `all`/`-1`, or `enable.idempotence` to anything
+    /// but `true`.
     pub ordering: bool,
     /// The handoff topic (created if missing when ordering is on). Default
     /// [`DEFAULT_HANDOFF_TOPIC`].
@@ -479,6 +521,9 @@ impl DkgProducerBuilder {
             router: router_config,
             producer: settings,
         } = self;
+        if settings.ordering {
+            check_ordering_config(&client)?;
+        }
         let producer: FutureProducer<C> = producer_config(&client).create_with_context(context)?;
         let startup_timeout = router_config.startup_timeout;
         let topics = router_config.topics.clone();
@@ -597,5 +642,59 @@ mod tests {
         let out = producer_config(&c);
         assert_eq!(out.get("enable.idempotence"), Some("true"));
         assert_eq!(out.get("acks"), None, "alias already set");
+    }
+
+    #[test]
+    fn ordering_refuses_configs_without_idempotence() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        // (settings, the field named in the error; None = accepted)
+        let cases: &[Case<'_>] = &[
+            (&[], None),
+            (&[("acks", "all")], None),
+            (&[("acks", "-1"), ("enable.idempotence", "true")], None),
+            (&[("request.required.acks", "ALL")], None),
+            (&[("enable.idempotence", "1")], None),
+            (&[("acks", "1")], Some("acks")),
+            (&[("acks", "0")], Some("acks")),
+            (
+                &[("request.required.acks", "1")],
+                Some("request.required.acks"),
+            ),
+            (
+                &[("enable.idempotence", "false")],
+                Some("enable.idempotence"),
+            ),
+            (
+                &[("acks", "all"), ("enable.idempotence", "0")],
+                Some("enable.idempotence"),
+            ),
+        ];
+        for (settings, want) in cases {
+            let mut c = ClientConfig::new();
+            for (k, v) in *settings {
+                c.set(*k, *v);
+            }
+            match (check_ordering_config(&c), want) {
+                (Ok(()), None) => {}
+                (Err(Error::InvalidConfig { field, reason }), Some(w)) => {
+                    assert_eq!(field, *w, "{settings:?}");
+                    assert!(reason.contains("ordering(true)"), "{reason}");
+                }
+                (got, _) => panic!("{settings:?}: {got:?}, want an error on {want:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn build_fails_before_connecting_when_ordering_lacks_idempotence() {
+        // No broker at this address: the check comes first, so the error is the config's.
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", "127.0.0.1:1").set("acks", "1");
+        let err = DkgProducer::builder(c).ordering(true).build().await;
+        assert!(
+            matches!(err, Err(Error::InvalidConfig { field: "acks", .. })),
+            "{:?}",
+            err.err()
+        );
     }
 }

@@ -35,6 +35,16 @@ pub struct CoreConfig {
     pub max_metadata_bytes: usize,
     /// Epochs of history kept.
     pub history: usize,
+    /// A held record stamped with an epoch above every epoch this member knows is released after
+    /// waiting this long if the epoch is still unknown (see the module docs of
+    /// [`crate::consumer`], "Unknown epochs"): an epoch from another control topic, a recreated
+    /// one, or a bogus header would otherwise hold its key and its partition's commits forever.
+    pub unknown_epoch_wait: Duration,
+    /// A lease read at wall-clock time `t` counts as expiring at `t + max_lease` at the latest,
+    /// whatever its `expires_at_ms` says (a skewed producer clock or a bad record would otherwise
+    /// keep consumers waiting for that producer as long as it claims). Producers' lease
+    /// durations must not exceed it.
+    pub max_lease: Duration,
 }
 
 /// One record taken from Kafka. `msg` makes the owned message, only if the record must wait
@@ -143,6 +153,19 @@ pub struct Core<M> {
     /// Split transitions were reported for epochs up to this one.
     split_seen: u64,
     split_changes: Vec<SplitChange>,
+    /// Counted since the last [`Core::take_anomalies`].
+    anomalies: Anomalies,
+}
+
+/// Input the protocol could not trust, handled by a documented bound and counted (the glue's
+/// metrics): see the module docs of [`crate::consumer`], "Untrusted input".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anomalies {
+    /// Records released because their epoch stayed unknown for
+    /// [`CoreConfig::unknown_epoch_wait`].
+    pub unknown_epoch_records: u64,
+    /// Leases whose expiry was clamped to [`CoreConfig::max_lease`] after the time they were read.
+    pub clamped_leases: u64,
 }
 
 impl<M> Core<M> {
@@ -169,6 +192,7 @@ impl<M> Core<M> {
             shared_view: Arc::new(SharedView::default()),
             split_seen: 0,
             split_changes: Vec::new(),
+            anomalies: Anomalies::default(),
         }
     }
 
@@ -269,6 +293,11 @@ impl<M> Core<M> {
     /// the last call, for the driver's log.
     pub fn take_stalled(&mut self) -> Vec<(u32, usize)> {
         std::mem::take(&mut self.stalled)
+    }
+
+    /// What was counted since the last call (for the counters).
+    pub fn take_anomalies(&mut self) -> Anomalies {
+        std::mem::take(&mut self.anomalies)
     }
 
     /// Hold times of records released since the last call (for the histogram).
@@ -408,11 +437,6 @@ impl<M> Core<M> {
         self.dirty = true;
     }
 
-    /// A record with a `dkg-barrier` header but no valid producer: skipped (never delivered).
-    pub fn on_barrier_invalid(&mut self, partition: u32, offset: i64) {
-        let _ = self.fetched(partition, offset);
-    }
-
     /// Decide about one data record taken from Kafka. `now` is asked only when the record is
     /// held.
     pub fn on_record(
@@ -454,7 +478,9 @@ impl<M> Core<M> {
             // ones: then it queues behind all of them, as a record of their highest epoch (never
             // below an epoch it could wait for, so no dependency points upwards).
             (None, None, None) => return self.deliver(partition, offset, 0, msg),
-            (None, None, Some((_, max))) => (max, None),
+            // Capped at the newest known epoch: a held record of an unknown epoch (see "Untrusted
+            // input") would otherwise lift it above the barriers it must block.
+            (None, None, Some((_, max))) => (max.min(self.history.max_epoch()), None),
             // Split in epoch `e`: it waits for the key's whole homes of earlier epochs (the
             // transition whole -> split) to drain `e`. If it may as well be a record of the epoch
             // before, which placed its key here too, it counts as one of that epoch: it then
@@ -580,7 +606,13 @@ impl<M> Core<M> {
             return;
         }
         let drained: Vec<u64> = (0..self.partitions).map(|p| self.drained_of(p)).collect();
-        let can_go = |h: &Held<M>| match &h.wait {
+        let max_epoch = self.history.max_epoch();
+        let unknown_wait = self.cfg.unknown_epoch_wait;
+        // No partition drains past the newest known epoch, so a record waiting for a higher one
+        // waits until that epoch is learnt, or the bound runs out.
+        let unknown_for_long =
+            |h: &Held<M>| h.target > max_epoch && now.saturating_sub(h.since) >= unknown_wait;
+        let drained_enough = |h: &Held<M>| match &h.wait {
             Wait::Nothing => true,
             Wait::Partitions(ps) => ps
                 .iter()
@@ -590,12 +622,21 @@ impl<M> Core<M> {
                 .enumerate()
                 .all(|(p, &d)| p == *own as usize || d >= h.target),
         };
+        let unknown = &mut self.anomalies.unknown_epoch_records;
         for (&partition, part) in &mut self.parts {
             if part.hold.held() == 0 {
                 continue;
             }
             let ready = &mut self.ready;
             let times = &mut self.hold_times;
+            // Called only for a record that is released when it returns true (see `release`).
+            let can_go = |h: &Held<M>| {
+                drained_enough(h)
+                    || (unknown_for_long(h) && {
+                        *unknown += 1;
+                        true
+                    })
+            };
             let n = part.hold.release(now, can_go, |r: Released<M>| {
                 times.push(r.held_for);
                 ready.push_back((partition, r.offset, r.msg));
@@ -621,10 +662,17 @@ impl<M> Core<M> {
         self.release(now);
     }
 
-    /// A lease was written (or re-read).
-    pub fn on_lease(&mut self, lease: Lease, now: Monotonic) {
+    /// A lease was written (or re-read), read at the core's wall clock (see
+    /// [`CoreConfig::max_lease`]).
+    pub fn on_lease(&mut self, mut lease: Lease, now: Monotonic) {
         if *lease.topic != *self.topic {
             return;
+        }
+        let max_lease = u64::try_from(self.cfg.max_lease.as_millis()).unwrap_or(u64::MAX);
+        let latest = self.now_ms.saturating_add(max_lease);
+        if lease.expires_at_ms > latest {
+            lease.expires_at_ms = latest;
+            self.anomalies.clamped_leases += 1;
         }
         for (&partition, part) in &mut self.parts {
             part.progress.apply_lease_barrier(partition, &lease);
@@ -984,6 +1032,8 @@ mod tests {
             stall_timeout: Duration::from_secs(5),
             max_metadata_bytes: 4096,
             history: 8,
+            unknown_epoch_wait: Duration::from_secs(3),
+            max_lease: Duration::from_secs(60),
         }
     }
 
@@ -1218,6 +1268,92 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_an_unknown_epoch_waits_a_bounded_time() {
+        // The member knows epoch 1 only; a record stamped 99 (another control topic, a recreated
+        // one, a bogus header) can never be matched by a drain: before the bound it waited forever.
+        let t0 = Monotonic::ZERO;
+        let mut c = member(&[2]);
+        // Everything else is drained: the hold is only the unknown epoch's.
+        announce(&mut c, &[progress(0, 1), progress(1, 1), progress(3, 1)]);
+        c.processed();
+        assert!(matches!(
+            c.on_record(rec(2, 10, b"hot", 99), || t0),
+            Outcome::Held
+        ));
+        // The key's unstamped records do not queue behind it (counted as of epoch 1 at most, they
+        // cannot follow an epoch-99 record of their producer); other keys of the partition pass.
+        let unstamped = Incoming {
+            epoch: None,
+            ..rec(2, 11, b"hot", 0)
+        };
+        assert_eq!(deliver(&mut c, unstamped), Some(11));
+        assert_eq!(deliver(&mut c, rec(2, 12, b"cold", 1)), Some(12));
+        c.processed();
+        c.tick(Duration::from_secs(2), 2);
+        assert!(c.next_ready().is_none(), "still within the bound");
+        assert_eq!(c.take_anomalies().unknown_epoch_records, 0);
+        c.tick(Duration::from_secs(3), 3);
+        assert_eq!(c.next_ready(), Some(10));
+        c.processed();
+        assert_eq!(c.take_anomalies().unknown_epoch_records, 1);
+        // Nothing left unprocessed: the commit passes every record.
+        assert_eq!(c.snapshot(2).unwrap().unwrap().offset, 13);
+
+        // An epoch learnt within the bound follows the normal rules: it waits for its drain.
+        c.processed();
+        assert!(matches!(
+            c.on_record(rec(2, 13, b"hot", 5), || Duration::from_secs(3)),
+            Outcome::Held
+        ));
+        c.on_assignment(assignment(5, 2), Duration::from_secs(4));
+        c.tick(Duration::from_secs(10), 10);
+        assert!(c.next_ready().is_none(), "known now: waits for partition 1");
+        assert_eq!(c.take_anomalies().unknown_epoch_records, 0);
+        announce(&mut c, &[progress(0, 5), progress(1, 5), progress(3, 5)]);
+        assert_eq!(c.next_ready(), Some(13));
+    }
+
+    #[test]
+    fn a_lease_counts_as_expired_max_lease_after_it_was_read() {
+        // A producer's clock far ahead (or a bad record): expires_at_ms u64::MAX. Before the
+        // clamp the member waited for its barrier of epoch 2 for ever.
+        let now = Monotonic::ZERO;
+        let mut c = member(&[0]);
+        assert_eq!(
+            c.take_anomalies().clamped_leases,
+            0,
+            "member()'s lease is sane"
+        );
+        c.on_assignment(assignment(2, 2), now);
+        let mut skewed = lease(0);
+        skewed.expires_at_ms = u64::MAX;
+        c.on_lease(skewed.clone(), now);
+        assert_eq!(c.take_anomalies().clamped_leases, 1);
+        barrier(&mut c, 0, 0, 1);
+        c.tick(now, 60_000);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            1,
+            "read at 1: live"
+        );
+        // Renewed (re-read) at 60 000: live until 120 000.
+        c.on_lease(skewed, now);
+        c.tick(now, 119_999);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            1,
+            "renewal re-arms it"
+        );
+        c.tick(now, 120_000);
+        assert_eq!(
+            c.snapshot(0).unwrap().unwrap().drained,
+            2,
+            "max_lease after the last read: not awaited"
+        );
+        assert_eq!(c.take_anomalies().clamped_leases, 1);
+    }
+
+    #[test]
     fn expired_and_late_producers() {
         let now = Monotonic::ZERO;
         let mut c = member(&[0]);
@@ -1389,6 +1525,12 @@ mod simulation {
     const PARTS: u32 = 3;
     const KEYS: usize = 3;
     const EPOCHS: u64 = 4;
+    /// The epoch of a stray record: no member ever learns it (a bogus header, another control
+    /// topic). Written by the stray producer, index [`STRAY`].
+    const STRAY_EPOCH: u64 = 1000;
+    const STRAY: usize = usize::MAX;
+    /// `CoreConfig::unknown_epoch_wait` in the simulation, in steps of its clock.
+    const UNKNOWN_WAIT_MS: u64 = 40;
 
     #[derive(Clone, Debug)]
     struct Rec {
@@ -1464,6 +1606,10 @@ mod simulation {
         /// A member crashed in this run (labels after a resume may name a later epoch's split).
         crashed: bool,
         time: u64,
+        /// A stray producer writes records stamped [`STRAY_EPOCH`] now and then.
+        strays: bool,
+        /// The members' monotonic clock (ms): one per step, and a jump at the end.
+        clock: u64,
     }
 
     fn key(k: usize) -> Vec<u8> {
@@ -1525,6 +1671,8 @@ mod simulation {
                 processed: Vec::new(),
                 crashed: false,
                 time: 0,
+                strays: false,
+                clock: 0,
             };
             // Member 0 owns partitions 0 and 1, member 1 owns 2.
             for parts in [vec![0, 1], vec![2]] {
@@ -1559,6 +1707,8 @@ mod simulation {
                     stall_timeout: Duration::from_secs(3600),
                     max_metadata_bytes: 4096,
                     history: 8,
+                    unknown_epoch_wait: Duration::from_millis(UNKNOWN_WAIT_MS),
+                    max_lease: Duration::from_secs(3600),
                 },
             );
             core.tick(now, 1);
@@ -1619,6 +1769,28 @@ mod simulation {
                 partition,
             });
             self.logs[partition as usize].push(Item::Data(self.recs.len() - 1));
+        }
+
+        /// A record of key `k` stamped with an epoch nobody knows, on a random partition.
+        fn produce_stray(&mut self, k: usize, partition: u32) {
+            self.recs.push(Rec {
+                key: k,
+                epoch: STRAY_EPOCH,
+                stamped: true,
+                split: None,
+                producer: STRAY,
+                partition,
+            });
+            self.logs[partition as usize].push(Item::Data(self.recs.len() - 1));
+        }
+
+        /// Time passes for every member (the wall clock stays: leases never expire here).
+        fn tick(&mut self) {
+            let now = Duration::from_millis(self.clock);
+            for m in &mut self.members {
+                m.processed();
+                m.core.tick(now, 1);
+            }
         }
 
         /// Every partition has durably drained `epoch` (as its owner knows it).
@@ -1684,6 +1856,7 @@ mod simulation {
                     }
                     let core = &mut member.core;
                     let label = core.label_record(part, offset, Some(&k), epoch);
+                    let now = Duration::from_millis(self.clock);
                     let out = core.on_record(
                         Incoming {
                             partition: part,
@@ -1692,7 +1865,7 @@ mod simulation {
                             epoch,
                             msg: || (id, label),
                         },
-                        || Monotonic::ZERO,
+                        || now,
                     );
                     member.lanes.refresh(part, core.lane(part));
                     match out {
@@ -1773,6 +1946,15 @@ mod simulation {
         }
 
         fn step(&mut self, rng: &mut StdRng, crashes: bool) {
+            self.clock += 1;
+            if self.strays && rng.random_range(0..100) < 3 {
+                let k = rng.random_range(0..KEYS);
+                let partition = rng.random_range(0..PARTS);
+                self.produce_stray(k, partition);
+            }
+            if self.strays && rng.random_range(0..100) < 5 {
+                self.tick();
+            }
             let m = rng.random_range(0..self.members.len());
             match rng.random_range(0..100) {
                 0..35 => {
@@ -1814,6 +1996,10 @@ mod simulation {
                 for p in 0..self.producers.len() {
                     self.adopt(p);
                 }
+                self.quiesce();
+                // Long enough for every stray record to be released.
+                self.clock += UNKNOWN_WAIT_MS;
+                self.tick();
                 self.quiesce();
             }
             if let Some(p) = self.producers.iter().find(|p| p.epoch < EPOCHS) {
@@ -1865,7 +2051,13 @@ mod simulation {
             // of its key and producer. Split records may overtake each other (across the parts,
             // order is not kept), never a whole record of their key nor be overtaken by one.
             let mut by_source: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-            for (id, r) in self.recs.iter().enumerate() {
+            // Stray records are spread over random partitions: no order among them to keep.
+            for (id, r) in self
+                .recs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.producer != STRAY)
+            {
                 by_source.entry((r.key, r.producer)).or_default().push(id);
             }
             for ids in by_source.values() {
@@ -1919,7 +2111,11 @@ mod simulation {
             // processed after a newer-epoch one (unless both are split records).
             for (a, ra) in self.recs.iter().enumerate() {
                 for (b, rb) in self.recs.iter().enumerate() {
+                    // Stray records have no guarantee; what matters is that nothing else loses
+                    // it because of them.
                     if ra.key == rb.key
+                        && ra.producer != STRAY
+                        && rb.producer != STRAY
                         && ra.epoch < rb.epoch
                         && ra.partition != rb.partition
                         && !(ra.split.is_some() && rb.split.is_some())
@@ -1938,6 +2134,22 @@ mod simulation {
 
     fn run(seed: u64, steps: usize, crashes: bool, stamp_all: bool) -> Result<(), String> {
         run_with(seed, steps, crashes, stamp_all, false)
+    }
+
+    /// With the stray producer: its records are delivered (bounded wait), and the others keep
+    /// order and exclusivity.
+    fn run_strays(seed: u64, steps: usize, crashes: bool, stamp_all: bool) -> Result<(), String> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut w = World::new(&mut rng, stamp_all, false);
+        w.strays = true;
+        for _ in 0..steps {
+            w.step(&mut rng, crashes);
+        }
+        w.finish()?;
+        if !w.recs.iter().any(|r| r.producer == STRAY) {
+            return Ok(()); // nothing stray in this run: the other tests cover it
+        }
+        w.check()
     }
 
     fn run_with(
@@ -1977,6 +2189,18 @@ mod simulation {
             crashes in any::<bool>(),
         ) {
             prop_assert_eq!(run(seed, steps, crashes, false), Ok(()));
+        }
+
+        /// Records stamped with an epoch no member learns are delivered after the bounded
+        /// wait; every other record keeps order and exclusivity, in both stamping modes.
+        #[test]
+        fn unknown_epochs_neither_stall_nor_break_order(
+            seed in any::<u64>(),
+            steps in 50_usize..400,
+            crashes in any::<bool>(),
+            stamp_all in any::<bool>(),
+        ) {
+            prop_assert_eq!(run_strays(seed, steps, crashes, stamp_all), Ok(()));
         }
     }
 

@@ -46,7 +46,8 @@
 //!   epochs never decrease). An unstamped record passes at once unless `K` has held records; then
 //!   it queues behind all of them (it may be its producer's next record of a moved key), counted
 //!   as a record of their highest epoch. Keyless records pass at once; barrier records never reach
-//!   the application.
+//!   the application (a barrier record: null key, null value, well-formed `dkg-barrier` and
+//!   `dkg-producer`; see "Untrusted input" for the rest).
 //!
 //! **Why no deadlock.** Passing a barrier of epoch `E` waits only for records of epochs *below*
 //! `E`. A held record of epoch `E` never blocks the barrier of its own epoch on its own
@@ -106,10 +107,48 @@
 //! Not covered: records routed before an ordering producer's lease is visible (topics not
 //! declared at build are registered on first use, within milliseconds); records placed by
 //! producers without ordering; a retraction (tombstone) back to Kafka's default placement (records
-//! then carry no epoch); with `EpochHeader::Moved`, the
-//! lagging-group case above. Clocks must agree to well within a lease duration.
+//! then carry no epoch); **a change of the topic's partition count**: producers then place
+//! records by Kafka's hash over the new count (until an assignment for it is published), which
+//! moves keys with no barrier and no stamp, so a moved key's records on its new partition may be
+//! processed before its older ones, by another member (producers count each change in
+//! `dkg_producer_partition_count_changes_total`; the switch to the later matching assignment is
+//! an ordinary epoch switch again); with `EpochHeader::Moved`, the lagging-group case above.
+//! Clocks must agree to well within a lease duration (bounded by `max_lease`, see "Untrusted
+//! input").
 //!
 
+//! # Untrusted input
+//!
+//! The protocol's waits are bounded by its own inputs, never by what a single record claims:
+//!
+//! - **Unknown epochs.** A record stamped with an epoch `E` above every epoch the member knows
+//!   (a producer following another control topic, a recreated control topic, a bogus
+//!   `dkg-epoch` header) can never be released by a drain: no partition drains past the newest
+//!   known epoch. It waits like any stamped record while `E` may still be on its way (a producer
+//!   can adopt `E` a moment before this member's control reader reads it), but at most
+//!   [`core::CoreConfig::unknown_epoch_wait`] from its arrival (the caller's [`Monotonic`]
+//!   clock; the glue's default is 10 s). If `E` is still unknown then, the record is released
+//!   (after the earlier held records of its key, as always), counted
+//!   ([`core::Anomalies::unknown_epoch_records`]). Records of its key of a known epoch, and
+//!   unstamped ones, do not queue behind it: an unstamped record queued behind held records
+//!   counts as of their highest epoch capped at the newest known one (so it still blocks the
+//!   barriers above it), and a record of a lower epoch is never its producer's successor.
+//!   Reaching the end of the control topic is not used as proof: an epoch published just after
+//!   would be missed. If `E` becomes known within the bound the normal rules apply. Other keys
+//!   of the partition never wait for such a record; its partition's commits stay below it only
+//!   for the bound.
+//! - **Lease expiry.** A lease read when this member's wall clock says `t` counts as expiring at
+//!   `min(expires_at_ms, t + max_lease)` ([`core::CoreConfig::max_lease`], default 4 x the
+//!   producers' default lease, 120 s); each renewal re-reads it. A producer whose clock runs far
+//!   ahead, or a bad lease record, is therefore waited for at most `max_lease` after its last
+//!   renewal; a clamp is counted ([`core::Anomalies::clamped_leases`]). Producers' lease durations
+//!   must stay below `max_lease`, or they count as dead between renewals.
+//! - **Barrier headers on data.** Only a record with a null key, a null value and well-formed
+//!   `dkg-barrier` and `dkg-producer` headers is a barrier (every ordering producer writes exactly
+//!   that). A record that carries `dkg-barrier` otherwise (no valid producer, a key or a value) is
+//!   the application's data: it is delivered like any record (held or not by the rules above, by
+//!   its `dkg-epoch`) and counted, never consumed and committed past.
+//!
 //! # Split keys
 //!
 //! A heavy key too heavy for one partition may be **split**: an assignment (format version 2,

@@ -43,6 +43,15 @@ pub struct ConsumerConfig {
     /// Epochs of assignment history kept (at least 2; a key's homes in older epochs count as
     /// unknown: its records wait for every partition). Default 32.
     pub history_epochs: usize,
+    /// A record stamped with an epoch this member does not know (another control topic, a
+    /// recreated one, a bogus `dkg-epoch` header) is held at most this long, then delivered and
+    /// counted in `dkg_consumer_untrusted_records_total{reason="unknown_epoch"}`. Default 10 s.
+    pub unknown_epoch_wait: Duration,
+    /// The longest lease this consumer honours: a lease read at time `t` counts as expired at
+    /// `t + max_lease` at the latest, whatever its `expires_at_ms` says (a skewed producer clock
+    /// or a bad record), counted in `dkg_consumer_clamped_leases_total`. Keep producers'
+    /// `lease_duration` below it. Default 4 x [`DEFAULT_LEASE`](handoff::DEFAULT_LEASE) (120 s).
+    pub max_lease: Duration,
 }
 
 impl Default for ConsumerConfig {
@@ -61,6 +70,8 @@ impl Default for ConsumerConfig {
             handoff_topic_replication: topic::BROKER_DEFAULT_REPLICATION,
             max_metadata_bytes: dkg_protocol::consumer::progress::DEFAULT_MAX_METADATA_BYTES,
             history_epochs: dkg_protocol::consumer::history::DEFAULT_KEEP,
+            unknown_epoch_wait: Duration::from_secs(10),
+            max_lease: 4 * handoff::DEFAULT_LEASE,
         }
     }
 }
@@ -133,6 +144,8 @@ impl DkgConsumerBuilder {
         handoff_topic_replication(v: i32) => v;
         max_metadata_bytes(v: usize) => v;
         history_epochs(v: usize) => v;
+        unknown_epoch_wait(v: Duration) => v;
+        max_lease(v: Duration) => v;
     }
 
     /// State handoff hooks. Default: none.
@@ -287,6 +300,8 @@ impl DkgConsumerBuilder {
                 stall_timeout: s.stall_timeout,
                 max_metadata_bytes: s.max_metadata_bytes,
                 history: s.history_epochs.max(2),
+                unknown_epoch_wait: s.unknown_epoch_wait,
+                max_lease: s.max_lease,
             },
         );
         Arc::new(Shared {

@@ -179,18 +179,15 @@ impl Inner {
     ) -> Option<DkgRecord<'a>> {
         let mut core = self.shared.core();
         if h.barrier.is_some() {
-            match h.barrier() {
-                Some((producer, epoch)) => {
-                    core.on_barrier(partition, m.offset(), producer, epoch);
-                }
-                None => {
-                    debug!(topic = %self.topic, partition, offset = m.offset(),
-                        "barrier record without a valid dkg-producer header: skipped");
-                    core.on_barrier_invalid(partition, m.offset());
-                }
+            if let Some((producer, epoch)) = h.barrier_record(m.key(), m.payload()) {
+                core.on_barrier(partition, m.offset(), producer, epoch);
+                self.lanes.refresh(partition, core.lane(partition));
+                return None;
             }
-            self.lanes.refresh(partition, core.lane(partition));
-            return None;
+            // Not a barrier (no valid producer, or a key or value): the application's data.
+            debug!(topic = %self.topic, partition, offset = m.offset(),
+                "record with a dkg-barrier header that is not a barrier: delivered as data");
+            self.metrics.not_a_barrier();
         }
         let topic = &self.topic;
         // The label is the record's at arrival (what the core decides by), held or not.
@@ -304,7 +301,7 @@ impl Inner {
     fn housekeeping(&mut self, now: Instant) {
         let mono = handoff::mono_now();
         self.metrics.flush();
-        let (pause, resume, held, positions, hold_times, owns_zero) = {
+        let (pause, resume, held, positions, hold_times, anomalies, owns_zero) = {
             let mut core = self.shared.core();
             core.tick(mono, handoff::now_ms());
             let (pause, resume) = core.flow(mono);
@@ -327,9 +324,11 @@ impl Inner {
                 held,
                 positions,
                 core.take_hold_times(),
+                core.take_anomalies(),
                 core.owns(0),
             )
         };
+        self.metrics.anomalies(anomalies);
         self.flow(&pause, true);
         self.flow(&resume, false);
         for (p, n) in held {

@@ -12,6 +12,8 @@
 //! | `dkg_consumer_held_records` | gauge | `topic`, `partition`, `member` | records of moved keys held back right now |
 //! | `dkg_consumer_hold_seconds` | histogram | `topic`, `member` | how long each held record was held (arrival to release) |
 //! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
+//! | `dkg_consumer_untrusted_records_total` | counter | `topic`, `reason`, `member` | records whose `dkg-*` headers the protocol could not trust, handed to the application as data; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait): released without the guarantee), `barrier_header` (a `dkg-barrier` header on a record that is not a barrier: no valid `dkg-producer`, or a key or value) |
+//! | `dkg_consumer_clamped_leases_total` | counter | `topic`, `member` | lease reads whose expiry lay beyond [`max_lease`](super::ConsumerConfig::max_lease) from now, clamped to it |
 //!
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
 //! from its current owner only. Hot path: a plain per-partition count, added to the record counters
@@ -20,6 +22,8 @@
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
+
+use dkg_protocol::consumer::core::Anomalies;
 
 use crate::error::Result;
 
@@ -33,6 +37,9 @@ pub(crate) struct ConsumerMetrics {
     held: IntGaugeVec,
     hold: Histogram,
     split_records: IntCounter,
+    unknown_epoch: IntCounter,
+    barrier_header: IntCounter,
+    clamped_leases: IntCounter,
     /// Split records handed out since the last [`ConsumerMetrics::flush`].
     pending_split: u64,
     /// `records` per partition, resolved once.
@@ -98,7 +105,27 @@ impl ConsumerMetrics {
             .const_label("member", member),
             &["topic"],
         )?;
+        let untrusted = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_untrusted_records_total",
+                "Records whose dkg-* headers the ordering protocol could not trust, handed to the \
+                 application as data, by reason.",
+            )
+            .const_label("member", member),
+            &["topic", "reason"],
+        )?;
+        let clamped_leases = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_clamped_leases_total",
+                "Producer leases read with an expiry beyond the consumer's max_lease from now \
+                 (clamped to it).",
+            )
+            .const_label("member", member),
+            &["topic"],
+        )?;
         if let Some(registry) = registry {
+            registry.register(Box::new(untrusted.clone()))?;
+            registry.register(Box::new(clamped_leases.clone()))?;
             registry.register(Box::new(split_records.clone()))?;
             registry.register(Box::new(records.clone()))?;
             registry.register(Box::new(member_records.clone()))?;
@@ -111,6 +138,9 @@ impl ConsumerMetrics {
             member_records: member_records.with_label_values(&[topic]),
             hold: hold.with_label_values(&[topic]),
             split_records: split_records.with_label_values(&[topic]),
+            unknown_epoch: untrusted.with_label_values(&[topic, "unknown_epoch"]),
+            barrier_header: untrusted.with_label_values(&[topic, "barrier_header"]),
+            clamped_leases: clamped_leases.with_label_values(&[topic]),
             pending_split: 0,
             records,
             lag,
@@ -171,6 +201,17 @@ impl ConsumerMetrics {
         let (records, topic) = (&self.records, self.topic.as_str());
         self.per_partition[p]
             .get_or_insert_with(|| records.with_label_values(&[topic, &p.to_string()]))
+    }
+
+    /// Count what the core could not trust (see [`Anomalies`]).
+    pub(crate) fn anomalies(&self, a: Anomalies) {
+        self.unknown_epoch.inc_by(a.unknown_epoch_records);
+        self.clamped_leases.inc_by(a.clamped_leases);
+    }
+
+    /// A record with a `dkg-barrier` header that is not a barrier, delivered as data.
+    pub(crate) fn not_a_barrier(&self) {
+        self.barrier_header.inc();
     }
 
     pub(crate) fn observe_hold(&self, seconds: f64) {

@@ -181,6 +181,11 @@ impl TopicState {
             })
             .collect();
         self.view.store(Arc::new(PartitionView { count, counters }));
+        // Every change after the first known count moves keys outside the ordering guarantee.
+        let changes = metrics.count_changes(&self.name);
+        if old.count != 0 {
+            changes.inc();
+        }
         let assignment = self.assignment.load();
         match assignment.as_deref() {
             Some(a) if old.count != 0 && a.partitions() != count => warn!(
