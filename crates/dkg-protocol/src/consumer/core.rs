@@ -451,6 +451,7 @@ impl<M> Core<M> {
             epoch,
             msg,
         } = rec;
+        let known = self.history.max_epoch();
         let Some(part) = self.fetched(partition, offset) else {
             return Outcome::Unowned;
         };
@@ -460,7 +461,10 @@ impl<M> Core<M> {
         let Some(key) = key else {
             return self.deliver(partition, offset, 0, msg);
         };
-        let held = part.hold.key_epochs(key);
+        // Held records of an epoch never learnt (see "Untrusted input") are left out: they are
+        // no producer's predecessor of a known epoch's record, and would lift this one above the
+        // barriers it must block.
+        let held = part.hold.key_epochs(key, known);
         let drained = part.drained;
         // A split record carries no epoch: the newest epoch it can be of that splits its key
         // over this partition (see `split`), if any.
@@ -478,9 +482,7 @@ impl<M> Core<M> {
             // ones: then it queues behind all of them, as a record of their highest epoch (never
             // below an epoch it could wait for, so no dependency points upwards).
             (None, None, None) => return self.deliver(partition, offset, 0, msg),
-            // Capped at the newest known epoch: a held record of an unknown epoch (see "Untrusted
-            // input") would otherwise lift it above the barriers it must block.
-            (None, None, Some((_, max))) => (max.min(self.history.max_epoch()), None),
+            (None, None, Some((_, max))) => (max, None),
             // Split in epoch `e`: it waits for the key's whole homes of earlier epochs (the
             // transition whole -> split) to drain `e`. If it may as well be a record of the epoch
             // before, which placed its key here too, it counts as one of that epoch: it then

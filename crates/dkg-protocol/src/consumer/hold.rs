@@ -82,16 +82,17 @@ impl<M> HoldBuffer<M> {
         self.by_key.len()
     }
 
-    /// The lowest and highest epoch of `key`'s held records (`None`: nothing held).
+    /// The lowest and highest epoch at most `known` of `key`'s held records (`None`: none held).
+    /// Held records of epochs above `known` (never learnt: untrusted input) are left out, so that
+    /// they cannot lift a later record of the key above the barriers it must block.
     #[inline]
-    pub fn key_epochs(&self, key: &[u8]) -> Option<(u64, u64)> {
+    pub fn key_epochs(&self, key: &[u8], known: u64) -> Option<(u64, u64)> {
         if self.by_key.is_empty() {
             return None;
         }
         let queue = self.by_key.get(key)?;
-        let min = queue.iter().map(|h| h.epoch).min()?;
-        let max = queue.iter().map(|h| h.epoch).max()?;
-        Some((min, max))
+        let epochs = || queue.iter().map(|h| h.epoch).filter(|&e| e <= known);
+        Some((epochs().min()?, epochs().max()?))
     }
 
     /// Queue a record behind the key's earlier held records.
@@ -224,8 +225,13 @@ mod tests {
         b.hold(b"k", held(12, 5, Wait::Nothing, t0));
         b.hold(b"j", held(11, 5, Wait::AllBut(0), t0));
         assert_eq!((b.held(), b.held_keys()), (3, 2));
-        assert_eq!(b.key_epochs(b"k"), Some((5, 5)));
-        assert_eq!(b.key_epochs(b"x"), None);
+        assert_eq!(b.key_epochs(b"k", u64::MAX), Some((5, 5)));
+        assert_eq!(b.key_epochs(b"x", u64::MAX), None);
+        assert_eq!(
+            b.key_epochs(b"k", 4),
+            None,
+            "epochs above the known ones do not count"
+        );
         assert_eq!(b.lowest_unprocessed(), Some(10));
         assert_eq!(b.min_epoch_below(12), Some(5));
         assert_eq!(b.min_epoch_below(13), Some(5));
@@ -255,7 +261,7 @@ mod tests {
             ]
         );
         assert_eq!((b.held(), b.held_keys()), (1, 1));
-        assert_eq!(b.key_epochs(b"k"), None);
+        assert_eq!(b.key_epochs(b"k", u64::MAX), None);
         // Released but not processed: still counted below offsets and for the commit.
         assert_eq!(b.lowest_unprocessed(), Some(10));
         b.processed(10);
