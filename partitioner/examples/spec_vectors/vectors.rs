@@ -1021,22 +1021,7 @@ fn reject_file() -> String {
         BASE_DOCUMENT.as_bytes(),
         "the base document is canonical"
     );
-    let mut names = std::collections::HashSet::new();
-    let mut cases: Vec<RejectCase> = reject_cases()
-        .into_iter()
-        .map(|r| {
-            assert!(names.insert(r.name), "duplicate case name {}", r.name);
-            let got = reject_label(&r.document);
-            assert_eq!(got, r.reason, "reject case {}", r.name);
-            RejectCase {
-                name: r.name.to_owned(),
-                description: r.description.to_owned(),
-                document_b64: Some(b64(&r.document)),
-                reason: r.reason,
-                generate: None,
-            }
-        })
-        .collect();
+    let mut cases = checked_cases(reject_cases(), "reject case");
     let over = MAX_ASSIGNMENT_BYTES + 1;
     assert_eq!(reject_label(&padded_document(over)), "oversize");
     cases.push(RejectCase {
@@ -2138,21 +2123,16 @@ fn v2_reject_cases() -> Vec<Reject> {
     ]
 }
 
-fn v2_reject_file() -> String {
-    let base = Assignment::from_json(V2_BASE_DOCUMENT.as_bytes())
-        .expect("the version 2 base document is valid");
-    assert_eq!(
-        base.to_json(),
-        V2_BASE_DOCUMENT.as_bytes(),
-        "the version 2 base document is canonical"
-    );
+/// `cases` as file entries, each checked first: names unique, and the Rust decoder gives exactly the
+/// expected label (so the vectors cannot say what the reference implementation does not do).
+fn checked_cases(cases: Vec<Reject>, what: &str) -> Vec<RejectCase> {
     let mut names = std::collections::HashSet::new();
-    let cases: Vec<RejectCase> = v2_reject_cases()
+    cases
         .into_iter()
         .map(|r| {
             assert!(names.insert(r.name), "duplicate case name {}", r.name);
             let got = reject_label(&r.document);
-            assert_eq!(got, r.reason, "v2 reject case {}", r.name);
+            assert_eq!(got, r.reason, "{what} {}", r.name);
             RejectCase {
                 name: r.name.to_owned(),
                 description: r.description.to_owned(),
@@ -2161,7 +2141,18 @@ fn v2_reject_file() -> String {
                 generate: None,
             }
         })
-        .collect();
+        .collect()
+}
+
+fn v2_reject_file() -> String {
+    let base = Assignment::from_json(V2_BASE_DOCUMENT.as_bytes())
+        .expect("the version 2 base document is valid");
+    assert_eq!(
+        base.to_json(),
+        V2_BASE_DOCUMENT.as_bytes(),
+        "the version 2 base document is canonical"
+    );
+    let cases = checked_cases(v2_reject_cases(), "v2 reject case");
     cases_file(&[("base_document_json", json(V2_BASE_DOCUMENT))], &cases)
 }
 
