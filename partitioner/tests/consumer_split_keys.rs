@@ -20,9 +20,11 @@ use pattern::{HOT, PARTS, WHOLE};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn split_key_whole_split_whole_through_a_consumer_group() {
-    // 1500 records per epoch, a third of them `hot`; the application takes 1 ms over each `hot`
-    // record of epochs 1 and 2, so its old partitions lag when the next epoch's records arrive.
-    let out = pattern::run(&common::bootstrap(), 1_500, Duration::from_millis(1)).await;
+    // 1500 records per epoch, a third of them `hot`; the application takes 3 ms over each `hot`
+    // record of epochs 1 and 2 (1.5 s of backlog per epoch: with 1 ms the group sometimes caught up
+    // before the next epoch arrived, and nothing was held), so its old partitions lag when the next
+    // epoch's records arrive.
+    let out = pattern::run(&common::bootstrap(), 1_500, Duration::from_millis(3)).await;
 
     // Exactly once.
     let sent: HashSet<(Vec<u8>, u64)> = out
