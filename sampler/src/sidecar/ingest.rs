@@ -29,12 +29,12 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::message::{BorrowedMessage, Headers as _, Message};
 use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::Offset;
 
 use super::fraction::{Schedule, Verdict};
-use super::window::{IntervalSnapshot, Window};
+use super::window::{IntervalSnapshot, Weight, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
 const IDLE_POLL: Duration = Duration::from_millis(50);
@@ -414,6 +414,9 @@ impl ConsumeLoop {
                         if !observed {
                             continue;
                         }
+                    } else if self.window.weight() == Weight::Bytes {
+                        self.window
+                            .observe_sized(msg.partition(), msg.key(), 1, record_bytes(&msg));
                     } else {
                         self.window.observe(msg.partition(), msg.key());
                     }
@@ -507,7 +510,11 @@ impl Scheduled {
                 .or_else(|| shared.query_log_end(consumer, topic, partition))
         }) {
             Verdict::Read { weight, seek_to } => {
-                window.observe_weighted(partition, msg.key(), weight);
+                let bytes = match window.weight() {
+                    Weight::Bytes => record_bytes(msg),
+                    Weight::Records => 0,
+                };
+                window.observe_sized(partition, msg.key(), weight, bytes);
                 (true, seek_to)
             }
             Verdict::Drop { seek_to } => (false, seek_to),
@@ -535,6 +542,20 @@ impl Scheduled {
     }
 }
 
+/// A record's size for [`Weight::Bytes`]: key + value + header names and values (what the producer sent,
+/// without the batch framing). Parsing the headers costs librdkafka an allocation, so it is only done
+/// with `--weight bytes`.
+pub fn record_bytes<M: Message>(msg: &M) -> u64 {
+    let mut n = msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len);
+    if let Some(headers) = msg.headers() {
+        n += headers
+            .iter()
+            .map(|h| h.key.len() + h.value.map_or(0, <[u8]>::len))
+            .sum::<usize>();
+    }
+    n as u64
+}
+
 /// Store `next` as the offset to commit for `partition` (`rd_kafka_offset_store` stores its argument + 1).
 fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i32, next: i64) {
     if let Err(e) = consumer.store_offset(topic, partition, next - 1) {
@@ -545,5 +566,42 @@ fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i
             offset = next,
             "cannot store the offset: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn record_bytes_counts_key_value_and_headers() {
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "trace",
+                value: Some(&b"0123456789"[..]),
+            })
+            .insert(Header {
+                key: "flag",
+                value: None::<&[u8]>,
+            });
+        let msg = |key: Option<&[u8]>, value: Option<&[u8]>, headers: Option<OwnedHeaders>| {
+            OwnedMessage::new(
+                value.map(<[u8]>::to_vec),
+                key.map(<[u8]>::to_vec),
+                "t".into(),
+                Timestamp::NotAvailable,
+                0,
+                0,
+                headers,
+            )
+        };
+        assert_eq!(
+            record_bytes(&msg(Some(b"key"), Some(&[0; 100]), Some(headers))),
+            3 + 100 + 5 + 10 + 4
+        );
+        assert_eq!(record_bytes(&msg(None, Some(b"v"), None)), 1);
+        assert_eq!(record_bytes(&msg(Some(b""), None, None)), 0);
     }
 }
