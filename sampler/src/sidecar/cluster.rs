@@ -69,7 +69,7 @@ pub struct ShippedSketch {
     pub owned: Vec<u32>,
     /// Records per second the sender observed on each partition over its last interval.
     pub partition_rates: BTreeMap<u32, f64>,
-    /// Bytes per second likewise, with `--weight bytes` (absent otherwise).
+    /// Bytes per second likewise (absent from older samplers).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub partition_byte_rates: BTreeMap<u32, f64>,
     /// What a record weighs in `sketch` (`--weight`; absent = records, as before the flag): windows of
@@ -354,7 +354,7 @@ pub struct MergedView {
     pub window_samples: f64,
     /// Records per second per partition (each partition from its freshest reporter).
     pub partition_rates: BTreeMap<u32, f64>,
-    /// Bytes per second per partition likewise (`--weight bytes`; empty otherwise).
+    /// Bytes per second per partition likewise (missing for partitions reported by older samplers).
     pub partition_byte_rates: BTreeMap<u32, f64>,
     /// Members merged (self included).
     pub members: usize,

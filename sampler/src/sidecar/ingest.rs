@@ -414,11 +414,9 @@ impl ConsumeLoop {
                         if !observed {
                             continue;
                         }
-                    } else if self.window.weight() == Weight::Bytes {
-                        self.window
-                            .observe_sized(msg.partition(), msg.key(), 1, record_bytes(&msg));
                     } else {
-                        self.window.observe(msg.partition(), msg.key());
+                        let bytes = record_bytes(&msg, self.window.weight());
+                        self.window.observe_sized(msg.partition(), msg.key(), 1, bytes);
                     }
                     consumed += 1;
                     if error_logged {
@@ -510,10 +508,7 @@ impl Scheduled {
                 .or_else(|| shared.query_log_end(consumer, topic, partition))
         }) {
             Verdict::Read { weight, seek_to } => {
-                let bytes = match window.weight() {
-                    Weight::Bytes => record_bytes(msg),
-                    Weight::Records => 0,
-                };
+                let bytes = record_bytes(msg, window.weight());
                 window.observe_sized(partition, msg.key(), weight, bytes);
                 (true, seek_to)
             }
@@ -542,12 +537,14 @@ impl Scheduled {
     }
 }
 
-/// A record's size for [`Weight::Bytes`]: key + value + header names and values (what the producer sent,
-/// without the batch framing). Parsing the headers costs librdkafka an allocation, so it is only done
-/// with `--weight bytes`.
-pub fn record_bytes<M: Message>(msg: &M) -> u64 {
+/// A record's size in bytes: key + value, and with [`Weight::Bytes`] the header names and values too
+/// (what the producer sent, without the batch framing). Only `--weight bytes` parses the headers: that
+/// costs librdkafka allocations per record, too much for a number that only feeds a gauge.
+pub fn record_bytes<M: Message>(msg: &M, weight: Weight) -> u64 {
     let mut n = msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len);
-    if let Some(headers) = msg.headers() {
+    if weight == Weight::Bytes
+        && let Some(headers) = msg.headers()
+    {
         n += headers
             .iter()
             .map(|h| h.key.len() + h.value.map_or(0, <[u8]>::len))
@@ -597,11 +594,10 @@ mod tests {
                 headers,
             )
         };
-        assert_eq!(
-            record_bytes(&msg(Some(b"key"), Some(&[0; 100]), Some(headers))),
-            3 + 100 + 5 + 10 + 4
-        );
-        assert_eq!(record_bytes(&msg(None, Some(b"v"), None)), 1);
-        assert_eq!(record_bytes(&msg(Some(b""), None, None)), 0);
+        let big = msg(Some(b"key"), Some(&[0; 100]), Some(headers));
+        assert_eq!(record_bytes(&big, Weight::Bytes), 3 + 100 + 5 + 10 + 4);
+        assert_eq!(record_bytes(&big, Weight::Records), 3 + 100);
+        assert_eq!(record_bytes(&msg(None, Some(b"v"), None), Weight::Bytes), 1);
+        assert_eq!(record_bytes(&msg(Some(b""), None, None), Weight::Bytes), 0);
     }
 }

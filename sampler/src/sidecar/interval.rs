@@ -92,7 +92,7 @@ struct Measured {
     owned: Vec<u32>,
     /// Records per second on each owned (or observed) partition.
     own_rates: BTreeMap<u32, f64>,
-    /// Bytes per second likewise (`--weight bytes`; empty otherwise).
+    /// Bytes per second likewise.
     own_byte_rates: BTreeMap<u32, f64>,
 }
 
@@ -308,10 +308,7 @@ impl<'a> Driver<'a> {
         let elapsed = snap.elapsed.as_secs_f64().max(1e-3);
         let owned = owned_partitions(self.s.standalone, &ownership.partitions, self.partitions);
         let own_rates = partition_rates(&owned, &snap.partition_counts, elapsed);
-        let own_byte_rates = match self.s.args.weight {
-            Weight::Bytes => partition_rates(&owned, &snap.partition_bytes, elapsed),
-            Weight::Records => BTreeMap::new(),
-        };
+        let own_byte_rates = partition_rates(&owned, &snap.partition_bytes, elapsed);
         Ok(Some(Measured {
             snap,
             now: now_ms(),

@@ -20,7 +20,7 @@ pub struct SamplerMetrics {
     topic: String,
     /// dkg_sampler_partition_records_per_second{topic,partition}
     pub partition_rate: GaugeVec,
-    /// dkg_sampler_partition_bytes_per_second{topic,partition} (`--weight bytes`)
+    /// dkg_sampler_partition_bytes_per_second{topic,partition}
     pub partition_byte_rate: GaugeVec,
     /// dkg_sampler_weight_info{topic,weight}
     pub weight_info: GaugeVec,
@@ -92,8 +92,8 @@ impl SamplerMetrics {
             partition_byte_rate: gauge(
                 r,
                 "dkg_sampler_partition_bytes_per_second",
-                "Bytes (key + value + headers) per second observed on each partition over the last \
-                 interval (--weight bytes only).",
+                "Bytes per second observed on each partition over the last interval: key + value, \
+                 and with --weight bytes the headers too.",
                 &["topic", "partition"],
             )?,
             weight_info: gauge(

@@ -80,8 +80,9 @@ pub struct Args {
     /// What a record weighs when balancing: `records` (every record counts 1) or `bytes` (its key +
     /// value + header names and values), so that a key with few but large records counts for what it
     /// costs the brokers and the consumers. With `bytes` the predicted and observed imbalances are in
-    /// bytes (dkg_sampler_weight_info says which) and the sampler exports bytes/s per partition; every
-    /// instance of a sampler group needs the same value.
+    /// bytes (dkg_sampler_weight_info says which); every instance of a sampler group needs the same
+    /// value. Bytes/s per partition are exported either way (without the headers with `records`:
+    /// parsing them costs allocations per record).
     #[arg(long, env = "DKG_WEIGHT", value_enum, default_value_t = Weight::Records)]
     pub weight: Weight,
 

@@ -133,8 +133,8 @@ pub struct IntervalSnapshot {
     /// Records consumed per partition during this interval (index = partition; all records, sampled or not,
     /// keyless included: this is the observed load).
     pub partition_counts: Vec<u64>,
-    /// Bytes (`ingest::record_bytes`) consumed per partition during this interval, like `partition_counts`;
-    /// counted with [`Weight::Bytes`] only (all zero otherwise).
+    /// Bytes (`ingest::record_bytes`: key + value, headers too with [`Weight::Bytes`]) consumed per
+    /// partition during this interval, like `partition_counts`.
     pub partition_bytes: Vec<u64>,
     /// Records consumed during this interval.
     pub consumed: u64,
@@ -214,8 +214,7 @@ impl Window {
         self
     }
 
-    /// What a record weighs: the consume loop measures `ingest::record_bytes` only when this is
-    /// [`Weight::Bytes`].
+    /// What a record weighs (the consume loop parses a record's headers only for [`Weight::Bytes`]).
     #[inline]
     pub fn weight(&self) -> Weight {
         self.weight
@@ -240,14 +239,16 @@ impl Window {
         self.observe_sized(partition, key, offsets, 0);
     }
 
-    /// [`Window::observe_weighted`] for a record of `bytes` bytes (`ingest::record_bytes`; ignored with
-    /// [`Weight::Records`]). With [`Weight::Bytes`] the key's count grows by `offsets * bytes` (at
-    /// least 1 per offset: an empty record still costs a log entry), and the partition's byte load too.
+    /// [`Window::observe_weighted`] for a record of `bytes` bytes (`ingest::record_bytes`): the
+    /// partition's byte load grows by `offsets * bytes`, and with [`Weight::Bytes`] the key's count too
+    /// (at least 1 per offset: an empty record still costs a log entry).
     #[inline]
     pub fn observe_sized(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64, bytes: u64) {
         self.consumed += 1;
-        let by_bytes = self.weight == Weight::Bytes;
-        let per_offset = if by_bytes { bytes.max(1) } else { 1 };
+        let per_offset = match self.weight {
+            Weight::Records => 1,
+            Weight::Bytes => bytes.max(1),
+        };
         if let Ok(p) = usize::try_from(partition) {
             if p >= self.partition_counts.len() {
                 // The topic grew before our metadata said so; count it anyway.
@@ -255,10 +256,8 @@ impl Window {
                 self.partition_bytes.resize(p + 1, 0);
             }
             self.partition_counts[p] += offsets;
-            if by_bytes {
-                self.partition_bytes[p] =
-                    self.partition_bytes[p].saturating_add(offsets.saturating_mul(per_offset));
-            }
+            self.partition_bytes[p] =
+                self.partition_bytes[p].saturating_add(offsets.saturating_mul(bytes));
         }
         let Some(key) = key else {
             self.keyless += 1;
@@ -436,17 +435,17 @@ mod tests {
         assert_eq!(count(b"empty"), Some(1));
         assert_eq!(snap.window.total(), 4101);
         assert_eq!(snap.partition_counts, vec![11, 5]);
-        assert_eq!(snap.partition_bytes, vec![150, 4001]);
+        assert_eq!(snap.partition_bytes, vec![150, 4000]);
         assert_eq!((snap.sampled, snap.keyless), (13, 1));
         assert!((snap.window_samples - 13.0).abs() < 1e-9);
 
-        // Records (the default) ignores the sizes and counts no bytes.
+        // Records (the default) weighs every record 1 and only counts the bytes.
         let mut r = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
         assert_eq!(r.weight(), Weight::Records);
         r.observe_sized(1, Some(b"few-large"), 3, 1000);
         let snap = r.end_interval(0.0);
         assert_eq!(snap.window.total(), 3);
-        assert_eq!(snap.partition_bytes, vec![0, 0]);
+        assert_eq!(snap.partition_bytes, vec![0, 3000]);
     }
 
     #[test]
