@@ -568,6 +568,8 @@ fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i
 
 #[cfg(test)]
 mod tests {
+    // unused_imports: benches/consume_throughput.rs includes this file without the test harness.
+    #![allow(unused_imports)]
     use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
 
     use super::*;

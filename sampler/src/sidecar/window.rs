@@ -226,22 +226,18 @@ impl Window {
         self.sketch.partitions()
     }
 
-    /// Observe one consumed record. Hot path: no allocation, no lock.
+    /// Observe one consumed record of unknown size (the benches' and tests' shorthand).
+    #[cfg_attr(not(test), allow(dead_code))]
     #[inline]
     pub fn observe(&mut self, partition: i32, key: Option<&[u8]>) {
-        self.observe_weighted(partition, key, 1);
+        self.observe_sized(partition, key, 1, 0);
     }
 
-    /// Observe one consumed record that stands for `offsets` records of the log (`--read-fraction`,
-    /// see `fraction.rs`): the partition's load and the key's count grow by that much.
-    #[inline]
-    pub fn observe_weighted(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64) {
-        self.observe_sized(partition, key, offsets, 0);
-    }
-
-    /// [`Window::observe_weighted`] for a record of `bytes` bytes (`ingest::record_bytes`): the
-    /// partition's byte load grows by `offsets * bytes`, and with [`Weight::Bytes`] the key's count too
-    /// (at least 1 per offset: an empty record still costs a log entry).
+    /// Observe one consumed record of `bytes` bytes (`ingest::record_bytes`) that stands for `offsets`
+    /// records of the log (1, or more with `--read-fraction`, see `fraction.rs`): the partition's record
+    /// load grows by `offsets`, its byte load by `offsets * bytes`, and the key's count by `offsets`, or
+    /// with [`Weight::Bytes`] by `offsets * bytes` (at least 1 per offset: an empty record still costs a
+    /// log entry). Hot path: no allocation, no lock.
     #[inline]
     pub fn observe_sized(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64, bytes: u64) {
         self.consumed += 1;
@@ -399,9 +395,9 @@ mod tests {
     fn weighted_records_count_for_the_offsets_they_stand_for() {
         let config = DkgConfig::default();
         let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
-        w.observe_weighted(0, Some(b"a"), 10);
-        w.observe_weighted(1, Some(b"b"), 3);
-        w.observe_weighted(1, None, 4);
+        w.observe_sized(0, Some(b"a"), 10, 0);
+        w.observe_sized(1, Some(b"b"), 3, 0);
+        w.observe_sized(1, None, 4, 0);
         w.note_skipped(90);
         let snap = w.end_interval(0.0);
         assert_eq!(snap.partition_counts, vec![10, 7]);
