@@ -528,7 +528,8 @@ mod tests {
             BTreeMap::from([(0, 900.0), (1, 70.0)])
         );
         // The weight survives shipping; a document without it (older samplers) weighs records.
-        let back: ShippedSketch = serde_json::from_slice(&serde_json::to_vec(&own).unwrap()).unwrap();
+        let back: ShippedSketch =
+            serde_json::from_slice(&serde_json::to_vec(&own).unwrap()).unwrap();
         assert_eq!(back.weight, Weight::Bytes);
         assert_eq!(back.partition_byte_rates, own.partition_byte_rates);
         let old = serde_json::to_value(doc("m", 4, 5, &[b"k"])).unwrap();

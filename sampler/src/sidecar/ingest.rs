@@ -416,7 +416,8 @@ impl ConsumeLoop {
                         }
                     } else {
                         let bytes = record_bytes(&msg, self.window.weight());
-                        self.window.observe_sized(msg.partition(), msg.key(), 1, bytes);
+                        self.window
+                            .observe_sized(msg.partition(), msg.key(), 1, bytes);
                     }
                     consumed += 1;
                     if error_logged {

@@ -438,7 +438,11 @@ mod tests {
         assert_eq!(settings(&[]).unwrap().args.weight, Weight::Records);
         let bytes = settings(&["--weight", "bytes"]).unwrap();
         assert_eq!(bytes.args.weight, Weight::Bytes);
-        assert!(settings(&["--weight", "kilos"]).unwrap_err().contains("records, bytes"));
+        assert!(
+            settings(&["--weight", "kilos"])
+                .unwrap_err()
+                .contains("records, bytes")
+        );
     }
 
     #[test]

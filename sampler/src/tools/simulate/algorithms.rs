@@ -411,7 +411,8 @@ impl<'a> Prepared<'a> {
             Algorithm::Bound => Outcome {
                 lambda: bound(&self.counts, k),
                 lambda_bytes: self.sizes.as_ref().map(|sizes| {
-                    let bytes: Vec<u64> = self.counts.iter().zip(sizes).map(|(c, s)| c * s).collect();
+                    let bytes: Vec<u64> =
+                        self.counts.iter().zip(sizes).map(|(c, s)| c * s).collect();
                     bound(&bytes, k)
                 }),
                 heavy_hitters: None,
