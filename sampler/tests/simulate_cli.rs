@@ -337,14 +337,7 @@ fn weight_bytes_balances_the_bytes() {
             .iter()
             .all(|r| r.get("lambda_bytes_mean_pct").is_none() && r.get("weight").is_none())
     );
-    let out = sampler(
-        &[
-            &["simulate"][..],
-            &base[..],
-            &["--weight", "bytes"],
-        ]
-        .concat(),
-    );
+    let out = sampler(&[&["simulate"][..], &base[..], &["--weight", "bytes"]].concat());
     assert!(
         out.status.success(),
         "{}",
