@@ -270,22 +270,10 @@ fn table_is_the_default_output() {
 /// balancing records leaves the bytes skewed, `--weight bytes` balances them (down to the bound here).
 #[test]
 fn weight_bytes_balances_the_bytes() {
-    let base = [
-        "--alpha",
-        "0.8",
-        "--k",
-        "10",
-        "--n",
-        "2000",
-        "--m",
-        "100000",
-        "--seeds",
-        "2",
-        "--value-bytes",
-        "lognormal:6,1",
-        "--algorithms",
-        "hash,dkg,lpt-full,bound",
-    ];
+    let base: Vec<&str> = "--alpha 0.8 --k 10 --n 2000 --m 100000 --seeds 2 \
+                           --value-bytes lognormal:6,1 --algorithms hash,dkg,lpt-full,bound"
+        .split_whitespace()
+        .collect();
     let run = |weight: &str| {
         let rows = json_rows(&[&base[..], &["--weight", weight]].concat());
         assert_eq!(rows.len(), 4);

@@ -216,22 +216,16 @@ pub fn write_table(
     rows: &[Row],
     algorithms: &[Algorithm],
 ) -> anyhow::Result<()> {
-    let splitting: Vec<Algorithm> = algorithms
-        .iter()
-        .copied()
-        .filter(|a| {
-            rows.iter()
-                .any(|r| r.algorithm == *a && r.split_keys_mean().is_some())
-        })
-        .collect();
-    let sized: Vec<Algorithm> = algorithms
-        .iter()
-        .copied()
-        .filter(|a| {
-            rows.iter()
-                .any(|r| r.algorithm == *a && r.lambda_bytes_mean_pct().is_some())
-        })
-        .collect();
+    // The algorithms with a row that has `what`.
+    let having = |what: fn(&Row) -> bool| -> Vec<Algorithm> {
+        algorithms
+            .iter()
+            .copied()
+            .filter(|a| rows.iter().any(|r| r.algorithm == *a && what(r)))
+            .collect()
+    };
+    let splitting = having(|r| r.split_keys_mean().is_some());
+    let sized = having(|r| r.lambda_bytes_mean_pct().is_some());
     let mut header = vec!["source".to_string(), "alpha".to_string(), "k".to_string()];
     header.extend(algorithms.iter().map(|a| a.name().to_string()));
     header.extend(sized.iter().map(|a| format!("{}:bytes", a.name())));
