@@ -138,7 +138,8 @@ impl SamplerMetrics {
             heavy_key_share: gauge(
                 r,
                 "dkg_sampler_heavy_key_share_ratio",
-                "Estimated share of the window's records of the top-N keys (bounded N).",
+                "Estimated share of the window's load (in the unit of --weight) of the top-N keys \
+                 (bounded N).",
                 &["topic", "rank", "key"],
             )?,
             epoch: gauge(
