@@ -18,6 +18,8 @@ const CONTRACT: &[&str] = &[
     "dkg_producer_assignment_age_seconds",
     "dkg_producer_assignments_rejected_total",
     "dkg_sampler_partition_records_per_second",
+    "dkg_sampler_partition_bytes_per_second",
+    "dkg_sampler_weight_info",
     "dkg_sampler_partition_share_ratio",
     "dkg_sampler_observed_imbalance_ratio",
     "dkg_sampler_predicted_imbalance_ratio",
@@ -100,6 +102,8 @@ fn every_dashboard_query_names_contract_metrics_and_known_variables() {
     }
     // The panels: each family of the contract appears somewhere.
     for must in [
+        "dkg_sampler_partition_records_per_second",
+        "dkg_sampler_partition_bytes_per_second",
         "dkg_sampler_partition_share_ratio",
         "dkg_sampler_observed_imbalance_ratio",
         "dkg_sampler_predicted_imbalance_ratio",

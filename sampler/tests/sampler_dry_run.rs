@@ -87,7 +87,12 @@ async fn dry_run_serves_the_assignment_it_would_publish_and_publishes_nothing() 
 
         // A real sampler publishes meanwhile; the dry run never touched its transactional id, so it is not
         // fenced, and the dry run follows... its own simulation (it serves what IT would publish).
-        let real = Sampler::start("real", &topic, &["--interval-secs", "1"]);
+        // It balances bytes (--weight bytes), which it reports as its unit.
+        let real = Sampler::start(
+            "real",
+            &topic,
+            &["--interval-secs", "1", "--weight", "bytes"],
+        );
         wait_for(
             "the real sampler's first epoch",
             Duration::from_secs(30),
@@ -96,7 +101,38 @@ async fn dry_run_serves_the_assignment_it_would_publish_and_publishes_nothing() 
         wait_for("three real intervals", Duration::from_secs(20), || {
             (real.intervals() >= 3).then_some(())
         });
-        assert_eq!(real.health().expect("health")["publisher"], "active");
+        let health = real.health().expect("health");
+        assert_eq!(health["publisher"], "active");
+        assert_eq!(health["weight"], "bytes");
+        let samples = real.metrics();
+        assert_eq!(
+            find(
+                &samples,
+                "dkg_sampler_weight_info",
+                &[("topic", &topic), ("weight", "bytes")]
+            ),
+            Some(1.0)
+        );
+        // Bytes/s beside records/s on every partition: 16-byte keys + 100-byte values, plus the
+        // `dkg-epoch` header of the records an epoch moved.
+        for p in 0..6 {
+            let labels = [("topic", topic.as_str()), ("partition", &p.to_string())];
+            let records = find(
+                &samples,
+                "dkg_sampler_partition_records_per_second",
+                &labels,
+            );
+            let bytes = find(&samples, "dkg_sampler_partition_bytes_per_second", &labels);
+            let (Some(records), Some(bytes)) = (records, bytes) else {
+                panic!("partition {p}: records/s {records:?}, bytes/s {bytes:?}");
+            };
+            assert!(records > 0.0, "partition {p} idle");
+            let per_record = bytes / records;
+            assert!(
+                (116.0..=180.0).contains(&per_record),
+                "partition {p}: {per_record} bytes per record"
+            );
+        }
         assert!(!real.log().contains("FENCED"));
         assert_eq!(epochs(&read_control_topic(&topic, true)), vec![1]);
     });

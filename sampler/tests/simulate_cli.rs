@@ -266,6 +266,79 @@ fn table_is_the_default_output() {
     );
 }
 
+/// Keys heavy in bytes are not the keys heavy in records (sizes drawn per key, independently of rank):
+/// balancing records leaves the bytes skewed, `--weight bytes` balances them (down to the bound here).
+#[test]
+fn weight_bytes_balances_the_bytes() {
+    let base: Vec<&str> = "--alpha 0.8 --k 10 --n 2000 --m 100000 --seeds 2 \
+                           --value-bytes lognormal:6,1 --algorithms hash,dkg,lpt-full,bound"
+        .split_whitespace()
+        .collect();
+    let run = |weight: &str| {
+        let rows = json_rows(&[&base[..], &["--weight", weight]].concat());
+        assert_eq!(rows.len(), 4);
+        let mut cells = by_cell(&rows);
+        assert_eq!(cells.len(), 1);
+        cells.drain().next().unwrap().1
+    };
+    let bytes_of = |row: &Value| row["lambda_bytes_mean_pct"].as_f64().unwrap();
+    let (by_records, by_bytes) = (run("records"), run("bytes"));
+    for (weight, rows) in [("records", &by_records), ("bytes", &by_bytes)] {
+        for row in rows.values() {
+            assert_eq!(row["weight"], weight);
+            assert_eq!(row["lambda_bytes_pct"].as_array().unwrap().len(), 2);
+        }
+        // Nothing beats the key-grouping bound on what it balances.
+        let bound = bytes_of(&rows["bound"]);
+        assert!(bytes_of(&rows["lpt-full"]) >= bound - 1e-9);
+        assert!(bytes_of(&rows["dkg"]) >= bound - 1e-9);
+    }
+    // Hash learns nothing: the same either way.
+    assert_eq!(
+        by_records["hash"]["lambda_pct"],
+        by_bytes["hash"]["lambda_pct"]
+    );
+    assert_eq!(
+        by_records["hash"]["lambda_bytes_pct"],
+        by_bytes["hash"]["lambda_bytes_pct"]
+    );
+    let (dkg_records, dkg_bytes) = (&by_records["dkg"], &by_bytes["dkg"]);
+    // Balancing records balances records ...
+    assert!(lambda(dkg_records) < 10.0, "{dkg_records}");
+    // ... and leaves most of hash's byte skew; balancing bytes removes much more of it.
+    let hash_bytes = bytes_of(&by_records["hash"]);
+    assert!(
+        bytes_of(dkg_bytes) < 0.7 * bytes_of(dkg_records),
+        "{dkg_bytes} vs {dkg_records}"
+    );
+    assert!(
+        bytes_of(dkg_bytes) < 0.5 * hash_bytes,
+        "{dkg_bytes} vs hash {hash_bytes}"
+    );
+
+    // The default output has no byte fields; the table gets `<algorithm>:bytes` columns.
+    let plain = json_rows(&[
+        "--alpha", "0.8", "--k", "10", "--n", "500", "--m", "5000", "--seeds", "1",
+    ]);
+    assert!(
+        plain
+            .iter()
+            .all(|r| r.get("lambda_bytes_mean_pct").is_none() && r.get("weight").is_none())
+    );
+    let out = sampler(&[&["simulate"][..], &base[..], &["--weight", "bytes"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("balancing bytes"), "{table}");
+    let header = table.lines().find(|l| l.starts_with("source")).unwrap();
+    for column in ["hash:bytes", "dkg:bytes", "lpt-full:bytes", "bound:bytes"] {
+        assert!(header.contains(column), "{column} missing: {header}");
+    }
+}
+
 #[test]
 fn plot_is_written_as_png() {
     let dir = scratch_dir("plot");
@@ -324,6 +397,10 @@ fn bad_input_is_rejected_clearly() {
         (vec!["--theta", "0.5/q"], "0.5/k"),
         (vec!["--mu", "-3"], "mu must be"),
         (vec!["--algorithms", "hash,magic"], "magic"),
+        (vec!["--value-bytes", "lognormal:6"], "MU,SIGMA"),
+        (vec!["--value-bytes", "zipf:2"], "fixed:N or lognormal"),
+        (vec!["--weight", "bytes"], "needs record sizes"),
+        (vec!["--weight", "kilos"], "kilos"),
         (
             vec!["--trace", "x.txt", "--alpha", "1.0"],
             "cannot be used with",

@@ -13,6 +13,10 @@
 //! - `error <= min_count <= N / c`;
 //! - an unmonitored key has a true count `<= min_count` (which is 0 while the summary is not full), so every
 //!   key whose true count exceeds `N / c` is monitored;
+//! - these hold for weighted updates ([`SpaceSaving::insert_weighted`], e.g. the sampler's `--weight
+//!   bytes`) with `N` the total weight: Metwally et al.'s proof only uses that an eviction's newcomer
+//!   inherits the minimum count, which a weight `w` raises by `w` exactly as `w` unit updates of that key
+//!   in a row would (the `weighted_updates_keep_the_bounds` proptest checks them against exact counts);
 //! - memory is bounded by `c` whatever the number of distinct keys: at most `c` counters, at most `c + 1`
 //!   count buckets, and an index of at most `c` entries. Evicting a key reuses its key buffer.
 //!
@@ -925,6 +929,54 @@ mod tests {
         for c in s.iter() {
             assert!(c.error <= s.min_count());
             assert!(c.error as u128 * s.capacity() as u128 <= s.total() as u128);
+        }
+    }
+
+    proptest::proptest! {
+        /// The guarantees of the module docs under weighted updates, against exact counts: weights from
+        /// 1 (unit updates) to record sizes of a few kB, keys drawn from a small skewed alphabet so
+        /// that evictions happen.
+        #[test]
+        fn weighted_updates_keep_the_bounds(
+            capacity in 1usize..12,
+            updates in proptest::collection::vec((0u8..40, 0u64..5000), 0..400),
+        ) {
+            let mut s = SpaceSaving::new(capacity);
+            let mut truth: HashMap<Vec<u8>, u64> = HashMap::new();
+            for (k, w) in updates {
+                let key = [k % (1 + k / 8)]; // skewed: small ids are frequent
+                s.insert_weighted(&key, w);
+                if w > 0 {
+                    *truth.entry(key.to_vec()).or_default() += w;
+                }
+            }
+            exact_check(&s, &truth);
+            proptest::prop_assert!(s.len() <= capacity);
+            proptest::prop_assert!(s.min_count() as u128 * capacity as u128 <= u128::from(s.total()));
+        }
+
+        /// A weight `w` leaves the same counts as `w` unit updates of that key in a row.
+        #[test]
+        fn a_weight_is_a_run_of_unit_updates(
+            capacity in 1usize..6,
+            updates in proptest::collection::vec((0u8..10, 1u64..20), 0..60),
+        ) {
+            let mut weighted = SpaceSaving::new(capacity);
+            let mut unit = SpaceSaving::new(capacity);
+            for (k, w) in updates {
+                weighted.insert_weighted(&[k], w);
+                for _ in 0..w {
+                    unit.insert(&[k]);
+                }
+            }
+            weighted.check_invariants();
+            proptest::prop_assert_eq!(weighted.total(), unit.total());
+            let counts = |s: &SpaceSaving| {
+                let mut v: Vec<_> = s.iter().map(|c| (c.key.to_vec(), c.count, c.error)).collect();
+                v.sort();
+                v
+            };
+            proptest::prop_assert_eq!(counts(&weighted), counts(&unit));
         }
     }
 

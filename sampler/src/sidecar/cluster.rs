@@ -35,6 +35,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
+use super::window::Weight;
 
 /// Default name of the sketches topic.
 pub const DEFAULT_SKETCHES_TOPIC: &str = "_dkg.sketches";
@@ -68,6 +69,13 @@ pub struct ShippedSketch {
     pub owned: Vec<u32>,
     /// Records per second the sender observed on each partition over its last interval.
     pub partition_rates: BTreeMap<u32, f64>,
+    /// Bytes per second likewise (absent from older samplers).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub partition_byte_rates: BTreeMap<u32, f64>,
+    /// What a record weighs in `sketch` (`--weight`; absent = records, as before the flag): windows of
+    /// different weights are never merged.
+    #[serde(default, skip_serializing_if = "Weight::is_records")]
+    pub weight: Weight,
     /// The sender's effective sampled records in the window.
     pub window_samples: f64,
     /// The sender's decayed window (its partition count is the one it learned for).
@@ -346,44 +354,66 @@ pub struct MergedView {
     pub window_samples: f64,
     /// Records per second per partition (each partition from its freshest reporter).
     pub partition_rates: BTreeMap<u32, f64>,
+    /// Bytes per second per partition likewise (missing for partitions reported by older samplers).
+    pub partition_byte_rates: BTreeMap<u32, f64>,
     /// Members merged (self included).
     pub members: usize,
 }
 
-/// Merge `own` (with its rates) and `peers` (incompatible documents are skipped with a warning).
-pub fn merge_view(
-    own: &Sketch,
-    own_samples: f64,
-    own_rates: &BTreeMap<u32, f64>,
-    own_created_ms: u64,
-    peers: &[Arc<ShippedSketch>],
-) -> MergedView {
-    let mut window = own.clone();
-    let mut samples = own_samples;
+/// Merge this instance's document `own` and `peers` (incompatible documents, and windows of another
+/// `--weight`, are skipped with a warning).
+pub fn merge_view(own: &ShippedSketch, peers: &[Arc<ShippedSketch>]) -> MergedView {
+    let mut window = own.sketch.clone();
+    let mut samples = own.window_samples;
     let mut members = 1;
-    let mut rates: BTreeMap<u32, (u64, f64)> = own_rates
-        .iter()
-        .map(|(&p, &r)| (p, (own_created_ms, r)))
-        .collect();
+    let mut rates = Freshest::default();
+    let mut byte_rates = Freshest::default();
+    rates.add(own.created_at_ms, &own.partition_rates);
+    byte_rates.add(own.created_at_ms, &own.partition_byte_rates);
     for peer in peers {
+        if peer.weight != own.weight {
+            tracing::warn!(
+                member = %peer.member_id,
+                "skipping a peer's sketch: it weighs records by {} and this instance by {} (--weight)",
+                peer.weight.as_str(),
+                own.weight.as_str()
+            );
+            continue;
+        }
         if let Err(e) = window.merge(&peer.sketch) {
             tracing::warn!(member = %peer.member_id, "skipping a peer's sketch: {e}");
             continue;
         }
         members += 1;
         samples += peer.window_samples;
-        for (&p, &r) in &peer.partition_rates {
-            let entry = rates.entry(p).or_insert((peer.created_at_ms, r));
-            if peer.created_at_ms > entry.0 {
-                *entry = (peer.created_at_ms, r);
-            }
-        }
+        rates.add(peer.created_at_ms, &peer.partition_rates);
+        byte_rates.add(peer.created_at_ms, &peer.partition_byte_rates);
     }
     MergedView {
         window,
         window_samples: samples,
-        partition_rates: rates.into_iter().map(|(p, (_, r))| (p, r)).collect(),
+        partition_rates: rates.into_rates(),
+        partition_byte_rates: byte_rates.into_rates(),
         members,
+    }
+}
+
+/// Per-partition values taken from their freshest reporter.
+#[derive(Default)]
+struct Freshest(BTreeMap<u32, (u64, f64)>);
+
+impl Freshest {
+    fn add(&mut self, created_ms: u64, values: &BTreeMap<u32, f64>) {
+        for (&p, &v) in values {
+            let entry = self.0.entry(p).or_insert((created_ms, v));
+            if created_ms > entry.0 {
+                *entry = (created_ms, v);
+            }
+        }
+    }
+
+    fn into_rates(self) -> BTreeMap<u32, f64> {
+        self.0.into_iter().map(|(p, (_, v))| (p, v)).collect()
     }
 }
 
@@ -408,6 +438,8 @@ mod tests {
             interval_ms: 1000,
             owned: vec![1],
             partition_rates: BTreeMap::from([(1, 10.0)]),
+            partition_byte_rates: BTreeMap::new(),
+            weight: Weight::Records,
             window_samples: keys.len() as f64,
             sketch,
         }
@@ -459,18 +491,13 @@ mod tests {
 
     #[test]
     fn merged_view_adds_windows_and_takes_freshest_rates() {
-        let own = doc("self", 4, 1000, &[b"x", b"x"]);
+        let mut own = doc("self", 4, 1000, &[b"x", b"x"]);
+        own.partition_rates = BTreeMap::from([(0, 1.0)]);
         let p1 = Arc::new(doc("p1", 4, 900, &[b"y"]));
         let mut p2 = doc("p2", 4, 1100, &[b"x"]);
         p2.partition_rates = BTreeMap::from([(1, 99.0), (2, 5.0)]);
         let incompatible = Arc::new(doc("p3", 8, 1000, &[b"z"]));
-        let view = merge_view(
-            &own.sketch,
-            2.0,
-            &BTreeMap::from([(0, 1.0)]),
-            1000,
-            &[p1, Arc::new(p2), incompatible],
-        );
+        let view = merge_view(&own, &[p1, Arc::new(p2), incompatible]);
         assert_eq!(view.members, 3);
         assert_eq!(view.window.total(), 4);
         assert_eq!(view.window.summary().get(b"x").unwrap().count, 3);
@@ -479,6 +506,36 @@ mod tests {
             view.partition_rates,
             BTreeMap::from([(0, 1.0), (1, 99.0), (2, 5.0)])
         );
+        assert!(view.partition_byte_rates.is_empty());
+    }
+
+    #[test]
+    fn byte_windows_merge_only_with_byte_windows() {
+        let bytes = |member: &str, created: u64, rates: &[(u32, f64)]| {
+            let mut d = doc(member, 4, created, &[b"x"]);
+            d.weight = Weight::Bytes;
+            d.partition_byte_rates = rates.iter().copied().collect();
+            d
+        };
+        let own = bytes("self", 1000, &[(0, 500.0)]);
+        let peer = Arc::new(bytes("p1", 1100, &[(0, 900.0), (1, 70.0)]));
+        let by_records = Arc::new(doc("p2", 4, 1200, &[b"x"]));
+        let view = merge_view(&own, &[peer, by_records]);
+        assert_eq!(view.members, 2, "the records window is skipped");
+        assert_eq!(view.window.total(), 2);
+        assert_eq!(
+            view.partition_byte_rates,
+            BTreeMap::from([(0, 900.0), (1, 70.0)])
+        );
+        // The weight survives shipping; a document without it (older samplers) weighs records.
+        let back: ShippedSketch =
+            serde_json::from_slice(&serde_json::to_vec(&own).unwrap()).unwrap();
+        assert_eq!(back.weight, Weight::Bytes);
+        assert_eq!(back.partition_byte_rates, own.partition_byte_rates);
+        let old = serde_json::to_value(doc("m", 4, 5, &[b"k"])).unwrap();
+        assert!(old.get("weight").is_none() && old.get("partition_byte_rates").is_none());
+        let back: ShippedSketch = serde_json::from_value(old).unwrap();
+        assert_eq!(back.weight, Weight::Records);
     }
 
     #[test]

@@ -146,7 +146,9 @@ impl Decision {
 }
 
 /// `z * sqrt(k / n)`: the imbalance difference that sampling noise alone produces (0 when `n` is 0 so that
-/// `min_samples` is what guards empty windows).
+/// `min_samples` is what guards empty windows). `n` counts records also with `--weight bytes`: the noise
+/// comes from how many records were drawn, and counting their bytes would shrink the floor by the record
+/// size while size variance only adds noise.
 pub fn noise_floor(z: f64, partitions: u32, samples: f64) -> f64 {
     if samples <= 0.0 || partitions == 0 {
         return 0.0;

@@ -51,6 +51,8 @@ pub struct Health {
     pub last_interval_ms: u64,
     /// The configured interval (millis).
     pub interval_ms: u64,
+    /// records | bytes (`--weight`): the unit of the sampler's shares and imbalances.
+    pub weight: &'static str,
 }
 
 /// State shared between the driver and the HTTP handlers.

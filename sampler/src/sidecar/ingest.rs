@@ -29,12 +29,12 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::message::{BorrowedMessage, Headers as _, Message};
 use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::Offset;
 
 use super::fraction::{Schedule, Verdict};
-use super::window::{IntervalSnapshot, Window};
+use super::window::{IntervalSnapshot, Weight, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
 const IDLE_POLL: Duration = Duration::from_millis(50);
@@ -415,7 +415,9 @@ impl ConsumeLoop {
                             continue;
                         }
                     } else {
-                        self.window.observe(msg.partition(), msg.key());
+                        let bytes = record_bytes(&msg, self.window.weight());
+                        self.window
+                            .observe_sized(msg.partition(), msg.key(), 1, bytes);
                     }
                     consumed += 1;
                     if error_logged {
@@ -507,7 +509,8 @@ impl Scheduled {
                 .or_else(|| shared.query_log_end(consumer, topic, partition))
         }) {
             Verdict::Read { weight, seek_to } => {
-                window.observe_weighted(partition, msg.key(), weight);
+                let bytes = record_bytes(msg, window.weight());
+                window.observe_sized(partition, msg.key(), weight, bytes);
                 (true, seek_to)
             }
             Verdict::Drop { seek_to } => (false, seek_to),
@@ -535,6 +538,22 @@ impl Scheduled {
     }
 }
 
+/// A record's size in bytes: key + value, and with [`Weight::Bytes`] the header names and values too
+/// (what the producer sent, without the batch framing). Only `--weight bytes` parses the headers: that
+/// costs librdkafka allocations per record, too much for a number that only feeds a gauge.
+pub fn record_bytes<M: Message>(msg: &M, weight: Weight) -> u64 {
+    let mut n = msg.key().map_or(0, <[u8]>::len) + msg.payload().map_or(0, <[u8]>::len);
+    if weight == Weight::Bytes
+        && let Some(headers) = msg.headers()
+    {
+        n += headers
+            .iter()
+            .map(|h| h.key.len() + h.value.map_or(0, <[u8]>::len))
+            .sum::<usize>();
+    }
+    n as u64
+}
+
 /// Store `next` as the offset to commit for `partition` (`rd_kafka_offset_store` stores its argument + 1).
 fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i32, next: i64) {
     if let Err(e) = consumer.store_offset(topic, partition, next - 1) {
@@ -545,5 +564,43 @@ fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i
             offset = next,
             "cannot store the offset: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // unused_imports: benches/consume_throughput.rs includes this file without the test harness.
+    #![allow(unused_imports)]
+    use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn record_bytes_counts_key_value_and_headers() {
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "trace",
+                value: Some(&b"0123456789"[..]),
+            })
+            .insert(Header {
+                key: "flag",
+                value: None::<&[u8]>,
+            });
+        let msg = |key: Option<&[u8]>, value: Option<&[u8]>, headers: Option<OwnedHeaders>| {
+            OwnedMessage::new(
+                value.map(<[u8]>::to_vec),
+                key.map(<[u8]>::to_vec),
+                "t".into(),
+                Timestamp::NotAvailable,
+                0,
+                0,
+                headers,
+            )
+        };
+        let big = msg(Some(b"key"), Some(&[0; 100]), Some(headers));
+        assert_eq!(record_bytes(&big, Weight::Bytes), 3 + 100 + 5 + 10 + 4);
+        assert_eq!(record_bytes(&big, Weight::Records), 3 + 100);
+        assert_eq!(record_bytes(&msg(None, Some(b"v"), None), Weight::Bytes), 1);
+        assert_eq!(record_bytes(&msg(Some(b""), None, None), Weight::Bytes), 0);
     }
 }

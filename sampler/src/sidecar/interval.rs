@@ -36,7 +36,7 @@ use super::metrics::SamplerMetrics;
 use super::publish::{ControlView, PublishFailure, Publisher, PublisherState};
 use super::settings::Settings;
 use super::startup::{TopicProblem, topic_partitions};
-use super::window::IntervalSnapshot;
+use super::window::{IntervalSnapshot, Weight};
 use super::{RunError, now_ms};
 
 /// The clients the driver works with (made by [`super::startup`]).
@@ -58,7 +58,7 @@ pub(super) struct Driver<'a> {
     io: Clients,
     /// The partition count the window learns for.
     partitions: u32,
-    /// Decayed per-partition record counts (leader's view), for the share gauges.
+    /// Decayed per-partition load (leader's view, in the unit of `--weight`), for the share gauges.
     partition_window: BTreeMap<u32, f64>,
     /// The partition count changed: restart the window once the group consumes every partition.
     awaiting_coverage: bool,
@@ -92,6 +92,8 @@ struct Measured {
     owned: Vec<u32>,
     /// Records per second on each owned (or observed) partition.
     own_rates: BTreeMap<u32, f64>,
+    /// Bytes per second likewise.
+    own_byte_rates: BTreeMap<u32, f64>,
 }
 
 /// A fresh assignment the hysteresis chose to publish.
@@ -306,6 +308,7 @@ impl<'a> Driver<'a> {
         let elapsed = snap.elapsed.as_secs_f64().max(1e-3);
         let owned = owned_partitions(self.s.standalone, &ownership.partitions, self.partitions);
         let own_rates = partition_rates(&owned, &snap.partition_counts, elapsed);
+        let own_byte_rates = partition_rates(&owned, &snap.partition_bytes, elapsed);
         Ok(Some(Measured {
             snap,
             now: now_ms(),
@@ -313,13 +316,15 @@ impl<'a> Driver<'a> {
             ownership,
             owned,
             own_rates,
+            own_byte_rates,
         }))
     }
 
     /// Stage 2: ship this member's window; on the leader, the topic-wide view once every partition is
     /// covered by a fresh member.
     async fn merge(&mut self, me: &Measured) -> Result<Option<MergedView>, RunError> {
-        self.ship(me).await;
+        let own = self.own_document(me);
+        self.ship(&own).await;
         if !self.announce_role(me) {
             return Ok(None);
         }
@@ -327,14 +332,8 @@ impl<'a> Driver<'a> {
             self.io
                 .peers
                 .fresh(&self.s.group_id, self.partitions, &self.s.member_id, me.now);
-        let view = cluster::merge_view(
-            &me.snap.window,
-            me.snap.window_samples,
-            &me.own_rates,
-            me.now,
-            &fresh_peers,
-        );
-        self.observe_metrics(&view.window, &view.partition_rates, me.elapsed);
+        let view = cluster::merge_view(&own, &fresh_peers);
+        self.observe_metrics(&view, me.elapsed);
         self.http.update_health(|h| h.members = view.members);
 
         // Decide only on data from every partition: after a partition-count change the group needs a
@@ -365,12 +364,9 @@ impl<'a> Driver<'a> {
         Ok(Some(view))
     }
 
-    /// Ship this member's window and rates to the sketches topic (sampler groups only).
-    async fn ship(&self, me: &Measured) {
-        let Some(shipper) = &self.io.shipper else {
-            return;
-        };
-        let doc = ShippedSketch {
+    /// This member's window and rates, as shipped to the sketches topic and merged by the leader.
+    fn own_document(&self, me: &Measured) -> ShippedSketch {
+        ShippedSketch {
             format: cluster::SKETCH_FORMAT.into(),
             version: cluster::SKETCH_VERSION,
             topic: self.topic().to_owned(),
@@ -380,10 +376,19 @@ impl<'a> Driver<'a> {
             interval_ms: u64::try_from(self.s.interval.as_millis()).unwrap_or(u64::MAX),
             owned: me.owned.clone(),
             partition_rates: me.own_rates.clone(),
+            partition_byte_rates: me.own_byte_rates.clone(),
+            weight: self.s.args.weight,
             window_samples: me.snap.window_samples,
             sketch: me.snap.window.clone(),
+        }
+    }
+
+    /// Ship this member's document to the sketches topic (sampler groups only).
+    async fn ship(&self, doc: &ShippedSketch) {
+        let Some(shipper) = &self.io.shipper else {
+            return;
         };
-        if let Err(e) = shipper.ship(&doc, Duration::from_secs(10)).await {
+        if let Err(e) = shipper.ship(doc, Duration::from_secs(10)).await {
             tracing::warn!("could not ship this member's window: {e}");
         }
     }
@@ -637,29 +642,40 @@ impl<'a> Driver<'a> {
     }
 
     /// Observed and window metrics of the topic-wide view.
-    fn observe_metrics(&mut self, window: &Sketch, rates: &BTreeMap<u32, f64>, elapsed: f64) {
+    fn observe_metrics(&mut self, view: &MergedView, elapsed: f64) {
         let m = self.metrics().clone();
         let topic = m.topic();
         let k = self.partitions;
-        let rate_vec: Vec<(u32, f64)> = rates
-            .iter()
-            .filter(|(p, _)| **p < k)
-            .map(|(&p, &r)| (p, r))
-            .collect();
+        let known = |rates: &BTreeMap<u32, f64>| -> Vec<(u32, f64)> {
+            rates
+                .iter()
+                .filter(|(p, _)| **p < k)
+                .map(|(&p, &r)| (p, r))
+                .collect()
+        };
+        let rate_vec = known(&view.partition_rates);
+        let byte_vec = known(&view.partition_byte_rates);
         m.set_per_partition(&m.partition_rate, &rate_vec);
+        m.set_per_partition(&m.partition_byte_rate, &byte_vec);
+        // The load in the unit of --weight: the one the window, the shares and the predictions use.
+        let load_vec = match self.s.args.weight {
+            Weight::Records => &rate_vec,
+            Weight::Bytes => &byte_vec,
+        };
         // Observed imbalance over the partitions someone reported (all of them once the group is stable).
-        let loads: Vec<f64> = rate_vec.iter().map(|(_, r)| *r).collect();
+        let loads: Vec<f64> = load_vec.iter().map(|(_, r)| *r).collect();
         m.observed_imbalance
             .with_label_values(&[topic])
             .set(imbalance(&loads));
         let shares = decay_window_shares(
             &mut self.partition_window,
-            &rate_vec,
+            load_vec,
             elapsed,
             self.s.args.decay,
             k,
         );
         m.set_per_partition(&m.partition_share, &shares);
+        let window = &view.window;
         m.set_top_keys(&top_key_shares(window, usize::from(self.s.args.top_n)));
         m.bound
             .with_label_values(&[topic])

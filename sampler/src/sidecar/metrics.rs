@@ -6,6 +6,8 @@
 
 use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
 
+use super::window::Weight;
+
 /// Largest `--top-n`.
 pub const MAX_TOP_N: usize = 20;
 /// Longest `key` label value (characters, after escaping).
@@ -18,6 +20,10 @@ pub struct SamplerMetrics {
     topic: String,
     /// dkg_sampler_partition_records_per_second{topic,partition}
     pub partition_rate: GaugeVec,
+    /// dkg_sampler_partition_bytes_per_second{topic,partition}
+    pub partition_byte_rate: GaugeVec,
+    /// dkg_sampler_weight_info{topic,weight}
+    pub weight_info: GaugeVec,
     /// dkg_sampler_partition_share_ratio{topic,partition}
     pub partition_share: GaugeVec,
     /// dkg_sampler_observed_imbalance_ratio{topic}
@@ -72,7 +78,7 @@ fn counter(
 
 impl SamplerMetrics {
     /// Create and register all sampler metrics for `topic` in `registry`.
-    pub fn new(registry: &Registry, topic: &str) -> prometheus::Result<Self> {
+    pub fn new(registry: &Registry, topic: &str, weight: Weight) -> prometheus::Result<Self> {
         let r = registry;
         let m = Self {
             registry: registry.clone(),
@@ -83,10 +89,24 @@ impl SamplerMetrics {
                 "Records per second observed on each partition over the last interval.",
                 &["topic", "partition"],
             )?,
+            partition_byte_rate: gauge(
+                r,
+                "dkg_sampler_partition_bytes_per_second",
+                "Bytes per second observed on each partition over the last interval: key + value, \
+                 and with --weight bytes the headers too.",
+                &["topic", "partition"],
+            )?,
+            weight_info: gauge(
+                r,
+                "dkg_sampler_weight_info",
+                "1 for the unit records are weighed in (--weight records|bytes): the unit of the share, \
+                 imbalance, bound and heavy-key gauges.",
+                &["topic", "weight"],
+            )?,
             partition_share: gauge(
                 r,
                 "dkg_sampler_partition_share_ratio",
-                "Share of the window's records observed on each partition.",
+                "Share of the window's load (in the unit of --weight) observed on each partition.",
                 &["topic", "partition"],
             )?,
             observed_imbalance: gauge(
@@ -118,7 +138,8 @@ impl SamplerMetrics {
             heavy_key_share: gauge(
                 r,
                 "dkg_sampler_heavy_key_share_ratio",
-                "Estimated share of the window's records of the top-N keys (bounded N).",
+                "Estimated share of the window's load (in the unit of --weight) of the top-N keys \
+                 (bounded N).",
                 &["topic", "rank", "key"],
             )?,
             epoch: gauge(
@@ -173,6 +194,9 @@ impl SamplerMetrics {
         };
         // Series that exist from the start, so dashboards see 0 rather than nothing.
         m.epoch.with_label_values(&[topic]).set(0.0);
+        m.weight_info
+            .with_label_values(&[topic, weight.as_str()])
+            .set(1.0);
         m.publishes.with_label_values(&[topic]);
         m.records_consumed.with_label_values(&[topic]);
         m.records_sampled.with_label_values(&[topic]);
@@ -212,6 +236,7 @@ impl SamplerMetrics {
     /// one topic never export conflicting global gauges.
     pub fn clear_global(&self) {
         self.partition_rate.reset();
+        self.partition_byte_rate.reset();
         self.partition_share.reset();
         self.observed_imbalance.reset();
         self.predicted_imbalance.reset();
@@ -284,8 +309,9 @@ mod tests {
     #[test]
     fn renders_all_names_of_the_contract() {
         let registry = Registry::new();
-        let m = SamplerMetrics::new(&registry, "orders").unwrap();
+        let m = SamplerMetrics::new(&registry, "orders", Weight::Bytes).unwrap();
         m.set_per_partition(&m.partition_rate, &[(0, 1.0), (1, 2.0)]);
+        m.set_per_partition(&m.partition_byte_rate, &[(0, 100.0), (1, 2000.0)]);
         m.set_per_partition(&m.partition_share, &[(0, 0.5)]);
         m.set_per_partition(&m.consumer_lag, &[(0, 3.0)]);
         m.observed_imbalance.with_label_values(&["orders"]).set(0.1);
@@ -300,6 +326,8 @@ mod tests {
         let text = String::from_utf8(m.render()).unwrap();
         for name in [
             "dkg_sampler_partition_records_per_second",
+            "dkg_sampler_partition_bytes_per_second",
+            "dkg_sampler_weight_info",
             "dkg_sampler_partition_share_ratio",
             "dkg_sampler_observed_imbalance_ratio",
             "dkg_sampler_predicted_imbalance_ratio",
@@ -326,6 +354,12 @@ mod tests {
             ),
             "{text}"
         );
+        for series in [
+            r#"dkg_sampler_weight_info{topic="orders",weight="bytes"} 1"#,
+            r#"dkg_sampler_partition_bytes_per_second{partition="1",topic="orders"} 2000"#,
+        ] {
+            assert!(text.contains(series), "{series} missing:\n{text}");
+        }
         m.set_per_partition(&m.partition_rate, &[(1, 5.0)]);
         let text = String::from_utf8(m.render()).unwrap();
         assert!(
@@ -337,7 +371,7 @@ mod tests {
     #[test]
     fn top_keys_are_capped() {
         let registry = Registry::new();
-        let m = SamplerMetrics::new(&registry, "t").unwrap();
+        let m = SamplerMetrics::new(&registry, "t", Weight::Records).unwrap();
         let keys: Vec<(Vec<u8>, f64)> = (0..50)
             .map(|i| (format!("k{i}").into_bytes(), 0.01))
             .collect();

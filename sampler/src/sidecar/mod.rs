@@ -108,7 +108,7 @@ async fn main_task(s: Settings) -> Result<(), RunError> {
     );
 
     let registry = prometheus::Registry::new();
-    let metrics = SamplerMetrics::new(&registry, &s.args.cluster.topic)
+    let metrics = SamplerMetrics::new(&registry, &s.args.cluster.topic, s.args.weight)
         .map_err(|e| RunError::Setup(format!("registering metrics: {e}")))?;
     let http = Arc::new(HttpState::new(
         metrics.clone(),
@@ -128,6 +128,7 @@ async fn main_task(s: Settings) -> Result<(), RunError> {
             publishes: 0,
             last_interval_ms: 0,
             interval_ms: u64::try_from(s.interval.as_millis()).unwrap_or(u64::MAX),
+            weight: s.args.weight.as_str(),
         },
     ));
     let server = http::serve(s.args.metrics_addr, Arc::clone(&http), stop.clone()).await?;

@@ -15,6 +15,7 @@ use super::RunError;
 use super::cluster::DEFAULT_SKETCHES_TOPIC;
 use super::decide::Policy;
 use super::fraction::DEFAULT_READ_CHUNK;
+use super::window::Weight;
 use crate::cli::{ClusterArgs, RedactedConfig};
 
 /// Learn a topic's key skew and publish DKG assignments (the sidecar).
@@ -75,6 +76,15 @@ pub struct Args {
     #[arg(long, env = "DKG_READ_CHUNK", default_value_t = DEFAULT_READ_CHUNK,
           value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub read_chunk: u64,
+
+    /// What a record weighs when balancing: `records` (every record counts 1) or `bytes` (its key +
+    /// value + header names and values), so that a key with few but large records counts for what it
+    /// costs the brokers and the consumers. With `bytes` the predicted and observed imbalances are in
+    /// bytes (dkg_sampler_weight_info says which); every instance of a sampler group needs the same
+    /// value. Bytes/s per partition are exported either way (without the headers with `records`:
+    /// parsing them costs allocations per record).
+    #[arg(long, env = "DKG_WEIGHT", value_enum, default_value_t = Weight::Records)]
+    pub weight: Weight,
 
     /// Consumer group of the sampler instances of this topic [default: dkg-sampler.<topic>].
     #[arg(long, env = "DKG_GROUP_ID")]
@@ -421,6 +431,18 @@ mod tests {
         assert!(both.unwrap_err().contains("cannot be used with"));
         std::fs::remove_file(&path).unwrap();
         assert!(settings(&["--split-keys", "sometimes"]).is_err());
+    }
+
+    #[test]
+    fn weight_defaults_to_records() {
+        assert_eq!(settings(&[]).unwrap().args.weight, Weight::Records);
+        let bytes = settings(&["--weight", "bytes"]).unwrap();
+        assert_eq!(bytes.args.weight, Weight::Bytes);
+        assert!(
+            settings(&["--weight", "kilos"])
+                .unwrap_err()
+                .contains("records, bytes")
+        );
     }
 
     #[test]

@@ -218,7 +218,8 @@ fn start_consumer(
         partitions,
         RecordSampler::new(s.args.sample_ratio, rand_seed()),
     )
-    .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?;
+    .map_err(|e| invalid("theta/epsilon/mu", e.to_string()))?
+    .weighing(s.args.weight);
     let reads_all = s.args.read_fraction >= 1.0;
     // --read-fraction skips up to the log end of the last statistics: keep it fresh.
     let stats_ms = if reads_all {

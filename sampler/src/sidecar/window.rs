@@ -23,14 +23,59 @@
 //! kept record is observed with weight `1/r`, randomly rounded to one of the two neighbouring integers so
 //! that the expected weight is exactly `1/r`: frequency estimates stay unbiased for any ratio.
 //!
+//! # Weight (`--weight`)
+//! With [`Weight::Records`] (the default) a kept record adds its sampling weight to its key's count; with
+//! [`Weight::Bytes`] it adds that weight times its size (key + value + header names and values,
+//! `ingest::record_bytes`), so the sketch, the bucket counters and every prediction built on them are in bytes.
+//! SpaceSaving's bounds hold for weighted updates with the total weight as `N` (see
+//! `dkg_core::space_saving`). The sample size behind the estimates ([`IntervalSnapshot::window_samples`])
+//! stays a count of records in both modes: the sampling noise depends on how many records were drawn,
+//! not on how many bytes they carry.
+//!
 //! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
-//! depends only on the core crate.
+//! depends only on the core crate (and clap and serde, for the `--weight` values).
 
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::dkg::{DkgConfig, Sketch};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
+
+/// What one record weighs in the window (`--weight`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Weight {
+    /// Every record counts 1 (balance record rates).
+    #[default]
+    Records,
+    /// Every record counts its size in bytes: key + value + header names and values (balance bytes/s).
+    Bytes,
+}
+
+impl Weight {
+    /// The flag value, also the unit of the imbalance the sampler reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Records => "records",
+            Self::Bytes => "bytes",
+        }
+    }
+
+    /// The default (for `skip_serializing_if`: documents of record-weighted windows stay as they were).
+    pub fn is_records(&self) -> bool {
+        *self == Self::Records
+    }
+}
 
 /// Bernoulli record sampler with unbiased integer weights.
 #[derive(Debug, Clone)]
@@ -96,6 +141,9 @@ pub struct IntervalSnapshot {
     /// Records consumed per partition during this interval (index = partition; all records, sampled or not,
     /// keyless included: this is the observed load).
     pub partition_counts: Vec<u64>,
+    /// Bytes (`ingest::record_bytes`: key + value, headers too with [`Weight::Bytes`]) consumed per
+    /// partition during this interval, like `partition_counts`.
+    pub partition_bytes: Vec<u64>,
     /// Records consumed during this interval.
     pub consumed: u64,
     /// Records observed into the sketch during this interval (keyed and sampled).
@@ -114,8 +162,10 @@ pub struct Window {
     config: DkgConfig,
     sketch: Sketch,
     sampler: RecordSampler,
+    weight: Weight,
     window_samples: f64,
     partition_counts: Vec<u64>,
+    partition_bytes: Vec<u64>,
     consumed: u64,
     sampled: u64,
     keyless: u64,
@@ -153,8 +203,10 @@ impl Window {
             config: config.clone(),
             sketch: new_sketch(config, partitions)?,
             sampler,
+            weight: Weight::Records,
             window_samples: 0.0,
             partition_counts: vec![0; partitions as usize],
+            partition_bytes: vec![0; partitions as usize],
             consumed: 0,
             sampled: 0,
             keyless: 0,
@@ -163,36 +215,60 @@ impl Window {
         })
     }
 
+    /// Weigh records by `weight` from now on (`--weight`; [`Weight::Records`] by default).
+    #[must_use]
+    pub fn weighing(mut self, weight: Weight) -> Self {
+        self.weight = weight;
+        self
+    }
+
+    /// What a record weighs (the consume loop parses a record's headers only for [`Weight::Bytes`]).
+    #[inline]
+    pub fn weight(&self) -> Weight {
+        self.weight
+    }
+
     /// The partition count this window learns for.
     #[cfg(test)]
     pub fn partitions(&self) -> u32 {
         self.sketch.partitions()
     }
 
-    /// Observe one consumed record. Hot path: no allocation, no lock.
+    /// Observe one consumed record of unknown size (the benches' and tests' shorthand).
+    #[cfg_attr(not(test), allow(dead_code))]
     #[inline]
     pub fn observe(&mut self, partition: i32, key: Option<&[u8]>) {
-        self.observe_weighted(partition, key, 1);
+        self.observe_sized(partition, key, 1, 0);
     }
 
-    /// Observe one consumed record that stands for `offsets` records of the log (`--read-fraction`,
-    /// see `fraction.rs`): the partition's load and the key's count grow by that much.
+    /// Observe one consumed record of `bytes` bytes (`ingest::record_bytes`) that stands for `offsets`
+    /// records of the log (1, or more with `--read-fraction`, see `fraction.rs`): the partition's record
+    /// load grows by `offsets`, its byte load by `offsets * bytes`, and the key's count by `offsets`, or
+    /// with [`Weight::Bytes`] by `offsets * bytes` (at least 1 per offset: an empty record still costs a
+    /// log entry). Hot path: no allocation, no lock.
     #[inline]
-    pub fn observe_weighted(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64) {
+    pub fn observe_sized(&mut self, partition: i32, key: Option<&[u8]>, offsets: u64, bytes: u64) {
         self.consumed += 1;
+        let per_offset = match self.weight {
+            Weight::Records => 1,
+            Weight::Bytes => bytes.max(1),
+        };
         if let Ok(p) = usize::try_from(partition) {
             if p >= self.partition_counts.len() {
                 // The topic grew before our metadata said so; count it anyway.
                 self.partition_counts.resize(p + 1, 0);
+                self.partition_bytes.resize(p + 1, 0);
             }
             self.partition_counts[p] += offsets;
+            self.partition_bytes[p] =
+                self.partition_bytes[p].saturating_add(offsets.saturating_mul(bytes));
         }
         let Some(key) = key else {
             self.keyless += 1;
             return;
         };
         if let Some(weight) = self.sampler.sample() {
-            let weight = weight * offsets;
+            let weight = weight.saturating_mul(offsets).saturating_mul(per_offset);
             self.sampled += 1;
             if weight == 1 {
                 self.sketch.observe(key);
@@ -214,11 +290,14 @@ impl Window {
         let partitions = self.sketch.partitions() as usize;
         let mut counts = std::mem::replace(&mut self.partition_counts, vec![0; partitions]);
         counts.resize(counts.len().max(partitions), 0);
+        let mut bytes = std::mem::replace(&mut self.partition_bytes, vec![0; partitions]);
+        bytes.resize(counts.len(), 0);
         self.window_samples += self.sampled as f64;
         let snapshot = IntervalSnapshot {
             window: self.sketch.clone(),
             window_samples: self.window_samples,
             partition_counts: counts,
+            partition_bytes: bytes,
             consumed: std::mem::take(&mut self.consumed),
             sampled: std::mem::take(&mut self.sampled),
             keyless: std::mem::take(&mut self.keyless),
@@ -246,6 +325,7 @@ impl Window {
         self.sketch = new_sketch(&self.config, partitions)?;
         self.window_samples = 0.0;
         self.partition_counts = vec![0; partitions as usize];
+        self.partition_bytes = vec![0; partitions as usize];
         self.consumed = 0;
         self.sampled = 0;
         self.keyless = 0;
@@ -323,9 +403,9 @@ mod tests {
     fn weighted_records_count_for_the_offsets_they_stand_for() {
         let config = DkgConfig::default();
         let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
-        w.observe_weighted(0, Some(b"a"), 10);
-        w.observe_weighted(1, Some(b"b"), 3);
-        w.observe_weighted(1, None, 4);
+        w.observe_sized(0, Some(b"a"), 10, 0);
+        w.observe_sized(1, Some(b"b"), 3, 0);
+        w.observe_sized(1, None, 4, 0);
         w.note_skipped(90);
         let snap = w.end_interval(0.0);
         assert_eq!(snap.partition_counts, vec![10, 7]);
@@ -336,6 +416,40 @@ mod tests {
         assert!((snap.window_samples - 2.0).abs() < 1e-9);
         assert_eq!(snap.skipped, 90);
         assert_eq!(w.end_interval(0.0).skipped, 0);
+    }
+
+    #[test]
+    fn bytes_weigh_keys_and_partitions_by_size_but_samples_stay_records() {
+        let config = DkgConfig::default();
+        let mut w = Window::new(&config, 2, RecordSampler::new(1.0, 1))
+            .unwrap()
+            .weighing(Weight::Bytes);
+        assert_eq!(w.weight(), Weight::Bytes);
+        for _ in 0..10 {
+            w.observe_sized(0, Some(b"many-small"), 1, 10);
+        }
+        w.observe_sized(1, Some(b"few-large"), 1, 1000);
+        w.observe_sized(1, Some(b"few-large"), 3, 1000); // read-fraction weight multiplies
+        w.observe_sized(1, Some(b"empty"), 1, 0); // counts 1, not 0
+        w.observe_sized(0, None, 1, 50);
+        let snap = w.end_interval(0.0);
+        let count = |k: &[u8]| snap.window.summary().get(k).map(|c| c.count);
+        assert_eq!(count(b"many-small"), Some(100));
+        assert_eq!(count(b"few-large"), Some(4000));
+        assert_eq!(count(b"empty"), Some(1));
+        assert_eq!(snap.window.total(), 4101);
+        assert_eq!(snap.partition_counts, vec![11, 5]);
+        assert_eq!(snap.partition_bytes, vec![150, 4000]);
+        assert_eq!((snap.sampled, snap.keyless), (13, 1));
+        assert!((snap.window_samples - 13.0).abs() < 1e-9);
+
+        // Records (the default) weighs every record 1 and only counts the bytes.
+        let mut r = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
+        assert_eq!(r.weight(), Weight::Records);
+        r.observe_sized(1, Some(b"few-large"), 3, 1000);
+        let snap = r.end_interval(0.0);
+        assert_eq!(snap.window.total(), 3);
+        assert_eq!(snap.partition_bytes, vec![0, 3000]);
     }
 
     #[test]

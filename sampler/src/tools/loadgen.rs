@@ -27,6 +27,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
+use super::simulate::ValueBytes;
 use super::workload::ZipfKeys;
 use crate::cli::{BadKafkaConfig, KafkaConfigArgs};
 
@@ -74,6 +75,13 @@ pub struct Args {
     /// Bytes of payload per record.
     #[arg(long, env = "DKG_LOADGEN_VALUE_BYTES", default_value_t = 100)]
     pub value_bytes: usize,
+
+    /// Per-key value sizes instead of --value-bytes for every record: each key gets one size drawn from
+    /// `fixed:N` or `lognormal:MU,SIGMA` (median e^MU bytes), independently of its rank and seeded by
+    /// --seed, as in `simulate --value-bytes`: the keys heavy in bytes are then not the keys heavy in
+    /// records (for `run --weight bytes`). With --value-prefix the prefix counts toward the size.
+    #[arg(long, env = "DKG_LOADGEN_KEY_VALUE_BYTES", value_name = "SPEC")]
+    pub key_value_bytes: Option<ValueBytes>,
 
     /// Seed of the key permutation and the key sequence.
     #[arg(long, env = "DKG_LOADGEN_SEED", default_value_t = 1)]
@@ -456,8 +464,19 @@ async fn produce(
     bar: &ProgressBar,
     start: Instant,
 ) -> Result<(), LoadgenError> {
-    let padding = vec![b'x'; args.value_bytes];
-    let mut value: Vec<u8> = Vec::with_capacity(args.value_bytes.max(32));
+    // Value size by key id (ids are a random permutation of the ranks, so sizes are independent of rank).
+    let sizes: Option<Vec<usize>> = args.key_value_bytes.map(|spec| {
+        spec.draw(args.keys as usize, args.seed)
+            .into_iter()
+            .map(|b| usize::try_from(b).unwrap_or(usize::MAX))
+            .collect()
+    });
+    let largest = sizes
+        .as_ref()
+        .and_then(|s| s.iter().copied().max())
+        .unwrap_or(args.value_bytes);
+    let padding = vec![b'x'; largest];
+    let mut value: Vec<u8> = Vec::with_capacity(largest.max(32));
     let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
     let max_in_flight = args.max_in_flight as usize;
     let mut key = String::with_capacity(12);
@@ -486,16 +505,21 @@ async fn produce(
             }
         }
         key.clear();
-        let _ = write!(key, "{}", zipf.next_id());
+        let id = zipf.next_id();
+        let _ = write!(key, "{id}");
+        let size = sizes
+            .as_ref()
+            .and_then(|s| s.get(id as usize).copied())
+            .unwrap_or(args.value_bytes);
         let payload: &[u8] = match &args.value_prefix {
             Some(prefix) => {
                 value.clear();
                 let _ = write!(Bytes(&mut value), "{prefix}:{i}:");
-                let pad = args.value_bytes.saturating_sub(value.len());
+                let pad = size.saturating_sub(value.len());
                 value.extend_from_slice(&padding[..pad]);
                 &value
             }
-            None => &padding,
+            None => &padding[..size],
         };
         let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&args.topic)
             .key(key.as_bytes())

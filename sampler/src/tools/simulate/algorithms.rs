@@ -18,6 +18,7 @@ use dkg_partitioner::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded,
 use dkg_partitioner::lpt::lpt;
 
 use super::stream::Stream;
+use crate::sidecar::window::Weight;
 
 /// Seeds of pkg's two hash choices. The first is Kafka's, so pkg's first choice is the default placement.
 pub const PKG_SEEDS: [u32; 2] = [KAFKA_MURMUR2_SEED, 0x3c6e_f372];
@@ -186,8 +187,10 @@ pub fn bound(counts: &[u64], k: u32) -> f64 {
 /// What one algorithm did on one stream for one k.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outcome {
-    /// Load imbalance lambda (a ratio, not percent).
+    /// Load imbalance lambda (a ratio, not percent), of the partitions' records.
     pub lambda: f64,
+    /// Load imbalance of the partitions' bytes (with `--value-bytes`, else `None`).
+    pub lambda_bytes: Option<f64>,
     /// Heavy hitters in the assignment (DKG variants only).
     pub heavy_hitters: Option<u64>,
     /// Keys whose records went to more than one partition (`dkg-split`, `pkg`; `None` for key
@@ -214,6 +217,51 @@ pub struct Prepared<'a> {
     pub counts: Vec<u64>,
     /// Records in the learning prefix (>= 1).
     pub learn_len: usize,
+    /// Per-key record size in bytes (key + value; `--value-bytes`), `None` without sizes.
+    sizes: Option<Vec<u64>>,
+    /// What the learning algorithms balance (`--weight`; bytes needs `sizes`).
+    weight: Weight,
+}
+
+/// Per-partition loads of one placement: records, and bytes when the stream has sizes.
+struct Loads<'s> {
+    records: Vec<u64>,
+    bytes: Option<(Vec<u64>, &'s [u64])>,
+}
+
+impl<'s> Loads<'s> {
+    fn new(k: u32, sizes: Option<&'s [u64]>) -> Self {
+        Self {
+            records: vec![0; k as usize],
+            bytes: sizes.map(|sizes| (vec![0; k as usize], sizes)),
+        }
+    }
+
+    /// `n` records of `key` on partition `p`.
+    fn add(&mut self, p: u32, key: u32, n: u64) {
+        self.records[p as usize] += n;
+        if let Some((bytes, sizes)) = &mut self.bytes {
+            bytes[p as usize] += n * sizes[key as usize];
+        }
+    }
+
+    /// The load in the unit `weight` balances (pkg's choice).
+    fn of(&self, p: u32, weight: Weight) -> u64 {
+        match (&self.bytes, weight) {
+            (Some((bytes, _)), Weight::Bytes) => bytes[p as usize],
+            _ => self.records[p as usize],
+        }
+    }
+
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            lambda: lambda(&self.records),
+            lambda_bytes: self.bytes.as_ref().map(|(b, _)| lambda(b)),
+            heavy_hitters: None,
+            split_keys: None,
+            split_at_most_fair: None,
+        }
+    }
 }
 
 impl<'a> Prepared<'a> {
@@ -225,18 +273,56 @@ impl<'a> Prepared<'a> {
             stream,
             counts: stream.counts(),
             learn_len,
+            sizes: None,
+            weight: Weight::Records,
         }
+    }
+
+    /// Gives key `i`'s values `value_bytes[i]` bytes (a record: key + value) and balances by `weight`.
+    pub fn with_sizes(mut self, value_bytes: &[u64], weight: Weight) -> Self {
+        let sizes = (0..self.stream.distinct() as u32)
+            .map(|key| {
+                let value = value_bytes.get(key as usize).copied().unwrap_or(0);
+                self.stream.key(key).len() as u64 + value
+            })
+            .collect();
+        self.sizes = Some(sizes);
+        self.weight = weight;
+        self
+    }
+
+    /// What one record of `key` weighs for the learning algorithms: 1, or its size with bytes.
+    fn key_weight(&self, key: u32) -> u64 {
+        match (&self.sizes, self.weight) {
+            (Some(sizes), Weight::Bytes) => sizes[key as usize],
+            _ => 1,
+        }
+    }
+
+    /// Per-key totals in the unit balanced (`counts` for records): the input of LPT and the bound.
+    pub fn weighted(&self) -> Vec<u64> {
+        self.weighted_of(&self.counts)
+    }
+
+    fn weighted_of(&self, counts: &[u64]) -> Vec<u64> {
+        (0..counts.len() as u32)
+            .map(|key| counts[key as usize] * self.key_weight(key))
+            .collect()
     }
 
     fn learning_prefix(&self) -> &[u32] {
         &self.stream.records()[..self.learn_len]
     }
 
+    fn loads(&self, k: u32) -> Loads<'_> {
+        Loads::new(k, self.sizes.as_deref())
+    }
+
     /// Whole-stream partition loads of a key grouping given as a per-key partition table.
-    fn loads_of(&self, placement: &[u32], k: u32) -> Vec<u64> {
-        let mut loads = vec![0u64; k as usize];
-        for (&p, &c) in placement.iter().zip(&self.counts) {
-            loads[p as usize] += c;
+    fn loads_of(&self, placement: &[u32], k: u32) -> Loads<'_> {
+        let mut loads = self.loads(k);
+        for (key, (&p, &c)) in placement.iter().zip(&self.counts).enumerate() {
+            loads.add(p, key as u32, c);
         }
         loads
     }
@@ -250,12 +336,7 @@ impl<'a> Prepared<'a> {
     ) -> anyhow::Result<Outcome> {
         let stream = self.stream;
         let keys = 0..stream.distinct() as u32;
-        let grouping = |placement: Vec<u32>| Outcome {
-            lambda: lambda(&self.loads_of(&placement, k)),
-            heavy_hitters: None,
-            split_keys: None,
-            split_at_most_fair: None,
-        };
+        let grouping = |placement: Vec<u32>| self.loads_of(&placement, k).outcome();
         Ok(match algorithm {
             Algorithm::Hash => grouping(
                 keys.map(|key| kafka_partition(stream.key(key), k))
@@ -267,7 +348,7 @@ impl<'a> Prepared<'a> {
                 let mut sketch = Sketch::new(&config, k)
                     .with_context(|| format!("{algorithm}: invalid DKG configuration for k={k}"))?;
                 for &r in self.learning_prefix() {
-                    sketch.observe(stream.key(r));
+                    sketch.observe_weighted(stream.key(r), self.key_weight(r));
                 }
                 let build = sketch
                     .build("simulate", 0, 0, None)
@@ -277,36 +358,38 @@ impl<'a> Prepared<'a> {
                 // paper's evaluation); a live producer routes the prefix by Kafka hash instead.
                 // Whole keys by their per-key count; a split key's records one by one through the
                 // lookup, which spreads them by the producers' weighted round robin.
-                let mut loads = vec![0u64; k as usize];
+                let mut loads = self.loads(k);
                 let mut split = vec![false; stream.distinct()];
                 let mut at_most_fair = 0u64;
-                let total: u64 = self.counts.iter().sum();
+                let weighted = self.weighted();
+                let total: u64 = weighted.iter().sum();
                 for key in keys {
-                    let count = self.counts[key as usize];
                     if assignment.split_of(stream.key(key)).is_some() {
                         split[key as usize] = true;
-                        if u128::from(count) * u128::from(k) <= u128::from(total) {
+                        let share = weighted[key as usize];
+                        if u128::from(share) * u128::from(k) <= u128::from(total) {
                             at_most_fair += 1;
                         }
                     } else {
-                        loads[assignment.partition_for(stream.key(key)) as usize] += count;
+                        let p = assignment.partition_for(stream.key(key));
+                        loads.add(p, key, self.counts[key as usize]);
                     }
                 }
                 for &r in stream.records() {
                     if split[r as usize] {
-                        loads[assignment.partition_for(stream.key(r)) as usize] += 1;
+                        loads.add(assignment.partition_for(stream.key(r)), r, 1);
                     }
                 }
                 let splits = algorithm == Algorithm::DkgSplit;
                 Outcome {
-                    lambda: lambda(&loads),
                     heavy_hitters: Some(build.heavy_hitters as u64),
                     split_keys: splits.then_some(build.split_keys as u64),
                     split_at_most_fair: splits.then_some(at_most_fair),
+                    ..loads.outcome()
                 }
             }
             Algorithm::LptLearn => {
-                let learned = stream.counts_of(self.learning_prefix());
+                let learned = self.weighted_of(&stream.counts_of(self.learning_prefix()));
                 let seen: Vec<u32> = keys
                     .clone()
                     .filter(|&key| learned[key as usize] > 0)
@@ -322,11 +405,16 @@ impl<'a> Prepared<'a> {
                 grouping(placement)
             }
             Algorithm::LptFull => {
-                let schedule = lpt(&self.counts, k).context("lpt-full")?;
+                let schedule = lpt(&self.weighted(), k).context("lpt-full")?;
                 grouping(schedule.placement)
             }
             Algorithm::Bound => Outcome {
                 lambda: bound(&self.counts, k),
+                lambda_bytes: self.sizes.as_ref().map(|sizes| {
+                    let bytes: Vec<u64> =
+                        self.counts.iter().zip(sizes).map(|(c, s)| c * s).collect();
+                    bound(&bytes, k)
+                }),
                 heavy_hitters: None,
                 split_keys: None,
                 split_at_most_fair: None,
@@ -337,25 +425,23 @@ impl<'a> Prepared<'a> {
                         PKG_SEEDS.map(|seed| to_positive(murmur2_seeded(stream.key(key), seed)) % k)
                     })
                     .collect();
-                let mut loads = vec![0u64; k as usize];
+                let mut loads = self.loads(k);
                 // Bit 0: a record of the key took its first choice, bit 1: its second (when distinct).
                 let mut took = vec![0u8; choices.len()];
                 for &r in stream.records() {
                     let [a, b] = choices[r as usize];
-                    let p = if loads[b as usize] < loads[a as usize] {
+                    let p = if loads.of(b, self.weight) < loads.of(a, self.weight) {
                         took[r as usize] |= 2;
                         b
                     } else {
                         took[r as usize] |= 1;
                         a
                     };
-                    loads[p as usize] += 1;
+                    loads.add(p, r, 1);
                 }
                 Outcome {
-                    lambda: lambda(&loads),
-                    heavy_hitters: None,
                     split_keys: Some(took.iter().filter(|&&t| t == 3).count() as u64),
-                    split_at_most_fair: None,
+                    ..loads.outcome()
                 }
             }
         })
@@ -415,6 +501,7 @@ mod tests {
     fn pkg_metric_is_lambda_over_k() {
         let o = Outcome {
             lambda: 0.5,
+            lambda_bytes: None,
             heavy_hitters: None,
             split_keys: None,
             split_at_most_fair: None,

@@ -12,12 +12,18 @@
 //! `--m` i.i.d. records per seed; or real traces (`--trace`, one key per line). For every (stream, k)
 //! each algorithm of [`Algorithm`] is evaluated; results are averaged over seeds (mean and worst).
 //!
+//! Record sizes (`--value-bytes`, [`sizes`]): each key gets one value size drawn independently of its
+//! rank; every algorithm's record AND byte imbalance is then reported, and `--weight bytes` makes the
+//! learning algorithms (DKG's sketch, LPT, pkg's choice) balance bytes instead of records, as
+//! `dkg-sampler run --weight bytes` does.
+//!
 //! Streams are independent of k, so a job is one (alpha, seed) stream evaluated for every k (a trace is
 //! split per k instead); jobs run on `--threads` scoped threads.
 
 mod algorithms;
 pub(crate) mod plot;
 mod report;
+mod sizes;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -34,8 +40,11 @@ use dkg_partitioner::dkg::{default_mu, default_theta};
 pub use algorithms::{Algorithm, DkgOverrides, ThetaRule};
 use algorithms::{Outcome, Prepared, bound, dkg_config};
 use report::{Cell, Row};
+pub use sizes::ValueBytes;
 use stream::Stream;
 use stream::ZipfSpec;
+
+use crate::sidecar::window::Weight;
 
 /// Arguments of `dkg-sampler simulate`.
 #[derive(Debug, clap::Args)]
@@ -113,6 +122,18 @@ pub struct Args {
         default_values_t = Algorithm::ALL
     )]
     pub algorithms: Vec<Algorithm>,
+
+    /// Give every key one value size drawn from this distribution, independently of the key's rank (so
+    /// the keys heavy in bytes are not the keys heavy in records): `fixed:N` or `lognormal:MU,SIGMA`
+    /// (median e^MU bytes). Adds each algorithm's byte imbalance to the output (`<algorithm>:bytes`
+    /// columns). Seeded like the streams.
+    #[arg(long, env = "DKG_SIM_VALUE_BYTES", value_name = "SPEC")]
+    pub value_bytes: Option<ValueBytes>,
+
+    /// What the learning algorithms balance: `records` or `bytes` (key + value sizes, needs
+    /// --value-bytes), like `dkg-sampler run --weight`.
+    #[arg(long, env = "DKG_SIM_WEIGHT", value_enum, default_value_t = Weight::Records)]
+    pub weight: Weight,
 
     /// Print one JSON object per (source, alpha, k, algorithm) instead of the table.
     #[arg(long, env = "DKG_SIM_JSON")]
@@ -254,6 +275,8 @@ struct Plan {
     seeds: usize,
     rng_seed: u64,
     learn_fraction: f64,
+    value_bytes: Option<ValueBytes>,
+    weight: Weight,
 }
 
 impl Plan {
@@ -272,6 +295,11 @@ impl Plan {
         jobs
     }
 
+    /// The RNG seed of stream `seed` (its key draws and its value sizes).
+    fn stream_seed(&self, seed: usize) -> u64 {
+        self.rng_seed.wrapping_add(seed as u64)
+    }
+
     fn evaluate(
         &self,
         stream: &Stream,
@@ -279,11 +307,16 @@ impl Plan {
         seed: usize,
         k_indices: impl Iterator<Item = usize>,
     ) -> anyhow::Result<Vec<Measurement>> {
-        let prepared = Prepared::new(stream, self.learn_fraction);
+        let mut prepared = Prepared::new(stream, self.learn_fraction);
+        if let Some(spec) = self.value_bytes {
+            let value_bytes = spec.draw(stream.distinct(), self.stream_seed(seed));
+            prepared = prepared.with_sizes(&value_bytes, self.weight);
+        }
+        let weighted = prepared.weighted();
         let mut out = Vec::new();
         for k_index in k_indices {
             let k = self.ks[k_index];
-            let bound = bound(&prepared.counts, k);
+            let bound = bound(&weighted, k);
             for &algorithm in &self.algorithms {
                 let outcome = prepared.evaluate(algorithm, k, &self.overrides)?;
                 out.push(Measurement {
@@ -309,7 +342,7 @@ impl Plan {
                     n: self.n,
                     alpha,
                     m: self.m,
-                    seed: self.rng_seed.wrapping_add(seed as u64),
+                    seed: self.stream_seed(seed),
                 };
                 let stream = stream::generate(&spec)
                     .with_context(|| format!("cannot build a Zipf distribution for {spec:?}"))?;
@@ -414,6 +447,7 @@ impl Plan {
                     learn_fraction: self.learn_fraction,
                     bounds: ms.iter().map(|m| m.bound).collect(),
                     outcomes: ms.iter().map(|m| m.outcome).collect(),
+                    weight: self.value_bytes.map(|_| self.weight.as_str()),
                 })
             })
             .collect()
@@ -450,10 +484,18 @@ impl Plan {
         } else {
             format!("{} trace(s), evaluated once", self.sources.len())
         };
-        format!(
+        let mut text = format!(
             "{shape}\nlearn on the first {:.1}% of each stream, lambda over all of it\ndkg: {mu}\ndkg: {theta}",
             self.learn_fraction * 100.0
-        )
+        );
+        if let Some(spec) = self.value_bytes {
+            text.push_str(&format!(
+                "\nvalue sizes per key: {spec} bytes (independent of rank); balancing {}; \
+                 <algorithm>:bytes = the byte imbalance",
+                self.weight.as_str()
+            ));
+        }
+        text
     }
 }
 
@@ -464,6 +506,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let alphas = dedup(&args.alpha);
     ensure!(!algorithms.is_empty(), "--algorithms is empty");
     ensure!(!ks.is_empty(), "--k is empty");
+    ensure!(
+        args.weight == Weight::Records || args.value_bytes.is_some(),
+        "--weight bytes needs record sizes: give --value-bytes (e.g. lognormal:6,1.5)"
+    );
 
     let sources: Vec<Source> = if args.trace.is_empty() {
         ensure!(!alphas.is_empty(), "--alpha is empty");
@@ -507,6 +553,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seeds,
         rng_seed: args.rng_seed,
         learn_fraction: args.learn_fraction,
+        value_bytes: args.value_bytes,
+        weight: args.weight,
     };
     let threads = args
         .threads

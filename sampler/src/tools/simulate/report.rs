@@ -36,8 +36,10 @@ pub struct Row {
     pub learn_fraction: f64,
     /// Per-seed outcomes.
     pub outcomes: Vec<Outcome>,
-    /// Per-seed key-grouping lower bounds.
+    /// Per-seed key-grouping lower bounds (in the unit balanced).
     pub bounds: Vec<f64>,
+    /// What was balanced (`records` | `bytes`), given with `--value-bytes` only.
+    pub weight: Option<&'static str>,
 }
 
 fn mean(xs: impl ExactSizeIterator<Item = f64>) -> f64 {
@@ -64,6 +66,23 @@ impl Row {
         100.0 * max(self.outcomes.iter().map(|o| o.lambda))
     }
 
+    /// Mean byte lambda over seeds, in percent (with `--value-bytes`).
+    pub fn lambda_bytes_mean_pct(&self) -> Option<f64> {
+        let bytes = self.lambda_bytes()?;
+        Some(100.0 * mean(bytes.iter().copied()))
+    }
+
+    /// Worst byte lambda over seeds, in percent (with `--value-bytes`).
+    pub fn lambda_bytes_worst_pct(&self) -> Option<f64> {
+        let bytes = self.lambda_bytes()?;
+        Some(100.0 * max(bytes.iter().copied()))
+    }
+
+    /// Per-seed byte lambdas (ratios), when every seed has one.
+    fn lambda_bytes(&self) -> Option<Vec<f64>> {
+        self.outcomes.iter().map(|o| o.lambda_bytes).collect()
+    }
+
     /// The serialisable form (one JSON line).
     pub fn to_json(&self) -> JsonRow<'_> {
         let k = self.cell.k;
@@ -86,6 +105,12 @@ impl Row {
             lambda_mean_pct: self.lambda_mean_pct(),
             lambda_worst_pct: self.lambda_worst_pct(),
             lambda_pct: self.outcomes.iter().map(|o| 100.0 * o.lambda).collect(),
+            weight: self.weight,
+            lambda_bytes_mean_pct: self.lambda_bytes_mean_pct(),
+            lambda_bytes_worst_pct: self.lambda_bytes_worst_pct(),
+            lambda_bytes_pct: self
+                .lambda_bytes()
+                .map(|b| b.iter().map(|l| 100.0 * l).collect()),
             max_minus_mean_over_m_pct: 100.0
                 * mean(self.outcomes.iter().map(|o| o.max_minus_mean_over_m(k))),
             max_minus_mean_over_m_worst_pct: 100.0
@@ -142,6 +167,18 @@ pub struct JsonRow<'a> {
     pub lambda_worst_pct: f64,
     /// Lambda of each seed, percent.
     pub lambda_pct: Vec<f64>,
+    /// What the learning algorithms balanced, `records` or `bytes` (only with `--value-bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<&'static str>,
+    /// Mean byte lambda over seeds, percent (only with `--value-bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_bytes_mean_pct: Option<f64>,
+    /// Largest byte lambda over seeds, percent (only with `--value-bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_bytes_worst_pct: Option<f64>,
+    /// Byte lambda of each seed, percent (only with `--value-bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_bytes_pct: Option<Vec<f64>>,
     /// Mean of (max - mean) / m over seeds, percent (the PKG papers' metric; = lambda / k).
     pub max_minus_mean_over_m_pct: f64,
     /// Largest (max - mean) / m over seeds, percent.
@@ -171,23 +208,27 @@ fn format_alpha(alpha: Option<f64>) -> String {
 }
 
 /// Writes the aligned table: one line per (source, alpha, k), one column per algorithm with
-/// `lambda mean (worst)` in percent, then one `<algorithm>:split` column per algorithm that splits
-/// keys (`dkg-split`, `pkg`) with its mean count of split keys.
+/// `lambda mean (worst)` in percent, then with `--value-bytes` one `<algorithm>:bytes` column per
+/// algorithm with its byte lambda likewise, then one `<algorithm>:split` column per algorithm that
+/// splits keys (`dkg-split`, `pkg`) with its mean count of split keys.
 pub fn write_table(
     out: &mut impl Write,
     rows: &[Row],
     algorithms: &[Algorithm],
 ) -> anyhow::Result<()> {
-    let splitting: Vec<Algorithm> = algorithms
-        .iter()
-        .copied()
-        .filter(|a| {
-            rows.iter()
-                .any(|r| r.algorithm == *a && r.split_keys_mean().is_some())
-        })
-        .collect();
+    // The algorithms with a row that has `what`.
+    let having = |what: fn(&Row) -> bool| -> Vec<Algorithm> {
+        algorithms
+            .iter()
+            .copied()
+            .filter(|a| rows.iter().any(|r| r.algorithm == *a && what(r)))
+            .collect()
+    };
+    let splitting = having(|r| r.split_keys_mean().is_some());
+    let sized = having(|r| r.lambda_bytes_mean_pct().is_some());
     let mut header = vec!["source".to_string(), "alpha".to_string(), "k".to_string()];
     header.extend(algorithms.iter().map(|a| a.name().to_string()));
+    header.extend(sized.iter().map(|a| format!("{}:bytes", a.name())));
     header.extend(splitting.iter().map(|a| format!("{}:split", a.name())));
     let mut lines: Vec<Vec<String>> = vec![header];
     // Rows arrive grouped by cell, algorithms in `algorithms` order.
@@ -205,6 +246,15 @@ pub fn write_table(
                 Some(r) => format!("{:.1} ({:.1})", r.lambda_mean_pct(), r.lambda_worst_pct()),
                 None => "-".to_string(),
             });
+        }
+        for algorithm in &sized {
+            let row = group.iter().find(|r| r.algorithm == *algorithm);
+            line.push(
+                match row.and_then(|r| r.lambda_bytes_mean_pct().zip(r.lambda_bytes_worst_pct())) {
+                    Some((mean, worst)) => format!("{mean:.1} ({worst:.1})"),
+                    None => "-".to_string(),
+                },
+            );
         }
         for algorithm in &splitting {
             let split = group
@@ -267,12 +317,14 @@ mod tests {
                 .iter()
                 .map(|&lambda| Outcome {
                     lambda,
+                    lambda_bytes: None,
                     heavy_hitters: dkg.then_some(3),
                     split_keys: (algorithm == Algorithm::Pkg).then_some(40),
                     split_at_most_fair: None,
                 })
                 .collect(),
             bounds: vec![0.02; lambdas.len()],
+            weight: None,
         }
     }
 
