@@ -1077,6 +1077,38 @@ impl Sketch {
         created_at_ms: u64,
         previous: Option<&Assignment>,
     ) -> Result<Build> {
+        self.build_with_slack(
+            topic,
+            epoch,
+            created_at_ms,
+            previous,
+            DEFAULT_MIGRATION_SLACK,
+        )
+    }
+
+    /// [`Sketch::build`] with another migration slack than [`DEFAULT_MIGRATION_SLACK`] (a share of the
+    /// mean partition load; clamped to `>= 0`, NaN = 0; infinity keeps every job where it was and only
+    /// places new ones): a migration-aware rebuild may then be that much worse in max load than a
+    /// fresh LPT to keep jobs where they are. A larger slack moves less;
+    /// the sampler tries a few when it replaces an assignment and publishes the one that moves least
+    /// while still reaching the improvement (`dkg-sampler`'s `decide.rs`). Without a usable `previous`
+    /// the slack has no effect.
+    ///
+    /// # Errors
+    /// As [`Sketch::build`].
+    pub fn build_with_slack(
+        &self,
+        topic: &str,
+        epoch: u64,
+        created_at_ms: u64,
+        previous: Option<&Assignment>,
+        migration_slack: f64,
+    ) -> Result<Build> {
+        let migration_slack = if migration_slack > 0.0 {
+            migration_slack
+        } else {
+            0.0
+        };
         let jobs = self.jobs();
         let k = self.partitions;
         let h = jobs.heavy.len();
@@ -1109,8 +1141,10 @@ impl Sketch {
         let mut schedule: Schedule = match &previous_placement {
             Some(placements) => {
                 // Slack relative to the mean job load per partition (see DEFAULT_MIGRATION_SLACK).
-                let mean = weights.iter().sum::<u64>() / u64::from(k.max(1));
-                let slack = (mean as f64 * DEFAULT_MIGRATION_SLACK) as u64;
+                let total = weights.iter().sum::<u64>();
+                let mean = total / u64::from(k.max(1));
+                // A slack of the total already keeps every job (infinity included).
+                let slack = (mean as f64 * migration_slack).min(total as f64) as u64;
                 lpt_sticky_grouped(&weights, placements, groups, k, slack)?.schedule
             }
             None => lpt_grouped(&weights, groups, k)?,
