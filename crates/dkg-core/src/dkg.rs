@@ -1589,6 +1589,36 @@ mod tests {
     }
 
     #[test]
+    fn more_migration_slack_moves_less_and_infinite_slack_keeps_every_job() {
+        // First window: skewed one way; second window: another, so the default rebuild must move.
+        let mut first = sketch(4, 0.05, 8.0);
+        let mut second = first.clone();
+        for i in 0..4000u32 {
+            first.observe(format!("k{}", i % 400).as_bytes());
+            second.observe(format!("k{}", (i * i) % 397).as_bytes());
+        }
+        let before = first.build("t", 1, 0, None).unwrap().assignment;
+        let moved = |slack: f64| {
+            second
+                .build_with_slack("t", 2, 0, Some(&before), slack)
+                .unwrap()
+        };
+        let default = second.build("t", 2, 0, Some(&before)).unwrap();
+        assert_eq!(
+            moved(DEFAULT_MIGRATION_SLACK).assignment.table(),
+            default.assignment.table()
+        );
+        assert!(default.moved_share > 0.0, "{}", default.moved_share);
+        let kept = moved(f64::INFINITY);
+        assert_eq!(kept.moved_share, 0.0);
+        assert_eq!(kept.assignment.table(), before.table());
+        // Negative and NaN slacks count as 0.
+        for odd in [-1.0, f64::NAN] {
+            assert_eq!(moved(odd).assignment.table(), moved(0.0).assignment.table());
+        }
+    }
+
+    #[test]
     fn ex_heavy_keys_count_as_moved_when_their_bucket_is_elsewhere() {
         let mut s = sketch(2, 0.3, 1.0);
         s.observe_weighted(b"a", 60);
