@@ -111,7 +111,12 @@ pub(super) fn least_moving(
     default: (Build, Candidate),
     current: f64,
 ) -> dkg_partitioner::Result<(Build, Candidate)> {
-    let ladder = decide::slack_ladder(current, default.1.imbalance, DEFAULT_MIGRATION_SLACK);
+    let ladder = decide::slack_ladder(
+        policy,
+        current,
+        default.1.imbalance,
+        DEFAULT_MIGRATION_SLACK,
+    );
     let mut options = vec![default];
     for slack in ladder {
         let build = window.build_with_slack(r.topic, r.epoch, r.now, Some(r.previous), slack)?;

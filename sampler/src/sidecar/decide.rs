@@ -385,17 +385,23 @@ pub struct Candidate {
 /// Migration slacks (shares of the mean partition load) worth trying beyond the default rebuild's
 /// (`default_slack`) when the current assignment at `current` is to be replaced and the best rebuild
 /// predicts `fresh`: infinity (keep every job where it is: only new jobs are placed and split keys'
-/// parts re-weighed), then the span `current - fresh` and its halves down to an eighth, each only if
-/// above `default_slack`. The migration-aware rebuild tends to be all or nothing (it reaches its target
-/// by moving a few jobs, or falls back to a relabelled fresh LPT that moves most of the load; with 12
-/// partitions even a slack of the whole span fell back), so the ladder spans the whole range and
-/// [`choose`] judges the results.
-pub fn slack_ladder(current: f64, fresh: f64, default_slack: f64) -> Vec<f64> {
-    let span = current - fresh;
-    let halves = [span, span / 2.0, span / 4.0, span / 8.0]
+/// parts re-weighed), then the headroom [`choose`] allows above `fresh` (`h = min(threshold / 2,
+/// (current - fresh) / 2)`) and `3h/4`, `h/2`, `h/4`, each only if above `default_slack`. The
+/// migration-aware rebuild tends to be all or nothing (it reaches its target by moving a few jobs, or
+/// falls back to a relabelled fresh LPT that moves most of the load), so several targets are tried
+/// and [`choose`] judges the results.
+pub fn slack_ladder(policy: &Policy, current: f64, fresh: f64, default_slack: f64) -> Vec<f64> {
+    let h = headroom(policy, current, fresh);
+    let steps = [h, h * 0.75, h / 2.0, h / 4.0]
         .into_iter()
         .filter(|&s| s.is_finite() && s > default_slack);
-    std::iter::once(f64::INFINITY).chain(halves).collect()
+    std::iter::once(f64::INFINITY).chain(steps).collect()
+}
+
+/// How far above the best candidate (`best`) a replacement of an assignment at `current` may land:
+/// half the imbalance threshold, and at most half the best candidate's gain.
+fn headroom(policy: &Policy, current: f64, best: f64) -> f64 {
+    (policy.imbalance_threshold / 2.0).min((current - best) / 2.0)
 }
 
 /// Which candidate replaces the current assignment at `current` (the caller's [`decide`] found the
@@ -408,7 +414,7 @@ pub fn choose(policy: &Policy, current: f64, candidates: &[Candidate]) -> Option
         .iter()
         .map(|c| c.imbalance)
         .fold(f64::INFINITY, f64::min);
-    let ceiling = best + (policy.imbalance_threshold / 2.0).min((current - best) / 2.0);
+    let ceiling = best + headroom(policy, current, best);
     candidates
         .iter()
         .enumerate()
@@ -855,17 +861,19 @@ mod tests {
     }
 
     #[test]
-    fn the_slack_ladder_spans_up_to_keeping_everything() {
-        // current 30%, best 1%: keep all, then 29, 14.5, 7.25, 3.625 points (all above the default 2).
-        let ladder = slack_ladder(0.30, 0.01, 0.02);
-        assert_eq!(ladder.len(), 5, "{ladder:?}");
+    fn the_slack_ladder_spans_the_headroom_and_keeping_everything() {
+        let p = Policy::default(); // threshold 0.10: at most 5 points of headroom
+        // current 30%, best 1%: keep all, then 5, 3.75, 2.5 points (1.25 is below the default 2).
+        let ladder = slack_ladder(&p, 0.30, 0.01, 0.02);
+        assert_eq!(ladder.len(), 4, "{ladder:?}");
         assert_eq!(ladder[0], f64::INFINITY);
-        assert!((ladder[1] - 0.29).abs() < 1e-12 && (ladder[4] - 0.03625).abs() < 1e-12);
-        // current 10.6%, best 0.1%: keep all, 10.5, 5.25, 2.625 points (1.3 is below the default).
-        assert_eq!(slack_ladder(0.106, 0.001, 0.02).len(), 4);
+        assert!((ladder[1] - 0.05).abs() < 1e-12 && (ladder[3] - 0.025).abs() < 1e-12);
+        // current 10%, best 1%: half the gain, 4.5 points, then 3.375 and 2.25.
+        let ladder = slack_ladder(&p, 0.10, 0.01, 0.02);
+        assert_eq!(ladder.len(), 4, "{ladder:?}");
+        assert!((ladder[1] - 0.045).abs() < 1e-12);
         // Only keeping everything is beyond the default slack.
-        assert_eq!(slack_ladder(0.03, 0.01, 0.02), vec![f64::INFINITY]);
-        assert_eq!(slack_ladder(0.30, f64::NAN, 0.02), vec![f64::INFINITY]);
+        assert_eq!(slack_ladder(&p, 0.03, 0.01, 0.02), vec![f64::INFINITY]);
     }
 
     #[test]

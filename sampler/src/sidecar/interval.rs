@@ -520,7 +520,6 @@ impl<'a> Driver<'a> {
                             now,
                         )
                         .map_err(|e| RunError::Setup(format!("building an assignment: {e}")))?;
-                        tracing::debug!(topic = %topic, moved_share = c.moved_share, predicted_imbalance = c.imbalance, "least-moving replacement");
                         (build, c.imbalance, now - c.imbalance)
                     }
                     _ => (build, fresh_imbalance, 0.0),

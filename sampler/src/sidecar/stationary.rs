@@ -179,6 +179,15 @@ fn check(name: &str, epochs: &[Epoch]) {
     }
 }
 
+/// The live split target: one key at 30% (5,000 cold keys), `--split-keys auto`.
+fn split_target() -> (Stream, DkgConfig) {
+    let split = DkgConfig::builder()
+        .split(SplitKeys::Auto)
+        .build()
+        .expect("config");
+    (Stream::hot(0.3, 5_000), split)
+}
+
 #[test]
 fn the_new_users_first_epoch_waits_until_its_prediction_holds() {
     // Zipf 1.0 over 10^5 keys, 10^4 records per 5 s interval: 190,260 sampled records are needed, so
@@ -200,11 +209,7 @@ fn the_new_users_first_epoch_waits_until_its_prediction_holds() {
 #[test]
 fn the_split_targets_first_epoch_waits_until_its_prediction_holds() {
     // One key at 30% over 12 partitions, split; 20,000 records/s with a 2 s interval.
-    let hot = Stream::hot(0.3, 5_000);
-    let split = DkgConfig::builder()
-        .split(SplitKeys::Auto)
-        .build()
-        .expect("config");
+    let (hot, split) = split_target();
     let epochs = run(&hot, &split, &Policy::default(), 40_000, 2.0, 8);
     assert_eq!(epochs[0].interval, 5, "{epochs:?}");
     assert_eq!(epochs[0].split_keys, 1, "{epochs:?}");
@@ -216,11 +221,7 @@ fn replacements_move_the_least_load_that_reaches_the_improvement() {
     // The first epoch as before the confidence rule (on 10^4 records), so that it is bad enough to be
     // replaced: every replacement moves at most 15% of the load, where the default rebuild alone
     // (the relabelled fresh LPT) moved about 60%.
-    let hot = Stream::hot(0.3, 5_000);
-    let split = DkgConfig::builder()
-        .split(SplitKeys::Auto)
-        .build()
-        .expect("config");
+    let (hot, split) = split_target();
     let early = Policy {
         first_noise: 1.0,
         ..Policy::default()
