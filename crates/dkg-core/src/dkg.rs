@@ -1077,6 +1077,38 @@ impl Sketch {
         created_at_ms: u64,
         previous: Option<&Assignment>,
     ) -> Result<Build> {
+        self.build_with_slack(
+            topic,
+            epoch,
+            created_at_ms,
+            previous,
+            DEFAULT_MIGRATION_SLACK,
+        )
+    }
+
+    /// [`Sketch::build`] with another migration slack than [`DEFAULT_MIGRATION_SLACK`] (a share of the
+    /// mean partition load; clamped to `>= 0`, NaN = 0; infinity keeps every job where it was and only
+    /// places new ones): a migration-aware rebuild may then be that much worse in max load than a
+    /// fresh LPT to keep jobs where they are. A larger slack moves less;
+    /// the sampler tries a few when it replaces an assignment and publishes the one that moves least
+    /// while still reaching the improvement (`dkg-sampler`'s `decide.rs`). Without a usable `previous`
+    /// the slack has no effect.
+    ///
+    /// # Errors
+    /// As [`Sketch::build`].
+    pub fn build_with_slack(
+        &self,
+        topic: &str,
+        epoch: u64,
+        created_at_ms: u64,
+        previous: Option<&Assignment>,
+        migration_slack: f64,
+    ) -> Result<Build> {
+        let migration_slack = if migration_slack > 0.0 {
+            migration_slack
+        } else {
+            0.0
+        };
         let jobs = self.jobs();
         let k = self.partitions;
         let h = jobs.heavy.len();
@@ -1109,8 +1141,10 @@ impl Sketch {
         let mut schedule: Schedule = match &previous_placement {
             Some(placements) => {
                 // Slack relative to the mean job load per partition (see DEFAULT_MIGRATION_SLACK).
-                let mean = weights.iter().sum::<u64>() / u64::from(k.max(1));
-                let slack = (mean as f64 * DEFAULT_MIGRATION_SLACK) as u64;
+                let total = weights.iter().sum::<u64>();
+                let mean = total / u64::from(k.max(1));
+                // A slack of the total already keeps every job (infinity included).
+                let slack = (mean as f64 * migration_slack).min(total as f64) as u64;
                 lpt_sticky_grouped(&weights, placements, groups, k, slack)?.schedule
             }
             None => lpt_grouped(&weights, groups, k)?,
@@ -1552,6 +1586,36 @@ mod tests {
                 .moved_share,
             1.0
         );
+    }
+
+    #[test]
+    fn more_migration_slack_moves_less_and_infinite_slack_keeps_every_job() {
+        // First window: skewed one way; second window: another, so the default rebuild must move.
+        let mut first = sketch(4, 0.05, 8.0);
+        let mut second = first.clone();
+        for i in 0..4000u32 {
+            first.observe(format!("k{}", i % 400).as_bytes());
+            second.observe(format!("k{}", (i * i) % 397).as_bytes());
+        }
+        let before = first.build("t", 1, 0, None).unwrap().assignment;
+        let moved = |slack: f64| {
+            second
+                .build_with_slack("t", 2, 0, Some(&before), slack)
+                .unwrap()
+        };
+        let default = second.build("t", 2, 0, Some(&before)).unwrap();
+        assert_eq!(
+            moved(DEFAULT_MIGRATION_SLACK).assignment.table(),
+            default.assignment.table()
+        );
+        assert!(default.moved_share > 0.0, "{}", default.moved_share);
+        let kept = moved(f64::INFINITY);
+        assert_eq!(kept.moved_share, 0.0);
+        assert_eq!(kept.assignment.table(), before.table());
+        // Negative and NaN slacks count as 0.
+        for odd in [-1.0, f64::NAN] {
+            assert_eq!(moved(odd).assignment.table(), moved(0.0).assignment.table());
+        }
     }
 
     #[test]

@@ -6,11 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dkg_partitioner::assignment::Assignment;
-use dkg_partitioner::dkg::{Sketch, imbalance};
+use dkg_partitioner::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
 
 use super::metrics::key_label;
 
-use super::decide::Current;
+use super::decide::{self, Candidate, Current, Policy};
 
 /// The partitions a member reports on: its own, or every partition for a standalone instance that has
 /// not been assigned any (yet).
@@ -75,6 +75,57 @@ pub(super) fn current_state(
             None => Current::Unpredictable,
         },
     }
+}
+
+/// What a rebuild is for: the document's topic, epoch and creation time, and the assignment it
+/// replaces (the migration-aware base).
+#[derive(Clone, Copy)]
+pub(super) struct Rebuild<'a> {
+    pub topic: &'a str,
+    pub epoch: u64,
+    pub now: u64,
+    pub previous: &'a Assignment,
+}
+
+/// Predicted imbalance of `build` on `window`, and the load it moves.
+pub(super) fn candidate(window: &Sketch, build: &Build) -> Candidate {
+    Candidate {
+        imbalance: window
+            .predict(&build.assignment)
+            .map_or(build.predicted_imbalance, |l| imbalance(&l)),
+        moved_share: build.moved_share,
+    }
+}
+
+/// The replacement of an assignment predicted at `current` on `window`: the default rebuild
+/// (`default`, with its candidate numbers) or one with more migration slack
+/// ([`decide::slack_ladder`]), whichever moves the least load while still reaching the improvement
+/// ([`decide::choose`]; the default rebuild when none does).
+///
+/// # Errors
+/// Whatever [`Sketch::build_with_slack`] rejects.
+pub(super) fn least_moving(
+    policy: &Policy,
+    window: &Sketch,
+    r: Rebuild<'_>,
+    default: (Build, Candidate),
+    current: f64,
+) -> dkg_partitioner::Result<(Build, Candidate)> {
+    let ladder = decide::slack_ladder(
+        policy,
+        current,
+        default.1.imbalance,
+        DEFAULT_MIGRATION_SLACK,
+    );
+    let mut options = vec![default];
+    for slack in ladder {
+        let build = window.build_with_slack(r.topic, r.epoch, r.now, Some(r.previous), slack)?;
+        let c = candidate(window, &build);
+        options.push((build, c));
+    }
+    let candidates: Vec<Candidate> = options.iter().map(|(_, c)| *c).collect();
+    let pick = decide::choose(policy, current, &candidates).unwrap_or(0);
+    Ok(options.swap_remove(pick))
 }
 
 /// Decay the per-partition record counts like the sketch, add this interval's, drop partitions `>= k`;

@@ -25,11 +25,11 @@ use rdkafka::client::DefaultClientContext;
 use tokio::sync::watch;
 
 use super::calc::{
-    current_state, decay_window_shares, key_grouping_bound, next_epoch, owned_partitions,
-    partition_rates, split_keys_shown, top_key_shares, uncovered,
+    Rebuild, candidate, current_state, decay_window_shares, key_grouping_bound, least_moving,
+    next_epoch, owned_partitions, partition_rates, split_keys_shown, top_key_shares, uncovered,
 };
 use super::cluster::{self, MergedView, Peers, ShippedSketch, Shipper};
-use super::decide::{self, Current, Decision, PublishReason, Situation};
+use super::decide::{self, Current, Decision, KeepReason, PublishReason, Situation};
 use super::http::HttpState;
 use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
 use super::metrics::SamplerMetrics;
@@ -68,6 +68,8 @@ pub(super) struct Driver<'a> {
     uncovered_logged: bool,
     /// `--dry-run`: what it would have published last.
     dry_current: Option<Arc<Assignment>>,
+    /// When the window started learning for the current partition count (the first epoch's wait).
+    learning_since: Instant,
     last_published: u64,
     publishes: u64,
     intervals: u64,
@@ -102,6 +104,9 @@ struct Plan {
     epoch: u64,
     reason: PublishReason,
     fresh_imbalance: f64,
+    /// Predicted imbalance the publish removes (the current assignment's minus the plan's; 0 without
+    /// a predictable current assignment).
+    gained: f64,
     /// This instance holds the transactional id (always false with `--dry-run`, which needs none).
     may_publish: bool,
 }
@@ -133,6 +138,7 @@ impl<'a> Driver<'a> {
             caught_up: false,
             uncovered_logged: false,
             dry_current,
+            learning_since: Instant::now(),
             last_published: 0,
             publishes: 0,
             intervals: 0,
@@ -172,10 +178,18 @@ impl<'a> Driver<'a> {
 
     async fn snapshot(&self) -> Result<IntervalSnapshot, RunError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if !self.io.consumer.send(Command::Snapshot {
-            decay: self.s.args.decay,
-            reply: tx,
-        }) {
+        // Before the first epoch nothing is published to drift away from, and every record is evidence
+        // the first prediction needs (decide.rs, "The first epoch"): the window keeps it all.
+        let decay = if self.current(self.io.control.state().current).is_none() {
+            1.0
+        } else {
+            self.s.args.decay
+        };
+        if !self
+            .io
+            .consumer
+            .send(Command::Snapshot { decay, reply: tx })
+        {
             return Err(RunError::Setup("the consumer thread stopped".into()));
         }
         match tokio::time::timeout(Duration::from_secs(30), rx).await {
@@ -210,6 +224,7 @@ impl<'a> Driver<'a> {
             }
         }
         let _ = self.snapshot().await?; // discard: start the first interval now
+        self.learning_since = Instant::now();
         self.http.update_health(|h| {
             h.state = "running";
             h.message = None;
@@ -264,6 +279,7 @@ impl<'a> Driver<'a> {
                 self.partitions = k;
                 self.partition_window.clear();
                 self.awaiting_coverage = true;
+                self.learning_since = Instant::now();
                 self.http.update_health(|h| h.partitions = k);
                 return Ok(None);
             }
@@ -359,6 +375,7 @@ impl<'a> Driver<'a> {
             self.io.consumer.send(Command::Reset {
                 partitions: self.partitions,
             });
+            self.learning_since = Instant::now();
             return Ok(None);
         }
         Ok(Some(view))
@@ -463,11 +480,13 @@ impl<'a> Driver<'a> {
         let build = window
             .build(topic, epoch, me.now, current.as_deref())
             .map_err(|e| RunError::Setup(format!("building an assignment: {e}")))?;
-        let fresh_imbalance = window
-            .predict(&build.assignment)
-            .map_or(build.predicted_imbalance, |l| imbalance(&l));
+        let fresh = candidate(window, &build);
+        let fresh_imbalance = fresh.imbalance;
         let current_state = current_state(current.as_deref(), self.partitions, window);
         self.show_predictions(window, &build, fresh_imbalance, current_state);
+        m.window_noise
+            .with_label_values(&[topic])
+            .set(decide::fit_noise(self.partitions, view.window_samples));
 
         let decision = decide::decide(
             &self.s.policy,
@@ -477,21 +496,48 @@ impl<'a> Driver<'a> {
                 current: current_state,
                 fresh_imbalance,
                 force: self.once(),
+                learned_secs: self.learning_since.elapsed().as_secs_f64(),
             },
         );
         match decision {
             Decision::Keep(reason) => {
                 let epoch_now = current.as_ref().map_or(0, |a| a.epoch());
                 tracing::info!(topic = %topic, epoch = epoch_now, "keeping the current assignment: {reason}");
+                if matches!(reason, KeepReason::Unconfident { .. }) {
+                    self.http
+                        .update_health(|h| h.message = Some(reason.to_string()));
+                }
                 end_or_fail(self.once(), || format!("{reason}; nothing published"))
             }
-            Decision::Publish(reason) => Ok(Some(Plan {
-                build,
-                epoch,
-                reason,
-                fresh_imbalance,
-                may_publish,
-            })),
+            Decision::Publish(reason) => {
+                let (build, fresh_imbalance, gained) = match (reason, current.as_deref()) {
+                    (PublishReason::Imbalanced { current: now, .. }, Some(previous)) => {
+                        let (build, c) = least_moving(
+                            &self.s.policy,
+                            window,
+                            Rebuild {
+                                topic,
+                                epoch,
+                                now: me.now,
+                                previous,
+                            },
+                            (build, fresh),
+                            now,
+                        )
+                        .map_err(|e| RunError::Setup(format!("building an assignment: {e}")))?;
+                        (build, c.imbalance, now - c.imbalance)
+                    }
+                    _ => (build, fresh_imbalance, 0.0),
+                };
+                Ok(Some(Plan {
+                    build,
+                    epoch,
+                    reason,
+                    fresh_imbalance,
+                    gained,
+                    may_publish,
+                }))
+            }
         }
     }
 
@@ -560,6 +606,7 @@ impl<'a> Driver<'a> {
             epoch,
             reason,
             fresh_imbalance,
+            gained,
             may_publish,
         } = plan;
         if !may_publish && !self.s.args.dry_run {
@@ -578,7 +625,7 @@ impl<'a> Driver<'a> {
         let assignment = Arc::new(build.assignment);
         let split = split_keys_shown(&assignment);
         if self.s.args.dry_run {
-            tracing::info!(topic = %topic, epoch, moved = build.moved_share, split_keys = %split, "dry run: would publish ({reason})");
+            tracing::info!(topic = %topic, epoch, moved_share = build.moved_share, gained_imbalance = gained, predicted_imbalance = fresh_imbalance, split_keys = %split, "dry run: would publish ({reason})");
             self.dry_current = Some(Arc::clone(&assignment));
         } else {
             let failure = match self
@@ -594,6 +641,7 @@ impl<'a> Driver<'a> {
                         heavy_hitters = build.heavy_hitters,
                         split_keys = %split,
                         moved_share = build.moved_share,
+                        gained_imbalance = gained,
                         predicted_imbalance = fresh_imbalance,
                         "published a new assignment ({reason})"
                     );
@@ -618,6 +666,7 @@ impl<'a> Driver<'a> {
         m.moved_share
             .with_label_values(&[topic])
             .set(build.moved_share);
+        m.gained_imbalance.with_label_values(&[topic]).set(gained);
         m.split_keys
             .with_label_values(&[topic])
             .set(build.split_keys as f64);

@@ -42,6 +42,10 @@ pub struct SamplerMetrics {
     pub publishes: IntCounterVec,
     /// dkg_sampler_moved_load_share_ratio{topic}
     pub moved_share: GaugeVec,
+    /// dkg_sampler_gained_imbalance_ratio{topic}
+    pub gained_imbalance: GaugeVec,
+    /// dkg_sampler_window_noise_ratio{topic}
+    pub window_noise: GaugeVec,
     /// dkg_sampler_records_sampled_total{topic}
     pub records_sampled: IntCounterVec,
     /// dkg_sampler_records_consumed_total{topic}
@@ -160,6 +164,21 @@ impl SamplerMetrics {
                 "Share of the load moved to another partition by the last publish.",
                 &["topic"],
             )?,
+            gained_imbalance: gauge(
+                r,
+                "dkg_sampler_gained_imbalance_ratio",
+                "Predicted imbalance the last publish removed: the replaced assignment's minus the \
+                 published one's on the same window (0 for a first epoch).",
+                &["topic"],
+            )?,
+            window_noise: gauge(
+                r,
+                "dkg_sampler_window_noise_ratio",
+                "Imbalance that sampling noise alone gives an assignment fitted to the window (95th \
+                 percentile, z_k * sqrt((k - 1) / n)); the first epoch waits until it is at most \
+                 --first-epoch-noise.",
+                &["topic"],
+            )?,
             records_sampled: counter(
                 r,
                 "dkg_sampler_records_sampled_total",
@@ -244,6 +263,7 @@ impl SamplerMetrics {
         self.split_keys.reset();
         self.heavy_key_share.reset();
         self.bound.reset();
+        self.window_noise.reset();
     }
 
     /// The registry in Prometheus text format.
@@ -322,6 +342,8 @@ mod tests {
         m.split_keys.with_label_values(&["orders"]).set(1.0);
         m.set_top_keys(&[(b"k1".to_vec(), 0.3)]);
         m.moved_share.with_label_values(&["orders"]).set(0.0);
+        m.gained_imbalance.with_label_values(&["orders"]).set(0.0);
+        m.window_noise.with_label_values(&["orders"]).set(0.02);
         m.bound.with_label_values(&["orders"]).set(0.0);
         let text = String::from_utf8(m.render()).unwrap();
         for name in [
@@ -337,6 +359,8 @@ mod tests {
             "dkg_sampler_epoch",
             "dkg_sampler_publishes_total",
             "dkg_sampler_moved_load_share_ratio",
+            "dkg_sampler_gained_imbalance_ratio",
+            "dkg_sampler_window_noise_ratio",
             "dkg_sampler_records_sampled_total",
             "dkg_sampler_records_consumed_total",
             "dkg_sampler_records_skipped_total",

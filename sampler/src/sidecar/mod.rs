@@ -41,6 +41,8 @@ pub mod metrics;
 pub mod publish;
 mod settings;
 mod startup;
+#[cfg(test)]
+mod stationary;
 pub mod window;
 
 use std::sync::Arc;

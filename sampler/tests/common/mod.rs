@@ -122,6 +122,9 @@ impl Sampler {
             .args(["--metrics-addr", &addr.to_string()])
             .args(extra)
             .env("DKG_LOG", "info,librdkafka=warn,rdkafka=warn")
+            // The first epoch on --min-samples, as in scripts/test (see there); a test of the
+            // confidence rule passes --first-epoch-noise.
+            .env("DKG_FIRST_EPOCH_NOISE", "1")
             .envs(env.iter().copied());
         Self {
             name: name.to_owned(),
