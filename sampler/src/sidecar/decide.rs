@@ -212,9 +212,9 @@ impl Decision {
 }
 
 /// `z * sqrt(k / n)`: the imbalance difference that sampling noise alone produces (0 when `n` is 0 so that
-/// `min_samples` is what guards empty windows). `n` counts records also with `--weight bytes`: the noise
-/// comes from how many records were drawn, and counting their bytes would shrink the floor by the record
-/// size while size variance only adds noise.
+/// `min_samples` is what guards empty windows). `n` is the window's effective sample size, never bytes
+/// (counting bytes would shrink the floor by the record size): the sampled records, and with
+/// `--weight bytes` Kish's `(sum w)^2 / sum w^2` of their sizes, so that size variance widens the floor.
 pub fn noise_floor(z: f64, partitions: u32, samples: f64) -> f64 {
     if samples <= 0.0 || partitions == 0 {
         return 0.0;

@@ -136,7 +136,9 @@ pub struct IntervalSnapshot {
     /// The decayed window, including this interval at full weight (snapshotted before decaying).
     pub window: Sketch,
     /// Sampled records in the window, decayed like the sketch: the effective sample size behind the
-    /// window's estimates (for noise-aware hysteresis).
+    /// window's estimates (for noise-aware hysteresis). With [`Weight::Bytes`] each interval adds Kish's
+    /// effective size of its sampled record sizes, `(sum w)^2 / sum w^2` (Kish 1965), not its record
+    /// count: unequal sizes make a byte estimate as noisy as one from fewer, equal records.
     pub window_samples: f64,
     /// Records consumed per partition during this interval (index = partition; all records, sampled or not,
     /// keyless included: this is the observed load).
@@ -164,6 +166,9 @@ pub struct Window {
     sampler: RecordSampler,
     weight: Weight,
     window_samples: f64,
+    /// This interval's sum and sum of squares of the sampled records' byte weights ([`Weight::Bytes`]).
+    size_sum: f64,
+    size_sum_sq: f64,
     partition_counts: Vec<u64>,
     partition_bytes: Vec<u64>,
     consumed: u64,
@@ -205,6 +210,8 @@ impl Window {
             sampler,
             weight: Weight::Records,
             window_samples: 0.0,
+            size_sum: 0.0,
+            size_sum_sq: 0.0,
             partition_counts: vec![0; partitions as usize],
             partition_bytes: vec![0; partitions as usize],
             consumed: 0,
@@ -270,11 +277,26 @@ impl Window {
         if let Some(weight) = self.sampler.sample() {
             let weight = weight.saturating_mul(offsets).saturating_mul(per_offset);
             self.sampled += 1;
+            if self.weight == Weight::Bytes {
+                let w = per_offset as f64;
+                self.size_sum += w;
+                self.size_sum_sq += w * w;
+            }
             if weight == 1 {
                 self.sketch.observe(key);
             } else {
                 self.sketch.observe_weighted(key, weight);
             }
+        }
+    }
+
+    /// The sample size this interval adds to the window: its sampled records, or with [`Weight::Bytes`]
+    /// Kish's effective size of their byte weights (equal sizes give the record count back).
+    fn interval_effective_samples(&self) -> f64 {
+        if self.weight == Weight::Bytes && self.size_sum_sq > 0.0 {
+            (self.size_sum * self.size_sum / self.size_sum_sq).min(self.sampled as f64)
+        } else {
+            self.sampled as f64
         }
     }
 
@@ -292,7 +314,8 @@ impl Window {
         counts.resize(counts.len().max(partitions), 0);
         let mut bytes = std::mem::replace(&mut self.partition_bytes, vec![0; partitions]);
         bytes.resize(counts.len(), 0);
-        self.window_samples += self.sampled as f64;
+        self.window_samples += self.interval_effective_samples();
+        (self.size_sum, self.size_sum_sq) = (0.0, 0.0);
         let snapshot = IntervalSnapshot {
             window: self.sketch.clone(),
             window_samples: self.window_samples,
@@ -324,6 +347,7 @@ impl Window {
     pub fn reset(&mut self, partitions: u32) -> dkg_partitioner::Result<()> {
         self.sketch = new_sketch(&self.config, partitions)?;
         self.window_samples = 0.0;
+        (self.size_sum, self.size_sum_sq) = (0.0, 0.0);
         self.partition_counts = vec![0; partitions as usize];
         self.partition_bytes = vec![0; partitions as usize];
         self.consumed = 0;
@@ -441,7 +465,9 @@ mod tests {
         assert_eq!(snap.partition_counts, vec![11, 5]);
         assert_eq!(snap.partition_bytes, vec![150, 4000]);
         assert_eq!((snap.sampled, snap.keyless), (13, 1));
-        assert!((snap.window_samples - 13.0).abs() < 1e-9);
+        // Kish: (10*10 + 2*1000 + 1)^2 / (10*100 + 2*1000^2 + 1) = 2101^2 / 2001001, about 2.2 of 13.
+        let kish = 2101.0_f64 * 2101.0 / 2_001_001.0;
+        assert!((snap.window_samples - kish).abs() < 1e-9);
 
         // Records (the default) weighs every record 1 and only counts the bytes.
         let mut r = Window::new(&config, 2, RecordSampler::new(1.0, 1)).unwrap();
