@@ -32,12 +32,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dkg_partitioner::assignment::Assignment;
-use dkg_partitioner::kafka::control::{self, ControlTopicReader, ControlUpdate};
+use dkg_partitioner::kafka::control::{
+    self, AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
+};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::RunError;
+use crate::cli::ControlFormat;
 
 /// Timeout of transactional calls and deliveries.
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,10 +50,16 @@ const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ControlState {
     /// The current assignment (None: never published, or retracted).
     pub current: Option<Arc<Assignment>>,
-    /// The highest epoch ever read for the topic (survives a retraction).
+    /// The highest epoch ever read for the topic (survives a retraction), a retraction document's
+    /// floor included (`docs/spec.md` 6.4), so the next epoch is above it also after compaction.
     pub max_epoch: u64,
     /// Control-topic records read.
     pub records: u64,
+    /// The control topic's generation in force (the last `@generation` record read), if any.
+    pub generation: Option<String>,
+    /// The offset after the last record read: a control topic whose end is now below it was
+    /// recreated (or truncated) under the reader.
+    pub end_offset: i64,
 }
 
 /// Follows the control topic for one data topic in a background task.
@@ -95,7 +104,10 @@ impl ControlView {
             loop {
                 tokio::select! {
                     _ = stop.changed() => return,
-                    rec = reader.next_record() => apply_update(&state, &topic, &rec.update),
+                    rec = reader.next_record() => {
+                        apply_update(&state, &topic, &rec);
+                        fold_book(&state, &topic, reader.book());
+                    }
                 }
             }
         });
@@ -109,9 +121,7 @@ impl ControlView {
         let mut fresh = ControlState::default();
         let fresh_state = Mutex::new(ControlState::default());
         reader
-            .catch_up(TXN_TIMEOUT, |r| {
-                apply_update(&fresh_state, &self.topic, &r.update)
-            })
+            .catch_up(TXN_TIMEOUT, |r| apply_update(&fresh_state, &self.topic, r))
             .await
             .map_err(|e| {
                 RunError::Setup(format!(
@@ -119,6 +129,7 @@ impl ControlView {
                     self.control_topic
                 ))
             })?;
+        fold_book(&fresh_state, &self.topic, reader.book());
         std::mem::swap(
             &mut fresh,
             &mut fresh_state
@@ -131,8 +142,10 @@ impl ControlView {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         s.max_epoch = s.max_epoch.max(fresh.max_epoch);
         s.records = s.records.max(fresh.records);
-        // What the log says now is authoritative (it may be a retraction).
+        // What the log says now is authoritative (it may be a retraction, or a new generation).
         s.current = fresh.current;
+        s.generation = fresh.generation;
+        s.end_offset = fresh.end_offset;
         Ok(reader)
     }
 
@@ -167,12 +180,13 @@ impl ControlView {
     }
 }
 
-fn apply_update(state: &Mutex<ControlState>, topic: &str, update: &ControlUpdate) {
+fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord) {
     let mut s = state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     s.records += 1;
-    match update {
+    s.end_offset = record.offset + 1;
+    match &record.update {
         ControlUpdate::Adopted(a) if a.topic() == topic => {
             s.max_epoch = s.max_epoch.max(a.epoch());
             s.current = Some(Arc::clone(a));
@@ -184,8 +198,22 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, update: &ControlUpdate
             );
             s.current = None;
         }
+        // A new generation (the control topic was recreated): every assignment dropped.
+        ControlUpdate::Reset { .. } => s.current = None,
         _ => {}
     }
+}
+
+/// Take from the reader's book what the events do not carry: a retraction document's floor and
+/// the generation in force (`docs/spec.md` 6.4).
+fn fold_book(state: &Mutex<ControlState>, topic: &str, book: &AssignmentBook) {
+    let mut s = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(floor) = book.retraction(topic) {
+        s.max_epoch = s.max_epoch.max(floor.epoch);
+    }
+    s.generation = book.generation().map(str::to_owned);
 }
 
 /// The publisher's state, as reported on `/healthz`.
@@ -232,6 +260,34 @@ pub struct Publisher {
     transactional_id: String,
     producer: Option<FutureProducer>,
     state: PublisherState,
+    format: ControlFormat,
+}
+
+/// What one publish transaction writes.
+#[derive(Clone, Copy, Debug)]
+enum Publication<'a> {
+    /// An assignment document.
+    Assignment(&'a Assignment),
+    /// The control topic's generation record with this id (`--control-format v2`).
+    Generation(&'a str),
+}
+
+impl Publication<'_> {
+    /// For the logs: the epoch (0 for a generation record).
+    fn epoch(&self) -> u64 {
+        match self {
+            Publication::Assignment(a) => a.epoch(),
+            Publication::Generation(_) => 0,
+        }
+    }
+
+    /// For the logs: what is published.
+    fn what(&self) -> String {
+        match self {
+            Publication::Assignment(a) => format!("for topic {:?}", a.topic()),
+            Publication::Generation(g) => format!("the control topic's generation record {g}"),
+        }
+    }
 }
 
 impl std::fmt::Debug for Publisher {
@@ -254,8 +310,13 @@ fn is_fencing(code: RDKafkaErrorCode) -> bool {
 }
 
 impl Publisher {
-    /// A publisher (no producer until [`Publisher::activate`]).
-    pub fn new(connection: &ClientConfig, control_topic: &str, transactional_id: &str) -> Self {
+    /// A publisher (no producer until [`Publisher::activate`]) writing records of `format`.
+    pub fn new(
+        connection: &ClientConfig,
+        control_topic: &str,
+        transactional_id: &str,
+        format: ControlFormat,
+    ) -> Self {
         let mut config = control::publisher_config(connection);
         config
             .set("transactional.id", transactional_id)
@@ -267,12 +328,13 @@ impl Publisher {
             transactional_id: transactional_id.to_owned(),
             producer: None,
             state: PublisherState::Standby,
+            format,
         }
     }
 
     /// A publisher that never publishes (`--dry-run`).
     pub fn dry_run(connection: &ClientConfig, control_topic: &str) -> Self {
-        let mut p = Self::new(connection, control_topic, "");
+        let mut p = Self::new(connection, control_topic, "", ControlFormat::V1);
         p.state = PublisherState::DryRun;
         p
     }
@@ -333,24 +395,36 @@ impl Publisher {
     async fn transaction(
         &self,
         producer: &FutureProducer,
-        assignment: &Assignment,
+        publication: Publication<'_>,
     ) -> Result<(), StepError> {
         let p = producer.clone();
         let begun = tokio::task::spawn_blocking(move || p.begin_transaction()).await;
         StepError::check("begin_transaction", begun)?;
-        control::publish_assignment(producer, &self.control_topic, assignment, TXN_TIMEOUT)
-            .await
-            .map_err(|e| StepError {
-                step: "producing the assignment",
-                code: match &e {
-                    dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
-                    _ => None,
-                },
-                text: e.to_string(),
-            })?;
+        let topic = &self.control_topic;
+        let sent = match (publication, self.format) {
+            // Version 1: byte for byte what every earlier release wrote.
+            (Publication::Assignment(a), ControlFormat::V1) => {
+                control::publish_assignment(producer, topic, a, TXN_TIMEOUT).await
+            }
+            (Publication::Assignment(a), ControlFormat::V2) => {
+                let json = a.to_json_compact();
+                control::publish_value(producer, topic, a.topic(), &json, TXN_TIMEOUT).await
+            }
+            (Publication::Generation(g), _) => {
+                control::publish_generation(producer, topic, g, TXN_TIMEOUT).await
+            }
+        };
+        sent.map(|_| ()).map_err(|e| StepError {
+            step: "producing the record",
+            code: match &e {
+                dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
+                _ => None,
+            },
+            text: e.to_string(),
+        })?;
         if let Some(pause) = test_pause_before_commit() {
             tracing::warn!(
-                epoch = assignment.epoch(),
+                epoch = publication.epoch(),
                 "test hook: pausing inside the publish transaction for {pause:?} \
                  (DKG_TEST_PAUSE_BEFORE_COMMIT_MS)"
             );
@@ -368,10 +442,34 @@ impl Publisher {
         assignment: &Assignment,
         generation: u64,
     ) -> Result<(), PublishFailure> {
+        self.commit(Publication::Assignment(assignment), generation)
+            .await
+    }
+
+    /// Write the control topic's generation record `id` in one transaction (`--control-format
+    /// v2`, when none is in force). `generation` is the ownership generation (for fencing).
+    pub async fn write_generation(
+        &mut self,
+        id: &str,
+        generation: u64,
+    ) -> Result<(), PublishFailure> {
+        self.commit(Publication::Generation(id), generation).await
+    }
+
+    /// The format the publisher writes.
+    pub fn format(&self) -> ControlFormat {
+        self.format
+    }
+
+    async fn commit(
+        &mut self,
+        publication: Publication<'_>,
+        generation: u64,
+    ) -> Result<(), PublishFailure> {
         let Some(producer) = self.producer.clone() else {
             return Err(PublishFailure::Retry("no active producer".into()));
         };
-        let result = self.transaction(&producer, assignment).await;
+        let result = self.transaction(&producer, publication).await;
         let Err(StepError {
             step,
             code,
@@ -389,12 +487,12 @@ impl Publisher {
             self.state = PublisherState::Fenced { generation };
             tracing::error!(
                 transactional_id = %self.transactional_id,
-                epoch = assignment.epoch(),
-                "FENCED: another dkg-sampler holds transactional.id {:?} and publishes for topic {:?}; this \
+                epoch = publication.epoch(),
+                "FENCED: another dkg-sampler holds transactional.id {:?} and publishes {}; this \
                  instance stops publishing (it keeps consuming and serving metrics) until its consumer group \
                  gives it partition 0 again ({step}: {err})",
                 self.transactional_id,
-                assignment.topic()
+                publication.what()
             );
             return Err(PublishFailure::Fenced);
         }
@@ -455,4 +553,11 @@ impl StepError {
             }),
         }
     }
+}
+
+/// A new control-topic generation id (`docs/spec.md` 6.4): 32 lowercase hex digits from the
+/// operating system's randomness (rand's thread generator, seeded by `getrandom`), so two
+/// incarnations of a control topic never share one.
+pub fn new_generation_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
 }

@@ -15,7 +15,7 @@ use super::RunError;
 use super::cluster::DEFAULT_SKETCHES_TOPIC;
 use super::decide::Policy;
 use super::fraction::DEFAULT_READ_CHUNK;
-use crate::cli::{ClusterArgs, RedactedConfig};
+use crate::cli::{ClusterArgs, ControlFormatArgs, RedactedConfig};
 
 /// Learn a topic's key skew and publish DKG assignments (the sidecar).
 ///
@@ -53,6 +53,10 @@ pub struct Args {
     /// own group (default `dkg-sampler.<topic>.dry-run`), never touches the transactional id.
     #[arg(long, env = "DKG_DRY_RUN")]
     pub dry_run: bool,
+
+    /// The control-topic format version the publisher writes (`--control-format`).
+    #[command(flatten)]
+    pub format: ControlFormatArgs,
 
     /// Learn for one interval, publish (regardless of hysteresis), exit. Exits non-zero if the interval
     /// held fewer than --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
