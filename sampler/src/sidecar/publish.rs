@@ -561,3 +561,64 @@ impl StepError {
 pub fn new_generation_id() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dkg_partitioner::assignment::{GENERATION_KEY, Retraction, generation_record};
+    use dkg_testkit::fixtures::assignment;
+
+    use super::*;
+
+    #[test]
+    fn generation_ids_are_valid_and_distinct() {
+        let ids: std::collections::HashSet<String> = (0..64).map(|_| new_generation_id()).collect();
+        assert_eq!(ids.len(), 64, "random ids do not repeat");
+        for id in &ids {
+            assert!(
+                generation_record(id).is_ok(),
+                "{id} is 32 lowercase hex digits"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retraction_floor_and_the_generation_reach_the_state() {
+        let g = new_generation_id();
+        let mut book = AssignmentBook::new();
+        let state = Mutex::new(ControlState::default());
+        let doc = assignment("t", 4, 3, (0..8).map(|b| b % 4).collect(), &[])
+            .with_generation(&g)
+            .unwrap();
+        let retraction = Retraction {
+            topic: "t".into(),
+            epoch: 9,
+            generation: Some(g.clone()),
+            created_at_ms: 1,
+        };
+        let records: [(&str, Vec<u8>); 3] = [
+            (GENERATION_KEY, generation_record(&g).unwrap()),
+            ("t", doc.to_json_compact()),
+            ("t", retraction.to_json()),
+        ];
+        for (offset, (key, value)) in records.iter().enumerate() {
+            let update = book.apply(Some(key.as_bytes()), Some(value));
+            let record = ControlRecord {
+                offset: offset as i64,
+                update,
+            };
+            apply_update(&state, "t", &record);
+            fold_book(&state, "t", &book);
+        }
+        let s = state.into_inner().unwrap();
+        assert!(s.current.is_none(), "retracted");
+        assert_eq!(
+            s.max_epoch, 9,
+            "the floor, above the last assignment's epoch 3"
+        );
+        assert_eq!(s.generation.as_deref(), Some(g.as_str()));
+        assert_eq!(s.end_offset, 3);
+        assert_eq!(s.records, 3);
+    }
+}
