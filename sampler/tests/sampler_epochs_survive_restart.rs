@@ -139,8 +139,8 @@ fn once_v2(topic: &str, control: &str) {
     assert!(status.success(), "--once: {status}\n{}", s.log());
 }
 
-/// `dkg-sampler retract --control-format v2` on `control`; exits 0, its stdout.
-fn retract_v2(topic: &str, control: &str) -> String {
+/// `dkg-sampler retract --control-format <format>` on `control`; exits 0, its stdout.
+fn retract(topic: &str, control: &str, format: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
         .args([
             "retract",
@@ -149,7 +149,7 @@ fn retract_v2(topic: &str, control: &str) -> String {
             "--topic",
             topic,
         ])
-        .args(["--control-topic", control, "--control-format", "v2"])
+        .args(["--control-topic", control, "--control-format", format])
         .env("DKG_LOG", "warn")
         .output()
         .expect("run dkg-sampler retract");
@@ -180,10 +180,11 @@ async fn adopted(control: &str, topic: &str) -> Option<(u64, Option<String>)> {
     Some((a.epoch(), a.generation().map(str::to_owned)))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn v2_epochs_never_repeat_after_a_retraction_a_restart_or_compaction() {
-    let topic = unique_topic("sampler-v2-floor");
-    let control = unique_topic("sampler-v2-floor-control");
+/// A v2 test's data topic (4 partitions) with a keyed stream through a plain producer, and the name
+/// of its own control topic.
+async fn v2_setup(name: &str, seed: u64) -> (String, String, Workload) {
+    let topic = unique_topic(name);
+    let control = unique_topic(&format!("{name}-control"));
     create_topic(&bootstrap(), &topic, 4, &[]).await;
     let workload = Workload::start(WorkloadSpec {
         topic: topic.clone(),
@@ -191,9 +192,15 @@ async fn v2_epochs_never_repeat_after_a_retraction_a_restart_or_compaction() {
         keys: 1_000,
         records_per_second: 10_000,
         dkg: false,
-        seed: 6,
+        seed,
     })
     .await;
+    (topic, control, workload)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v2_epochs_never_repeat_after_a_retraction_a_restart_or_compaction() {
+    let (topic, control, workload) = v2_setup("sampler-v2-floor", 6).await;
 
     let (generation, kept) = tokio::task::block_in_place(|| {
         once_v2(&topic, &control);
@@ -211,10 +218,10 @@ async fn v2_epochs_never_repeat_after_a_retraction_a_restart_or_compaction() {
         );
         assert_eq!(topic_docs(&log, &topic), [('a', 1, g.clone())]);
 
-        let said = retract_v2(&topic, &control);
+        let said = retract(&topic, &control, "v2");
         assert!(said.contains("at epoch 2"), "{said}");
         once_v2(&topic, &control);
-        retract_v2(&topic, &control);
+        retract(&topic, &control, "v2");
         let log = control_log(&control);
         assert_eq!(generations(&log), gens, "the generation in force is kept");
         assert_eq!(
@@ -279,6 +286,12 @@ async fn v2_epochs_never_repeat_after_a_retraction_a_restart_or_compaction() {
         Some((5, Some(generation))),
         "a fresh producer adopts it (not stale)"
     );
+    // The default format retracts with a tombstone (and so clears the floor, spec 6.3).
+    let said = tokio::task::block_in_place(|| retract(&topic, &compacted, "v1"));
+    assert!(said.contains("tombstone"), "{said}");
+    let last = tokio::task::block_in_place(|| control_log(&compacted).pop());
+    assert_eq!(last, Some((topic.clone(), None)), "a tombstone last");
+    assert_eq!(adopted(&compacted, &topic).await, None);
     workload.stop().await;
 }
 
@@ -305,20 +318,92 @@ async fn dkg_producer(topic: &str, control: &str) -> DkgProducer {
         .expect("DkgProducer")
 }
 
+/// Delete `control` and create it again, empty; returns when the new topic has a leader.
+async fn recreate(control: &str) -> Instant {
+    let admin: AdminClient<DefaultClientContext> = client().create().expect("admin");
+    admin
+        .delete_topics(&[control], &AdminOptions::new())
+        .await
+        .expect("delete");
+    tokio::task::block_in_place(|| {
+        wait_for("the deletion", Duration::from_secs(30), || {
+            (!topic_exists(control)).then_some(())
+        });
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = ensure_control_topic(&admin, control, 1).await {
+        assert!(Instant::now() < deadline, "recreating {control}: {e}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let recreated = Instant::now();
+    tokio::task::block_in_place(|| {
+        wait_for(
+            "the recreated topic's leader",
+            Duration::from_secs(30),
+            || topic_exists(control).then_some(()),
+        );
+    });
+    recreated
+}
+
+/// Wait until `control` starts with a generation record and holds a document of `topic` naming
+/// it: (generation, epoch of that first document).
+fn first_document(control: &str, topic: &str) -> (String, u64) {
+    wait_for(
+        "a generation and a document",
+        Duration::from_secs(60),
+        || {
+            // The sampler creates the control topic at its start.
+            if !topic_exists(control) {
+                return None;
+            }
+            let log = control_log(control);
+            let gens = generations(&log);
+            match (gens.first(), topic_docs(&log, topic).first()) {
+                (Some(g), Some((_, epoch, dg))) if dg.as_ref() == Some(g) => {
+                    Some((g.clone(), *epoch))
+                }
+                _ => None,
+            }
+        },
+    )
+}
+
+/// A producer started now follows an assignment of `generation`, and `running` places every key
+/// as it does within one metadata refresh (5 s, the target) of the fresh one's start.
+async fn producers_agree(running: &DkgProducer, topic: &str, control: &str, generation: &str) {
+    let keys: Vec<String> = (1..=1_000).map(|r| zipf_key(0, r)).collect();
+    let fresh = dkg_producer(topic, control).await;
+    let adopted = fresh
+        .router()
+        .assignment(topic)
+        .expect("the fresh producer adopted one");
+    assert_eq!(adopted.generation(), Some(generation));
+    let started = Instant::now();
+    tokio::task::block_in_place(|| {
+        wait_for(
+            "the running producer to agree",
+            Duration::from_secs(5),
+            || {
+                // Both read live: compare the same moment's placements (the sampler may publish again).
+                let expected = placements(&fresh, topic, &keys);
+                assert!(
+                    expected.iter().all(|(_, e)| e.is_some()),
+                    "routed by an assignment"
+                );
+                (placements(running, topic, &keys) == expected).then_some(())
+            },
+        )
+    });
+    eprintln!(
+        "the running producer agreed {:.2} s after the fresh one started",
+        started.elapsed().as_secs_f64()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v2_a_recreated_control_topic_gets_a_generation_every_producer_follows() {
-    let topic = unique_topic("sampler-v2-recreate");
-    let control = unique_topic("sampler-v2-recreate-control");
-    create_topic(&bootstrap(), &topic, 4, &[]).await;
-    let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 1_000,
-        records_per_second: 10_000,
-        dkg: false,
-        seed: 7,
-    })
-    .await;
+    let (topic, control, workload) = v2_setup("sampler-v2-recreate", 7).await;
     let flags = [
         "--interval-secs",
         "1",
@@ -328,68 +413,14 @@ async fn v2_a_recreated_control_topic_gets_a_generation_every_producer_follows()
         "v2",
     ];
     let mut sampler = Sampler::start("v2-recreate", &topic, &flags);
-    let first = tokio::task::block_in_place(|| {
-        wait_for("the first v2 document", Duration::from_secs(60), || {
-            // The sampler creates the control topic at its start.
-            if !topic_exists(&control) {
-                return None;
-            }
-            let log = control_log(&control);
-            let docs = topic_docs(&log, &topic);
-            let gens = generations(&log);
-            (!docs.is_empty()).then(|| (gens[0].clone(), docs[0].1))
-        })
-    });
+    let first = tokio::task::block_in_place(|| first_document(&control, &topic));
     let running = dkg_producer(&topic, &control).await;
-    let keys: Vec<String> = (1..=1_000).map(|r| zipf_key(0, r)).collect();
-    assert!(
-        placements(&running, &topic, &keys)
-            .iter()
-            .all(|(_, e)| e.is_some()),
-        "the running producer routes by the sampler's assignment"
-    );
+    producers_agree(&running, &topic, &control, &first.0).await;
 
-    // Delete the control topic and create it again, empty, while the sampler and the producer run.
-    let admin: AdminClient<DefaultClientContext> = client().create().expect("admin");
-    admin
-        .delete_topics(&[control.as_str()], &AdminOptions::new())
-        .await
-        .expect("delete");
-    tokio::task::block_in_place(|| {
-        wait_for("the deletion", Duration::from_secs(30), || {
-            (!topic_exists(&control)).then_some(())
-        });
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while let Err(e) = ensure_control_topic(&admin, &control, 1).await {
-        assert!(Instant::now() < deadline, "recreating {control}: {e}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let recreated = Instant::now();
-    tokio::task::block_in_place(|| {
-        wait_for(
-            "the recreated topic's leader",
-            Duration::from_secs(30),
-            || topic_exists(&control).then_some(()),
-        );
-    });
-    let second = tokio::task::block_in_place(|| {
-        wait_for(
-            "a new generation and document",
-            Duration::from_secs(30),
-            || {
-                let log = control_log(&control);
-                let gens = generations(&log);
-                let docs = topic_docs(&log, &topic);
-                match (gens.first(), docs.first()) {
-                    (Some(g), Some((_, epoch, dg))) if dg.as_ref() == Some(g) => {
-                        Some((g.clone(), *epoch))
-                    }
-                    _ => None,
-                }
-            },
-        )
-    });
+    // 1. Recreated under the running sampler: it notices (the topic ends before what it read),
+    //    writes a new generation and publishes under it.
+    let recreated = recreate(&control).await;
+    let second = tokio::task::block_in_place(|| first_document(&control, &topic));
     assert_ne!(
         second.0, first.0,
         "a recreated control topic gets a new generation"
@@ -400,26 +431,20 @@ async fn v2_a_recreated_control_topic_gets_a_generation_every_producer_follows()
         second.1,
         first.1
     );
-    let fresh = dkg_producer(&topic, &control).await;
-    let expected = placements(&fresh, &topic, &keys);
+    producers_agree(&running, &topic, &control, &second.0).await;
+
+    // 2. Recreated while no sampler runs, then a new sampler: its epochs start again at 1, below
+    //    the running producer's. Only the new generation makes that producer take them.
+    //    (A crash, and `--once` in a group of its own: no wait for the old member's session.)
+    tokio::task::block_in_place(|| sampler.kill());
+    recreate(&control).await;
+    tokio::task::block_in_place(|| once_v2(&topic, &control));
+    let third = tokio::task::block_in_place(|| first_document(&control, &topic));
+    assert_ne!(third.0, second.0, "a new generation again");
     assert!(
-        expected.iter().all(|(_, e)| *e == Some(second.1)),
-        "the fresh producer adopted it"
+        third.1 <= second.1,
+        "epochs repeat on the new topic: {third:?} after {second:?}"
     );
-    // The target: no two producers disagree for longer than one metadata refresh (5 s).
-    let adopted_at = Instant::now();
-    tokio::task::block_in_place(|| {
-        wait_for(
-            "the running producer to agree",
-            Duration::from_secs(5),
-            || (placements(&running, &topic, &keys) == expected).then_some(()),
-        )
-    });
-    eprintln!(
-        "the running producer agreed {:.2} s after the fresh one started",
-        adopted_at.elapsed().as_secs_f64()
-    );
-    let status = tokio::task::block_in_place(|| sampler.terminate(Duration::from_secs(30)));
-    assert!(status.success(), "SIGTERM: {status}\n{}", sampler.log());
+    producers_agree(&running, &topic, &control, &third.0).await;
     workload.stop().await;
 }

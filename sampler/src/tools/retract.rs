@@ -13,12 +13,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use dkg_partitioner::assignment::Retraction;
-use dkg_partitioner::kafka::{
-    ControlTopicReader, publish_retraction, publisher_config, retract_assignment,
-};
+use dkg_partitioner::kafka::{publish_retraction, publisher_config, retract_assignment};
 use rdkafka::producer::FutureProducer;
 
-use crate::cli::{BadKafkaConfig, ClusterArgs, ControlFormat, ControlFormatArgs};
+use super::inspect::{InspectError, block_on, read_control_topic};
+use crate::cli::{ClusterArgs, ControlFormat, ControlFormatArgs};
 
 /// Retract a topic's DKG assignment: producers return to Kafka's default placement.
 #[derive(Debug, Parser)]
@@ -56,31 +55,23 @@ pub enum RetractError {
         /// The control topic read.
         control_topic: String,
     },
-    /// Reading or writing the control topic failed.
-    #[error("{what} control topic {control_topic:?}: {source}")]
-    Kafka {
-        /// Reading or writing.
-        what: &'static str,
+    /// Reading the control topic failed (or the settings or the runtime), as for `inspect`.
+    #[error(transparent)]
+    Read(#[from] InspectError),
+    /// Writing the record failed.
+    #[error("writing control topic {control_topic:?}: {source}")]
+    Write {
         /// The control topic.
         control_topic: String,
         /// The cause.
         #[source]
         source: dkg_partitioner::Error,
     },
-    /// A `--kafka-config` entry is malformed.
-    #[error("{0}")]
-    KafkaConfig(#[from] BadKafkaConfig),
-    /// The async runtime could not start.
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(#[from] std::io::Error),
 }
 
 /// Run `retract`: print what was written on stdout.
 pub fn run(args: Args) -> Result<(), RetractError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let done = runtime.block_on(retract(&args))?;
+    let done = block_on(retract(&args))?;
     println!("{done}");
     Ok(())
 }
@@ -90,29 +81,23 @@ async fn retract(args: &Args) -> Result<String, RetractError> {
     let topic = &cluster.topic;
     let control_topic = &cluster.control_topic;
     let timeout = Duration::from_secs(args.timeout_secs);
-    let failed = |what| {
-        move |source| RetractError::Kafka {
-            what,
-            control_topic: control_topic.clone(),
-            source,
-        }
+    let failed = |source| RetractError::Write {
+        control_topic: control_topic.clone(),
+        source,
     };
-    let connection = cluster.client_config("dkg-sampler-retract")?;
-    let mut reader =
-        ControlTopicReader::new(&connection, control_topic).map_err(failed("reading"))?;
-    reader
-        .catch_up(timeout, |_| {})
-        .await
-        .map_err(failed("reading"))?;
+    let (reader, _) = read_control_topic(cluster, "dkg-sampler-retract", timeout).await?;
     let book = reader.book();
+    let connection = cluster
+        .client_config("dkg-sampler-retract")
+        .map_err(InspectError::from)?;
     let producer: FutureProducer = publisher_config(&connection)
         .create()
-        .map_err(|e| failed("writing")(dkg_partitioner::Error::Kafka(e)))?;
+        .map_err(|e| failed(dkg_partitioner::Error::Kafka(e)))?;
     match args.format.control_format {
         ControlFormat::V1 => {
             retract_assignment(&producer, control_topic, topic, timeout)
                 .await
-                .map_err(failed("writing"))?;
+                .map_err(failed)?;
             Ok(format!(
                 "retracted topic {topic:?} with a tombstone on {control_topic:?}"
             ))
@@ -139,7 +124,7 @@ async fn retract(args: &Args) -> Result<String, RetractError> {
             };
             publish_retraction(&producer, control_topic, &retraction, timeout)
                 .await
-                .map_err(failed("writing"))?;
+                .map_err(failed)?;
             Ok(format!(
                 "retracted topic {topic:?} at epoch {} (the floor of later epochs) on {control_topic:?}",
                 retraction.epoch
