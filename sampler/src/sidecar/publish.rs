@@ -21,6 +21,13 @@
 //! samplers (different groups, same transactional id) cannot fence each other back and forth: the later
 //! one wins and the earlier one stays quiet until its own group rebalances.
 //!
+//! # Format version 2 (`--control-format v2`, `docs/spec.md` 6.4)
+//! The view also keeps the generation in force and a retraction document's floor (part of the max epoch,
+//! so the next epoch is above it after compaction and restarts); the publisher writes documents with
+//! [`Assignment::to_json_compact`] naming the generation, and the generation record itself
+//! ([`Publisher::write_generation`], when none is in force: see `interval.rs`). With v1 it writes exactly
+//! what it wrote before.
+//!
 //! # Test hook
 //! `DKG_TEST_PAUSE_BEFORE_COMMIT_MS=N` (for the fault tests only, never set in production): every
 //! publish waits N ms between producing the document and committing the transaction, after logging

@@ -403,6 +403,19 @@ mod tests {
     }
 
     #[test]
+    fn the_control_format_is_v1_unless_v2_is_asked_for() {
+        use crate::cli::ControlFormat;
+        let format = |extra: &[&str]| settings(extra).map(|s| s.args.format.control_format);
+        assert_eq!(format(&[]), Ok(ControlFormat::V1));
+        assert_eq!(format(&["--control-format", "v2"]), Ok(ControlFormat::V2));
+        let e = format(&["--control-format", "v3"]).unwrap_err();
+        assert!(
+            e.contains("v1") && e.contains("v2"),
+            "names the choices: {e}"
+        );
+    }
+
+    #[test]
     fn split_flags_select_the_split_mode() {
         assert_eq!(settings(&[]).unwrap().dkg.split, SplitKeys::Off);
         assert_eq!(
