@@ -520,13 +520,19 @@ impl<'a> Driver<'a> {
             self.caught_up = false;
         }
         let v2 = self.io.publisher.format() == ControlFormat::V2;
-        if may_publish && v2 && self.caught_up && self.control_topic_shrank().await {
-            tracing::warn!(
-                control_topic = %self.s.args.cluster.control_topic,
-                "the control topic ends before the records this sampler read: it was recreated; \
-                 reading it again"
-            );
-            self.caught_up = false;
+        if may_publish && v2 && self.caught_up {
+            if self.control_topic_shrank().await {
+                tracing::warn!(
+                    control_topic = %self.s.args.cluster.control_topic,
+                    "the control topic ends before the records this sampler read: it was recreated; \
+                     reading it again"
+                );
+                self.caught_up = false;
+            } else if self.io.control.state().generation.is_none() {
+                // Only a fresh read to the end may conclude that none is in force: a second
+                // generation record would reset every reader.
+                self.caught_up = false;
+            }
         }
         let control = if may_publish && !self.caught_up {
             match self.io.control.catch_up().await {

@@ -220,7 +220,11 @@ fn fold_book(state: &Mutex<ControlState>, topic: &str, book: &AssignmentBook) {
     if let Some(floor) = book.retraction(topic) {
         s.max_epoch = s.max_epoch.max(floor.epoch);
     }
-    s.generation = book.generation().map(str::to_owned);
+    // Never back to none here: a reader asked to re-read has none until it meets the record again,
+    // and the publisher writes a generation only after a fresh read found none (interval.rs).
+    if let Some(g) = book.generation() {
+        s.generation = Some(g.to_owned());
+    }
 }
 
 /// The publisher's state, as reported on `/healthz`.
