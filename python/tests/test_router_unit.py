@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 
@@ -13,7 +12,7 @@ import dkg_kafka
 from dkg_kafka import Assignment, Router
 from dkg_kafka._config import connection_config, control_consumer_config, producer_config
 
-from .conftest import rotated
+from .conftest import generation_record, rotated, v2_document
 
 
 def test_connection_config_keeps_only_connection_settings() -> None:
@@ -175,18 +174,6 @@ class _RecordingConsumer:
         self.assigned.append([(p.topic, p.partition, p.offset) for p in partitions])
 
 
-def _v2(doc: bytes, generation: str) -> bytes:
-    d = json.loads(doc)
-    d["version"] = 2
-    d["generation"] = generation
-    return json.dumps(d).encode()
-
-
-def _generation(generation: str) -> bytes:
-    record = {"format": "dkg.assignment", "version": 2, "kind": "generation"}
-    return json.dumps({**record, "generation": generation}).encode()
-
-
 def test_a_document_of_another_generation_rewinds_the_reader_and_the_new_one_is_adopted() -> None:
     """Spec 6.4 G5: the reader resumed in the middle of a recreated control topic. It seeks back
     to the beginning and adopts the new generation's documents (not generation_mismatch)."""
@@ -194,17 +181,17 @@ def test_a_document_of_another_generation_rewinds_the_reader_and_the_new_one_is_
     router._set_partition_count("t", 4)
     consumer = _RecordingConsumer()
     old, new = "a" * 32, "b" * 32
-    assert not router._handle(consumer, b"@generation", _generation(old))  # type: ignore[arg-type]
-    assert not router._handle(consumer, b"t", _v2(rotated("t", 4, 7, shift=1), old))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"@generation", generation_record(old))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 7, shift=1), old))  # type: ignore[arg-type]
     assert consumer.assigned == []
     # Mid-log of the new incarnation: a document of a generation not in force.
-    assert router._handle(consumer, b"t", _v2(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
+    assert router._handle(consumer, b"t", v2_document(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
     assert consumer.assigned == [[("ctl", 0, OFFSET_BEGINNING)]]
     assert router.assignment("t") is None  # Kafka's placement until re-adopted
     # The records from the beginning of the new incarnation.
-    assert not router._handle(consumer, b"@generation", _generation(new))  # type: ignore[arg-type]
-    assert not router._handle(consumer, b"t", _v2(rotated("t", 4, 1, shift=3), new))  # type: ignore[arg-type]
-    assert not router._handle(consumer, b"t", _v2(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"@generation", generation_record(new))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 1, shift=3), new))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
     adopted = router.assignment("t")
     assert adopted is not None and adopted.epoch == 2
     assert router.rejected()["generation_mismatch"] == 0
