@@ -15,7 +15,7 @@ use super::RunError;
 use super::cluster::DEFAULT_SKETCHES_TOPIC;
 use super::decide::Policy;
 use super::fraction::DEFAULT_READ_CHUNK;
-use crate::cli::{ClusterArgs, ControlFormatArgs, RedactedConfig};
+use crate::cli::{ClusterArgs, RedactedConfig};
 
 /// Learn a topic's key skew and publish DKG assignments (the sidecar).
 ///
@@ -56,7 +56,7 @@ pub struct Args {
 
     /// The control-topic format version the publisher writes (`--control-format`).
     #[command(flatten)]
-    pub format: ControlFormatArgs,
+    pub format: crate::cli::ControlFormatArgs,
 
     /// Learn for one interval, publish (regardless of hysteresis), exit. Exits non-zero if the interval
     /// held fewer than --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
