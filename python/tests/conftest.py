@@ -159,6 +159,20 @@ def document(
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
+def v2_document(doc: bytes, generation: str) -> bytes:
+    """``doc`` as a version 2 document naming control-topic generation ``generation``."""
+    d = json.loads(doc)
+    d["version"] = 2
+    d["generation"] = generation
+    return json.dumps(d).encode()
+
+
+def generation_record(generation: str) -> bytes:
+    """The value of the control topic's ``@generation`` record (spec 6.4)."""
+    record = {"format": "dkg.assignment", "version": 2, "kind": "generation"}
+    return json.dumps({**record, "generation": generation}).encode()
+
+
 def rotated(topic: str, partitions: int, epoch: int, shift: int, buckets: int = 64) -> bytes:
     """A document whose table is ``(bucket + shift) % partitions``, one heavy key ``hot``."""
     table = [(b + shift) % partitions for b in range(buckets)]

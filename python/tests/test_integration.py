@@ -17,9 +17,11 @@ from .conftest import (
     Publisher,
     create_topic,
     document,
+    generation_record,
     read_all,
     rotated,
     unique,
+    v2_document,
     wait_partitions,
 )
 
@@ -87,6 +89,26 @@ def test_falls_back_to_kafka_placement_on_a_tombstone(
     # After a retraction a lower epoch is accepted again.
     publisher.publish(rotated(topic, 3, epoch=0, shift=1))
     assert router.wait_for_epoch(topic, 0, ADOPTION_TIMEOUT)
+
+
+def test_a_document_of_another_generation_makes_the_router_read_the_topic_again(
+    admin: AdminClient, publisher: Publisher, router_factory: Any
+) -> None:
+    """Spec 6.4 G5: the router seeks back to the beginning and applies every record again, so a
+    stray document of an unknown generation leaves the generation in force and its assignment
+    (without the seek the router would hold nothing)."""
+    topic = data_topic(admin, 4)
+    in_force, stray = "c" * 32, "d" * 32
+    publisher.send(b"@generation", generation_record(in_force))
+    publisher.publish(v2_document(rotated(topic, 4, epoch=5, shift=1), in_force))
+    router = router_factory()
+    assert router.wait_for_epoch(topic, 5, ADOPTION_TIMEOUT)
+    publisher.publish(v2_document(rotated(topic, 4, epoch=9, shift=2), stray))
+    # After the re-read the stray document is rejected, and epoch 5 routes again.
+    assert router.wait_until(
+        lambda r: r.rejected()["generation_mismatch"] == 1, ADOPTION_TIMEOUT
+    ), "the control topic was not read again"
+    assert router.wait_for_epoch(topic, 5, ADOPTION_TIMEOUT)
 
 
 def test_falls_back_while_the_partition_count_differs(

@@ -6,13 +6,13 @@ import threading
 import warnings
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
 import dkg_kafka
 from dkg_kafka import Assignment, Router
 from dkg_kafka._config import connection_config, control_consumer_config, producer_config
 
-from .conftest import rotated
+from .conftest import generation_record, rotated, v2_document
 
 
 def test_connection_config_keeps_only_connection_settings() -> None:
@@ -162,3 +162,37 @@ def test_epoch_header_predecessors_follow_the_control_topic() -> None:
     assert any(headers()) and not all(headers())
     with pytest.raises(ValueError, match="epoch_header"):
         Router({}, epoch_header="sometimes")
+
+
+class _RecordingConsumer:
+    """Stands in for the control topic's consumer: records what the router assigns."""
+
+    def __init__(self) -> None:
+        self.assigned: list[list[tuple[str, int, int]]] = []
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned.append([(p.topic, p.partition, p.offset) for p in partitions])
+
+
+def test_a_document_of_another_generation_rewinds_the_reader_and_the_new_one_is_adopted() -> None:
+    """Spec 6.4 G5: the reader resumed in the middle of a recreated control topic. It seeks back
+    to the beginning and adopts the new generation's documents (not generation_mismatch)."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"}, control_topic="ctl")
+    router._set_partition_count("t", 4)
+    consumer = _RecordingConsumer()
+    old, new = "a" * 32, "b" * 32
+    assert not router._handle(consumer, b"@generation", generation_record(old))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 7, shift=1), old))  # type: ignore[arg-type]
+    assert consumer.assigned == []
+    # Mid-log of the new incarnation: a document of a generation not in force.
+    assert router._handle(consumer, b"t", v2_document(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
+    assert consumer.assigned == [[("ctl", 0, OFFSET_BEGINNING)]]
+    assert router.assignment("t") is None  # Kafka's placement until re-adopted
+    # The records from the beginning of the new incarnation.
+    assert not router._handle(consumer, b"@generation", generation_record(new))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 1, shift=3), new))  # type: ignore[arg-type]
+    assert not router._handle(consumer, b"t", v2_document(rotated("t", 4, 2, shift=2), new))  # type: ignore[arg-type]
+    adopted = router.assignment("t")
+    assert adopted is not None and adopted.epoch == 2
+    assert router.rejected()["generation_mismatch"] == 0
+    assert consumer.assigned == [[("ctl", 0, OFFSET_BEGINNING)]], "one re-read"

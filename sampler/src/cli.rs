@@ -52,6 +52,30 @@ impl ClusterArgs {
     }
 }
 
+/// Which format version the publisher's control-topic records use: the flag `run` and `retract`
+/// share (`docs/spec.md` 11.1 step 3: upgrade consumers, then producers, then switch this on).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ControlFormatArgs {
+    /// Control-topic format the publisher writes. `v1` (default): documents of version 1 (version 2
+    /// only for a split key) and tombstones, which every reader understands. `v2`, once every
+    /// producer and consumer reads version 2: a `@generation` record naming the control topic's
+    /// incarnation, version 2 documents naming it (compact tables above 256 KiB), and retraction
+    /// documents that keep their epoch, so epochs never repeat after a retraction, compaction or a
+    /// recreated control topic (`docs/spec.md` 6.4).
+    #[arg(long, env = "DKG_CONTROL_FORMAT", value_enum, default_value_t = ControlFormat::V1)]
+    pub control_format: ControlFormat,
+}
+
+/// The values of [`ControlFormatArgs::control_format`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ControlFormat {
+    /// Version 1 records only (readers of every version agree).
+    #[default]
+    V1,
+    /// The publisher's version 2 features (generation, retraction documents, compact tables).
+    V2,
+}
+
 /// Extra librdkafka settings (security, timeouts) for every client of a subcommand.
 #[derive(Clone, Default, clap::Args)]
 pub struct KafkaConfigArgs {

@@ -1,7 +1,7 @@
 //! `dkg-sampler`: the DKG sidecar and its offline tools.
 //!
 //! Layout: [`sidecar`] is the long-running service (`run`); [`tools`] holds the offline and operator tools
-//! (`simulate`, `inspect`, `loadgen`, `consume`, `demo`, `e2e`). Each subcommand's module has `pub struct Args`
+//! (`simulate`, `inspect`, `retract`, `loadgen`, `consume`, `demo`, `e2e`). Each subcommand's module has `pub struct Args`
 //! (clap derive) and `pub fn run(args)`. To add a subcommand: a module, a variant of [`Command`], and one
 //! arm in [`main`].
 
@@ -50,6 +50,9 @@ enum Command {
     Run(sidecar::Args),
     /// Print a topic's current assignment from the control topic as JSON.
     Inspect(tools::inspect::Args),
+    /// Retract a topic's assignment on the control topic (producers return to Kafka's placement):
+    /// a tombstone, or with --control-format v2 a retraction document that keeps the epoch.
+    Retract(tools::retract::Args),
     /// Produce Zipf-skewed records through the DKG producer (or a plain one) and show the spread.
     Loadgen(tools::loadgen::Args),
     /// Consume a topic as a consumer group of DkgConsumers with a simulated cost per record, serve
@@ -83,6 +86,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Simulate(args) => tools::simulate::run(args),
         Command::Run(args) => sidecar::run(args).map_err(Into::into),
         Command::Inspect(args) => tools::inspect::run(args).map_err(Into::into),
+        Command::Retract(args) => tools::retract::run(args).map_err(Into::into),
         Command::Loadgen(args) => tools::loadgen::run(args).map_err(Into::into),
         Command::Consume(args) => tools::consume::run(args).map_err(Into::into),
         Command::Demo(args) => tools::demo::run(args),

@@ -259,12 +259,15 @@ async fn every_role_works_with_exactly_its_acl_set_and_secrets_stay_hidden() {
         .expect("the producer works");
     seed(broker, &n.topic, 2_000).await;
 
-    // The sampler with its set learns and publishes.
-    let (s, _config) = start_sampler(broker, "lp-sampler", &n, &sampler, &[]);
+    // The sampler with its set learns and publishes; with the version 2 records too (the
+    // `@generation` record, the control topic's end offset: no ACL beyond the set, docs/security.md).
+    let v2 = ["--control-format", "v2"];
+    let (s, _config) = start_sampler(broker, "lp-sampler", &n, &sampler, &v2);
     let published = tokio::task::block_in_place(|| {
         wait_for("the sampler's assignment", DEADLINE, || s.assignment())
     });
     assert_eq!(published.topic(), n.topic);
+    assert!(published.generation().is_some(), "a version 2 document");
     assert!(control_records(broker, &n) >= 1, "on the control topic");
 
     // The producer adopts it.

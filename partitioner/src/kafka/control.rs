@@ -9,6 +9,11 @@
 //! topic, so a reader that starts at the beginning and reads to the end knows every current
 //! assignment; a single partition gives one total order over all publications.
 //!
+//! Format version 2 (`docs/spec.md` 6.4) adds two records a publisher writes only for a fleet that
+//! reads version 2: a retraction document that keeps its epoch as the topic's floor
+//! ([`publish_retraction`], instead of the tombstone of [`retract_assignment`]) and the generation
+//! record naming the control topic's incarnation ([`publish_generation`]).
+//!
 //! # Validation
 //!
 //! Every record goes through [`AssignmentBook::apply`] (pure, in [`dkg_protocol::book`], where the
@@ -25,7 +30,9 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::AsyncRuntime;
 use tracing::{debug, warn};
 
-use crate::assignment::{Assignment, MAX_ASSIGNMENT_BYTES};
+use crate::assignment::{
+    Assignment, GENERATION_KEY, MAX_ASSIGNMENT_BYTES, Retraction, generation_record,
+};
 use crate::error::{Error, Result};
 use crate::kafka::topic::{self, CompactedReader, Ensured, TopicSpec};
 pub use dkg_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
@@ -90,8 +97,8 @@ pub fn publisher_config(base: &ClientConfig) -> ClientConfig {
     config
 }
 
-/// Publish `assignment` on the control topic (key = its topic, value = its JSON) and wait for the
-/// broker's acknowledgement.
+/// Publish `assignment` on the control topic (key = its topic, value = its JSON,
+/// [`Assignment::to_json`]) and wait for the broker's acknowledgement.
 ///
 /// Use a producer built from [`publisher_config`] so large documents fit. Epochs must strictly
 /// increase per topic: read the current one first (see [`ControlTopicReader`]) when (re)starting a
@@ -107,20 +114,75 @@ where
     R: AsyncRuntime,
 {
     let json = assignment.to_json();
-    if json.len() > MAX_ASSIGNMENT_BYTES {
+    publish_value(producer, control_topic, assignment.topic(), &json, timeout).await
+}
+
+/// Publish one encoded control-topic value under `key` and wait for the acknowledgement: the
+/// common step of [`publish_assignment`], [`publish_retraction`] and [`publish_generation`], and
+/// the way to publish another encoding of an assignment ([`Assignment::to_json_compact`] for a
+/// fleet that reads version 2). Values over [`MAX_ASSIGNMENT_BYTES`] are refused before sending
+/// (readers would reject them as `oversize`).
+pub async fn publish_value<C, R>(
+    producer: &FutureProducer<C, R>,
+    control_topic: &str,
+    key: &str,
+    value: &[u8],
+    timeout: Duration,
+) -> Result<Delivery>
+where
+    C: ClientContext + 'static,
+    R: AsyncRuntime,
+{
+    if value.len() > MAX_ASSIGNMENT_BYTES {
         return Err(Error::TooLarge {
             what: "assignment bytes",
-            actual: json.len() as u64,
+            actual: value.len() as u64,
             limit: MAX_ASSIGNMENT_BYTES as u64,
         });
     }
-    let record = FutureRecord::to(control_topic)
-        .key(assignment.topic())
-        .payload(&json);
+    let record = FutureRecord::to(control_topic).key(key).payload(value);
     producer
         .send(record, timeout)
         .await
         .map_err(|(e, _)| Error::Kafka(e))
+}
+
+/// Retract with a retraction document (format version 2, `docs/spec.md` 6.4): producers of
+/// `retraction.topic` return to Kafka's default placement, as after a tombstone, but its epoch
+/// stays the topic's floor, so a later assignment needs a higher epoch also after compaction and a
+/// publisher's restart. Its epoch must exceed the topic's current one (at it: `epoch_conflict`).
+/// Readers of version 1 reject it (`unsupported_version`) and keep routing by the last assignment:
+/// only for fleets that read version 2 (spec 11.1 step 3).
+pub async fn publish_retraction<C, R>(
+    producer: &FutureProducer<C, R>,
+    control_topic: &str,
+    retraction: &Retraction,
+    timeout: Duration,
+) -> Result<Delivery>
+where
+    C: ClientContext + 'static,
+    R: AsyncRuntime,
+{
+    let json = retraction.to_json();
+    publish_value(producer, control_topic, &retraction.topic, &json, timeout).await
+}
+
+/// Write the control topic's generation record (key [`GENERATION_KEY`], `docs/spec.md` 6.4):
+/// `generation` (32 lowercase hex digits, else the decoder's `invalid` error, nothing sent)
+/// names this incarnation of the control topic. A reader that has another generation in
+/// force drops every topic's state on reading it.
+pub async fn publish_generation<C, R>(
+    producer: &FutureProducer<C, R>,
+    control_topic: &str,
+    generation: &str,
+    timeout: Duration,
+) -> Result<Delivery>
+where
+    C: ClientContext + 'static,
+    R: AsyncRuntime,
+{
+    let value = generation_record(generation)?;
+    publish_value(producer, control_topic, GENERATION_KEY, &value, timeout).await
 }
 
 /// Retract the assignment of `topic` (a tombstone): producers return to Kafka's default placement.

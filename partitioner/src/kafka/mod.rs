@@ -95,8 +95,8 @@ pub use consumer::{
 };
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,
-    RejectReason, connection_config, ensure_control_topic, publish_assignment, publisher_config,
-    retract_assignment,
+    RejectReason, connection_config, ensure_control_topic, publish_assignment, publish_generation,
+    publish_retraction, publish_value, publisher_config, retract_assignment,
 };
 pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,

@@ -240,9 +240,8 @@ class Router:
                 self._rejected[reason] = self._rejected.get(reason, 0) + 1
                 self._changed.notify_all()
             elif update.outcome in ("reset", "reread"):
-                # The book dropped every topic (a recreated control topic, spec 6.4). This reader
-                # does not seek back on "reread": documents of the new generation are then
-                # rejected (generation_mismatch) until the router restarts.
+                # The book dropped every topic (a recreated control topic, spec 6.4); on
+                # "reread" the caller seeks back to the beginning (`_handle`).
                 for topic in list(self._current):
                     self._current.pop(topic, None)
                     self._before.pop(topic, None)
@@ -303,11 +302,28 @@ class Router:
             if msg.error() is not None:
                 _log.debug("control topic consumer: %s", msg.error())
                 continue
-            self._apply(msg.key(), msg.value())
             read += 1
+            if self._handle(consumer, msg.key(), msg.value()):
+                continue  # back at the beginning: read to `high` again
             if (msg.offset() or 0) + 1 >= high:
                 break
         return read
+
+    def _handle(self, consumer: Consumer, key: bytes | None, value: bytes | None) -> bool:
+        """Apply one record; after one that asks for a re-read (a document of a generation not in
+        force, spec 6.4) assign the control partition again at its beginning, as the Rust and
+        Java readers do, so the records that follow are the topic's from its first on. Returns
+        whether it rewound."""
+        if self._apply(key, value).outcome != "reread":
+            return False
+        _log.warning(
+            "control topic %r: a document of another generation; reading it again from the "
+            "beginning",
+            self.control_topic,
+        )
+        # A new assignment drops what the consumer fetched from the old position.
+        consumer.assign([TopicPartition(self.control_topic, 0, OFFSET_BEGINNING)])
+        return True
 
     def _at(self, consumer: Consumer, high: int) -> bool:
         # The position also moves past transaction markers, which are never delivered.
@@ -331,7 +347,7 @@ class Router:
                 if err.code() != KafkaError._PARTITION_EOF:
                     last_log = _log_rarely(last_log, "control topic consumer: %s", err)
                 continue
-            self._apply(msg.key(), msg.value())
+            self._handle(consumer, msg.key(), msg.value())
 
     # -- partition counts --------------------------------------------------------------------
 

@@ -33,11 +33,14 @@ use super::decide::{self, Current, Decision, KeepReason, PublishReason, Situatio
 use super::http::HttpState;
 use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
 use super::metrics::SamplerMetrics;
-use super::publish::{ControlView, PublishFailure, Publisher, PublisherState};
+use super::publish::{
+    ControlState, ControlView, PublishFailure, Publisher, PublisherState, new_generation_id,
+};
 use super::settings::Settings;
 use super::startup::{TopicProblem, topic_partitions};
 use super::window::{IntervalSnapshot, Weight};
 use super::{RunError, now_ms};
+use crate::cli::ControlFormat;
 
 /// The clients the driver works with (made by [`super::startup`]).
 pub(super) struct Clients {
@@ -465,14 +468,14 @@ impl<'a> Driver<'a> {
                 view.window_samples, self.s.policy.min_samples
             )));
         }
-        let Some((may_publish, control_max_epoch, control_current)) =
-            self.take_publisher(me.ownership.generation).await
+        let Some((may_publish, control)) = self.take_publisher(me.ownership.generation).await
         else {
             return Ok(None);
         };
-        let current = self.current(control_current);
+        let current = self.current(control.current);
+        // The max epoch includes a retraction document's floor (v2), so epochs never repeat.
         let epoch = next_epoch(
-            control_max_epoch,
+            control.max_epoch,
             self.last_published,
             current.as_ref().map_or(0, |a| a.epoch()),
         );
@@ -529,6 +532,16 @@ impl<'a> Driver<'a> {
                     }
                     _ => (build, fresh_imbalance, 0.0),
                 };
+                // v2: the chosen build names the generation in force (placement is unchanged by it).
+                let mut build = build;
+                if self.io.publisher.format() == ControlFormat::V2
+                    && let Some(g) = &control.generation
+                {
+                    build.assignment = build
+                        .assignment
+                        .with_generation(g)
+                        .map_err(|e| RunError::Setup(format!("naming the generation: {e}")))?;
+                }
                 Ok(Some(Plan {
                     build,
                     epoch,
@@ -543,12 +556,11 @@ impl<'a> Driver<'a> {
 
     /// Hold the transactional id before choosing an epoch (see publish.rs): once after taking it, read
     /// the control topic to its end; afterwards no one else can commit, and the live view suffices.
-    /// Returns whether this instance may publish, with the control topic's max epoch and current
-    /// assignment; `None` ends the interval (the catch-up failed).
-    async fn take_publisher(
-        &mut self,
-        generation: u64,
-    ) -> Option<(bool, u64, Option<Arc<Assignment>>)> {
+    /// With `--control-format v2` also after the control topic shrank under the view (recreated),
+    /// and a generation record is written when none is in force ([`Driver::establish_generation`]).
+    /// Returns whether this instance may publish, with the control topic's state; `None` ends the
+    /// interval (the catch-up failed).
+    async fn take_publisher(&mut self, generation: u64) -> Option<(bool, ControlState)> {
         let was_active = self.io.publisher.state() == PublisherState::Active;
         let may_publish = match self.io.publisher.activate(generation).await {
             Ok(ok) => ok,
@@ -559,6 +571,21 @@ impl<'a> Driver<'a> {
         };
         if may_publish && !was_active {
             self.caught_up = false;
+        }
+        let v2 = self.io.publisher.format() == ControlFormat::V2;
+        if may_publish && v2 && self.caught_up {
+            if self.control_topic_shrank().await {
+                tracing::warn!(
+                    control_topic = %self.s.args.cluster.control_topic,
+                    "the control topic ends before the records this sampler read: it was recreated; \
+                     reading it again"
+                );
+                self.caught_up = false;
+            } else if self.io.control.state().generation.is_none() {
+                // Only a fresh read to the end may conclude that none is in force: a second
+                // generation record would reset every reader.
+                self.caught_up = false;
+            }
         }
         let control = if may_publish && !self.caught_up {
             match self.io.control.catch_up().await {
@@ -574,7 +601,59 @@ impl<'a> Driver<'a> {
         } else {
             self.io.control.state()
         };
-        Some((may_publish, control.max_epoch, control.current))
+        if may_publish && v2 && control.generation.is_none() {
+            return self
+                .establish_generation(generation)
+                .await
+                .map(|c| (may_publish, c));
+        }
+        Some((may_publish, control))
+    }
+
+    /// `--control-format v2` and no generation in force: write a new generation record, then read
+    /// the control topic to its end again and use the generation in force, the last record's (two
+    /// racing publishers: the later one wins, `docs/spec.md` 11.3). `None` ends the interval.
+    async fn establish_generation(&mut self, ownership: u64) -> Option<ControlState> {
+        let id = new_generation_id();
+        let control_topic = &self.s.args.cluster.control_topic;
+        if let Err(e) = self.io.publisher.write_generation(&id, ownership).await {
+            tracing::warn!(%control_topic, "writing the generation record failed ({e:?}); retrying next interval");
+            self.show_publisher_state();
+            return None;
+        }
+        tracing::info!(%control_topic, generation = %id, "wrote the control topic's generation record");
+        match self.io.control.catch_up().await {
+            Ok(c) if c.generation.is_some() => Some(c),
+            Ok(_) => {
+                tracing::warn!(%control_topic, "the generation record is not in force yet; retrying next interval");
+                None
+            }
+            Err(e) => {
+                tracing::warn!("{e}; not publishing this interval");
+                self.caught_up = false;
+                None
+            }
+        }
+    }
+
+    /// Whether the control topic now ends before the offset the view read up to: it was deleted
+    /// and recreated (or truncated), so the generation and epochs the view holds may be gone. The
+    /// client exposes no topic ids; the end offset is the cheap sign. Unknown (the topic is
+    /// missing or the broker does not answer): `false`, the next interval asks again.
+    async fn control_topic_shrank(&self) -> bool {
+        let read_up_to = self.io.control.state().end_offset;
+        if read_up_to == 0 {
+            return false;
+        }
+        let admin = Arc::clone(&self.io.admin);
+        let control_topic = self.s.args.cluster.control_topic.clone();
+        let end = tokio::task::spawn_blocking(move || {
+            admin
+                .inner()
+                .fetch_watermarks(&control_topic, 0, Duration::from_secs(5))
+        })
+        .await;
+        matches!(end, Ok(Ok((_, high))) if high < read_up_to)
     }
 
     /// The predicted-imbalance and heavy-hitter gauges of this interval's candidates.

@@ -21,6 +21,13 @@
 //! samplers (different groups, same transactional id) cannot fence each other back and forth: the later
 //! one wins and the earlier one stays quiet until its own group rebalances.
 //!
+//! # Format version 2 (`--control-format v2`, `docs/spec.md` 6.4)
+//! The view also keeps the generation in force and a retraction document's floor (part of the max epoch,
+//! so the next epoch is above it after compaction and restarts); the publisher writes documents with
+//! [`Assignment::to_json_compact`] naming the generation, and the generation record itself
+//! ([`Publisher::write_generation`], when none is in force: see `interval.rs`). With v1 it writes exactly
+//! what it wrote before.
+//!
 //! # Test hook
 //! `DKG_TEST_PAUSE_BEFORE_COMMIT_MS=N` (for the fault tests only, never set in production): every
 //! publish waits N ms between producing the document and committing the transaction, after logging
@@ -32,12 +39,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dkg_partitioner::assignment::Assignment;
-use dkg_partitioner::kafka::control::{self, ControlTopicReader, ControlUpdate};
+use dkg_partitioner::kafka::control::{
+    self, AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
+};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::RunError;
+use crate::cli::ControlFormat;
 
 /// Timeout of transactional calls and deliveries.
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,10 +57,16 @@ const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ControlState {
     /// The current assignment (None: never published, or retracted).
     pub current: Option<Arc<Assignment>>,
-    /// The highest epoch ever read for the topic (survives a retraction).
+    /// The highest epoch ever read for the topic (survives a retraction), a retraction document's
+    /// floor included (`docs/spec.md` 6.4), so the next epoch is above it also after compaction.
     pub max_epoch: u64,
     /// Control-topic records read.
     pub records: u64,
+    /// The control topic's generation in force (the last `@generation` record read), if any.
+    pub generation: Option<String>,
+    /// The offset after the last record read: a control topic whose end is now below it was
+    /// recreated (or truncated) under the reader.
+    pub end_offset: i64,
 }
 
 /// Follows the control topic for one data topic in a background task.
@@ -95,7 +111,10 @@ impl ControlView {
             loop {
                 tokio::select! {
                     _ = stop.changed() => return,
-                    rec = reader.next_record() => apply_update(&state, &topic, &rec.update),
+                    rec = reader.next_record() => {
+                        apply_update(&state, &topic, &rec);
+                        fold_book(&state, &topic, reader.book());
+                    }
                 }
             }
         });
@@ -109,9 +128,7 @@ impl ControlView {
         let mut fresh = ControlState::default();
         let fresh_state = Mutex::new(ControlState::default());
         reader
-            .catch_up(TXN_TIMEOUT, |r| {
-                apply_update(&fresh_state, &self.topic, &r.update)
-            })
+            .catch_up(TXN_TIMEOUT, |r| apply_update(&fresh_state, &self.topic, r))
             .await
             .map_err(|e| {
                 RunError::Setup(format!(
@@ -119,6 +136,7 @@ impl ControlView {
                     self.control_topic
                 ))
             })?;
+        fold_book(&fresh_state, &self.topic, reader.book());
         std::mem::swap(
             &mut fresh,
             &mut fresh_state
@@ -131,8 +149,10 @@ impl ControlView {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         s.max_epoch = s.max_epoch.max(fresh.max_epoch);
         s.records = s.records.max(fresh.records);
-        // What the log says now is authoritative (it may be a retraction).
+        // What the log says now is authoritative (it may be a retraction, or a new generation).
         s.current = fresh.current;
+        s.generation = fresh.generation;
+        s.end_offset = fresh.end_offset;
         Ok(reader)
     }
 
@@ -167,12 +187,13 @@ impl ControlView {
     }
 }
 
-fn apply_update(state: &Mutex<ControlState>, topic: &str, update: &ControlUpdate) {
+fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord) {
     let mut s = state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     s.records += 1;
-    match update {
+    s.end_offset = record.offset + 1;
+    match &record.update {
         ControlUpdate::Adopted(a) if a.topic() == topic => {
             s.max_epoch = s.max_epoch.max(a.epoch());
             s.current = Some(Arc::clone(a));
@@ -184,7 +205,25 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, update: &ControlUpdate
             );
             s.current = None;
         }
+        // A new generation (the control topic was recreated): every assignment dropped.
+        ControlUpdate::Reset { .. } => s.current = None,
         _ => {}
+    }
+}
+
+/// Take from the reader's book what the events do not carry: a retraction document's floor and
+/// the generation in force (`docs/spec.md` 6.4).
+fn fold_book(state: &Mutex<ControlState>, topic: &str, book: &AssignmentBook) {
+    let mut s = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(floor) = book.retraction(topic) {
+        s.max_epoch = s.max_epoch.max(floor.epoch);
+    }
+    // Never back to none here: a reader asked to re-read has none until it meets the record again,
+    // and the publisher writes a generation only after a fresh read found none (interval.rs).
+    if let Some(g) = book.generation() {
+        s.generation = Some(g.to_owned());
     }
 }
 
@@ -232,6 +271,34 @@ pub struct Publisher {
     transactional_id: String,
     producer: Option<FutureProducer>,
     state: PublisherState,
+    format: ControlFormat,
+}
+
+/// What one publish transaction writes.
+#[derive(Clone, Copy, Debug)]
+enum Publication<'a> {
+    /// An assignment document.
+    Assignment(&'a Assignment),
+    /// The control topic's generation record with this id (`--control-format v2`).
+    Generation(&'a str),
+}
+
+impl Publication<'_> {
+    /// For the logs: the epoch (0 for a generation record).
+    fn epoch(&self) -> u64 {
+        match self {
+            Publication::Assignment(a) => a.epoch(),
+            Publication::Generation(_) => 0,
+        }
+    }
+
+    /// For the logs: what is published.
+    fn what(&self) -> String {
+        match self {
+            Publication::Assignment(a) => format!("for topic {:?}", a.topic()),
+            Publication::Generation(g) => format!("the control topic's generation record {g}"),
+        }
+    }
 }
 
 impl std::fmt::Debug for Publisher {
@@ -254,8 +321,13 @@ fn is_fencing(code: RDKafkaErrorCode) -> bool {
 }
 
 impl Publisher {
-    /// A publisher (no producer until [`Publisher::activate`]).
-    pub fn new(connection: &ClientConfig, control_topic: &str, transactional_id: &str) -> Self {
+    /// A publisher (no producer until [`Publisher::activate`]) writing records of `format`.
+    pub fn new(
+        connection: &ClientConfig,
+        control_topic: &str,
+        transactional_id: &str,
+        format: ControlFormat,
+    ) -> Self {
         let mut config = control::publisher_config(connection);
         config
             .set("transactional.id", transactional_id)
@@ -267,12 +339,13 @@ impl Publisher {
             transactional_id: transactional_id.to_owned(),
             producer: None,
             state: PublisherState::Standby,
+            format,
         }
     }
 
     /// A publisher that never publishes (`--dry-run`).
     pub fn dry_run(connection: &ClientConfig, control_topic: &str) -> Self {
-        let mut p = Self::new(connection, control_topic, "");
+        let mut p = Self::new(connection, control_topic, "", ControlFormat::V1);
         p.state = PublisherState::DryRun;
         p
     }
@@ -333,24 +406,36 @@ impl Publisher {
     async fn transaction(
         &self,
         producer: &FutureProducer,
-        assignment: &Assignment,
+        publication: Publication<'_>,
     ) -> Result<(), StepError> {
         let p = producer.clone();
         let begun = tokio::task::spawn_blocking(move || p.begin_transaction()).await;
         StepError::check("begin_transaction", begun)?;
-        control::publish_assignment(producer, &self.control_topic, assignment, TXN_TIMEOUT)
-            .await
-            .map_err(|e| StepError {
-                step: "producing the assignment",
-                code: match &e {
-                    dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
-                    _ => None,
-                },
-                text: e.to_string(),
-            })?;
+        let topic = &self.control_topic;
+        let sent = match (publication, self.format) {
+            // Version 1: byte for byte what every earlier release wrote.
+            (Publication::Assignment(a), ControlFormat::V1) => {
+                control::publish_assignment(producer, topic, a, TXN_TIMEOUT).await
+            }
+            (Publication::Assignment(a), ControlFormat::V2) => {
+                let json = a.to_json_compact();
+                control::publish_value(producer, topic, a.topic(), &json, TXN_TIMEOUT).await
+            }
+            (Publication::Generation(g), _) => {
+                control::publish_generation(producer, topic, g, TXN_TIMEOUT).await
+            }
+        };
+        sent.map(|_| ()).map_err(|e| StepError {
+            step: "producing the record",
+            code: match &e {
+                dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
+                _ => None,
+            },
+            text: e.to_string(),
+        })?;
         if let Some(pause) = test_pause_before_commit() {
             tracing::warn!(
-                epoch = assignment.epoch(),
+                epoch = publication.epoch(),
                 "test hook: pausing inside the publish transaction for {pause:?} \
                  (DKG_TEST_PAUSE_BEFORE_COMMIT_MS)"
             );
@@ -368,10 +453,34 @@ impl Publisher {
         assignment: &Assignment,
         generation: u64,
     ) -> Result<(), PublishFailure> {
+        self.commit(Publication::Assignment(assignment), generation)
+            .await
+    }
+
+    /// Write the control topic's generation record `id` in one transaction (`--control-format
+    /// v2`, when none is in force). `generation` is the ownership generation (for fencing).
+    pub async fn write_generation(
+        &mut self,
+        id: &str,
+        generation: u64,
+    ) -> Result<(), PublishFailure> {
+        self.commit(Publication::Generation(id), generation).await
+    }
+
+    /// The format the publisher writes.
+    pub fn format(&self) -> ControlFormat {
+        self.format
+    }
+
+    async fn commit(
+        &mut self,
+        publication: Publication<'_>,
+        generation: u64,
+    ) -> Result<(), PublishFailure> {
         let Some(producer) = self.producer.clone() else {
             return Err(PublishFailure::Retry("no active producer".into()));
         };
-        let result = self.transaction(&producer, assignment).await;
+        let result = self.transaction(&producer, publication).await;
         let Err(StepError {
             step,
             code,
@@ -389,12 +498,12 @@ impl Publisher {
             self.state = PublisherState::Fenced { generation };
             tracing::error!(
                 transactional_id = %self.transactional_id,
-                epoch = assignment.epoch(),
-                "FENCED: another dkg-sampler holds transactional.id {:?} and publishes for topic {:?}; this \
+                epoch = publication.epoch(),
+                "FENCED: another dkg-sampler holds transactional.id {:?} and publishes {}; this \
                  instance stops publishing (it keeps consuming and serving metrics) until its consumer group \
                  gives it partition 0 again ({step}: {err})",
                 self.transactional_id,
-                assignment.topic()
+                publication.what()
             );
             return Err(PublishFailure::Fenced);
         }
@@ -454,5 +563,73 @@ impl StepError {
                 text: format!("task failed: {e}"),
             }),
         }
+    }
+}
+
+/// A new control-topic generation id (`docs/spec.md` 6.4): 32 lowercase hex digits from the
+/// operating system's randomness (rand's thread generator, seeded by `getrandom`), so two
+/// incarnations of a control topic never share one.
+pub fn new_generation_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dkg_partitioner::assignment::{GENERATION_KEY, Retraction, generation_record};
+    use dkg_testkit::fixtures::assignment;
+
+    use super::*;
+
+    #[test]
+    fn generation_ids_are_valid_and_distinct() {
+        let ids: std::collections::HashSet<String> = (0..64).map(|_| new_generation_id()).collect();
+        assert_eq!(ids.len(), 64, "random ids do not repeat");
+        for id in &ids {
+            assert!(
+                generation_record(id).is_ok(),
+                "{id} is 32 lowercase hex digits"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retraction_floor_and_the_generation_reach_the_state() {
+        let g = new_generation_id();
+        let mut book = AssignmentBook::new();
+        let state = Mutex::new(ControlState::default());
+        let doc = assignment("t", 4, 3, (0..8).map(|b| b % 4).collect(), &[])
+            .with_generation(&g)
+            .unwrap();
+        let retraction = Retraction {
+            topic: "t".into(),
+            epoch: 9,
+            generation: Some(g.clone()),
+            created_at_ms: 1,
+        };
+        let records: [(&str, Vec<u8>); 3] = [
+            (GENERATION_KEY, generation_record(&g).unwrap()),
+            ("t", doc.to_json_compact()),
+            ("t", retraction.to_json()),
+        ];
+        for (offset, (key, value)) in records.iter().enumerate() {
+            let update = book.apply(Some(key.as_bytes()), Some(value));
+            let record = ControlRecord {
+                offset: offset as i64,
+                update,
+            };
+            apply_update(&state, "t", &record);
+            fold_book(&state, "t", &book);
+        }
+        let s = state.into_inner().unwrap();
+        assert!(s.current.is_none(), "retracted");
+        assert_eq!(
+            s.max_epoch, 9,
+            "the floor, above the last assignment's epoch 3"
+        );
+        assert_eq!(s.generation.as_deref(), Some(g.as_str()));
+        assert_eq!(s.end_offset, 3);
+        assert_eq!(s.records, 3);
     }
 }

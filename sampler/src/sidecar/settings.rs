@@ -55,6 +55,10 @@ pub struct Args {
     #[arg(long, env = "DKG_DRY_RUN")]
     pub dry_run: bool,
 
+    /// The control-topic format version the publisher writes (`--control-format`).
+    #[command(flatten)]
+    pub format: crate::cli::ControlFormatArgs,
+
     /// Learn for one interval, publish (regardless of hysteresis), exit. Exits non-zero if the interval
     /// held fewer than --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
     #[arg(long, env = "DKG_ONCE")]
@@ -424,6 +428,19 @@ mod tests {
         let base = ["x", "--bootstrap-servers", "b:9092", "--topic", "t"];
         let cli = Cli::try_parse_from(base.iter().chain(extra)).map_err(|e| e.to_string())?;
         Settings::from_args(cli.args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_control_format_is_v1_unless_v2_is_asked_for() {
+        use crate::cli::ControlFormat;
+        let format = |extra: &[&str]| settings(extra).map(|s| s.args.format.control_format);
+        assert_eq!(format(&[]), Ok(ControlFormat::V1));
+        assert_eq!(format(&["--control-format", "v2"]), Ok(ControlFormat::V2));
+        let e = format(&["--control-format", "v3"]).unwrap_err();
+        assert!(
+            e.contains("v1") && e.contains("v2"),
+            "names the choices: {e}"
+        );
     }
 
     #[test]

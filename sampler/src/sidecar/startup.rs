@@ -76,6 +76,7 @@ pub(super) async fn run_sampler(
             &connection,
             &s.args.cluster.control_topic,
             &s.transactional_id,
+            s.args.format.control_format,
         )
     };
 

@@ -64,27 +64,44 @@ pub enum InspectError {
 /// Run `inspect`: print the assignment as pretty JSON on stdout, or fail with
 /// [`InspectError::NoAssignment`] (exit status 1).
 pub fn run(args: Args) -> Result<(), InspectError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let json = runtime.block_on(current_assignment_json(&args))?;
+    let json = block_on(current_assignment_json(&args))?;
     println!("{json}");
     Ok(())
 }
 
-async fn current_assignment_json(args: &Args) -> Result<String, InspectError> {
-    let cluster = &args.cluster;
+/// Run `f` on a current-thread runtime (the control-topic tools are one short conversation).
+pub(crate) fn block_on<T, E: From<InspectError>>(
+    f: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(InspectError::Runtime)?;
+    runtime.block_on(f)
+}
+
+/// A reader of `cluster`'s control topic that has read it to its end (within `timeout`), with
+/// the records read; `client_id` names the tool's clients.
+pub(crate) async fn read_control_topic(
+    cluster: &ClusterArgs,
+    client_id: &str,
+    timeout: Duration,
+) -> Result<(ControlTopicReader, usize), InspectError> {
     let read_error = |source| InspectError::Read {
         control_topic: cluster.control_topic.clone(),
         source,
     };
-    let connection = cluster.client_config("dkg-sampler-inspect")?;
+    let connection = cluster.client_config(client_id)?;
     let mut reader =
         ControlTopicReader::new(&connection, &cluster.control_topic).map_err(read_error)?;
-    let records = reader
-        .catch_up(Duration::from_secs(args.timeout_secs), |_| {})
-        .await
-        .map_err(read_error)?;
+    let records = reader.catch_up(timeout, |_| {}).await.map_err(read_error)?;
+    Ok((reader, records))
+}
+
+async fn current_assignment_json(args: &Args) -> Result<String, InspectError> {
+    let cluster = &args.cluster;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let (reader, records) = read_control_topic(cluster, "dkg-sampler-inspect", timeout).await?;
     match reader.book().get(&cluster.topic) {
         Some(assignment) => Ok(assignment.to_json_pretty()),
         None => Err(InspectError::NoAssignment {

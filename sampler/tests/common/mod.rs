@@ -499,10 +499,16 @@ pub fn assert_strictly_increasing(epochs: &[u64]) {
     );
 }
 
-/// Publish `assignment` on the control topic with a plain (non-transactional) producer.
+/// Publish `assignment` on the control topic with a plain (non-transactional) producer (creating
+/// the control topic first, so the result does not depend on which test ran before).
 pub async fn publish_raw(assignment: &Assignment) {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap());
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        c.create().expect("admin client");
+    dkg_partitioner::kafka::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
+        .await
+        .expect("the control topic");
     let producer: FutureProducer = dkg_partitioner::kafka::publisher_config(&c)
         .create()
         .expect("publisher");
