@@ -422,33 +422,15 @@ fn sticky_attempt(
 
 /// Relabel the partitions of `schedule` so that as much weight as possible stays on its previous partition:
 /// greedy maximum-weight matching on the overlap matrix (pairs by decreasing overlap, ties by lower
-/// indices). Loads are permuted with the labels, so the max load is unchanged. O(n + k^2 log k).
+/// indices). Loads are permuted with the labels, so the max load is unchanged.
 fn relabel_to_previous(
     weights: &[u64],
     previous: &[Option<u32>],
     partitions: u32,
     schedule: Schedule,
 ) -> Schedule {
+    let pairs = overlap_pairs(weights, previous, partitions, &schedule.placement);
     let k = partitions as usize;
-    let mut overlap = vec![0u64; k * k];
-    for (j, (&new, prev)) in schedule.placement.iter().zip(previous).enumerate() {
-        if let Some(old) = *prev
-            && old < partitions
-        {
-            let cell = &mut overlap[new as usize * k + old as usize];
-            *cell = cell.saturating_add(weights[j]);
-        }
-    }
-    let mut pairs: Vec<(u64, u32, u32)> = Vec::new();
-    for new in 0..k {
-        for old in 0..k {
-            let w = overlap[new * k + old];
-            if w > 0 {
-                pairs.push((w, new as u32, old as u32));
-            }
-        }
-    }
-    pairs.sort_unstable_by_key(|&(w, new, old)| (Reverse(w), new, old));
     let mut label: Vec<Option<u32>> = vec![None; k];
     let mut taken = vec![false; k];
     for (_, new, old) in pairs {
@@ -473,6 +455,72 @@ fn relabel_to_previous(
         .map(|&p| label[p as usize])
         .collect();
     Schedule { placement, loads }
+}
+
+/// The non-zero cells `(overlap, new, old)` of the overlap matrix (the weight of the jobs `placement`
+/// puts on `new` that were on `old`; saturating), by decreasing overlap, ties by lower indices.
+///
+/// The matrix is sparse (at most one non-zero cell per job), so it is built from sorted
+/// `(new, old, weight)` triples, O(n log n): a dense `k x k` matrix took 800 MB and most of a
+/// rebuild's time at 10,000 partitions (BENCHMARKS.md, "Scale").
+fn overlap_pairs(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    partitions: u32,
+    placement: &[u32],
+) -> Vec<(u64, u32, u32)> {
+    let mut cells: Vec<(u32, u32, u64)> = placement
+        .iter()
+        .zip(previous)
+        .zip(weights)
+        .filter_map(|((&new, prev), &w)| {
+            prev.filter(|&old| old < partitions)
+                .map(|old| (new, old, w))
+        })
+        .collect();
+    cells.sort_unstable_by_key(|&(new, old, _)| (new, old));
+    let mut pairs: Vec<(u64, u32, u32)> = cells
+        .chunk_by(|a, b| (a.0, a.1) == (b.0, b.1))
+        .map(|run| {
+            let w = run.iter().fold(0u64, |a, &(_, _, w)| a.saturating_add(w));
+            (w, run[0].0, run[0].1)
+        })
+        .filter(|&(w, _, _)| w > 0)
+        .collect();
+    pairs.sort_unstable_by_key(|&(w, new, old)| (Reverse(w), new, old));
+    pairs
+}
+
+/// [`overlap_pairs`] as this crate computed them before, from a dense `k x k` matrix: the oracle the
+/// sparse construction must match exactly.
+#[cfg(test)]
+fn overlap_pairs_dense(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    partitions: u32,
+    placement: &[u32],
+) -> Vec<(u64, u32, u32)> {
+    let k = partitions as usize;
+    let mut overlap = vec![0u64; k * k];
+    for (j, (&new, prev)) in placement.iter().zip(previous).enumerate() {
+        if let Some(old) = *prev
+            && old < partitions
+        {
+            let cell = &mut overlap[new as usize * k + old as usize];
+            *cell = cell.saturating_add(weights[j]);
+        }
+    }
+    let mut pairs: Vec<(u64, u32, u32)> = Vec::new();
+    for new in 0..k {
+        for old in 0..k {
+            let w = overlap[new * k + old];
+            if w > 0 {
+                pairs.push((w, new as u32, old as u32));
+            }
+        }
+    }
+    pairs.sort_unstable_by_key(|&(w, new, old)| (Reverse(w), new, old));
+    pairs
 }
 
 #[cfg(test)]
@@ -703,6 +751,32 @@ mod tests {
         assert_eq!(s.schedule.placement[1], 1);
         assert_eq!(s.schedule.placement[2], 2);
         assert_eq!(s.schedule.max_load(), 8);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn sparse_overlap_pairs_equal_the_dense_matrix(
+            // Small k against up to 200 jobs: many jobs share a cell; weights near u64::MAX saturate.
+            jobs in proptest::collection::vec(
+                (
+                    proptest::prop_oneof![0_u64..50, (u64::MAX - 3)..=u64::MAX],
+                    0_u32..12,
+                    proptest::option::of(0_u32..14),
+                ),
+                0..200,
+            ),
+            k in 1_u32..12,
+        ) {
+            let weights: Vec<u64> = jobs.iter().map(|j| j.0).collect();
+            let placement: Vec<u32> = jobs.iter().map(|j| j.1 % k).collect();
+            let previous: Vec<Option<u32>> = jobs.iter().map(|j| j.2).collect();
+            // The pairs are all `relabel_to_previous` reads of the schedule: equal pairs, equal relabelling.
+            proptest::prop_assert_eq!(
+                overlap_pairs(&weights, &previous, k, &placement),
+                overlap_pairs_dense(&weights, &previous, k, &placement)
+            );
+        }
     }
 
     proptest::proptest! {
