@@ -6,19 +6,16 @@
 //! of the sampler's real consume loop (`src/sidecar/ingest.rs`, compiled in via `#[path]`) at F = 1 and at
 //! `DKG_BENCH_FRACTION` (default 0.1), each from a fresh consumer group at the earliest offset until it
 //! has read or skipped every offset. Per round: offsets advanced per second (from the first 1024 records
-//! read to the end) and the process's CPU seconds (all threads, librdkafka's included, less the
-//! bench's own watcher thread) per 1M offsets advanced. Prints the median of the per-round ratios and
+//! read to the end) and the process's CPU seconds (all threads, librdkafka's included) per 1M offsets
+//! advanced over the same span (steady state: the consumer's start and group join left out). Prints the median of the per-round ratios and
 //! their spread.
 //!
 //! Part 2, decision quality: per cell (Zipf 1.0 and 0.8 over 10^5 keys, 12 and 48 partitions) and seed,
 //! a fresh backlog read in full at F = 1 and at F; each window builds an assignment; prints the window's
 //! predicted imbalance (max/mean - 1) of its own assignment, the F-window's assignment evaluated on the
-//! full window, the equal-sample baseline's (F = 1 on the log's first as many records as F read) on the
-//! full window, and how many of the full window's heavy keys the F-window's assignment also pins. With
-//! `DKG_BENCH_QUALITY_INTERVALS` = m > 0 also the windows the sampler really uses: the backlog gone
-//! through in m intervals of equal offsets (the traffic of a topic followed at the head), each ended
-//! with `--decay 0.5` (at F < 1 the loop's stretched decay, `fraction::window_decay`), the last
-//! interval's window's assignment evaluated on the full window, at F = 1 and at F.
+//! full window, the equal-sample baseline's (F = 1 observing a uniform `--sample-ratio` sample of as many
+//! records as F read) on the full window, and how many of the full window's heavy keys the F-window's
+//! assignment also pins.
 //!
 //! Run: `cargo bench -p dkg-sampler --bench read_fraction` (broker: `scripts/kafka start`, a missing one
 //! fails the run; `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092). Knobs: `DKG_BENCH_RECORDS` (part 1
@@ -28,9 +25,10 @@
 //! (part 1 on an existing 12-partition backlog of `DKG_BENCH_RECORDS` records instead of a fresh one),
 //! `DKG_BENCH_SEEDS` (default 3), `DKG_BENCH_PART` (`advance`, `quality`, default both), `DKG_BENCH_KAFKA`
 //! (`key=value,...` librdkafka settings for both sides, e.g. `queued.min.messages=2500`),
-//! `DKG_BENCH_CANDIDATE` / `DKG_BENCH_CANDIDATE_CHUNK` (a third side per round: F with these settings
-//! winning over the sampler's, and this chunk), `DKG_BENCH_QUALITY_PARTITIONS` (part 2 cells, default
-//! `12,48`), `DKG_BENCH_QUALITY_INTERVALS` (default 0: the windowed columns off).
+//! `DKG_BENCH_CANDIDATE` / `DKG_BENCH_CANDIDATE_CHUNK` / `DKG_BENCH_CANDIDATE_EXACT=1` (a third side per
+//! round: F with these settings winning over the sampler's, this chunk, chunks stopped at their `C`
+//! offsets instead of read on to the end of the fetched run), `DKG_BENCH_QUALITY_PARTITIONS` (part 2 cells, default
+//! `12,48`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -43,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{env_u64, median, prefill, process_cpu_secs, spread, thread_cpu_secs};
+use common::{env_u64, median, prefill, process_cpu_secs, spread};
 use dkg_partitioner::dkg::{DkgConfig, imbalance};
 use rdkafka::ClientConfig;
 
@@ -56,7 +54,7 @@ struct Pass {
     snap: IntervalSnapshot,
     /// Offsets advanced per second, from the first 1024 records read to the end.
     rate: f64,
-    /// Process CPU seconds (less the watcher's) per 1M offsets advanced.
+    /// Process CPU seconds per 1M offsets advanced, over the same span as `rate`.
     cpu_per_m: f64,
     /// Records librdkafka fetched and parsed per record read (1 = nothing discarded).
     fetched_per_read: f64,
@@ -101,7 +99,7 @@ fn open(
     bootstrap: &str,
     topic: &str,
     partitions: u32,
-    (fraction, chunk): (f64, u64),
+    (fraction, chunk, sample): (f64, u64, f64),
     group: &str,
     candidate: bool,
 ) -> (ConsumeLoop, ingest::ConsumerHandle, Arc<Shared>) {
@@ -109,7 +107,7 @@ fn open(
     let window = Window::new(
         &DkgConfig::default(),
         partitions,
-        RecordSampler::new(1.0, 7),
+        RecordSampler::new(sample, 7),
     )
     .unwrap();
     let (mut lp, handle) = ConsumeLoop::new(
@@ -119,7 +117,18 @@ fn open(
         Arc::clone(&shared),
     )
     .unwrap();
-    lp.read_fraction(fraction, chunk, false);
+    // DKG_BENCH_CANDIDATE_EXACT=1: the candidate stops each chunk at its `C` offsets (the schedule
+    // before it read on to the end of the fetched run).
+    let schedule = sidecar::fraction::Schedule::new(fraction, chunk);
+    let exact = candidate && std::env::var("DKG_BENCH_CANDIDATE_EXACT").is_ok_and(|v| v == "1");
+    lp.read_fraction(
+        if exact {
+            schedule
+        } else {
+            schedule.extend_runs()
+        },
+        false,
+    );
     (lp, handle, shared)
 }
 
@@ -136,20 +145,21 @@ fn end_interval(
     rx.blocking_recv().unwrap()
 }
 
-/// Read (or skip) every offset of `topic` from a fresh group at `fraction`.
+/// Read (or skip) the first `records` offsets of `topic` from a fresh group at `fraction`; `whole`: that
+/// is the whole backlog (then librdkafka's fetch counts are waited for).
 fn pass(
     bootstrap: &str,
     topic: &str,
-    (partitions, records): (u32, u64),
+    (partitions, records, whole): (u32, u64, bool),
     (fraction, chunk): (f64, u64),
     group: &str,
-    candidate: bool,
+    (candidate, sample): (bool, f64),
 ) -> Pass {
     let (mut lp, handle, shared) = open(
         bootstrap,
         topic,
         partitions,
-        (fraction, chunk),
+        (fraction, chunk, sample),
         group,
         candidate,
     );
@@ -161,24 +171,28 @@ fn pass(
             }
             let advanced =
                 shared.polled.load(Ordering::Relaxed) + shared.skipped.load(Ordering::Relaxed);
-            (Instant::now(), advanced, thread_cpu_secs())
+            // The process's CPU from here on (this thread ends here): steady state, without the
+            // consumer's start and group join.
+            (Instant::now(), advanced, process_cpu_secs())
         })
     };
-    let cpu0 = process_cpu_secs();
     lp.run(Some(records));
     let t1 = Instant::now();
-    let cpu = process_cpu_secs() - cpu0;
-    let (t0, advanced0, watcher_cpu) = watcher.join().unwrap();
-    // librdkafka's statistics (every second) catch up with the end of the pass.
-    let stop = {
+    let cpu1 = process_cpu_secs();
+    let (t0, advanced0, cpu0) = watcher.join().unwrap();
+    // librdkafka's statistics (every second) catch up with the end of the pass (a pass through the
+    // whole backlog: there is nothing more to read).
+    let stop = whole.then(|| {
         let handle = handle.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(1100));
             handle.send(ingest::Command::Shutdown);
         })
-    };
-    lp.run(None);
-    stop.join().unwrap();
+    });
+    if let Some(stop) = stop {
+        lp.run(None);
+        stop.join().unwrap();
+    }
     let fetched = shared.fetched.load(Ordering::Relaxed);
     let snap = end_interval(&mut lp, &handle, 0.0);
     assert_eq!(
@@ -188,7 +202,7 @@ fn pass(
     );
     Pass {
         rate: (records - advanced0) as f64 / t1.duration_since(t0).as_secs_f64(),
-        cpu_per_m: (cpu - watcher_cpu).max(0.0) * 1e6 / records as f64,
+        cpu_per_m: (cpu1 - cpu0).max(0.0) * 1e6 / (records - advanced0).max(1) as f64,
         fetched_per_read: fetched as f64 / snap.consumed.max(1) as f64,
         dropped: shared.dropped.load(Ordering::Relaxed),
         snap,
@@ -210,6 +224,7 @@ fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64
         .unwrap_or_default()
         .is_empty()
         || std::env::var("DKG_BENCH_CANDIDATE_CHUNK").is_ok()
+        || std::env::var("DKG_BENCH_CANDIDATE_EXACT").is_ok()
     {
         let c = env_u64("DKG_BENCH_CANDIDATE_CHUNK", chunk);
         sides.push((format!("candidate (chunk {c})"), fraction, c, true));
@@ -223,10 +238,10 @@ fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64
             let p = pass(
                 bootstrap,
                 &topic,
-                (12, records),
+                (12, records, true),
                 (*f, *c),
                 &unique_topic(&format!("{topic}-{i}-{round}")),
-                *candidate,
+                (*candidate, 1.0),
             );
             line += &format!(
                 " {name} {:.0} offsets/s, {:.3} CPU s/1M (read {}, fetched {:.2}x that, {} dropped);",
@@ -258,39 +273,9 @@ fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64
     }
 }
 
-/// Go through every offset of `topic` at `fraction` in `intervals` intervals of equal offsets advanced
-/// (a topic followed at the head: each interval brings the same traffic), ending each as the sampler does
-/// with `--decay 0.5`; returns the last interval's window (the one the sampler would build from).
-fn windowed(
-    bootstrap: &str,
-    topic: &str,
-    (partitions, records, intervals): (u32, u64, u64),
-    (fraction, chunk): (f64, u64),
-    group: &str,
-) -> IntervalSnapshot {
-    let (mut lp, handle, shared) = open(
-        bootstrap,
-        topic,
-        partitions,
-        (fraction, chunk),
-        group,
-        false,
-    );
-    let step = records.div_ceil(intervals.max(1));
-    let advanced =
-        || shared.polled.load(Ordering::Relaxed) + shared.skipped.load(Ordering::Relaxed);
-    loop {
-        lp.run(Some(step.min(records - advanced())));
-        let snap = end_interval(&mut lp, &handle, 0.5);
-        if advanced() >= records {
-            return snap;
-        }
-    }
-}
-
 /// Part 2: per cell and seed, the full reading's window (the whole backlog read at F = 1) is the truth
 /// every assignment is evaluated on.
-fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64, intervals: u64) {
+fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64) {
     // DKG_BENCH_QUALITY_PARTITIONS: the partition counts of the cells (default 12,48).
     let ks: Vec<u32> = std::env::var("DKG_BENCH_QUALITY_PARTITIONS")
         .unwrap_or_else(|_| "12,48".into())
@@ -299,10 +284,10 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64,
         .collect();
     println!(
         "| Zipf | k | seed | read at F | F = 1 fresh | F = {fraction} fresh | F = {fraction} assignment on the full \
-         window | F = 1 on the first as many records, on the full window | windowed F = 1 / F = {fraction} \
-         ({intervals} intervals), on the full window | hash | heavy keys (full / also pinned by F) |"
+         window | F = 1 on as many records (a uniform sample), on the full window | hash | heavy keys (full / \
+         also pinned by F) |"
     );
-    let (mut worst, mut worst_windowed): (f64, f64) = (0.0, 0.0);
+    let (mut worst, mut worst_equal): (f64, f64) = (0.0, 0.0);
     for (alpha, k) in [(1.0, 12u32), (0.8, 12), (1.0, 48), (0.8, 48)] {
         if !ks.contains(&k) {
             continue;
@@ -310,30 +295,24 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64,
         for seed in 1..=seeds {
             let topic = unique_topic("bench-readfrac-q");
             prefill(bootstrap, &topic, k, records, (100_000, alpha, seed));
-            let run = |name: &str, limit: u64, f: f64| {
+            let run = |name: &str, f: f64, sample: f64| {
                 pass(
                     bootstrap,
                     &topic,
-                    (k, limit),
+                    (k, records, true),
                     (f, chunk),
                     &format!("{topic}-{name}"),
-                    false,
+                    (false, sample),
                 )
-                .snap
-                .window
             };
-            let fw = run("full", records, 1.0);
-            let part = pass(
-                bootstrap,
-                &topic,
-                (k, records),
-                (fraction, chunk),
-                &format!("{topic}-part"),
-                false,
-            );
+            let fw = run("full", 1.0, 1.0).snap.window;
+            let part = run("part", fraction, 1.0);
             let pw = &part.snap.window;
-            // The equal-sample baseline: F = 1 on as many records as F read (the log's first ones).
-            let ew = run("equal", part.snap.consumed, 1.0);
+            // The equal-sample baseline: F = 1 observing a uniform sample of as many records as F read
+            // (`--sample-ratio`), so what differs from F is the chunks, not the sample size.
+            let ew = run("equal", 1.0, part.snap.consumed as f64 / records as f64)
+                .snap
+                .window;
             let assign =
                 |w: &dkg_partitioner::dkg::Sketch| w.build(&topic, 1, 0, None).unwrap().assignment;
             let on = |w: &dkg_partitioner::dkg::Sketch,
@@ -343,31 +322,14 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64,
             let (fa, pa, ea) = (assign(&fw), assign(pw), assign(&ew));
             let (f_fresh, p_fresh) = (on(&fw, &fa), on(pw, &pa));
             let (cross, equal) = (on(&fw, &pa), on(&fw, &ea));
-            let windowed = (intervals > 0).then(|| {
-                let w = |name: &str, f: f64| {
-                    let snap = windowed(
-                        bootstrap,
-                        &topic,
-                        (k, records, intervals),
-                        (f, chunk),
-                        &format!("{topic}-{name}"),
-                    );
-                    on(&fw, &assign(&snap.window))
-                };
-                (w("w-full", 1.0), w("w-part", fraction))
-            });
             let heavy = |a: &dkg_partitioner::assignment::Assignment| -> BTreeSet<Vec<u8>> {
                 a.heavy().iter().map(|h| h.key.clone()).collect()
             };
             let (fh, ph) = (heavy(&fa), heavy(&pa));
             worst = worst.max((cross - f_fresh).abs());
-            let windowed = windowed.map_or("-".into(), |(w1, wf)| {
-                worst_windowed = worst_windowed.max(wf - w1);
-                format!("{:.2}% / {:.2}%", w1 * 100.0, wf * 100.0)
-            });
+            worst_equal = worst_equal.max((equal - f_fresh).abs());
             println!(
-                "| {alpha} | {k} | {seed} | {} of {records} | {:.2}% | {:.2}% | {:.2}% | {:.2}% | {windowed} | \
-                 {:.1}% | {} / {} |",
+                "| {alpha} | {k} | {seed} | {} of {records} | {:.2}% | {:.2}% | {:.2}% | {:.2}% | {:.1}% | {} / {} |",
                 part.snap.consumed,
                 f_fresh * 100.0,
                 p_fresh * 100.0,
@@ -380,10 +342,10 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64,
         }
     }
     println!(
-        "quality: chunk {chunk}, F's assignment on the full window at most {:.2} points from full reading's \
-         own; windowed ({intervals} intervals): F's at most {:.2} points worse than F = 1's",
+        "quality: chunk {chunk}, on the full window F's assignment at most {:.2} points from full reading's \
+         own, the equal sample's at most {:.2}",
         worst * 100.0,
-        worst_windowed * 100.0
+        worst_equal * 100.0
     );
 }
 
@@ -429,7 +391,6 @@ fn main() {
             env_u64("DKG_BENCH_SEEDS", 3),
             fraction,
             env_u64("DKG_BENCH_QUALITY_CHUNK", 1000),
-            env_u64("DKG_BENCH_QUALITY_INTERVALS", 0),
         );
     }
 }

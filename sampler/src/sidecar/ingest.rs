@@ -385,11 +385,11 @@ impl ConsumeLoop {
         ))
     }
 
-    /// Read `fraction` (in (0, 1)) of each partition in chunks of `chunk` offsets, skipping the rest
-    /// (`--read-fraction`); 1 keeps reading every record. `store_offsets`: the consumer was configured
-    /// with `enable.auto.offset.store=false` and commits what this loop stores.
-    pub fn read_fraction(&mut self, fraction: f64, chunk: u64, store_offsets: bool) {
-        let schedule = Schedule::new(fraction, chunk).extend_runs();
+    /// Read each partition by `schedule` (`--read-fraction`; the sampler's reads on to the end of each
+    /// fetched run, [`Schedule::extend_runs`]); a fraction of 1 keeps reading every record.
+    /// `store_offsets`: the consumer was configured with `enable.auto.offset.store=false` and commits
+    /// what this loop stores.
+    pub fn read_fraction(&mut self, schedule: Schedule, store_offsets: bool) {
         self.schedule = (schedule.fraction() < 1.0).then_some(Scheduled {
             schedule,
             rebalances: self.shared.rebalances.load(Ordering::Relaxed),
