@@ -491,10 +491,10 @@ impl ConsumeLoop {
             match self.commands.try_recv() {
                 Ok(Command::Snapshot { decay, reply }) => {
                     // With F < 1 the window keeps as many records read as full reading would.
-                    let decay = self.schedule.as_mut().map_or(decay, |s| {
-                        let (read, skipped) = std::mem::take(&mut s.interval);
-                        window_decay(decay, read, read + skipped)
-                    });
+                    let decay = self
+                        .schedule
+                        .as_mut()
+                        .map_or(decay, |s| s.end_interval(decay));
                     // The driver may have given up waiting; nothing to do then.
                     let _ = reply.send(self.window.end_interval(decay));
                 }
@@ -558,6 +558,12 @@ impl Scheduled {
         (observed, skipped)
     }
 
+    /// The interval ends: the window's decay for the share of offsets it read ([`window_decay`]).
+    fn end_interval(&mut self, decay: f64) -> f64 {
+        let (read, skipped) = std::mem::take(&mut self.interval);
+        window_decay(decay, read, read + skipped)
+    }
+
     /// A record of `next` (`None`: nothing queued) came: the previous partition's run is over if it was
     /// another's, so seek past its chunk if it read on. Returns the offsets skipped.
     fn end_run(
@@ -613,5 +619,25 @@ fn store_next(consumer: &BaseConsumer<SamplerContext>, topic: &str, partition: i
             offset = next,
             "cannot store the offset: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Paths, not `use super::*`: the benches compile this module with cfg(test) but without its tests.
+    #[test]
+    fn each_interval_decays_by_its_own_share_read() {
+        let mut s = super::Scheduled {
+            schedule: super::Schedule::new(0.1, 10),
+            rebalances: 0,
+            store: false,
+            interval: (10, 90),
+            last: None,
+        };
+        assert!((s.end_interval(0.5) - 0.95).abs() < 1e-12);
+        // The counts start again: an interval that skipped nothing (at the head) decays by --decay.
+        assert_eq!(s.interval, (0, 0));
+        s.interval = (40, 0);
+        assert_eq!(s.end_interval(0.5), 0.5);
     }
 }
