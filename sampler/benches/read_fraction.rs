@@ -6,14 +6,16 @@
 //! of the sampler's real consume loop (`src/sidecar/ingest.rs`, compiled in via `#[path]`) at F = 1 and at
 //! `DKG_BENCH_FRACTION` (default 0.1), each from a fresh consumer group at the earliest offset until it
 //! has read or skipped every offset. Per round: offsets advanced per second (from the first 1024 records
-//! read to the end) and the process's CPU seconds (all threads, librdkafka's included, less the
-//! bench's own watcher thread) per 1M offsets advanced. Prints the median of the per-round ratios and
+//! read to the end) and the process's CPU seconds (all threads, librdkafka's included) per 1M offsets
+//! advanced over the same span (steady state: the consumer's start and group join left out). Prints the median of the per-round ratios and
 //! their spread.
 //!
 //! Part 2, decision quality: per cell (Zipf 1.0 and 0.8 over 10^5 keys, 12 and 48 partitions) and seed,
 //! a fresh backlog read in full at F = 1 and at F; each window builds an assignment; prints the window's
 //! predicted imbalance (max/mean - 1) of its own assignment, the F-window's assignment evaluated on the
-//! full window, and how many of the full window's heavy keys the F-window's assignment also pins.
+//! full window, the equal-sample baseline's (F = 1 observing a uniform `--sample-ratio` sample of as many
+//! records as F read) on the full window, and how many of the full window's heavy keys the F-window's
+//! assignment also pins.
 //!
 //! Run: `cargo bench -p dkg-sampler --bench read_fraction` (broker: `scripts/kafka start`, a missing one
 //! fails the run; `DKG_TEST_BOOTSTRAP` overrides 127.0.0.1:9092). Knobs: `DKG_BENCH_RECORDS` (part 1
@@ -22,7 +24,11 @@
 //! (part 2 backlog per cell, default 2,000,000), `DKG_BENCH_QUALITY_CHUNK` (default 1000), `DKG_BENCH_TOPIC`
 //! (part 1 on an existing 12-partition backlog of `DKG_BENCH_RECORDS` records instead of a fresh one),
 //! `DKG_BENCH_SEEDS` (default 3), `DKG_BENCH_PART` (`advance`, `quality`, default both), `DKG_BENCH_KAFKA`
-//! (`key=value,...` librdkafka settings for both sides, e.g. `queued.min.messages=2500`).
+//! (`key=value,...` librdkafka settings for both sides, e.g. `queued.min.messages=2500`),
+//! `DKG_BENCH_CANDIDATE` / `DKG_BENCH_CANDIDATE_CHUNK` / `DKG_BENCH_CANDIDATE_EXACT=1` (a third side per
+//! round: F with these settings winning over the sampler's, this chunk, chunks stopped at their `C`
+//! offsets instead of read on to the end of the fetched run), `DKG_BENCH_QUALITY_PARTITIONS` (part 2 cells, default
+//! `12,48`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -35,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{env_u64, median, prefill, process_cpu_secs, spread, thread_cpu_secs};
+use common::{env_u64, median, prefill, process_cpu_secs, spread};
 use dkg_partitioner::dkg::{DkgConfig, imbalance};
 use rdkafka::ClientConfig;
 
@@ -48,53 +54,115 @@ struct Pass {
     snap: IntervalSnapshot,
     /// Offsets advanced per second, from the first 1024 records read to the end.
     rate: f64,
-    /// Process CPU seconds (less the watcher's) per 1M offsets advanced.
+    /// Process CPU seconds per 1M offsets advanced, over the same span as `rate`.
     cpu_per_m: f64,
+    /// Records librdkafka fetched and parsed per record read (1 = nothing discarded).
+    fetched_per_read: f64,
+    /// Records delivered inside a skipped range (the seek came too late for them).
+    dropped: u64,
 }
 
-fn config(bootstrap: &str, group: &str, fraction: f64, chunk: u64) -> ClientConfig {
-    let mut base = ClientConfig::new();
-    base.set("bootstrap.servers", bootstrap);
-    // DKG_BENCH_KAFKA: `key=value,key=value` librdkafka settings that win, as `--kafka-config` would.
-    for kv in std::env::var("DKG_BENCH_KAFKA")
-        .unwrap_or_default()
-        .split(',')
-    {
+/// `key=value,key=value` librdkafka settings from the environment variable `var` into `c`.
+fn set_from_env(c: &mut ClientConfig, var: &str) {
+    for kv in std::env::var(var).unwrap_or_default().split(',') {
         if let Some((k, v)) = kv.split_once('=') {
-            base.set(k.trim(), v.trim());
+            c.set(k.trim(), v.trim());
         }
     }
+}
+
+fn config(
+    bootstrap: &str,
+    group: &str,
+    fraction: f64,
+    chunk: u64,
+    candidate: bool,
+) -> ClientConfig {
+    let mut base = ClientConfig::new();
+    base.set("bootstrap.servers", bootstrap);
+    // DKG_BENCH_KAFKA: settings that win on both sides, as `--kafka-config` would.
+    set_from_env(&mut base, "DKG_BENCH_KAFKA");
     // The sampler's own settings (`startup.rs`): statistics every second, prefetch bounded with F < 1.
     let mut c = ingest::consumer_config(&base, group, "earliest", 1000);
     if fraction < 1.0 {
         ingest::bound_prefetch(&mut c, &base, chunk);
     }
+    if candidate {
+        // DKG_BENCH_CANDIDATE: settings of the candidate side only, winning over the sampler's own.
+        set_from_env(&mut c, "DKG_BENCH_CANDIDATE");
+    }
     c
 }
 
-/// Read (or skip) every offset of `topic` from a fresh group at `fraction`.
-fn pass(
+/// A consume loop over `topic` from a fresh group at `fraction` (the sampler's real one).
+fn open(
     bootstrap: &str,
     topic: &str,
-    (partitions, records): (u32, u64),
-    (fraction, chunk): (f64, u64),
+    partitions: u32,
+    (fraction, chunk, sample): (f64, u64, f64),
     group: &str,
-) -> Pass {
+    candidate: bool,
+) -> (ConsumeLoop, ingest::ConsumerHandle, Arc<Shared>) {
     let shared = Arc::new(Shared::default());
     let window = Window::new(
         &DkgConfig::default(),
         partitions,
-        RecordSampler::new(1.0, 7),
+        RecordSampler::new(sample, 7),
     )
     .unwrap();
     let (mut lp, handle) = ConsumeLoop::new(
-        &config(bootstrap, group, fraction, chunk),
+        &config(bootstrap, group, fraction, chunk, candidate),
         topic,
         window,
         Arc::clone(&shared),
     )
     .unwrap();
-    lp.read_fraction(fraction, chunk, false);
+    // DKG_BENCH_CANDIDATE_EXACT=1: the candidate stops each chunk at its `C` offsets (the schedule
+    // before it read on to the end of the fetched run).
+    let schedule = sidecar::fraction::Schedule::new(fraction, chunk);
+    let exact = candidate && std::env::var("DKG_BENCH_CANDIDATE_EXACT").is_ok_and(|v| v == "1");
+    lp.read_fraction(
+        if exact {
+            schedule
+        } else {
+            schedule.extend_runs()
+        },
+        false,
+    );
+    (lp, handle, shared)
+}
+
+/// End the loop's interval as the sampler's driver does (the window then decays by `decay`, or by the
+/// read-fraction's stretched decay).
+fn end_interval(
+    lp: &mut ConsumeLoop,
+    handle: &ingest::ConsumerHandle,
+    decay: f64,
+) -> IntervalSnapshot {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    handle.send(ingest::Command::Snapshot { decay, reply: tx });
+    lp.run(Some(0)); // serves the command
+    rx.blocking_recv().unwrap()
+}
+
+/// Read (or skip) the first `records` offsets of `topic` from a fresh group at `fraction`; `whole`: that
+/// is the whole backlog, and librdkafka's fetch counts are waited for.
+fn pass(
+    bootstrap: &str,
+    topic: &str,
+    (partitions, records, whole): (u32, u64, bool),
+    (fraction, chunk): (f64, u64),
+    group: &str,
+    (candidate, sample): (bool, f64),
+) -> Pass {
+    let (mut lp, handle, shared) = open(
+        bootstrap,
+        topic,
+        partitions,
+        (fraction, chunk, sample),
+        group,
+        candidate,
+    );
     let watcher = {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || {
@@ -103,21 +171,30 @@ fn pass(
             }
             let advanced =
                 shared.polled.load(Ordering::Relaxed) + shared.skipped.load(Ordering::Relaxed);
-            (Instant::now(), advanced, thread_cpu_secs())
+            // The process's CPU from here on (this thread ends here): steady state, without the
+            // consumer's start and group join.
+            (Instant::now(), advanced, process_cpu_secs())
         })
     };
-    let cpu0 = process_cpu_secs();
     lp.run(Some(records));
     let t1 = Instant::now();
-    let cpu = process_cpu_secs() - cpu0;
-    let (t0, advanced0, watcher_cpu) = watcher.join().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    handle.send(ingest::Command::Snapshot {
-        decay: 0.0,
-        reply: tx,
+    let cpu1 = process_cpu_secs();
+    let (t0, advanced0, cpu0) = watcher.join().unwrap();
+    // librdkafka's statistics (every second) catch up with the end of the pass (a pass through the
+    // whole backlog: there is nothing more to read).
+    let stop = whole.then(|| {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1100));
+            handle.send(ingest::Command::Shutdown);
+        })
     });
-    lp.run(Some(0)); // serves the command
-    let snap = rx.blocking_recv().unwrap();
+    if let Some(stop) = stop {
+        lp.run(None);
+        stop.join().unwrap();
+    }
+    let fetched = shared.fetched.load(Ordering::Relaxed);
+    let snap = end_interval(&mut lp, &handle, 0.0);
     assert_eq!(
         snap.consumed + snap.skipped,
         records,
@@ -125,123 +202,151 @@ fn pass(
     );
     Pass {
         rate: (records - advanced0) as f64 / t1.duration_since(t0).as_secs_f64(),
-        cpu_per_m: (cpu - watcher_cpu).max(0.0) * 1e6 / records as f64,
+        cpu_per_m: (cpu1 - cpu0).max(0.0) * 1e6 / (records - advanced0).max(1) as f64,
+        fetched_per_read: fetched as f64 / snap.consumed.max(1) as f64,
+        dropped: shared.dropped.load(Ordering::Relaxed),
         snap,
     }
 }
 
-fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64) {
+/// `stats`: wait for librdkafka's fetch counts after each pass (1.1 s; not in `cargo test`'s quick run).
+fn advance(bootstrap: &str, records: u64, rounds: u32, fraction: f64, chunk: u64, stats: bool) {
     // DKG_BENCH_TOPIC: an existing backlog of exactly `records` records on 12 partitions (saves the fill).
     let topic = std::env::var("DKG_BENCH_TOPIC").unwrap_or_else(|_| {
         let topic = unique_topic("bench-readfrac");
         prefill(bootstrap, &topic, 12, records, (1_000_000, 1.0, 1));
         topic
     });
-    let (mut rate_ratio, mut cpu_ratio, mut full_rates, mut part_rates) =
-        (vec![], vec![], vec![], vec![]);
-    let (mut full_cpu, mut part_cpu) = (vec![], vec![]);
-    for round in 0..rounds {
-        let full = pass(
-            bootstrap,
-            &topic,
-            (12, records),
-            (1.0, chunk),
-            &unique_topic(&format!("{topic}-full-{round}")),
-        );
-        let part = pass(
-            bootstrap,
-            &topic,
-            (12, records),
-            (fraction, chunk),
-            &unique_topic(&format!("{topic}-part-{round}")),
-        );
-        eprintln!(
-            "round {round}: F = 1 {:.0} offsets/s, {:.2} CPU s/1M; F = {fraction} {:.0} offsets/s, {:.2} CPU s/1M \
-             (read {}, skipped {}); load {}",
-            full.rate,
-            full.cpu_per_m,
-            part.rate,
-            part.cpu_per_m,
-            part.snap.consumed,
-            part.snap.skipped,
-            load()
-        );
-        rate_ratio.push(part.rate / full.rate);
-        cpu_ratio.push(full.cpu_per_m / part.cpu_per_m.max(1e-9));
-        full_rates.push(full.rate);
-        part_rates.push(part.rate);
-        full_cpu.push(full.cpu_per_m);
-        part_cpu.push(part.cpu_per_m);
+    // The sides of each round, in this order: F = 1, F, and the candidate (F with DKG_BENCH_CANDIDATE's
+    // settings and DKG_BENCH_CANDIDATE_CHUNK's chunk) when one is given.
+    let mut sides = vec![("F = 1".to_owned(), 1.0, chunk, false)];
+    sides.push((format!("F = {fraction}"), fraction, chunk, false));
+    if !std::env::var("DKG_BENCH_CANDIDATE")
+        .unwrap_or_default()
+        .is_empty()
+        || std::env::var("DKG_BENCH_CANDIDATE_CHUNK").is_ok()
+        || std::env::var("DKG_BENCH_CANDIDATE_EXACT").is_ok()
+    {
+        let c = env_u64("DKG_BENCH_CANDIDATE_CHUNK", chunk);
+        sides.push((format!("candidate (chunk {c})"), fraction, c, true));
     }
-    let (lo, hi) = spread(&rate_ratio);
-    let (clo, chi) = spread(&cpu_ratio);
-    println!(
-        "advance, {records} records, 12 partitions, chunk {chunk}, {rounds} interleaved rounds: F = 1 median {:.0} \
-         offsets/s, {:.2} CPU s per 1M; F = {fraction} median {:.0} offsets/s, {:.2} CPU s per 1M; advance ratio \
-         median {:.2}x (min {lo:.2}, max {hi:.2}); CPU saving median {:.2}x (min {clo:.2}, max {chi:.2})",
-        median(full_rates),
-        median(full_cpu),
-        median(part_rates),
-        median(part_cpu),
-        median(rate_ratio.clone()),
-        median(cpu_ratio.clone()),
-    );
+    // Per side: rates, CPU per 1M offsets, and the ratios to F = 1 of each round.
+    let mut rates = vec![vec![]; sides.len()];
+    let mut cpus = vec![vec![]; sides.len()];
+    for round in 0..rounds {
+        let mut line = format!("round {round}:");
+        for (i, (name, f, c, candidate)) in sides.iter().enumerate() {
+            let p = pass(
+                bootstrap,
+                &topic,
+                (12, records, stats),
+                (*f, *c),
+                &unique_topic(&format!("{topic}-{i}-{round}")),
+                (*candidate, 1.0),
+            );
+            line += &format!(
+                " {name} {:.0} offsets/s, {:.3} CPU s/1M (read {}, fetched {:.2}x that, {} dropped);",
+                p.rate, p.cpu_per_m, p.snap.consumed, p.fetched_per_read, p.dropped
+            );
+            rates[i].push(p.rate);
+            cpus[i].push(p.cpu_per_m);
+        }
+        eprintln!("{line} load {}", load());
+    }
+    for (i, (name, ..)) in sides.iter().enumerate() {
+        let rate_ratio: Vec<f64> = rates[i].iter().zip(&rates[0]).map(|(p, f)| p / f).collect();
+        let cpu_ratio: Vec<f64> = cpus[0]
+            .iter()
+            .zip(&cpus[i])
+            .map(|(f, p)| f / p.max(1e-9))
+            .collect();
+        let (lo, hi) = spread(&rate_ratio);
+        let (clo, chi) = spread(&cpu_ratio);
+        println!(
+            "advance, {records} records, 12 partitions, {rounds} interleaved rounds, {name}: median {:.0} \
+             offsets/s, {:.3} CPU s per 1M; advance ratio to F = 1 median {:.2}x (min {lo:.2}, max {hi:.2}); \
+             CPU saving median {:.2}x (min {clo:.2}, max {chi:.2})",
+            median(rates[i].clone()),
+            median(cpus[i].clone()),
+            median(rate_ratio.clone()),
+            median(cpu_ratio.clone()),
+        );
+    }
 }
 
+/// Part 2: per cell and seed, the full reading's window (the whole backlog read at F = 1) is the truth
+/// every assignment is evaluated on.
 fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64) {
+    // DKG_BENCH_QUALITY_PARTITIONS: the partition counts of the cells (default 12,48).
+    let ks: Vec<u32> = std::env::var("DKG_BENCH_QUALITY_PARTITIONS")
+        .unwrap_or_else(|_| "12,48".into())
+        .split(',')
+        .filter_map(|k| k.trim().parse().ok())
+        .collect();
     println!(
-        "| Zipf | k | seed | F = 1 fresh | F = {fraction} fresh | F = {fraction} assignment on the full window | \
-         hash | heavy keys (full / also pinned by F) | read at F |"
+        "| Zipf | k | seed | read at F | F = 1 fresh | F = {fraction} fresh | F = {fraction} assignment on the full \
+         window | F = 1 on as many records (a uniform sample), on the full window | hash | heavy keys (full / \
+         also pinned by F) |"
     );
-    let mut worst: f64 = 0.0;
+    let (mut worst, mut worst_equal): (f64, f64) = (0.0, 0.0);
     for (alpha, k) in [(1.0, 12u32), (0.8, 12), (1.0, 48), (0.8, 48)] {
+        if !ks.contains(&k) {
+            continue;
+        }
         for seed in 1..=seeds {
             let topic = unique_topic("bench-readfrac-q");
             prefill(bootstrap, &topic, k, records, (100_000, alpha, seed));
-            let full = pass(
-                bootstrap,
-                &topic,
-                (k, records),
-                (1.0, chunk),
-                &format!("{topic}-full"),
-            );
-            let part = pass(
-                bootstrap,
-                &topic,
-                (k, records),
-                (fraction, chunk),
-                &format!("{topic}-part"),
-            );
-            let (fw, pw) = (&full.snap.window, &part.snap.window);
-            let fb = fw.build(&topic, 1, 0, None).unwrap();
-            let pb = pw.build(&topic, 1, 0, None).unwrap();
-            let own = |w: &dkg_partitioner::dkg::Sketch, a| {
+            let run = |name: &str, f: f64, sample: f64| {
+                pass(
+                    bootstrap,
+                    &topic,
+                    (k, records, true),
+                    (f, chunk),
+                    &format!("{topic}-{name}"),
+                    (false, sample),
+                )
+            };
+            let fw = run("full", 1.0, 1.0).snap.window;
+            let part = run("part", fraction, 1.0);
+            let pw = &part.snap.window;
+            // The equal-sample baseline: F = 1 observing a uniform sample of as many records as F read
+            // (`--sample-ratio`), so what differs from F is the chunks, not the sample size.
+            let ew = run("equal", 1.0, part.snap.consumed as f64 / records as f64)
+                .snap
+                .window;
+            let assign =
+                |w: &dkg_partitioner::dkg::Sketch| w.build(&topic, 1, 0, None).unwrap().assignment;
+            let on = |w: &dkg_partitioner::dkg::Sketch,
+                      a: &dkg_partitioner::assignment::Assignment| {
                 w.predict(a).map_or(f64::NAN, |l| imbalance(&l))
             };
-            let (f_fresh, p_fresh) = (own(fw, &fb.assignment), own(pw, &pb.assignment));
-            let cross = own(fw, &pb.assignment);
+            let (fa, pa, ea) = (assign(&fw), assign(pw), assign(&ew));
+            let (f_fresh, p_fresh) = (on(&fw, &fa), on(pw, &pa));
+            let (cross, equal) = (on(&fw, &pa), on(&fw, &ea));
             let heavy = |a: &dkg_partitioner::assignment::Assignment| -> BTreeSet<Vec<u8>> {
                 a.heavy().iter().map(|h| h.key.clone()).collect()
             };
-            let (fh, ph) = (heavy(&fb.assignment), heavy(&pb.assignment));
-            worst = worst
-                .max((p_fresh - f_fresh).abs())
-                .max((cross - f_fresh).abs());
+            let (fh, ph) = (heavy(&fa), heavy(&pa));
+            worst = worst.max((cross - f_fresh).abs());
+            worst_equal = worst_equal.max((equal - f_fresh).abs());
             println!(
-                "| {alpha} | {k} | {seed} | {:.2}% | {:.2}% | {:.2}% | {:.1}% | {} / {} | {} of {records} |",
+                "| {alpha} | {k} | {seed} | {} of {records} | {:.2}% | {:.2}% | {:.2}% | {:.2}% | {:.1}% | {} / {} |",
+                part.snap.consumed,
                 f_fresh * 100.0,
                 p_fresh * 100.0,
                 cross * 100.0,
+                equal * 100.0,
                 imbalance(&fw.predict_hash()) * 100.0,
                 fh.len(),
                 fh.intersection(&ph).count(),
-                part.snap.consumed,
             );
         }
     }
     println!(
-        "quality: chunk {chunk}, largest difference to full reading {:.2} points",
-        worst * 100.0
+        "quality: chunk {chunk}, on the full window F's assignment at most {:.2} points from full reading's \
+         own, the equal sample's at most {:.2}",
+        worst * 100.0,
+        worst_equal * 100.0
     );
 }
 
@@ -278,6 +383,7 @@ fn main() {
                     sidecar::fraction::DEFAULT_READ_CHUNK
                 },
             ),
+            !test_mode,
         );
     }
     if part != "advance" && !test_mode {

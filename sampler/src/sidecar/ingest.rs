@@ -33,7 +33,7 @@ use rdkafka::message::{BorrowedMessage, Headers as _, Message};
 use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::Offset;
 
-use super::fraction::{Schedule, Verdict};
+use super::fraction::{Schedule, Verdict, window_decay};
 use super::window::{IntervalSnapshot, Weight, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
@@ -70,6 +70,11 @@ pub struct Shared {
     pub polled: AtomicU64,
     /// Offsets skipped unread since start (`--read-fraction`; monotonic, for the benches).
     pub skipped: AtomicU64,
+    /// Records librdkafka fetched and parsed for this consumer, as of the last statistics (`rxmsgs`;
+    /// with `--read-fraction` the excess over the records read is what a seek discarded).
+    pub fetched: AtomicU64,
+    /// Records delivered inside a skipped range and dropped (`--read-fraction`; for the benches).
+    pub dropped: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -147,6 +152,8 @@ impl ClientContext for SamplerContext {
         let mut lag = BTreeMap::new();
         let mut log_end = BTreeMap::new();
         if let Some(topic) = statistics.topics.get(&self.topic) {
+            let fetched = topic.partitions.values().map(|p| p.rxmsgs).sum();
+            self.shared.fetched.store(fetched, Ordering::Relaxed);
             for (p, stats) in &topic.partitions {
                 // librdkafka reports -1 until it knows both ends; the internal UA partition is -1.
                 let Ok(p) = u32::try_from(*p) else { continue };
@@ -333,6 +340,10 @@ struct Scheduled {
     /// Store the offsets to commit by hand (`enable.auto.offset.store` is off): the seek targets, so that
     /// a restart resumes past a skipped range (an automatic store stops at the last record read).
     store: bool,
+    /// Records read and offsets skipped in this interval (the window's decay, [`window_decay`]).
+    interval: (u64, u64),
+    /// The partition of the last record (its run ends when another partition's record comes).
+    last: Option<i32>,
 }
 
 impl std::fmt::Debug for ConsumeLoop {
@@ -374,15 +385,17 @@ impl ConsumeLoop {
         ))
     }
 
-    /// Read `fraction` (in (0, 1)) of each partition in chunks of `chunk` offsets, skipping the rest
-    /// (`--read-fraction`); 1 keeps reading every record. `store_offsets`: the consumer was configured
-    /// with `enable.auto.offset.store=false` and commits what this loop stores.
-    pub fn read_fraction(&mut self, fraction: f64, chunk: u64, store_offsets: bool) {
-        let schedule = Schedule::new(fraction, chunk);
+    /// Read each partition by `schedule` (`--read-fraction`; the sampler's reads on to the end of each
+    /// fetched run, [`Schedule::extend_runs`]); a fraction of 1 keeps reading every record.
+    /// `store_offsets`: the consumer was configured with `enable.auto.offset.store=false` and commits
+    /// what this loop stores.
+    pub fn read_fraction(&mut self, schedule: Schedule, store_offsets: bool) {
         self.schedule = (schedule.fraction() < 1.0).then_some(Scheduled {
             schedule,
             rebalances: self.shared.rebalances.load(Ordering::Relaxed),
             store: store_offsets,
+            interval: (0, 0),
+            last: None,
         });
     }
 
@@ -442,7 +455,18 @@ impl ConsumeLoop {
                         break;
                     }
                 }
-                None => {}
+                None => {
+                    // Nothing queued: every partition's run is over.
+                    if let Some(scheduled) = self.schedule.as_mut() {
+                        skipped += scheduled.end_run(
+                            None,
+                            &mut self.window,
+                            &self.shared,
+                            &self.consumer,
+                            &self.topic,
+                        );
+                    }
+                }
             }
         }
         self.shared
@@ -468,6 +492,11 @@ impl ConsumeLoop {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Snapshot { decay, reply }) => {
+                    // With F < 1 the window keeps as many records read as full reading would.
+                    let decay = self
+                        .schedule
+                        .as_mut()
+                        .map_or(decay, |s| s.end_interval(decay));
                     // The driver may have given up waiting; nothing to do then.
                     let _ = reply.send(self.window.end_interval(decay));
                 }
@@ -502,6 +531,8 @@ impl Scheduled {
             schedule.clear();
         }
         let partition = msg.partition();
+        let mut skipped = self.end_run(Some(partition), window, shared, consumer, topic);
+        let schedule = &mut self.schedule;
         let started = schedule.chunks_started();
         let (observed, seek_to) = match schedule.record(partition, msg.offset(), || {
             shared
@@ -513,17 +544,60 @@ impl Scheduled {
                 window.observe_sized(partition, msg.key(), weight, bytes);
                 (true, seek_to)
             }
-            Verdict::Drop { seek_to } => (false, seek_to),
+            Verdict::Drop { seek_to } => {
+                shared.dropped.fetch_add(1, Ordering::Relaxed);
+                (false, seek_to)
+            }
         };
         if self.store && schedule.chunks_started() != started {
             // A chunk starts here: the log before it is accounted for (at the head, where nothing is
             // skipped, this is the only store; a crash re-reads at most the current chunk).
             store_next(consumer, topic, partition, msg.offset());
         }
-        let Some(to) = seek_to else {
-            return (observed, 0);
+        self.interval.0 += u64::from(observed);
+        if let Some(to) = seek_to {
+            skipped += self.seek(window, shared, (consumer, topic), partition, to);
+        }
+        (observed, skipped)
+    }
+
+    /// The interval ends: the window's decay for the share of offsets it read ([`window_decay`]).
+    fn end_interval(&mut self, decay: f64) -> f64 {
+        let (read, skipped) = std::mem::take(&mut self.interval);
+        window_decay(decay, read, read + skipped)
+    }
+
+    /// A record of `next` (`None`: nothing queued) came: the previous partition's run is over if it was
+    /// another's, so seek past its chunk if it read on. Returns the offsets skipped.
+    fn end_run(
+        &mut self,
+        next: Option<i32>,
+        window: &mut Window,
+        shared: &Shared,
+        consumer: &BaseConsumer<SamplerContext>,
+        topic: &str,
+    ) -> u64 {
+        let previous = std::mem::replace(&mut self.last, next);
+        let Some(previous) = previous.filter(|&p| Some(p) != next) else {
+            return 0;
         };
-        let skipped = schedule.take_skipped();
+        match self.schedule.run_ended(previous) {
+            Some(to) => self.seek(window, shared, (consumer, topic), previous, to),
+            None => 0,
+        }
+    }
+
+    /// Seek `partition` to `to`, counting what the schedule skipped; returns that count.
+    fn seek(
+        &mut self,
+        window: &mut Window,
+        shared: &Shared,
+        (consumer, topic): (&BaseConsumer<SamplerContext>, &str),
+        partition: i32,
+        to: i64,
+    ) -> u64 {
+        let skipped = self.schedule.take_skipped();
+        self.interval.1 += skipped;
         window.note_skipped(skipped);
         shared.skipped.fetch_add(skipped, Ordering::Relaxed);
         // Asynchronous (timeout 0): the hot loop never waits. A lost seek is harmless: the records of the
@@ -534,7 +608,7 @@ impl Scheduled {
         if self.store {
             store_next(consumer, topic, partition, to);
         }
-        (observed, skipped)
+        skipped
     }
 }
 
@@ -602,5 +676,21 @@ mod tests {
         assert_eq!(record_bytes(&big, Weight::Records), 3 + 100);
         assert_eq!(record_bytes(&msg(None, Some(b"v"), None), Weight::Bytes), 1);
         assert_eq!(record_bytes(&msg(Some(b""), None, None), Weight::Bytes), 0);
+    }
+
+    #[test]
+    fn each_interval_decays_by_its_own_share_read() {
+        let mut s = super::Scheduled {
+            schedule: super::Schedule::new(0.1, 10),
+            rebalances: 0,
+            store: false,
+            interval: (10, 90),
+            last: None,
+        };
+        assert!((s.end_interval(0.5) - 0.95).abs() < 1e-12);
+        // The counts start again: an interval that skipped nothing (at the head) decays by --decay.
+        assert_eq!(s.interval, (0, 0));
+        s.interval = (40, 0);
+        assert_eq!(s.end_interval(0.5), 0.5);
     }
 }

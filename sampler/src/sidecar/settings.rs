@@ -71,8 +71,9 @@ pub struct Args {
 
     /// Fraction of each partition's log to read, in (0, 1]: chunks of --read-chunk consecutive offsets,
     /// seeking over the rest, each record weighted back by the span it stands for. 0.1 follows a topic up
-    /// to 10x faster than reading it all; short bursts inside the skipped ranges are missed and the
-    /// estimate's variance grows about 1/F. 1 reads every record.
+    /// to 10x faster than reading it all; short bursts inside the skipped ranges are missed, and the
+    /// window decays more slowly (by 1 - s (1 - --decay), s the share of offsets read) so that it holds as
+    /// many records read as full reading's. 1 reads every record.
     #[arg(long, env = "DKG_READ_FRACTION", default_value_t = 1.0)]
     pub read_fraction: f64,
 

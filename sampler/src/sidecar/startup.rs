@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use super::RunError;
 use super::cluster::{self, Peers, Shipper};
+use super::fraction::Schedule;
 use super::http::HttpState;
 use super::ingest::{self, Command, ConsumeLoop, ConsumerHandle, Shared};
 use super::interval::{Clients, Driver};
@@ -252,7 +253,10 @@ fn start_consumer(
                 source: e,
             }
         })?;
-    consume_loop.read_fraction(s.args.read_fraction, s.args.read_chunk, !s.standalone);
+    consume_loop.read_fraction(
+        Schedule::new(s.args.read_fraction, s.args.read_chunk).extend_runs(),
+        !s.standalone,
+    );
     let thread = std::thread::Builder::new()
         .name("dkg-consume".into())
         .spawn(move || consume_loop.run(None))
