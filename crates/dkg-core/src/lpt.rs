@@ -763,15 +763,7 @@ mod tests {
         // 2 is the key; re-placed on the tie it lands on partition 0 again (7), every threshold equals the
         // mean, so before the repair the relabelled fresh LPT won, moving 4. Moving two buckets is enough.
         let w = [4, 1, 1, 1, 1, 1, 1];
-        let prev = [
-            Some(0),
-            Some(0),
-            Some(0),
-            Some(0),
-            Some(1),
-            Some(1),
-            Some(1),
-        ];
+        let prev = [0, 0, 0, 0, 1, 1, 1].map(Some);
         let before = lpt_sticky_candidates(&w, &prev, None, 2, 0, false).unwrap();
         assert_eq!((before.moved_jobs, before.moved_weight), (4, 4));
         assert_eq!(before.schedule.max_load(), 5);
@@ -930,6 +922,21 @@ mod tests {
         }
     }
 
+    /// `groups` with each group capped at `k` jobs (the precondition), the excess made free jobs.
+    fn capped_groups(groups: &[Option<u32>], k: u32) -> Vec<Option<u32>> {
+        let mut size = std::collections::HashMap::new();
+        groups
+            .iter()
+            .map(|g| {
+                g.filter(|g| {
+                    let s = size.entry(*g).or_insert(0_u32);
+                    *s += 1;
+                    *s <= k
+                })
+            })
+            .collect()
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         #[test]
@@ -940,13 +947,7 @@ mod tests {
             k in 1_u32..9,
         ) {
             let n = weights.len();
-            // Cap each group at k jobs (the precondition) by dropping the excess from it.
-            let mut size = std::collections::HashMap::new();
-            let groups: Vec<Option<u32>> = group_of[..n].iter().map(|g| g.filter(|g| {
-                let s = size.entry(*g).or_insert(0_u32);
-                *s += 1;
-                *s <= k
-            })).collect();
+            let groups = capped_groups(&group_of[..n], k);
             let fresh = lpt_grouped(&weights, Some(&groups), k).unwrap();
             proptest::prop_assert!(distinct_per_group(&groups, &fresh.placement));
             proptest::prop_assert!(fresh.placement.iter().all(|&p| p < k));
@@ -970,12 +971,7 @@ mod tests {
             slack in proptest::prop_oneof![proptest::strategy::Just(0_u64), 0_u64..100],
         ) {
             let n = weights.len();
-            let mut size = std::collections::HashMap::new();
-            let groups: Vec<Option<u32>> = group_of[..n].iter().map(|g| g.filter(|g| {
-                let s = size.entry(*g).or_insert(0_u32);
-                *s += 1;
-                *s <= k
-            })).collect();
+            let groups = capped_groups(&group_of[..n], k);
             let target = lpt_grouped(&weights, Some(&groups), k).unwrap().max_load() + slack;
             let old = lpt_sticky_candidates(&weights, &previous[..n], Some(&groups), k, slack, false)
                 .unwrap();
