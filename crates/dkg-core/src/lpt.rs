@@ -242,11 +242,13 @@ fn moved(
 /// smallest single job whose weight covers the excess is removed if there is one, else the largest job
 /// (ties: lowest job index). The removed and new jobs are then placed LPT-style on the least-loaded
 /// partitions. If that ends above `T`, the attempt is repeated with removal thresholds between `T` and the
-/// mean load (freeing more room on the overloaded partitions). The fresh LPT schedule, as it is and with
-/// its partitions relabelled to overlap the previous placement as much as possible (greedy matching), are
-/// candidates too; the candidate that moves the least weight wins. So the result is never worse in max
-/// load than [`lpt`] and never moves more weight than it; when the previous placement already has max
-/// load `<= T`, nothing moves.
+/// mean load (freeing more room on the overloaded partitions). Each attempt that ends above `T` (and one
+/// that keeps every job, only placing the new ones) is also repaired: its smallest jobs are moved off the
+/// partitions above `T` to the least-loaded ones while they fit within `T`; a repair that reaches `T` is
+/// a candidate. The fresh LPT schedule, as it is and with its partitions relabelled to overlap the
+/// previous placement as much as possible (greedy matching), are candidates too; the candidate that
+/// moves the least weight wins. So the result is never worse in max load than [`lpt`] and never moves
+/// more weight than it; when the previous placement already has max load `<= T`, nothing moves.
 ///
 /// `moved_weight`/`moved_jobs` count jobs with a valid previous partition that end up elsewhere.
 ///
@@ -301,6 +303,19 @@ pub fn lpt_sticky_grouped(
             reason: format!("has {} entries for {} jobs", previous.len(), weights.len()),
         });
     }
+    lpt_sticky_candidates(weights, previous, groups, partitions, slack, true)
+}
+
+/// The body of [`lpt_sticky_grouped`] after the input checks; `repair = false` is the algorithm before
+/// [`repair_to_target`] (kept for the test that the repair never moves more).
+fn lpt_sticky_candidates(
+    weights: &[u64],
+    previous: &[Option<u32>],
+    groups: Groups<'_>,
+    partitions: u32,
+    slack: u64,
+    repair: bool,
+) -> Result<StickySchedule> {
     let fresh = lpt_grouped(weights, groups, partitions)?;
     let target = fresh.max_load().saturating_add(slack);
     let total = fresh.total();
@@ -317,17 +332,23 @@ pub fn lpt_sticky_grouped(
         mean + span / 4,
         mean,
     ];
-    let mut chosen = None;
+    let mut chosen = Vec::new();
     let mut last_threshold = None;
-    for &threshold in &thresholds {
+    // With the repair, the first attempt keeps every job (nothing removed, only new jobs placed): moving
+    // small jobs off its overloaded partitions is often the least movement of all.
+    let keep_all = repair.then_some(u64::MAX);
+    for threshold in keep_all.into_iter().chain(thresholds) {
         if last_threshold == Some(threshold) {
             continue;
         }
         last_threshold = Some(threshold);
         let attempt = sticky_attempt(weights, previous, groups, partitions, threshold);
         if attempt.max_load() <= target {
-            chosen = Some(attempt);
+            chosen.push(attempt);
             break;
+        }
+        if repair && let Some(repaired) = repair_to_target(weights, groups, target, attempt) {
+            chosen.push(repaired);
         }
     }
     // The fresh LPT is always within the target; relabelling its partitions to overlap the previous
@@ -351,6 +372,80 @@ pub fn lpt_sticky_grouped(
         moved_weight,
         moved_jobs,
     })
+}
+
+/// Move jobs off the partitions of `schedule` loaded above `target`, smallest positive job first, each to
+/// the least-loaded partition its group does not use, while it fits there within `target`. `None` if a
+/// partition stays above `target`.
+///
+/// Why smallest first: an attempt overshoots when the job it removed to cover a partition's excess was a
+/// heavy key the greedy re-placement could not fit; the hash buckets (about a mean load / mu each) cover
+/// the same excess with little more than the excess moved. A partition at or below `target` only receives
+/// jobs and never exceeds `target` again, so each over-target partition is drained once, its jobs in
+/// ascending order, and an ungrouped job that does not fit on the least-loaded partition means no larger
+/// one does: O(n log n + moves log k).
+fn repair_to_target(
+    weights: &[u64],
+    groups: Groups<'_>,
+    target: u64,
+    mut schedule: Schedule,
+) -> Option<Schedule> {
+    let k = schedule.loads.len();
+    let mut on_partition: Vec<Vec<u32>> = vec![Vec::new(); k];
+    let mut used = Used::default();
+    for (j, &p) in schedule.placement.iter().enumerate() {
+        used.add(group_of(groups, j as u32), p);
+        if schedule.loads[p as usize] > target && weights[j] > 0 {
+            on_partition[p as usize].push(j as u32);
+        }
+    }
+    // Ordered (load, partition): the first entry is the least-loaded partition (ties: lowest index).
+    let mut by_load: std::collections::BTreeSet<(u64, u32)> = schedule
+        .loads
+        .iter()
+        .enumerate()
+        .map(|(p, &l)| (l, p as u32))
+        .collect();
+    let mut over: Vec<u32> = (0..k as u32)
+        .filter(|&p| schedule.loads[p as usize] > target)
+        .collect();
+    // Most loaded first (ties: lowest index): it gets the emptiest destinations.
+    over.sort_unstable_by_key(|&p| (Reverse(schedule.loads[p as usize]), p));
+    for p in over {
+        let jobs = &mut on_partition[p as usize];
+        jobs.sort_unstable_by_key(|&j| (weights[j as usize], j));
+        for &j in jobs.iter() {
+            if schedule.loads[p as usize] <= target {
+                break;
+            }
+            let w = weights[j as usize];
+            let group = group_of(groups, j);
+            // Over-target partitions (`p` among them) cannot take a positive job within `target`.
+            let Some(&(load, q)) = by_load.iter().find(|&&(_, q)| !used.holds(group, q)) else {
+                continue;
+            };
+            if load.saturating_add(w) > target {
+                if group.is_none() {
+                    break;
+                }
+                continue;
+            }
+            by_load.remove(&(load, q));
+            by_load.insert((load + w, q));
+            let from = schedule.loads[p as usize];
+            by_load.remove(&(from, p));
+            by_load.insert((from - w, p));
+            schedule.loads[p as usize] = from - w;
+            schedule.loads[q as usize] = load + w;
+            schedule.placement[j as usize] = q;
+            used.remove(group, p);
+            used.add(group, q);
+        }
+        if schedule.loads[p as usize] > target {
+            return None;
+        }
+    }
+    Some(schedule)
 }
 
 /// One sticky attempt: keep every job on its previous partition, then remove jobs from partitions loaded
@@ -662,6 +757,54 @@ mod tests {
     }
 
     #[test]
+    fn sticky_repair_moves_buckets_instead_of_the_heavy_key() {
+        // A heavy key (4) and six buckets (1) on 2 partitions; previous: the key and three buckets on
+        // partition 0 (7 | 3). Fresh LPT: 5 | 5 = target. The smallest job covering partition 0's excess of
+        // 2 is the key; re-placed on the tie it lands on partition 0 again (7), every threshold equals the
+        // mean, so before the repair the relabelled fresh LPT won, moving 4. Moving two buckets is enough.
+        let w = [4, 1, 1, 1, 1, 1, 1];
+        let prev = [0, 0, 0, 0, 1, 1, 1].map(Some);
+        let before = lpt_sticky_candidates(&w, &prev, None, 2, 0, false).unwrap();
+        assert_eq!((before.moved_jobs, before.moved_weight), (4, 4));
+        assert_eq!(before.schedule.max_load(), 5);
+        let s = lpt_sticky(&w, &prev, 2).unwrap();
+        assert_eq!(s.schedule.loads, vec![5, 5]);
+        // The two smallest (lowest-index) buckets of partition 0 move.
+        assert_eq!(s.schedule.placement, vec![0, 1, 1, 0, 1, 1, 1]);
+        assert_eq!((s.moved_jobs, s.moved_weight), (2, 2));
+    }
+
+    #[test]
+    fn sticky_repair_keeps_groups_apart() {
+        // Parts of one split key (group 0, weight 1 each) on partitions 0 and 2; partition 0 is 1 over the
+        // target 5. The least-loaded partition (2) holds the sibling, so the part goes to partition 1.
+        let w = [1, 1, 5, 4];
+        let groups = [Some(0), Some(0), None, None];
+        let kept = Schedule {
+            placement: vec![0, 2, 0, 1],
+            loads: vec![6, 4, 1],
+        };
+        let s = repair_to_target(&w, Some(&groups), 5, kept).unwrap();
+        assert_eq!(s.placement, vec![1, 2, 0, 1]);
+        assert_eq!(s.loads, vec![5, 5, 1]);
+        // Without groups it takes the least-loaded partition.
+        let kept = Schedule {
+            placement: vec![0, 2, 0, 1],
+            loads: vec![6, 4, 1],
+        };
+        assert_eq!(
+            repair_to_target(&w, None, 5, kept).unwrap().placement,
+            vec![2, 2, 0, 1]
+        );
+        // Nothing fits (the only smaller job would push partition 1 over 4): no repaired schedule.
+        let kept = Schedule {
+            placement: vec![0, 2, 0, 1],
+            loads: vec![6, 4, 1],
+        };
+        assert_eq!(repair_to_target(&w, Some(&groups), 4, kept), None);
+    }
+
+    #[test]
     fn sticky_places_new_and_out_of_range_jobs() {
         let w = [5, 5, 3];
         let prev = [Some(0), None, Some(7)];
@@ -779,6 +922,21 @@ mod tests {
         }
     }
 
+    /// `groups` with each group capped at `k` jobs (the precondition), the excess made free jobs.
+    fn capped_groups(groups: &[Option<u32>], k: u32) -> Vec<Option<u32>> {
+        let mut size = std::collections::HashMap::new();
+        groups
+            .iter()
+            .map(|g| {
+                g.filter(|g| {
+                    let s = size.entry(*g).or_insert(0_u32);
+                    *s += 1;
+                    *s <= k
+                })
+            })
+            .collect()
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         #[test]
@@ -789,13 +947,7 @@ mod tests {
             k in 1_u32..9,
         ) {
             let n = weights.len();
-            // Cap each group at k jobs (the precondition) by dropping the excess from it.
-            let mut size = std::collections::HashMap::new();
-            let groups: Vec<Option<u32>> = group_of[..n].iter().map(|g| g.filter(|g| {
-                let s = size.entry(*g).or_insert(0_u32);
-                *s += 1;
-                *s <= k
-            })).collect();
+            let groups = capped_groups(&group_of[..n], k);
             let fresh = lpt_grouped(&weights, Some(&groups), k).unwrap();
             proptest::prop_assert!(distinct_per_group(&groups, &fresh.placement));
             proptest::prop_assert!(fresh.placement.iter().all(|&p| p < k));
@@ -804,6 +956,36 @@ mod tests {
             proptest::prop_assert!(distinct_per_group(&groups, &sticky.schedule.placement));
             proptest::prop_assert!(sticky.schedule.max_load() <= fresh.max_load());
             proptest::prop_assert_eq!(sticky.schedule.total(), fresh.total());
+        }
+
+        #[test]
+        fn the_repair_stays_within_the_target_and_never_moves_more(
+            // Heavy keys among many small buckets: the case the repair is for.
+            weights in proptest::collection::vec(
+                proptest::prop_oneof![3 => 0_u64..20, 1 => 50_u64..400],
+                1..80,
+            ),
+            group_of in proptest::collection::vec(proptest::option::of(0_u32..3), 80),
+            previous in proptest::collection::vec(proptest::option::of(0_u32..10), 80),
+            k in 1_u32..9,
+            slack in proptest::prop_oneof![proptest::strategy::Just(0_u64), 0_u64..100],
+        ) {
+            let n = weights.len();
+            let groups = capped_groups(&group_of[..n], k);
+            let target = lpt_grouped(&weights, Some(&groups), k).unwrap().max_load() + slack;
+            let old = lpt_sticky_candidates(&weights, &previous[..n], Some(&groups), k, slack, false)
+                .unwrap();
+            let new = lpt_sticky_grouped(&weights, &previous[..n], Some(&groups), k, slack).unwrap();
+            proptest::prop_assert!(new.schedule.max_load() <= target);
+            proptest::prop_assert!(new.moved_weight <= old.moved_weight);
+            proptest::prop_assert!(distinct_per_group(&groups, &new.schedule.placement));
+            proptest::prop_assert_eq!(new.schedule.total(), weights.iter().sum::<u64>());
+            // Loads match the placement (the repair updates both).
+            let mut loads = vec![0_u64; k as usize];
+            for (j, &p) in new.schedule.placement.iter().enumerate() {
+                loads[p as usize] += weights[j];
+            }
+            proptest::prop_assert_eq!(loads, new.schedule.loads);
         }
     }
 }

@@ -388,10 +388,10 @@ pub struct Candidate {
 /// (`default_slack`) when the current assignment at `current` is to be replaced and the best rebuild
 /// predicts `fresh`: infinity (keep every job where it is: only new jobs are placed and split keys'
 /// parts re-weighed), then the headroom [`choose`] allows above `fresh` (`h = min(threshold / 2,
-/// (current - fresh) / 2)`) and `3h/4`, `h/2`, `h/4`, each only if above `default_slack`. The
-/// migration-aware rebuild tends to be all or nothing (it reaches its target by moving a few jobs, or
-/// falls back to a relabelled fresh LPT that moves most of the load), so several targets are tried
-/// and [`choose`] judges the results.
+/// (current - fresh) / 2)`) and `3h/4`, `h/2`, `h/4`, each only if above `default_slack`. A looser
+/// target lets the migration-aware rebuild move less (and, when its repair finds no room, spares the
+/// fallback to a relabelled fresh LPT that moves most of the load), so several targets are tried and
+/// [`choose`] judges the results.
 pub fn slack_ladder(policy: &Policy, current: f64, fresh: f64, default_slack: f64) -> Vec<f64> {
     let h = headroom(policy, current, fresh);
     let steps = [h, h * 0.75, h / 2.0, h / 4.0]

@@ -219,20 +219,26 @@ fn the_split_targets_first_epoch_waits_until_its_prediction_holds() {
 #[test]
 fn replacements_move_the_least_load_that_reaches_the_improvement() {
     // The first epoch as before the confidence rule (on 10^4 records), so that it is bad enough to be
-    // replaced: every replacement moves at most 15% of the load, where the default rebuild alone
-    // (the relabelled fresh LPT) moved about 60%.
-    let (hot, split) = split_target();
+    // replaced: every replacement moves at most 15% of the load, and so does the default rebuild alone
+    // (before `lpt_sticky`'s repair it fell back to the relabelled fresh LPT and moved about 60%; on the
+    // Zipf stream without a split key, 68%).
     let early = Policy {
         first_noise: 1.0,
         ..Policy::default()
     };
-    let epochs = run(&hot, &split, &early, 10_000, 5.0, 12);
-    assert!(epochs.len() >= 2, "no replacement: {epochs:?}");
-    for e in &epochs[1..] {
-        assert!(e.moved_share <= 0.15, "{epochs:?}");
+    let (hot, split) = split_target();
+    let zipf = Stream::zipf(100_000, 1.0, 4);
+    for (name, epochs) in [
+        ("hot key", run(&hot, &split, &early, 10_000, 5.0, 12)),
+        (
+            "zipf",
+            run(&zipf, &DkgConfig::default(), &early, 10_000, 5.0, 14),
+        ),
+    ] {
+        assert!(epochs.len() >= 2, "{name}: no replacement: {epochs:?}");
+        for e in &epochs[1..] {
+            assert!(e.moved_share <= 0.15, "{name}: {epochs:?}");
+            assert!(e.default_moved <= 0.15, "{name}: {epochs:?}");
+        }
     }
-    assert!(
-        epochs[1..].iter().any(|e| e.default_moved > 0.5),
-        "the default rebuild was never the big move this test is about: {epochs:?}"
-    );
 }
