@@ -20,6 +20,7 @@
 //! `cargo bench -p dkg-partitioner --no-default-features --bench scale`
 //! (`DKG_BENCH_KEYS` distinct keys, default 10^8; `DKG_BENCH_RECORDS` records, default 2 * 10^7;
 //! `DKG_BENCH_ALPHA` Zipf exponent, default 1.0; `DKG_BENCH_ROUNDS` interleaved rounds, default 101).
+//! Run by `cargo test` (no `--bench` argument), it uses 10^6 keys, 10^5 records and 3 rounds instead.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -125,10 +126,18 @@ fn lookup_ratio(a: &Assignment, keys: &[[u8; 16]], rounds: usize) -> (f64, f64, 
 }
 
 fn main() {
-    let n: u64 = env_or("DKG_BENCH_KEYS", 100_000_000);
-    let records: u64 = env_or("DKG_BENCH_RECORDS", 20_000_000);
+    // `cargo test --all-targets` runs this binary without `--bench` (a debug build, in CI): a smoke run
+    // of every step on a small stream, as criterion's test mode is; `cargo bench` measures.
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let (keys_default, records_default, rounds_default) = if measuring {
+        (100_000_000, 20_000_000, 101)
+    } else {
+        (1_000_000, 100_000, 3)
+    };
+    let n: u64 = env_or("DKG_BENCH_KEYS", keys_default);
+    let records: u64 = env_or("DKG_BENCH_RECORDS", records_default);
     let alpha: f64 = env_or("DKG_BENCH_ALPHA", 1.0);
-    let rounds: usize = env_or::<usize>("DKG_BENCH_ROUNDS", 101).max(1);
+    let rounds: usize = env_or::<usize>("DKG_BENCH_ROUNDS", rounds_default).max(1);
     let zipf = Zipf::new(n as f64, alpha).expect("valid Zipf parameters");
 
     let mu64 = DkgConfig::builder().mu(64.0).build().expect("valid");
