@@ -1965,8 +1965,8 @@ mod simulation {
         fn deliver_handoff(&mut self) -> bool {
             let now = Duration::from_millis(self.clock);
             let items = std::mem::take(&mut self.handoff);
+            // Read while the application may still hold a record (as the glue applies them).
             for m in &mut self.members {
-                m.processed();
                 for item in &items {
                     match item {
                         HandoffItem::Lease(l) => m.core.on_lease(l.clone(), now),
