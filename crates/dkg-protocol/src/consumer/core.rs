@@ -1467,6 +1467,67 @@ mod tests {
         assert_eq!(c.take_anomalies().clamped_leases, 1);
     }
 
+    fn marker(epoch: u64, ends: Vec<i64>) -> Marker {
+        Marker {
+            producer: y(),
+            topic: "t".into(),
+            epoch,
+            ends,
+        }
+    }
+
+    fn drained(c: &Core<i64>, partition: u32) -> u64 {
+        c.parts[&partition].drained
+    }
+
+    #[test]
+    fn a_marker_passes_once_the_position_reaches_it_and_its_records_are_processed() {
+        let now = Monotonic::ZERO;
+        let mut c = member(&[0, 3]);
+        c.on_assignment(assignment(2, 2), now);
+        let mut l = lease(0);
+        l.mode = LeaseMode::Marker;
+        c.on_lease(l.clone(), now);
+        // Partition 0: offsets 0..=2 are the producer's (epoch 1); the marker of 2 ends at 3.
+        assert_eq!(deliver(&mut c, rec(0, 0, b"k", 1)), Some(0));
+        c.on_marker(marker(2, vec![3, 0, 0, 5]), now);
+        assert_eq!(drained(&c, 0), 0, "offsets 1 and 2 not fetched yet");
+        // Partition 3 fetched nothing, but its end is 5: it waits too (0 passes at once
+        // elsewhere).
+        assert_eq!(drained(&c, 3), 0);
+        let lanes = c.lanes();
+        c.publish();
+        assert!(!lanes.admits(0, 1, None), "the fast path is shut while a marker waits");
+        assert_eq!(deliver(&mut c, rec(0, 1, b"k", 1)), Some(1));
+        assert_eq!(deliver(&mut c, rec(0, 2, b"k", 1)), Some(2));
+        // Offset 2 was fetched but the application still has it: not passed.
+        c.tick(now, 1);
+        assert_eq!(drained(&c, 0), 0);
+        c.processed();
+        assert_eq!(drained(&c, 0), 2);
+        assert_eq!(drained(&c, 3), 0, "partition 3 still waits for offset 5");
+        c.on_marker(marker(2, vec![3, 0, 0, 5]), now); // read again: nothing changes
+        // The metadata records the marker like a barrier just below its end.
+        let meta = c.snapshot(0).unwrap().unwrap().metadata;
+        assert!(meta.contains(&format!(r#""{}":[2,3]"#, y())), "{meta}");
+
+        // A partition assigned with a committed offset at or above the end passes at once.
+        let mut d = member(&[3]);
+        d.on_assignment(assignment(2, 2), now);
+        d.on_lease(l, now);
+        d.on_marker(marker(2, vec![3, 0, 0, 5]), now);
+        d.revoke(3, now);
+        d.assign(3, Some(5), None, now);
+        assert_eq!(drained(&d, 3), 2);
+
+        // A marker for another partition count is rejected and counted.
+        d.on_marker(marker(3, vec![1, 1]), now);
+        let a = d.take_anomalies();
+        assert_eq!(a.rejected_markers[MarkerReject::PartitionCount.index()], 1);
+        d.on_marker_rejected(MarkerReject::Invalid);
+        assert_eq!(d.take_anomalies().rejected_markers[MarkerReject::Invalid.index()], 1);
+    }
+
     #[test]
     fn expired_and_late_producers() {
         let now = Monotonic::ZERO;
