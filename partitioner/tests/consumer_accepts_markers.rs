@@ -16,7 +16,7 @@ use common::producer::{client_config, metric_value};
 use common::scenario::{PARTITIONS, Setup, epoch_assignment, key};
 use dkg_partitioner::kafka::handoff::{HandoffKey, Lease, LeaseMode, Marker, ProducerId};
 use dkg_partitioner::kafka::{DkgConsumer, HandoffWriter, ensure_handoff_topic};
-use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 fn now_ms() -> u64 {
@@ -43,14 +43,14 @@ async fn write(
         .key(key)
         .payload(value)
         .headers(h);
-    let (p, offset) = setup
+    let delivery = setup
         .publisher
         .send(record, Duration::from_secs(10))
         .await
         .map_err(|(e, _)| e)
         .unwrap();
-    assert_eq!(p, partition as i32);
-    offset
+    assert_eq!(delivery.partition, partition as i32);
+    delivery.offset
 }
 
 /// The next record's value, if one comes within `timeout`.
@@ -101,7 +101,7 @@ async fn consumer_accepts_markers() {
         .await;
     assert_eq!(recv(&mut consumer, Duration::from_secs(30)).await.as_deref(), Some("old"));
     // The producer's lease is live and it has not said where its epoch-1 records end.
-    assert_eq!(recv(&mut consumer, Duration::from_millis(1500)).await, None, "held");
+    assert_eq!(recv(&mut consumer, Duration::from_millis(1000)).await, None, "held");
 
     // Hostile markers: one for another partition count, one whose value names another
     // producer, one with a negative end. None releases anything; each is counted.
@@ -130,7 +130,7 @@ async fn consumer_accepts_markers() {
         ",0".repeat(PARTITIONS as usize - 1)
     );
     writer.send(&marker_key, Some(negative.as_bytes())).unwrap();
-    assert_eq!(recv(&mut consumer, Duration::from_millis(1500)).await, None, "still held");
+    assert_eq!(recv(&mut consumer, Duration::from_millis(1000)).await, None, "still held");
     let rejected = |reason: &str| {
         metric_value(
             &registry,
