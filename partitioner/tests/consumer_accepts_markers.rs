@@ -20,7 +20,13 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
 fn now_ms() -> u64 {
-    u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
 }
 
 /// Write `value` for `key` to `partition` with `headers`; its offset.
@@ -67,14 +73,14 @@ async fn consumer_accepts_markers() {
     let config = client_config(&setup.bootstrap);
     let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
         config.create().unwrap();
-    ensure_handoff_topic(&admin, &setup.handoff, 1).await.unwrap();
+    ensure_handoff_topic(&admin, &setup.handoff, 1)
+        .await
+        .unwrap();
     let writer = HandoffWriter::new(&config, &setup.handoff).unwrap();
 
     // The hot key of rank 1 lives on `old` in epoch 1 and on `new` in epoch 2.
     let k = key(1);
-    let home = |e: u64| {
-        epoch_assignment(&setup.topic, e).partition_for(k.as_bytes())
-    };
+    let home = |e: u64| epoch_assignment(&setup.topic, e).partition_for(k.as_bytes());
     let (old, new) = (home(1), home(2));
     assert_ne!(old, new);
 
@@ -96,12 +102,19 @@ async fn consumer_accepts_markers() {
     write(&setup, new, &k, "new", &stamps).await;
 
     let registry = prometheus::Registry::new();
-    let mut consumer = setup
-        .consumer("c0", &registry, Arc::default())
-        .await;
-    assert_eq!(recv(&mut consumer, Duration::from_secs(30)).await.as_deref(), Some("old"));
+    let mut consumer = setup.consumer("c0", &registry, Arc::default()).await;
+    assert_eq!(
+        recv(&mut consumer, Duration::from_secs(30))
+            .await
+            .as_deref(),
+        Some("old")
+    );
     // The producer's lease is live and it has not said where its epoch-1 records end.
-    assert_eq!(recv(&mut consumer, Duration::from_millis(1000)).await, None, "held");
+    assert_eq!(
+        recv(&mut consumer, Duration::from_millis(1000)).await,
+        None,
+        "held"
+    );
 
     // Hostile markers: one for another partition count, one whose value names another
     // producer, one with a negative end. None releases anything; each is counted.
@@ -130,7 +143,11 @@ async fn consumer_accepts_markers() {
         ",0".repeat(PARTITIONS as usize - 1)
     );
     writer.send(&marker_key, Some(negative.as_bytes())).unwrap();
-    assert_eq!(recv(&mut consumer, Duration::from_millis(1000)).await, None, "still held");
+    assert_eq!(
+        recv(&mut consumer, Duration::from_millis(1000)).await,
+        None,
+        "still held"
+    );
     let rejected = |reason: &str| {
         metric_value(
             &registry,
@@ -156,7 +173,12 @@ async fn consumer_accepts_markers() {
         ends,
     };
     writer.put_marker(&marker).await.unwrap();
-    assert_eq!(recv(&mut consumer, Duration::from_secs(10)).await.as_deref(), Some("new"));
+    assert_eq!(
+        recv(&mut consumer, Duration::from_secs(10))
+            .await
+            .as_deref(),
+        Some("new")
+    );
     consumer.commit().await.unwrap();
     consumer.close().await.unwrap();
 }

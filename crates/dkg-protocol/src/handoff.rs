@@ -830,7 +830,12 @@ mod tests {
                 "partition_count"
             ]
         );
-        assert!(MarkerReject::ALL.iter().enumerate().all(|(i, r)| r.index() == i));
+        assert!(
+            MarkerReject::ALL
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.index() == i)
+        );
     }
 
     #[test]
@@ -853,7 +858,9 @@ mod tests {
         assert!(!String::from_utf8_lossy(&old).contains("mode"));
         assert!(decode(Some(key2.as_bytes()), Some(&old)).is_err());
         assert!(decode(Some(key1.as_bytes()), Some(&old)).is_ok());
-        let bad_mode = String::from_utf8(old).unwrap().replace('}', r#","mode":"other"}"#);
+        let bad_mode = String::from_utf8(old)
+            .unwrap()
+            .replace('}', r#","mode":"other"}"#);
         assert!(decode(Some(key1.as_bytes()), Some(bad_mode.as_bytes())).is_err());
     }
 }

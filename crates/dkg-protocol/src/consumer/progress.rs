@@ -475,8 +475,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::handoff::LeaseMode;
     use crate::handoff::BarrierSet;
+    use crate::handoff::LeaseMode;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()
