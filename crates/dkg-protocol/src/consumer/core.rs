@@ -1924,7 +1924,7 @@ mod simulation {
             let all = rng.random_bool(0.5);
             for p in 0..self.producers.len() {
                 if p == 1 || all {
-                    self.to_marker_mode(p);
+                    self.use_markers(p);
                 }
             }
             // The members read the leases again (they are now marker-mode leases).
@@ -1937,7 +1937,7 @@ mod simulation {
             self
         }
 
-        fn to_marker_mode(&mut self, p: usize) {
+        fn use_markers(&mut self, p: usize) {
             let pr = &mut self.producers[p];
             pr.tracker = Some(MarkerTracker::new(
                 pr.id.clone(),
@@ -1970,7 +1970,7 @@ mod simulation {
                 expires_at_ms: u64::MAX,
             });
             let p = self.producers.len() - 1;
-            self.to_marker_mode(p);
+            self.use_markers(p);
             let l = self.lease(p);
             let now = Duration::from_millis(self.clock);
             for m in &mut self.members {
