@@ -76,7 +76,9 @@ impl MarkerTracker {
         e.ends[p] = e.ends[p].max(offset.saturating_add(1));
     }
 
-    /// The record routed under `epoch` was not written (a definite delivery error).
+    /// The record routed under `epoch` was not written (a definite delivery error only: a record
+    /// whose outcome is unknown, such as a message timeout, may be in the log at an offset this
+    /// tracker never learns, and must not be reported here; spec 9.2.1).
     pub fn failed(&mut self, epoch: u64) {
         if let Some(e) = self.epochs.get_mut(&epoch) {
             e.outstanding = e.outstanding.saturating_sub(1);
