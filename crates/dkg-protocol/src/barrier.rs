@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::handoff::{BarrierSet, Lease, ProducerId};
+use crate::handoff::{BarrierSet, Lease, LeaseMode, ProducerId};
 
 /// Lease bookkeeping of one topic.
 #[derive(Debug, Clone)]
@@ -24,6 +24,7 @@ struct TopicLease {
 pub struct BarrierSchedule {
     id: ProducerId,
     lease_ms: u64,
+    mode: LeaseMode,
     topics: HashMap<String, TopicLease>,
 }
 
@@ -34,8 +35,23 @@ impl BarrierSchedule {
         Self {
             id,
             lease_ms,
+            mode: LeaseMode::Barrier,
             topics: HashMap::new(),
         }
+    }
+
+    /// The same schedule for a producer announcing its epochs in `mode` (its leases say so, and
+    /// are written under the key of that mode, `HandoffKey::of_lease`).
+    #[must_use]
+    pub fn with_mode(mut self, mode: LeaseMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The mode the leases announce.
+    #[must_use]
+    pub fn mode(&self) -> LeaseMode {
+        self.mode
     }
 
     /// The producer's id.
@@ -67,6 +83,7 @@ impl BarrierSchedule {
             expires_at_ms: self.expiry(now_ms),
             barrier: None,
             closed_at_epoch: None,
+            mode: self.mode,
         }
     }
 
@@ -114,6 +131,14 @@ impl BarrierSchedule {
         entry.lease.barrier = Some(BarrierSet { epoch, offsets });
         entry.lease.expires_at_ms = expires;
         Some(entry.lease.clone())
+    }
+
+    /// The marker of `epoch` on `topic` is in the log (marker mode): its epochs count as
+    /// announced (the lease itself need not change: the marker has its own key).
+    pub fn marker_written(&mut self, topic: &str, epoch: u64) {
+        if let Some(entry) = self.topics.get_mut(topic) {
+            entry.barrier_epoch = entry.barrier_epoch.max(epoch);
+        }
     }
 
     /// Every lease, renewed at `now_ms` (to write every third of the lease duration).
@@ -197,5 +222,19 @@ mod tests {
         assert_eq!(closed[0].closed_at_epoch, Some(4));
         assert_eq!(closed[1].closed_at_epoch, Some(2));
         assert!(closed.iter().all(|l| l.expires_at_ms == 16_000));
+    }
+
+    #[test]
+    fn marker_mode_leases_say_so_and_markers_count_as_announced() {
+        let mut s = schedule().with_mode(LeaseMode::Marker);
+        let lease = s.new_lease("orders", 2, 0);
+        assert_eq!(lease.mode, LeaseMode::Marker);
+        s.registered(lease);
+        assert_eq!(s.due(|_| Some(4)), [("orders".to_owned(), 4)]);
+        s.marker_written("orders", 4);
+        assert!(s.due(|_| Some(4)).is_empty());
+        let closed = s.close(0);
+        assert_eq!(closed[0].closed_at_epoch, Some(4));
+        assert_eq!(closed[0].barrier, None);
     }
 }

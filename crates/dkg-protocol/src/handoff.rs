@@ -9,7 +9,9 @@
 //!
 //! | key | value | written by |
 //! |---|---|---|
-//! | `lease/<topic>/<producer>` | [`Lease`]: the producer writes to `<topic>` and must be waited for | each ordering `DkgProducer`: at start, every lease/3, after each barrier set, on close |
+//! | `lease/<topic>/<producer>` | [`Lease`]: the producer writes to `<topic>` and must be waited for | each ordering `DkgProducer` in barrier mode: at start, every lease/3, after each barrier set, on close |
+//! | `lease2/<topic>/<producer>` | [`Lease`] with `"mode":"marker"` | each ordering `DkgProducer` in marker mode (consumers of the previous release skip the key) |
+//! | `marker/<topic>/<producer>` | [`Marker`]: where the producer's records of epochs below `epoch` end, per partition | each marker-mode producer, once all those records are acknowledged |
 //! | `assignment/<topic>/<epoch>` | the [`Assignment`] JSON | each producer after the barriers of `<epoch>` (same bytes: compaction dedups) |
 //! | `progress/<group>/<topic>/<partition>` | [`Progress`]: how far the group has drained that partition | the `DkgConsumer` owning the partition, after committing |
 //!
@@ -146,6 +148,126 @@ pub struct Lease {
     /// nothing more; consumers wait for it only for epochs `<=` this one (until expiry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_at_epoch: Option<u64>,
+    /// How the producer announces where its epochs end: barrier records in the data topic
+    /// (absent on the wire) or markers on the handoff topic (`"marker"`, only under a `lease2/`
+    /// key).
+    #[serde(default, skip_serializing_if = "LeaseMode::is_barrier")]
+    pub mode: LeaseMode,
+}
+
+/// How an ordering producer announces the end of its older epochs (spec 9.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseMode {
+    /// Barrier records in every partition of the data topic; lease under `lease/`.
+    #[default]
+    Barrier,
+    /// [`Marker`] records on the handoff topic; lease under `lease2/`.
+    Marker,
+}
+
+impl LeaseMode {
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+    fn is_barrier(&self) -> bool {
+        *self == LeaseMode::Barrier
+    }
+}
+
+/// Largest marker value read (checked before parsing): about 20 bytes per partition for the
+/// largest partition count an assignment may name.
+pub const MAX_MARKER_BYTES: usize = 24 * MAX_MARKER_PARTITIONS;
+
+/// Most partitions a marker may name (the assignment document's limit, spec 4.5).
+pub const MAX_MARKER_PARTITIONS: usize = 1_000_000;
+
+/// `marker/<topic>/<producer>`: every record `producer` routed under an epoch below `epoch` to
+/// partition `p` of `topic` has an offset below `ends[p]` (spec 9.2). For the consumer it acts as
+/// that producer's barrier of `epoch` just below offset `ends[p]` on every partition `p`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// The producer instance.
+    pub producer: ProducerId,
+    /// The data topic.
+    pub topic: String,
+    /// The epoch whose predecessors end at `ends`.
+    pub epoch: u64,
+    /// Per partition (index = partition): 1 + the largest offset of a record routed under an
+    /// epoch below `epoch` (0: none), or the previous marker's end if none since.
+    pub ends: Vec<i64>,
+}
+
+/// Why a marker record was rejected (the consumer counts each, `docs/spec.md` 9.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MarkerReject {
+    /// The value exceeds [`MAX_MARKER_BYTES`] or names more than [`MAX_MARKER_PARTITIONS`]
+    /// partitions.
+    Oversize,
+    /// Not JSON, or not a marker (a member missing, repeated or of the wrong type).
+    MalformedJson,
+    /// The value's `topic` or `producer` differs from its key's.
+    KeyMismatch,
+    /// Epoch 0, no partition, or a negative end.
+    Invalid,
+    /// `ends` does not have one entry per partition of the topic (checked by the consumer, which
+    /// knows the count).
+    PartitionCount,
+}
+
+impl MarkerReject {
+    /// Every reason, in label order (metrics pre-create one series per reason).
+    pub const ALL: [MarkerReject; 5] = [
+        MarkerReject::Oversize,
+        MarkerReject::MalformedJson,
+        MarkerReject::KeyMismatch,
+        MarkerReject::Invalid,
+        MarkerReject::PartitionCount,
+    ];
+
+    /// The metrics label.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MarkerReject::Oversize => "oversize",
+            MarkerReject::MalformedJson => "malformed_json",
+            MarkerReject::KeyMismatch => "key_mismatch",
+            MarkerReject::Invalid => "invalid",
+            MarkerReject::PartitionCount => "partition_count",
+        }
+    }
+
+    /// Index into [`MarkerReject::ALL`].
+    #[must_use]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for MarkerReject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Decode the value of `marker/<topic>/<producer>` (strict: see [`MarkerReject`]).
+pub fn decode_marker(
+    topic: &str,
+    producer: &ProducerId,
+    value: &[u8],
+) -> std::result::Result<Marker, MarkerReject> {
+    if value.len() > MAX_MARKER_BYTES {
+        return Err(MarkerReject::Oversize);
+    }
+    let m: Marker = serde_json::from_slice(value).map_err(|_| MarkerReject::MalformedJson)?;
+    if m.topic != topic || &m.producer != producer {
+        return Err(MarkerReject::KeyMismatch);
+    }
+    if m.ends.len() > MAX_MARKER_PARTITIONS {
+        return Err(MarkerReject::Oversize);
+    }
+    if m.epoch == 0 || m.ends.is_empty() || m.ends.iter().any(|&o| o < 0) {
+        return Err(MarkerReject::Invalid);
+    }
+    Ok(m)
 }
 
 impl Lease {
@@ -198,6 +320,20 @@ pub enum HandoffKey {
         /// Producer.
         producer: ProducerId,
     },
+    /// `lease2/<topic>/<producer>`: the lease of a marker-mode producer.
+    Lease2 {
+        /// Data topic.
+        topic: String,
+        /// Producer.
+        producer: ProducerId,
+    },
+    /// `marker/<topic>/<producer>`.
+    Marker {
+        /// Data topic.
+        topic: String,
+        /// Producer.
+        producer: ProducerId,
+    },
     /// `assignment/<topic>/<epoch>`.
     Assignment {
         /// Data topic.
@@ -222,6 +358,8 @@ impl HandoffKey {
     pub fn encode(&self) -> String {
         match self {
             HandoffKey::Lease { topic, producer } => format!("lease/{topic}/{producer}"),
+            HandoffKey::Lease2 { topic, producer } => format!("lease2/{topic}/{producer}"),
+            HandoffKey::Marker { topic, producer } => format!("marker/{topic}/{producer}"),
             HandoffKey::Assignment { topic, epoch } => format!("assignment/{topic}/{epoch}"),
             HandoffKey::Progress {
                 group,
@@ -237,12 +375,15 @@ impl HandoffKey {
         let key = std::str::from_utf8(key).ok()?;
         let (kind, rest) = key.split_once('/')?;
         match kind {
-            "lease" => {
+            "lease" | "lease2" | "marker" => {
                 let (topic, producer) = rest.rsplit_once('/')?;
                 (!topic.is_empty()).then_some(())?;
-                Some(HandoffKey::Lease {
-                    topic: topic.to_owned(),
-                    producer: ProducerId::parse(producer)?,
+                let topic = topic.to_owned();
+                let producer = ProducerId::parse(producer)?;
+                Some(match kind {
+                    "lease" => HandoffKey::Lease { topic, producer },
+                    "lease2" => HandoffKey::Lease2 { topic, producer },
+                    _ => HandoffKey::Marker { topic, producer },
                 })
             }
             "assignment" => {
@@ -272,8 +413,21 @@ impl HandoffKey {
     pub fn topic(&self) -> &str {
         match self {
             HandoffKey::Lease { topic, .. }
+            | HandoffKey::Lease2 { topic, .. }
+            | HandoffKey::Marker { topic, .. }
             | HandoffKey::Assignment { topic, .. }
             | HandoffKey::Progress { topic, .. } => topic,
+        }
+    }
+
+    /// The key a lease is written under: `lease2/` for marker mode (consumers of the previous
+    /// release skip it and so never wait for barriers that will not come), `lease/` otherwise.
+    #[must_use]
+    pub fn of_lease(lease: &Lease) -> Self {
+        let (topic, producer) = (lease.topic.clone(), lease.producer.clone());
+        match lease.mode {
+            LeaseMode::Barrier => HandoffKey::Lease { topic, producer },
+            LeaseMode::Marker => HandoffKey::Lease2 { topic, producer },
         }
     }
 }
@@ -287,6 +441,15 @@ pub enum HandoffEntry {
     History(Arc<Assignment>),
     /// A group's progress on a partition.
     Progress(Progress),
+    /// A marker-mode producer's marker.
+    Marker(Marker),
+    /// A marker record that did not decode: skipped, but counted by the consumers of its topic.
+    MarkerRejected {
+        /// The data topic its key names.
+        topic: String,
+        /// Why.
+        reason: MarkerReject,
+    },
     /// A tombstone for the key.
     Removed(HandoffKey),
 }
@@ -299,13 +462,19 @@ impl HandoffEntry {
             HandoffEntry::Lease(l) => &l.topic,
             HandoffEntry::History(a) => a.topic(),
             HandoffEntry::Progress(p) => &p.topic,
+            HandoffEntry::Marker(m) => &m.topic,
+            HandoffEntry::MarkerRejected { topic, .. } => topic,
             HandoffEntry::Removed(k) => k.topic(),
         }
     }
 }
 
 /// Decode one record. Errors (with a reason for the log) for unknown keys, malformed values and
-/// values that contradict their key: a reader skips them and keeps its state.
+/// values that contradict their key: a reader skips them and keeps its state. A marker that does
+/// not decode is an entry ([`HandoffEntry::MarkerRejected`]), so that its topic's consumers count
+/// it. A lease under `lease/` must be in barrier mode and one under `lease2/` in marker mode (a
+/// marker-mode lease that consumers of the previous release would read would make them wait for
+/// barriers that never come).
 pub fn decode(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -317,7 +486,7 @@ pub fn decode(
         return Ok(HandoffEntry::Removed(key));
     };
     match &key {
-        HandoffKey::Lease { topic, producer } => {
+        HandoffKey::Lease { topic, producer } | HandoffKey::Lease2 { topic, producer } => {
             let lease: Lease = serde_json::from_slice(value).map_err(|e| e.to_string())?;
             if &lease.topic != topic || &lease.producer != producer {
                 return Err(format!(
@@ -327,8 +496,22 @@ pub fn decode(
                     key.encode()
                 ));
             }
+            if HandoffKey::of_lease(&lease) != key {
+                return Err(format!(
+                    "lease in {:?} mode under key {}",
+                    lease.mode,
+                    key.encode()
+                ));
+            }
             Ok(HandoffEntry::Lease(lease))
         }
+        HandoffKey::Marker { topic, producer } => Ok(match decode_marker(topic, producer, value) {
+            Ok(m) => HandoffEntry::Marker(m),
+            Err(reason) => HandoffEntry::MarkerRejected {
+                topic: topic.clone(),
+                reason,
+            },
+        }),
         HandoffKey::Assignment { topic, epoch } => {
             let a = Assignment::from_json(value).map_err(|e| e.to_string())?;
             if a.topic() != topic || a.epoch() != *epoch {
@@ -407,6 +590,14 @@ mod tests {
                 topic: "orders".into(),
                 partition: 11,
             },
+            HandoffKey::Lease2 {
+                topic: "orders".into(),
+                producer: id('c'),
+            },
+            HandoffKey::Marker {
+                topic: "a.b".into(),
+                producer: id('d'),
+            },
         ];
         for key in cases {
             let encoded = key.encode();
@@ -423,6 +614,9 @@ mod tests {
             "progress/orders/3",
             "progress//orders/3",
             "other/x/y",
+            "marker/orders",
+            "lease2//aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "marker/orders/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
             "",
         ] {
             assert_eq!(HandoffKey::parse(bad.as_bytes()), None, "{bad}");
@@ -442,6 +636,7 @@ mod tests {
                 offsets: vec![5, 6],
             }),
             closed_at_epoch: closed,
+            mode: LeaseMode::Barrier,
         }
     }
 
@@ -525,5 +720,147 @@ mod tests {
             HandoffEntry::Progress(got) => assert_eq!(got, p),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn marker_key(topic: &str, c: char) -> Vec<u8> {
+        HandoffKey::Marker {
+            topic: topic.into(),
+            producer: id(c),
+        }
+        .encode()
+        .into_bytes()
+    }
+
+    fn rejected(key: &[u8], value: &[u8]) -> Option<MarkerReject> {
+        match decode(Some(key), Some(value)).unwrap() {
+            HandoffEntry::MarkerRejected { reason, topic } => {
+                assert_eq!(topic, "t");
+                Some(reason)
+            }
+            HandoffEntry::Marker(_) => None,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn markers_decode_strictly() {
+        let key = marker_key("t", 'b');
+        let m = Marker {
+            producer: id('b'),
+            topic: "t".into(),
+            epoch: 4,
+            ends: vec![0, 17, 3],
+        };
+        match decode(Some(&key), Some(&to_json(&m))).unwrap() {
+            HandoffEntry::Marker(got) => assert_eq!(got, m),
+            other => panic!("{other:?}"),
+        }
+        let b = "b".repeat(32);
+        let c = "c".repeat(32);
+        let cases: Vec<(String, Option<MarkerReject>)> = vec![
+            // Unknown members are ignored, as in every handoff value.
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1,"ends":[5],"x":1}}"#),
+                None,
+            ),
+            ("{".into(), Some(MarkerReject::MalformedJson)),
+            ("[]".into(), Some(MarkerReject::MalformedJson)),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1}}"#),
+                Some(MarkerReject::MalformedJson),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1,"epoch":2,"ends":[1]}}"#),
+                Some(MarkerReject::MalformedJson),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":-1,"ends":[1]}}"#),
+                Some(MarkerReject::MalformedJson),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1,"ends":[1.5]}}"#),
+                Some(MarkerReject::MalformedJson),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"u","epoch":1,"ends":[1]}}"#),
+                Some(MarkerReject::KeyMismatch),
+            ),
+            (
+                format!(r#"{{"producer":"{c}","topic":"t","epoch":1,"ends":[1]}}"#),
+                Some(MarkerReject::KeyMismatch),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":0,"ends":[1]}}"#),
+                Some(MarkerReject::Invalid),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1,"ends":[]}}"#),
+                Some(MarkerReject::Invalid),
+            ),
+            (
+                format!(r#"{{"producer":"{b}","topic":"t","epoch":1,"ends":[3,-1]}}"#),
+                Some(MarkerReject::Invalid),
+            ),
+        ];
+        for (value, want) in cases {
+            assert_eq!(rejected(&key, value.as_bytes()), want, "{value}");
+        }
+        let many = format!(
+            r#"{{"producer":"{b}","topic":"t","epoch":1,"ends":[{}0]}}"#,
+            "0,".repeat(MAX_MARKER_PARTITIONS)
+        );
+        assert_eq!(
+            rejected(&key, many.as_bytes()),
+            Some(MarkerReject::Oversize)
+        );
+        let huge = vec![b' '; MAX_MARKER_BYTES + 1];
+        assert_eq!(rejected(&key, &huge), Some(MarkerReject::Oversize));
+        assert!(matches!(
+            decode(Some(&key), None).unwrap(),
+            HandoffEntry::Removed(HandoffKey::Marker { .. })
+        ));
+        let labels: Vec<&str> = MarkerReject::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "oversize",
+                "malformed_json",
+                "key_mismatch",
+                "invalid",
+                "partition_count"
+            ]
+        );
+        assert!(
+            MarkerReject::ALL
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.index() == i)
+        );
+    }
+
+    #[test]
+    fn marker_mode_leases_live_under_lease2_only() {
+        let mut l = lease(1, 99, None);
+        l.mode = LeaseMode::Marker;
+        let json = to_json(&l);
+        assert!(String::from_utf8_lossy(&json).contains(r#""mode":"marker""#));
+        let key2 = HandoffKey::of_lease(&l).encode();
+        assert_eq!(key2, format!("lease2/t/{}", "b".repeat(32)));
+        match decode(Some(key2.as_bytes()), Some(&json)).unwrap() {
+            HandoffEntry::Lease(got) => assert_eq!(got, l),
+            other => panic!("{other:?}"),
+        }
+        // A marker-mode lease under the old key would make old consumers wait for barriers.
+        let key1 = format!("lease/t/{}", "b".repeat(32));
+        assert!(decode(Some(key1.as_bytes()), Some(&json)).is_err());
+        // And a barrier-mode lease (no mode: every lease written so far) under lease2 is refused.
+        let old = to_json(&lease(1, 99, None));
+        assert!(!String::from_utf8_lossy(&old).contains("mode"));
+        assert!(decode(Some(key2.as_bytes()), Some(&old)).is_err());
+        assert!(decode(Some(key1.as_bytes()), Some(&old)).is_ok());
+        let bad_mode = String::from_utf8(old)
+            .unwrap()
+            .replace('}', r#","mode":"other"}"#);
+        assert!(decode(Some(key1.as_bytes()), Some(bad_mode.as_bytes())).is_err());
     }
 }

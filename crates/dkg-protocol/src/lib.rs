@@ -11,7 +11,8 @@
 //!   [`RejectReason`](book::RejectReason), [`ControlUpdate`](book::ControlUpdate));
 //! - [`consumer`]: the specification of ordering-safe migration and the consumer's state machine
 //!   (core, hold, history, progress, lanes), with its deterministic simulation in the tests;
-//! - [`barrier`]: the producer side's lease and barrier schedule.
+//! - [`barrier`]: the producer side's lease and barrier schedule;
+//! - [`marker`]: the producer side of marker mode (acknowledged offsets, when a marker is due).
 //!
 //! # The wall
 //!
@@ -29,3 +30,4 @@ pub mod book;
 pub mod consumer;
 pub mod handoff;
 pub mod headers;
+pub mod marker;

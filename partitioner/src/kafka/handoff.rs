@@ -16,8 +16,8 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use tracing::warn;
 
 pub use dkg_protocol::handoff::{
-    BarrierSet, DEFAULT_HANDOFF_TOPIC, DEFAULT_LEASE, HandoffEntry, HandoffKey, Lease, ProducerId,
-    Progress, decode,
+    BarrierSet, DEFAULT_HANDOFF_TOPIC, DEFAULT_LEASE, HandoffEntry, HandoffKey, Lease, LeaseMode,
+    Marker, MarkerReject, ProducerId, Progress, decode,
 };
 pub use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER};
 
@@ -114,13 +114,20 @@ impl HandoffWriter {
             .map_err(|(e, _)| Error::Kafka(e))
     }
 
-    /// Write (register, renew, update) a lease and wait for the acknowledgement.
+    /// Write (register, renew, update) a lease and wait for the acknowledgement (under
+    /// `lease2/` in marker mode, [`HandoffKey::of_lease`]).
     pub async fn put_lease(&self, lease: &Lease) -> Result<()> {
-        let key = HandoffKey::Lease {
-            topic: lease.topic.clone(),
-            producer: lease.producer.clone(),
+        self.put(&HandoffKey::of_lease(lease), Some(&to_json(lease)))
+            .await
+    }
+
+    /// Write a marker-mode producer's marker and wait for the acknowledgement.
+    pub async fn put_marker(&self, marker: &Marker) -> Result<()> {
+        let key = HandoffKey::Marker {
+            topic: marker.topic.clone(),
+            producer: marker.producer.clone(),
         };
-        self.put(&key, Some(&to_json(lease))).await
+        self.put(&key, Some(&to_json(marker))).await
     }
 
     /// Write the history record of `assignment`'s epoch.

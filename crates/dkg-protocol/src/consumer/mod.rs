@@ -24,12 +24,20 @@
 //! **barrier** record to every partition (null key, headers `dkg-barrier: E`,
 //! `dkg-producer: <id>`). With idempotence each barrier lands after all of the producer's
 //! older-epoch records of that partition. Then it records the barrier offsets in its lease and
-//! writes `assignment/<topic>/<E>` (history).
+//! writes `assignment/<topic>/<E>` (history). A producer in **marker mode** (lease under
+//! `lease2/`, `docs/spec.md` 9.2.1) writes no barrier: once every record it routed under an epoch
+//! below `E` is acknowledged it writes a `Marker` (`marker/<topic>/<producer>`) with, per
+//! partition, 1 + the largest such offset ([`crate::marker`] tracks them).
 //!
 //! **Consumers** (the state machine in [`core`], driven by the Kafka glue's `DkgConsumer`), per owned partition `P`:
 //!
 //! - A barrier of producer `y` for `E` at offset `b` is *passed* once no record below `b` with an
-//!   epoch below `E` is unprocessed; `passed[P][y]` is the highest passed epoch.
+//!   epoch below `E` is unprocessed; `passed[P][y]` is the highest passed epoch. It is a barrier
+//!   of every lower epoch too: while the lowest epoch of an unprocessed record below `b` is
+//!   `e < E`, `passed[P][y]` is at least `e`.
+//! - A marker of `y` for `E` is `y`'s barrier of `E` just below its end `o` on `P`, fetched once
+//!   every offset below `o` is fetched and processed or tracked (the committed offset counts;
+//!   the record the application holds does not).
 //! - `P` has *drained* `E` when every producer awaited for `E` has `passed[P][y] >= E`. A producer
 //!   is awaited while its lease is live, unless it started at or after `E` or closed before `E`
 //!   (`Lease::awaited_for`).
@@ -50,7 +58,8 @@
 //!   `dkg-producer`; see "Untrusted input" for the rest).
 //!
 //! **Why no deadlock.** Passing a barrier of epoch `E` waits only for records of epochs *below*
-//! `E`. A held record of epoch `E` never blocks the barrier of its own epoch on its own
+//! `E`, and passes `e` as soon as nothing below it of an epoch below `e` is unprocessed (a producer
+//! that skipped epochs has one barrier for all of them). A held record of epoch `E` never blocks the barrier of its own epoch on its own
 //! partition; it waits for partitions to drain `E` and for held records of epochs at most `E`,
 //! which wait only for records of epochs below `E`, which wait for epochs further below: the
 //! chain ends. (Committed offsets are not used as progress for exactly this reason: a held record

@@ -7,6 +7,10 @@
 //! - A barrier of producer `y` for epoch `E` at offset `b` is **passed** once no record below `b`
 //!   with an epoch below `E` is unprocessed. `passed[y]` is the highest such epoch, with its
 //!   barrier's offset.
+//! - A **marker** of producer `y` for `E` ending at `o` on this partition ([`crate::handoff::Marker`])
+//!   is a barrier of `E` just below offset `o` that counts as fetched once the position reaches
+//!   `o` (every offset below `o` fetched, and processed or tracked): passed by the same rule, and
+//!   recorded as `(E, o)` (records below `o` with an epoch below `E` were processed).
 //! - The partition has **drained** epoch `E` when every producer that must be awaited for `E`
 //!   ([`Lease::awaited_for`]) has `passed[y] >= E` (or cannot have written epochs below `E` after
 //!   its barrier). `drained` is the highest such `E`, capped at the newest epoch known.
@@ -105,11 +109,19 @@ struct Pending {
     offset: i64,
 }
 
+/// Markers kept per producer while the position has not reached them: a later one covers the
+/// earlier ones, so older ones are dropped beyond this (a hostile producer cannot grow the list).
+const MAX_AWAITING_PER_PRODUCER: usize = 4;
+
 /// The progress state of one owned partition.
 #[derive(Debug, Default)]
 pub struct PartitionProgress {
     passed: BTreeMap<ProducerId, PassedAt>,
     pending: Vec<Pending>,
+    /// Markers whose end the position has not reached yet (`offset` = the end).
+    awaiting: Vec<Pending>,
+    /// The committed offset at assignment: every record below it was processed.
+    committed: Option<i64>,
     /// From the committed metadata at assignment: `(E, b)` = records below `b` with an epoch below
     /// `E` were processed by a previous owner.
     skip: Vec<PassedAt>,
@@ -135,6 +147,8 @@ impl PartitionProgress {
         Self {
             passed,
             pending: Vec::new(),
+            awaiting: Vec::new(),
+            committed,
             skip,
             window,
             start: None,
@@ -226,15 +240,115 @@ impl PartitionProgress {
         if self.passed(producer) >= epoch {
             return false; // re-delivered, or an older barrier after a newer one
         }
-        if min_epoch_below(offset).is_none_or(|e| e >= epoch) {
-            return self.raise(producer, PassedAt { epoch, offset });
+        let (changed, done) = self.pass(producer, epoch, offset, min_epoch_below(offset));
+        if !done {
+            self.pending.push(Pending {
+                producer: producer.clone(),
+                epoch,
+                offset,
+            });
         }
-        self.pending.push(Pending {
+        changed
+    }
+
+    /// Pass `producer`'s barrier of `epoch` at `offset` as far as `low`, the lowest epoch of an
+    /// unprocessed record below it, allows. A barrier of `E` is also one of every lower epoch
+    /// `e` (the producer's records of epochs below `e` are below it too), so it passes `e = low`
+    /// while records of `low` still wait: a producer that skipped epochs (adopted several before
+    /// its barrier or marker was out) has only this barrier, and its own held records of a
+    /// skipped epoch may wait for other partitions to drain exactly that epoch. Returns (passed
+    /// changed, barrier fully passed).
+    fn pass(
+        &mut self,
+        producer: &ProducerId,
+        epoch: u64,
+        offset: i64,
+        low: Option<u64>,
+    ) -> (bool, bool) {
+        match low {
+            Some(low) if low < epoch => {
+                let partial = low > self.passed(producer)
+                    && self.raise(producer, PassedAt { epoch: low, offset });
+                (partial, false)
+            }
+            _ => (self.raise(producer, PassedAt { epoch, offset }), true),
+        }
+    }
+
+    /// Whether a marker ending at `end` is reached at `position` (every offset below it fetched
+    /// and processed or tracked; `None`: nothing fetched yet): the committed offset counts too.
+    fn reached(&self, end: i64, position: Option<i64>) -> bool {
+        let at = position.max(self.committed);
+        end <= 0 || at.is_some_and(|p| end <= p)
+    }
+
+    /// A marker of `producer` for `epoch` ending at `end` here (see the module docs), with the
+    /// partition's `position` now. Returns whether `passed` changed.
+    pub fn on_marker(
+        &mut self,
+        producer: &ProducerId,
+        epoch: u64,
+        end: i64,
+        position: Option<i64>,
+        min_epoch_below: impl Fn(i64) -> Option<u64>,
+    ) -> bool {
+        if self.passed(producer) >= epoch {
+            return false;
+        }
+        if self.reached(end, position) {
+            return self.on_barrier(producer, epoch, end, min_epoch_below);
+        }
+        if self
+            .awaiting
+            .iter()
+            .any(|a| a.producer == *producer && a.epoch >= epoch)
+        {
+            return false;
+        }
+        self.awaiting.push(Pending {
             producer: producer.clone(),
             epoch,
-            offset,
+            offset: end,
         });
+        let mine = || self.awaiting.iter().filter(|a| a.producer == *producer);
+        if mine().count() > MAX_AWAITING_PER_PRODUCER {
+            if let Some(oldest) = mine().map(|a| a.epoch).min() {
+                self.awaiting
+                    .retain(|a| a.producer != *producer || a.epoch != oldest);
+            }
+        }
         false
+    }
+
+    /// Whether some marker waits for the position.
+    pub fn has_awaiting(&self) -> bool {
+        !self.awaiting.is_empty()
+    }
+
+    /// Markers the position has reached become barriers. Returns whether `passed` changed.
+    pub fn arrived(
+        &mut self,
+        position: Option<i64>,
+        min_epoch_below: impl Fn(i64) -> Option<u64>,
+    ) -> bool {
+        if self.awaiting.is_empty() {
+            return false;
+        }
+        let (due, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.awaiting)
+            .into_iter()
+            .partition(|a| self.reached(a.offset, position));
+        self.awaiting = rest;
+        let mut changed = false;
+        for a in due {
+            changed |= self.on_barrier(&a.producer, a.epoch, a.offset, &min_epoch_below);
+        }
+        changed
+    }
+
+    /// Forget awaited markers of producers `keep` rejects (no live lease: nobody waits for them;
+    /// the core applies a producer's latest marker again when its lease is read).
+    pub fn retain_awaiting(&mut self, keep: impl Fn(&ProducerId) -> bool) {
+        self.awaiting.retain(|a| keep(&a.producer));
     }
 
     /// Re-check pending barriers after records were processed. Returns whether `passed` changed.
@@ -245,15 +359,10 @@ impl PartitionProgress {
         let mut changed = false;
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
-            if min_epoch_below(p.offset).is_none_or(|e| e >= p.epoch) {
-                changed |= self.raise(
-                    &p.producer,
-                    PassedAt {
-                        epoch: p.epoch,
-                        offset: p.offset,
-                    },
-                );
-            } else if self.passed(&p.producer) < p.epoch {
+            let (raised, done) =
+                self.pass(&p.producer, p.epoch, p.offset, min_epoch_below(p.offset));
+            changed |= raised;
+            if !done && self.passed(&p.producer) < p.epoch {
                 self.pending.push(p);
             }
         }
@@ -367,6 +476,7 @@ mod tests {
 
     use super::*;
     use crate::handoff::BarrierSet;
+    use crate::handoff::LeaseMode;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()
@@ -381,6 +491,7 @@ mod tests {
             expires_at_ms: 1000,
             barrier: None,
             closed_at_epoch: closed,
+            mode: LeaseMode::Barrier,
         }
     }
 
@@ -388,13 +499,19 @@ mod tests {
     fn barrier_passes_once_nothing_older_below_it_is_unprocessed() {
         let mut p = PartitionProgress::default();
         // An unprocessed epoch-2 record at offset 5 blocks barrier(3)@10 but not barrier(2)@8.
+        // Barrier(3) is one of epoch 2 as well: that part passes at once (a producer that
+        // skipped epoch 2 has no other barrier of it).
         let below = |o: i64| (o > 5).then_some(2);
-        assert!(!p.on_barrier(&id('a'), 3, 10, below));
+        assert!(p.on_barrier(&id('a'), 3, 10, below));
         assert!(p.has_pending());
         assert!(p.on_barrier(&id('b'), 2, 8, below));
-        assert_eq!((p.passed(&id('a')), p.passed(&id('b'))), (0, 2));
+        assert_eq!((p.passed(&id('a')), p.passed(&id('b'))), (2, 2));
         // Still blocked.
         assert!(!p.recheck(below));
+        // Records of epoch 1 below: nothing more passes.
+        let mut q = PartitionProgress::default();
+        assert!(!q.on_barrier(&id('a'), 3, 10, |_| Some(0)));
+        assert_eq!(q.passed(&id('a')), 0);
         // Processed: passes.
         assert!(p.recheck(|_| None));
         assert_eq!(p.passed(&id('a')), 3);

@@ -382,7 +382,8 @@ impl Inner {
         }
     }
 
-    /// Tombstone leases expired long ago and history older than every member keeps.
+    /// Tombstone leases expired long ago (with a marker-mode producer's marker) and history
+    /// older than every member keeps.
     pub(super) fn collect_garbage(&mut self) {
         let now_ms = handoff::now_ms();
         let (expired, floor) = {
@@ -390,9 +391,12 @@ impl Inner {
             let expired: Vec<HandoffKey> = core
                 .leases()
                 .filter(|l| now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000)))
-                .map(|l| HandoffKey::Lease {
-                    topic: l.topic.clone(),
-                    producer: l.producer.clone(),
+                .flat_map(|l| {
+                    let marker = (l.mode == LeaseMode::Marker).then(|| HandoffKey::Marker {
+                        topic: l.topic.clone(),
+                        producer: l.producer.clone(),
+                    });
+                    marker.into_iter().chain([HandoffKey::of_lease(l)])
                 })
                 .collect();
             (expired, core.history_gc_floor())

@@ -42,8 +42,17 @@ pub(super) fn apply(
             core.on_assignment(a, now);
         }
         BgEvent::Handoff(HandoffEntry::Progress(p)) => core.on_progress(&p, now),
+        BgEvent::Handoff(HandoffEntry::Marker(m)) => core.on_marker(m, now),
+        BgEvent::Handoff(HandoffEntry::MarkerRejected { topic, reason }) => {
+            if *topic == *core.topic() {
+                warn!(topic = %topic, %reason, "skipped a marker record of the handoff topic");
+                core.on_marker_rejected(reason);
+            }
+        }
         BgEvent::Handoff(HandoffEntry::Removed(key)) => match key {
-            HandoffKey::Lease { topic, producer } if *topic == *core.topic() => {
+            HandoffKey::Lease { topic, producer } | HandoffKey::Lease2 { topic, producer }
+                if *topic == *core.topic() =>
+            {
                 core.on_lease_removed(&producer, now);
             }
             HandoffKey::Assignment { topic, epoch } if *topic == *core.topic() => {

@@ -14,6 +14,7 @@
 //! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
 //! | `dkg_consumer_untrusted_records_total` | counter | `topic`, `reason`, `member` | records whose `dkg-*` headers the protocol could not trust, handed to the application as data; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait): released without the guarantee), `barrier_header` (a `dkg-barrier` header on a record that is not a barrier: no valid `dkg-producer`, or a key or value) |
 //! | `dkg_consumer_clamped_leases_total` | counter | `topic`, `member` | lease reads whose expiry lay beyond [`max_lease`](super::ConsumerConfig::max_lease) from now, clamped to it |
+//! | `dkg_consumer_markers_rejected_total` | counter | `topic`, `reason`, `member` | marker records of marker-mode producers that were skipped; `reason` = `oversize`, `malformed_json`, `key_mismatch`, `invalid`, `partition_count` (spec 9.1) |
 //!
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
 //! from its current owner only. Hot path: a plain per-partition count, added to the record counters
@@ -24,6 +25,7 @@ use prometheus::{
 };
 
 use dkg_protocol::consumer::core::Anomalies;
+use dkg_protocol::handoff::MarkerReject;
 
 use crate::error::Result;
 
@@ -40,6 +42,8 @@ pub(crate) struct ConsumerMetrics {
     unknown_epoch: IntCounter,
     barrier_header: IntCounter,
     clamped_leases: IntCounter,
+    /// Per [`MarkerReject::index`].
+    markers_rejected: Vec<IntCounter>,
     /// Split records handed out since the last [`ConsumerMetrics::flush`].
     pending_split: u64,
     /// `records` per partition, resolved once.
@@ -123,7 +127,16 @@ impl ConsumerMetrics {
             .const_label("member", member),
             &["topic"],
         )?;
+        let markers_rejected = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_markers_rejected_total",
+                "Marker records on the handoff topic skipped by the consumer, by reason.",
+            )
+            .const_label("member", member),
+            &["topic", "reason"],
+        )?;
         if let Some(registry) = registry {
+            registry.register(Box::new(markers_rejected.clone()))?;
             registry.register(Box::new(untrusted.clone()))?;
             registry.register(Box::new(clamped_leases.clone()))?;
             registry.register(Box::new(split_records.clone()))?;
@@ -141,6 +154,10 @@ impl ConsumerMetrics {
             unknown_epoch: untrusted.with_label_values(&[topic, "unknown_epoch"]),
             barrier_header: untrusted.with_label_values(&[topic, "barrier_header"]),
             clamped_leases: clamped_leases.with_label_values(&[topic]),
+            markers_rejected: MarkerReject::ALL
+                .iter()
+                .map(|r| markers_rejected.with_label_values(&[topic, r.as_str()]))
+                .collect(),
             pending_split: 0,
             records,
             lag,
@@ -207,6 +224,9 @@ impl ConsumerMetrics {
     pub(crate) fn anomalies(&self, a: Anomalies) {
         self.unknown_epoch.inc_by(a.unknown_epoch_records);
         self.clamped_leases.inc_by(a.clamped_leases);
+        for (counter, &n) in self.markers_rejected.iter().zip(&a.rejected_markers) {
+            counter.inc_by(n);
+        }
     }
 
     /// A record with a `dkg-barrier` header that is not a barrier, delivered as data.

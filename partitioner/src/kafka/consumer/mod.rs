@@ -35,7 +35,7 @@ use crate::assignment::Assignment;
 use crate::error::{Error, Result};
 use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::handoff::{
-    self, DEFAULT_HANDOFF_TOPIC, HandoffEntry, HandoffKey, HandoffReader, HandoffWriter,
+    self, DEFAULT_HANDOFF_TOPIC, HandoffEntry, HandoffKey, HandoffReader, HandoffWriter, LeaseMode,
 };
 
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
