@@ -102,15 +102,9 @@ impl PlacementTable {
         &self,
         topic: &Bound<'py, PyString>,
     ) -> PyResult<Option<Bound<'py, Placement>>> {
-        let py = topic.py();
         let generation = self.generation.load(Ordering::Acquire);
-        {
-            let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(last) = last.as_ref() {
-                if last.generation == generation && last.topic.as_ptr() == topic.as_ptr() {
-                    return Ok(last.placement.as_ref().map(|p| p.bind(py).clone()));
-                }
-            }
+        if let Some(hit) = self.hit(topic, generation) {
+            return Ok(hit);
         }
         let placement = self.dict_get(topic)?;
         if topic.is_exact_instance_of::<PyString>() {
@@ -128,6 +122,26 @@ impl PlacementTable {
             drop(old);
         }
         Ok(placement)
+    }
+
+    /// The cache's answer for `topic`, `None` on a miss; replaces nothing, so it drops no
+    /// reference (the fast `produce` entry, which runs without PyO3's attach count, relies on it).
+    pub(crate) fn cached<'py>(
+        &self,
+        topic: &Bound<'py, PyString>,
+    ) -> Option<Option<Bound<'py, Placement>>> {
+        self.hit(topic, self.generation.load(Ordering::Acquire))
+    }
+
+    fn hit<'py>(
+        &self,
+        topic: &Bound<'py, PyString>,
+        generation: u64,
+    ) -> Option<Option<Bound<'py, Placement>>> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let last = last.as_ref()?;
+        (last.generation == generation && last.topic.as_ptr() == topic.as_ptr())
+            .then(|| last.placement.as_ref().map(|p| p.bind(topic.py()).clone()))
     }
 
     fn dict_get<'py>(
