@@ -1,13 +1,16 @@
 //! `ProducerCore.produce` without PyO3's method trampoline: a `METH_FASTCALL | METH_KEYWORDS`
 //! method that CPython calls with the caller's argument array.
 //!
-//! `produce()` runs once per record, and PyO3's generated entry (the thread-local GIL count,
-//! the reference pool check, the nine-parameter description walk and the `self` type check) cost
-//! about a fifth of what `DkgProducer` adds to a plain client call (callgrind, BENCHMARKS.md). This
-//! entry reads the array itself and calls the same body, [`ProducerCore::produce_record`]. Any
-//! call it does not take as it stands (an unknown or repeated keyword, too many arguments, an
-//! argument whose conversion fails) goes to the PyO3-generated method, kept aside at import, so
-//! such calls behave, and fail, exactly as before: same exceptions, same messages.
+//! `produce()` runs once per record. Of the ~890 instructions `DkgProducer` added to a plain
+//! client call, PyO3's generated entry (the attach count, the nine-parameter description walk,
+//! the `self` check) took ~225 and building the client's tuple item by item ~215 (callgrind,
+//! BENCHMARKS.md). This entry takes the common call, `produce(topic, value, key)` with an exact
+//! `str` topic that has a placement and an exact `bytes` key, in a short path
+//! that packs the client's tuple in one call ([`plain`]); any other call has its arguments read
+//! from the array and runs the same body as before, [`ProducerCore::produce_record`]. A call
+//! neither takes as it stands (an unknown or repeated keyword, too many arguments, an argument
+//! whose conversion fails) goes to the PyO3-generated method, kept aside at import, so such
+//! calls behave, and fail, exactly as before: same exceptions, same messages.
 //!
 //! The one module with `unsafe`: the raw entry point and its installation.
 #![allow(unsafe_code)]
@@ -75,6 +78,11 @@ pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
 /// The method: `self`, the positional arguments then the keyword arguments' values in `args`,
 /// their names in `kwnames` (NULL without keywords).
 ///
+/// PyO3 does not count the thread as attached here (`Python::assume_attached`), so a `Py` dropped
+/// on this path would wait in PyO3's pool until its next method call: the per-record code drops
+/// `Bound`s only (the lookup cache's old entry included, `table.rs`); an error path's `PyErr`
+/// goes to the generated method, whose entry empties the pool.
+///
 /// # Safety
 /// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` method of `ProducerCore`: the
 /// GIL is held, `slf` is an instance of `ProducerCore` (the method descriptor checks it), `args`
@@ -95,7 +103,7 @@ unsafe extern "C" fn produce(
     .unwrap_or_else(|_| Err(PanicException::new_err("panic in ProducerCore.produce")));
     match result {
         Ok(()) => {
-            // SAFETY: Py_None is immortal-or-counted; the new reference is the return value.
+            // SAFETY: a new reference to None is the return value.
             unsafe {
                 let none = ffi::Py_None();
                 ffi::Py_IncRef(none);
@@ -130,12 +138,8 @@ unsafe fn call(
             return done;
         }
     }
-    // Everything else may drop a `Py` reference (the lookup cache's old entry): attached the
-    // PyO3 way, so that it is released at once instead of waiting in PyO3's pool.
-    Python::attach(|py| {
-        // SAFETY: as above.
-        unsafe { general(py, &this, core, args, nargs, kwnames) }
-    })
+    // SAFETY: as above.
+    unsafe { general(py, &this, core, args, nargs, kwnames) }
 }
 
 /// Any call but [`plain`]'s: the arguments by parameter, then the record's body, or the
@@ -191,8 +195,11 @@ unsafe fn plain(
     let topic = topic.downcast_exact::<PyString>().ok()?;
     let key = key.downcast_exact::<PyBytes>().ok()?;
     let target = core.target().ok()?;
-    // A cache miss takes the general path, which replaces the cache entry under `attach`.
-    let placement = target.placements.get().cached(topic)??;
+    let placement = match target.placements.get().lookup(topic) {
+        Ok(Some(placement)) => placement,
+        Ok(None) => return None, // no partition count yet: the general path reports it
+        Err(e) => return Some(Err(e)),
+    };
     let mut headers = None;
     let partition = match target.place(topic, Some(&placement), key, &mut headers) {
         Ok(Some(p)) => p,

@@ -4,7 +4,9 @@
 //! and passes `partition=` to the client's `Producer.produce`. Written in Python, that placing cost
 //! a frame, a dict lookup and a Rust call per record, about half a plain `produce()`; here the
 //! argument handling, the topic's [`Placement`] lookup, the `dkg-epoch` header and the client call
-//! are one method of the class `DkgProducer` derives from.
+//! are one method of the class `DkgProducer` derives from. The method CPython calls is the raw
+//! entry of [`crate::fastcall`], which runs [`ProducerCore::produce_record`] without PyO3's
+//! argument handling; the PyO3 method below stays as its reference for the calls it does not take.
 //!
 //! The client's `produce` is `METH_VARARGS | METH_KEYWORDS`, parsed with `"s|z#z#iOOLO"` over
 //! `(topic, value, key, partition, callback, on_delivery, timestamp, headers)`

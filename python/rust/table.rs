@@ -102,6 +102,7 @@ impl PlacementTable {
         &self,
         topic: &Bound<'py, PyString>,
     ) -> PyResult<Option<Bound<'py, Placement>>> {
+        let py = topic.py();
         let generation = self.generation.load(Ordering::Acquire);
         if let Some(hit) = self.hit(topic, generation) {
             return Ok(hit);
@@ -113,26 +114,23 @@ impl PlacementTable {
                 generation,
                 placement: placement.as_ref().map(|p| p.clone().unbind()),
             };
-            // The old entry's references are dropped after the lock is released.
+            // The old entry's references are dropped after the lock is released, as `Bound`s:
+            // released at once even where PyO3 does not count the thread as attached (the raw
+            // `produce` entry, `fastcall.rs`), where a `Py` would wait in PyO3's pool.
             let old = self
                 .last
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .replace(entry);
-            drop(old);
+            if let Some(old) = old {
+                drop(old.topic.into_bound(py));
+                drop(old.placement.map(|p| p.into_bound(py)));
+            }
         }
         Ok(placement)
     }
 
-    /// The cache's answer for `topic`, `None` on a miss; replaces nothing, so it drops no
-    /// reference (the fast `produce` entry, which runs without PyO3's attach count, relies on it).
-    pub(crate) fn cached<'py>(
-        &self,
-        topic: &Bound<'py, PyString>,
-    ) -> Option<Option<Bound<'py, Placement>>> {
-        self.hit(topic, self.generation.load(Ordering::Acquire))
-    }
-
+    /// The cache's answer for `topic` at `generation`, `None` on a miss.
     fn hit<'py>(
         &self,
         topic: &Bound<'py, PyString>,

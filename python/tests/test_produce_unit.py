@@ -322,10 +322,10 @@ def test_every_write_to_the_table_reaches_the_next_record_of_the_same_topic_obje
 
 
 def test_the_fast_entry_and_the_general_path_make_the_same_calls() -> None:
-    """``produce(topic, value, key)`` of a cached ``str`` topic and a ``bytes`` key takes the
+    """``produce(topic, value, key)`` of a placed ``str`` topic and a ``bytes`` key takes the
     native entry's short path; the same records as keywords take the general one. Both reach
     the client with the same arguments (headers of moved keys included) and count the same,
-    across topic switches (cache misses), an unplaced topic and keyless records."""
+    across topic switches (lookup cache misses), an unplaced topic and keyless records."""
     fast, fast_client, fast_counters, fast_unplaced = bound(epoch_header="moved")
     slow, slow_client, slow_counters, slow_unplaced = bound(epoch_header="moved")
     records: list[tuple[str, bytes | None, bytes | None]] = []
