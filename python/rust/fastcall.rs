@@ -173,7 +173,8 @@ unsafe fn general(
         .and_then(|slots| unsafe { record(py, core, &slots) });
     match result {
         Some(result) => result,
-        None => fallback(py, this, args, given, kwnames.as_ref()),
+        // SAFETY: as above.
+        None => unsafe { fallback(py, this, args, given, kwnames.as_ref()) },
     }
 }
 
@@ -218,18 +219,24 @@ unsafe fn plain(
         let key = Some(key.clone().into_any());
         return Some(target.send(topic, value, key, partition, None, 0, headers));
     }
-    Some(send4(
-        py,
-        target.produce.bind(py),
-        topic.as_ptr(),
-        value,
-        key.as_ptr(),
-        partition,
-    ))
+    // SAFETY: valid references (caller).
+    Some(unsafe {
+        send4(
+            py,
+            target.produce.bind(py),
+            topic.as_ptr(),
+            value,
+            key.as_ptr(),
+            partition,
+        )
+    })
 }
 
 /// `produce(topic, value, key, partition)`: the tuple packed by CPython in one call.
-fn send4(
+///
+/// # Safety
+/// The GIL is held; `topic`, `value` and `key` are valid references for the call.
+unsafe fn send4(
     py: Python<'_>,
     produce: &Bound<'_, PyAny>,
     topic: *mut ffi::PyObject,
@@ -237,7 +244,7 @@ fn send4(
     key: *mut ffi::PyObject,
     partition: u32,
 ) -> PyResult<()> {
-    // SAFETY: PyLong_FromLong returns a new reference or NULL with an exception set.
+    // SAFETY: PyLong_FromLongLong returns a new reference or NULL with an exception set.
     let partition = unsafe {
         Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromLongLong(i64::from(partition)))
     }?;
@@ -328,7 +335,10 @@ unsafe fn record(
 }
 
 /// The call as the generated method takes it: `(self, *positional)` and a keyword dict.
-fn fallback(
+///
+/// # Safety
+/// The GIL is held; `args` are valid references for the call.
+unsafe fn fallback(
     py: Python<'_>,
     slf: &Bound<'_, PyAny>,
     args: &[*mut ffi::PyObject],
