@@ -4,7 +4,9 @@
 //! and passes `partition=` to the client's `Producer.produce`. Written in Python, that placing cost
 //! a frame, a dict lookup and a Rust call per record, about half a plain `produce()`; here the
 //! argument handling, the topic's [`Placement`] lookup, the `dkg-epoch` header and the client call
-//! are one method of the class `DkgProducer` derives from.
+//! are one method of the class `DkgProducer` derives from. The method CPython calls is the raw
+//! entry of [`crate::fastcall`], which runs [`ProducerCore::produce_record`] without PyO3's
+//! argument handling; the PyO3 method below stays as its reference for the calls it does not take.
 //!
 //! The client's `produce` is `METH_VARARGS | METH_KEYWORDS`, parsed with `"s|z#z#iOOLO"` over
 //! `(topic, value, key, partition, callback, on_delivery, timestamp, headers)`
@@ -33,11 +35,11 @@ const EPOCH_HEADER: &str = "dkg-epoch";
 
 /// What [`ProducerCore::produce`] calls, set once by `DkgProducer.__init__`.
 #[derive(Debug)]
-struct Target {
+pub(crate) struct Target {
     /// The client's bound `Producer.produce`.
-    produce: Py<PyAny>,
+    pub(crate) produce: Py<PyAny>,
     /// The router's topic -> `Placement` table (the router swaps entries, never the table).
-    placements: Py<PlacementTable>,
+    pub(crate) placements: Py<PlacementTable>,
     /// The router's `_unplaced(topic)`: counts a record whose topic has no partition count yet and
     /// asks for the count.
     unplaced: Py<PyAny>,
@@ -110,24 +112,17 @@ impl ProducerCore {
         headers: Option<&Bound<'py, PyAny>>,
         callback: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<()> {
-        let target = self.target()?;
-        let mut headers = headers.cloned();
-        let (key, mut placed) = (key.cloned(), None);
-        let key = if partition == PARTITION_UNASSIGNED {
-            let (key, bytes) = placeable(key)?;
-            // A non-str topic skips placing: the client raises its TypeError for it.
-            if let (Some(bytes), Ok(topic)) = (bytes, topic.downcast::<PyString>()) {
-                let placement = target.placement(topic)?;
-                placed = target.place(topic, placement.as_ref(), &bytes, &mut headers)?;
-            }
-            key
-        } else {
-            key
-        };
-        let partition = partition_arg(py, placed, partition)?;
-        // The client takes `callback` over `on_delivery`.
-        let delivery = callback.or(on_delivery);
-        target.send(topic, value, key, partition, delivery, timestamp, headers)
+        self.produce_record(
+            py,
+            topic,
+            value,
+            key,
+            partition,
+            on_delivery,
+            timestamp,
+            headers,
+            callback,
+        )
     }
 
     /// Enqueue many records of one topic: `records` yields `(value, key)` pairs, placed as
@@ -176,7 +171,43 @@ impl ProducerCore {
 }
 
 impl ProducerCore {
-    fn target(&self) -> PyResult<&Target> {
+    /// [`produce`](Self::produce) on extracted arguments; also the body of the fast entry
+    /// ([`crate::fastcall`]), which extracts them without PyO3.
+    #[allow(clippy::too_many_arguments)] // the client's signature
+    #[inline]
+    pub(crate) fn produce_record<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &Bound<'py, PyAny>,
+        value: Option<&Bound<'py, PyAny>>,
+        key: Option<&Bound<'py, PyAny>>,
+        partition: i32,
+        on_delivery: Option<&Bound<'py, PyAny>>,
+        timestamp: i64,
+        headers: Option<&Bound<'py, PyAny>>,
+        callback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        let target = self.target()?;
+        let mut headers = headers.cloned();
+        let (key, mut placed) = (key.cloned(), None);
+        let key = if partition == PARTITION_UNASSIGNED {
+            let (key, bytes) = placeable(key)?;
+            // A non-str topic skips placing: the client raises its TypeError for it.
+            if let (Some(bytes), Ok(topic)) = (bytes, topic.downcast::<PyString>()) {
+                let placement = target.placement(topic)?;
+                placed = target.place(topic, placement.as_ref(), &bytes, &mut headers)?;
+            }
+            key
+        } else {
+            key
+        };
+        let partition = partition_arg(py, placed, partition)?;
+        // The client takes `callback` over `on_delivery`.
+        let delivery = callback.or(on_delivery);
+        target.send(topic, value, key, partition, delivery, timestamp, headers)
+    }
+
+    pub(crate) fn target(&self) -> PyResult<&Target> {
         self.target.get().ok_or_else(|| {
             PyRuntimeError::new_err("ProducerCore used before bind (DkgProducer.__init__)")
         })
@@ -194,7 +225,7 @@ impl Target {
 
     /// The partition of a keyed record by `placement`, counted, with the `dkg-epoch` header
     /// appended to `headers` when due; `None` (reported to the router) without a placement.
-    fn place<'py>(
+    pub(crate) fn place<'py>(
         &self,
         topic: &Bound<'py, PyString>,
         placement: Option<&Bound<'py, Placement>>,
@@ -216,7 +247,7 @@ impl Target {
     /// One call of the client's `produce`: four positional arguments for a plain record, all
     /// eight (its order: `callback` before `on_delivery`, which stays None) otherwise.
     #[allow(clippy::too_many_arguments)] // the client's arguments
-    fn send<'py>(
+    pub(crate) fn send<'py>(
         &self,
         topic: &Bound<'py, PyAny>,
         value: Option<&Bound<'py, PyAny>>,

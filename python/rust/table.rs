@@ -104,13 +104,8 @@ impl PlacementTable {
     ) -> PyResult<Option<Bound<'py, Placement>>> {
         let py = topic.py();
         let generation = self.generation.load(Ordering::Acquire);
-        {
-            let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(last) = last.as_ref() {
-                if last.generation == generation && last.topic.as_ptr() == topic.as_ptr() {
-                    return Ok(last.placement.as_ref().map(|p| p.bind(py).clone()));
-                }
-            }
+        if let Some(hit) = self.hit(topic, generation) {
+            return Ok(hit);
         }
         let placement = self.dict_get(topic)?;
         if topic.is_exact_instance_of::<PyString>() {
@@ -119,15 +114,32 @@ impl PlacementTable {
                 generation,
                 placement: placement.as_ref().map(|p| p.clone().unbind()),
             };
-            // The old entry's references are dropped after the lock is released.
+            // The old entry's references are dropped after the lock is released, as `Bound`s:
+            // released at once even where PyO3 does not count the thread as attached (the raw
+            // `produce` entry, `fastcall.rs`), where a `Py` would wait in PyO3's pool.
             let old = self
                 .last
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .replace(entry);
-            drop(old);
+            if let Some(old) = old {
+                drop(old.topic.into_bound(py));
+                drop(old.placement.map(|p| p.into_bound(py)));
+            }
         }
         Ok(placement)
+    }
+
+    /// The cache's answer for `topic` at `generation`, `None` on a miss.
+    fn hit<'py>(
+        &self,
+        topic: &Bound<'py, PyString>,
+        generation: u64,
+    ) -> Option<Option<Bound<'py, Placement>>> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let last = last.as_ref()?;
+        (last.generation == generation && last.topic.as_ptr() == topic.as_ptr())
+            .then(|| last.placement.as_ref().map(|p| p.bind(topic.py()).clone()))
     }
 
     fn dict_get<'py>(

@@ -3,6 +3,8 @@ client's ``produce``, which records are placed and counted, and which errors com
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import pytest
@@ -317,3 +319,49 @@ def test_every_write_to_the_table_reaches_the_next_record_of_the_same_topic_obje
     assert partitions() == [-1] * len(keys) and unplaced == [topic] * len(keys)
     assert len(placements) == 1 and placements.get(topic) is None
     assert placements.get("other") is not None
+
+
+def test_the_fast_entry_and_the_general_path_make_the_same_calls() -> None:
+    """``produce(topic, value, key)`` of a placed ``str`` topic and a ``bytes`` key takes the
+    native entry's short path; the same records as keywords take the general one. Both reach
+    the client with the same arguments (headers of moved keys included) and count the same,
+    across topic switches (lookup cache misses), an unplaced topic and keyless records."""
+    fast, fast_client, fast_counters, fast_unplaced = bound(epoch_header="moved")
+    slow, slow_client, slow_counters, slow_unplaced = bound(epoch_header="moved")
+    records: list[tuple[str, bytes | None, bytes | None]] = []
+    for i in range(300):
+        topic = ("t", "t", "new-topic")[i % 3] if i % 7 else "t"
+        records.append((topic, b"v%d" % i if i % 11 else None, None if i % 13 == 0 else b"key-%d" % i))
+    for topic, value, key in records:
+        fast.produce(topic, value, key)
+        slow.produce(topic=topic, key=key, value=value)
+    assert fast_client.calls == slow_client.calls
+    assert any(len(args) == 8 for args, _ in fast_client.calls)  # some moved keys: a header
+    assert any(len(args) == 4 and args[3] >= 0 for args, _ in fast_client.calls)
+    assert fast_counters.routes() == slow_counters.routes()
+    assert fast_counters.per_partition() == slow_counters.per_partition()
+    assert fast_unplaced == slow_unplaced and fast_unplaced
+
+
+def test_calls_the_fast_entry_does_not_take_fail_as_pyo3_reports_them() -> None:
+    """Calls the native entry cannot take as they stand go to the PyO3-generated method: its
+    exceptions and messages, and nothing reaches the client. ``produce`` keeps the client's
+    signature for ``inspect`` (and stubtest)."""
+    core, client, _, _ = bound()
+    cases: list[tuple[tuple[Any, ...], dict[str, Any], type[BaseException], str]] = [
+        ((), {}, TypeError, "missing 1 required positional argument: 'topic'"),
+        (("t",), {"colour": "red"}, TypeError, "got an unexpected keyword argument 'colour'"),
+        (("t", b"v"), {"value": b"w"}, TypeError, "got multiple values for argument 'value'"),
+        (("t", b"v", b"k", "2"), {}, TypeError, "argument 'partition'"),
+        (("t", b"v", b"k"), {"timestamp": "now"}, TypeError, "argument 'timestamp'"),
+        (("t", b"v", b"k", -1, None, 0, None, None), {}, TypeError, "takes from 1 to 7 positional"),
+        (("t", b"v", b"k", 2**40), {}, OverflowError, "out of range integral type conversion"),
+    ]
+    for args, kwargs, error, message in cases:
+        with pytest.raises(error, match=re.escape(message)):
+            core.produce(*args, **kwargs)
+    assert client.calls == []
+    assert list(inspect.signature(ProducerCore.produce).parameters) == [
+        "self", "topic", "value", "key", "partition", "on_delivery", "timestamp", "headers", "callback",
+    ]
+    assert "confluent_kafka.Producer.produce" in (ProducerCore.produce.__doc__ or "")
