@@ -346,8 +346,11 @@ async fn recreate(control: &str) -> Instant {
     recreated
 }
 
-/// Wait until `control` starts with a generation record and holds a document of `topic` naming
-/// it: (generation, epoch of that first document).
+/// Wait until `control` holds a generation record in force (the last one) and, after it, a
+/// document of `topic` naming it: (generation, epoch of that document). After a recreation under a
+/// running sampler, the new log may begin with a document of the old generation, written by a
+/// publish racing the deletion before the sampler could see it: readers reject that one
+/// (`generation_mismatch`) until the new generation's document follows.
 fn first_document(control: &str, topic: &str) -> (String, u64) {
     wait_for(
         "a generation and a document",
@@ -358,13 +361,15 @@ fn first_document(control: &str, topic: &str) -> (String, u64) {
                 return None;
             }
             let log = control_log(control);
-            let gens = generations(&log);
-            match (gens.first(), topic_docs(&log, topic).first()) {
-                (Some(g), Some((_, epoch, dg))) if dg.as_ref() == Some(g) => {
-                    Some((g.clone(), *epoch))
-                }
-                _ => None,
-            }
+            let g = generations(&log).pop()?;
+            let after = log
+                .iter()
+                .rposition(|(k, _)| k == GENERATION_KEY)
+                .map_or(0, |i| i + 1);
+            topic_docs(&log[after..], topic)
+                .into_iter()
+                .find(|(_, _, dg)| dg.as_ref() == Some(&g))
+                .map(|(_, epoch, _)| (g, epoch))
         },
     )
 }

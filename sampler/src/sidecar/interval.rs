@@ -574,7 +574,10 @@ impl<'a> Driver<'a> {
         }
         let v2 = self.io.publisher.format() == ControlFormat::V2;
         if may_publish && v2 && self.caught_up {
-            if self.control_topic_shrank().await {
+            // Two signs, as either can miss: the end below what was read (before anything is
+            // written into the new log), or the live reader already reading the new log from its
+            // start (after this sampler's own publish landed in it, so its end need not be lower).
+            if self.io.control.state().rewound || self.control_topic_shrank().await {
                 tracing::warn!(
                     control_topic = %self.s.args.cluster.control_topic,
                     "the control topic ends before the records this sampler read: it was recreated; \

@@ -67,6 +67,10 @@ pub struct ControlState {
     /// The offset after the last record read: a control topic whose end is now below it was
     /// recreated (or truncated) under the reader.
     pub end_offset: i64,
+    /// The live reader met a record below `end_offset`: the control topic was recreated (librdkafka
+    /// resets an out-of-range position to the beginning of the new log) or the reader re-read it.
+    /// Cleared by a fresh read to the end, which is what it asks for.
+    pub rewound: bool,
 }
 
 /// Follows the control topic for one data topic in a background task.
@@ -153,6 +157,7 @@ impl ControlView {
         s.current = fresh.current;
         s.generation = fresh.generation;
         s.end_offset = fresh.end_offset;
+        s.rewound = false;
         Ok(reader)
     }
 
@@ -192,6 +197,10 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     s.records += 1;
+    // Offsets only grow in one log: a smaller one is a new log under the same name (or a re-read).
+    if record.offset < s.end_offset {
+        s.rewound = true;
+    }
     s.end_offset = record.offset + 1;
     match &record.update {
         ControlUpdate::Adopted(a) if a.topic() == topic => {
@@ -631,5 +640,29 @@ mod tests {
         assert_eq!(s.generation.as_deref(), Some(g.as_str()));
         assert_eq!(s.end_offset, 3);
         assert_eq!(s.records, 3);
+        assert!(!s.rewound, "offsets only grew");
+    }
+
+    /// The live reader of a recreated control topic starts again at offset 0 (librdkafka resets an
+    /// out-of-range position), possibly at a document this sampler published into the new log, so
+    /// the new log's end need not be below what was read: the smaller offset is the sign.
+    #[test]
+    fn a_record_below_the_offset_read_marks_the_view_rewound() {
+        let state = Mutex::new(ControlState::default());
+        let unchanged = |offset| ControlRecord {
+            offset,
+            update: ControlUpdate::Unchanged { topic: "t".into() },
+        };
+        for offset in [0, 1, 3, 4] {
+            apply_update(&state, "t", &unchanged(offset));
+        }
+        assert!(
+            !state.lock().unwrap().rewound,
+            "offsets grew (3: after a transaction marker)"
+        );
+        apply_update(&state, "t", &unchanged(0));
+        let s = state.into_inner().unwrap();
+        assert!(s.rewound, "offset 0 after 4: a new log");
+        assert_eq!(s.end_offset, 1);
     }
 }
