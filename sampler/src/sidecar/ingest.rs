@@ -68,6 +68,9 @@ pub struct Shared {
     rebalances: AtomicU64,
     /// Records polled and observed since start (monotonic; for liveness and the benches).
     pub polled: AtomicU64,
+    /// Set by the first record polled (`polled` moves in steps of 1024): `--once` starts its interval
+    /// there.
+    pub first_record: AtomicBool,
     /// Offsets skipped unread since start (`--read-fraction`; monotonic, for the benches).
     pub skipped: AtomicU64,
     /// Records librdkafka fetched and parsed for this consumer, as of the last statistics (`rxmsgs`;
@@ -433,6 +436,9 @@ impl ConsumeLoop {
                             .observe_sized(msg.partition(), msg.key(), 1, bytes);
                     }
                     consumed += 1;
+                    if consumed == 1 {
+                        self.shared.first_record.store(true, Ordering::Relaxed);
+                    }
                     if error_logged {
                         error_logged = false;
                         *lock(&self.shared.last_error) = None;

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::assignment::Assignment;
@@ -225,6 +226,20 @@ impl<'a> Driver<'a> {
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = stop.wait_for(|s| *s) => return Ok(()),
             }
+        }
+        if self.once() {
+            // --once learns from one interval of records. After the assignment a consumer may need
+            // seconds before its first fetch returns (1,000 partitions on a busy broker: a whole
+            // 8 s interval once went by with 76 records), and those seconds would count against the
+            // interval. Wait for the first record, at most one interval.
+            let until = Instant::now() + self.s.interval;
+            while !self.io.shared.first_record.load(Ordering::Relaxed) && Instant::now() < until {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                    _ = stop.wait_for(|s| *s) => return Ok(()),
+                }
+            }
+            tracing::debug!(waited_secs = waited.elapsed().as_secs_f64(), "--once: records flowing; the interval starts");
         }
         let _ = self.snapshot().await?; // discard: start the first interval now
         self.learning_since = Instant::now();

@@ -59,8 +59,9 @@ pub struct Args {
     #[command(flatten)]
     pub format: crate::cli::ControlFormatArgs,
 
-    /// Learn for one interval, publish (regardless of hysteresis), exit. Exits non-zero if the interval
-    /// held fewer than --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
+    /// Learn for one interval, publish (regardless of hysteresis), exit. The interval starts at the first
+    /// record (waiting for it at most one interval). Exits non-zero if the interval held fewer than
+    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
     #[arg(long, env = "DKG_ONCE")]
     pub once: bool,
 
