@@ -239,7 +239,10 @@ impl<'a> Driver<'a> {
                     _ = stop.wait_for(|s| *s) => return Ok(()),
                 }
             }
-            tracing::debug!(waited_secs = waited.elapsed().as_secs_f64(), "--once: records flowing; the interval starts");
+            tracing::debug!(
+                waited_secs = waited.elapsed().as_secs_f64(),
+                "--once: records flowing; the interval starts"
+            );
         }
         let _ = self.snapshot().await?; // discard: start the first interval now
         self.learning_since = Instant::now();
