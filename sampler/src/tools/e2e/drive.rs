@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use dkg_partitioner::dkg::{DkgConfig, Sketch};
+use dkg_partitioner::hash::kafka_partition;
 use dkg_partitioner::imbalance;
 use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use dkg_partitioner::kafka::{DkgProducer, control, producer_config};
@@ -39,6 +40,8 @@ struct Side {
     group: Group,
     /// Records sent so far.
     sent: u64,
+    /// The same per partition (the partition the record was sent to).
+    sent_by_partition: Vec<u64>,
     /// Records acknowledged per partition (and failed ones).
     tally: Tally,
     /// Records of the hottest key (rank 0) sent.
@@ -292,6 +295,51 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
     if den > 0.0 { num / den } else { 0.0 }
 }
 
+/// Whether a step was sustained, from each partition's lag samples (`(seconds into the step, lag)`)
+/// and its lag at the end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    pub sustained: bool,
+    /// The largest per-partition lag slope over the step's tail (records/s).
+    pub max_slope_rps: f64,
+}
+
+/// Sustained when every partition's member kept up: the least-squares slope of its lag over the
+/// samples from `from` seconds on is at most `max_slope` records/s, or its lag at the end is at most
+/// what that slope would have accumulated over the step (it caught up: a transient stall of the
+/// shared machine inside the window, where the lag rises and drains, is no overload; a real
+/// overload fails both, its backlog growing by the excess every second).
+///
+/// Per member, not over the group's total lag: a group's capacity is the highest rate at which no
+/// member falls behind. The total's slope is the sum of the members' excesses, so with a group
+/// threshold one overloaded member may run `max_slope` over its capacity while members loaded
+/// evenly share `max_slope` among them all: it flattered the group whose bottleneck is one member
+/// (hash) against the group whose members all run near capacity at once (DKG), and the measured
+/// ratio did not compare with the predicted limit, a ratio of the largest partition shares.
+pub fn sustained(
+    samples: &[Vec<(f64, f64)>],
+    lags_end: &[u64],
+    from: f64,
+    max_slope: f64,
+    length: Duration,
+) -> Verdict {
+    let mut verdict = Verdict {
+        sustained: true,
+        max_slope_rps: 0.0,
+    };
+    for (p, points) in samples.iter().enumerate() {
+        let tail: Vec<(f64, f64)> = points.iter().copied().filter(|(t, _)| *t >= from).collect();
+        let s = slope(&tail);
+        verdict.max_slope_rps = verdict.max_slope_rps.max(s);
+        #[allow(clippy::cast_precision_loss)]
+        let lag_end = lags_end.get(p).copied().unwrap_or(0) as f64;
+        if s > max_slope && lag_end > max_slope * length.as_secs_f64() {
+            verdict.sustained = false;
+        }
+    }
+    verdict
+}
+
 impl Side {
     fn new(
         name: &'static str,
@@ -308,6 +356,7 @@ impl Side {
             keys,
             group,
             sent: 0,
+            sent_by_partition: vec![0; k as usize],
             tally: Tally::new(k),
             top_key: 0,
             steps: Vec::new(),
@@ -324,6 +373,14 @@ impl Side {
 
     fn processed(&self) -> u64 {
         self.group.progress.processed.load(Ordering::Relaxed)
+    }
+
+    /// Per partition: records sent to it and not processed yet.
+    fn partition_lags(&self) -> impl Iterator<Item = u64> + '_ {
+        let processed = &self.group.progress.processed_by_partition;
+        self.sent_by_partition.iter().enumerate().map(|(p, &sent)| {
+            sent.saturating_sub(processed.get(p).map_or(0, |c| c.load(Ordering::Relaxed)))
+        })
     }
 
     /// Wait until the group processed everything sent.
@@ -355,6 +412,8 @@ impl Side {
         let payload = vec![b'x'; args.value_bytes];
         let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::new();
         let mut samples: Vec<(f64, f64)> = Vec::new();
+        let mut partition_samples: Vec<Vec<(f64, f64)>> =
+            vec![Vec::new(); self.sent_by_partition.len()];
         let mut key = String::with_capacity(12);
         let start = Instant::now();
         let mut next_sample = start;
@@ -370,7 +429,12 @@ impl Side {
                 next_sample += SAMPLE_EVERY;
                 #[allow(clippy::cast_precision_loss)]
                 let lag = self.sent.saturating_sub(self.processed()) as f64;
-                samples.push(((now - start).as_secs_f64(), lag));
+                let t = (now - start).as_secs_f64();
+                samples.push((t, lag));
+                for (p, lag) in self.partition_lags().enumerate() {
+                    #[allow(clippy::cast_precision_loss)]
+                    partition_samples[p].push((t, lag as f64));
+                }
             }
             let elapsed = now - start;
             if due > elapsed + Duration::from_millis(1) {
@@ -386,6 +450,20 @@ impl Side {
             let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic)
                 .key(key.as_bytes())
                 .payload(&payload);
+            // Where the record goes, for the per-partition lag: DKG's routing done here (the send
+            // then passes the record through as routed), Kafka's hash computed beside librdkafka's
+            // murmur2_random (the same function for a non-empty key).
+            let record = match &self.sender {
+                Sender::Dkg(p) => p.route_record(record),
+                Sender::Plain(_) => record,
+            };
+            let partition = record
+                .partition
+                .and_then(|p| u32::try_from(p).ok())
+                .unwrap_or_else(|| {
+                    #[allow(clippy::cast_possible_truncation)]
+                    kafka_partition(key.as_bytes(), self.sent_by_partition.len() as u32)
+                });
             let tally = &mut self.tally;
             self.sender
                 .send_queued(record, &mut in_flight, async |f| tally.settle(f).await)
@@ -393,6 +471,9 @@ impl Side {
                 .with_context(|| format!("producing to {}", self.topic))?;
             sent += 1;
             self.sent += 1;
+            if let Some(c) = self.sent_by_partition.get_mut(partition as usize) {
+                *c += 1;
+            }
             while in_flight.len() >= MAX_IN_FLIGHT {
                 if let Some(f) = in_flight.pop_front() {
                     self.tally.settle(f).await;
@@ -428,17 +509,16 @@ impl Side {
         let lag_slope = slope(&tail);
         let max_slope = args.lag_slope_max_ratio * args.member_capacity_rps;
         let lag_end = self.sent.saturating_sub(self.processed());
+        let lags_end: Vec<u64> = self.partition_lags().collect();
+        let verdict = sustained(&partition_samples, &lags_end, from, max_slope, length);
         let step = Step {
             phase,
             offered_rps: rate,
             achieved_rps: achieved,
             ack_tail_ms: u64::try_from(ack_tail.as_millis()).unwrap_or(u64::MAX),
             lag_slope_rps: lag_slope,
-            // Either the lag stopped growing, or the group caught up by the end: a transient stall
-            // of the shared machine inside the window (the lag rises, then drains) is no overload.
-            // An overloaded step fails both (its backlog grows by the excess every second).
-            #[allow(clippy::cast_precision_loss)]
-            sustained: lag_slope <= max_slope || lag_end as f64 <= max_slope * length.as_secs_f64(),
+            max_partition_lag_slope_rps: verdict.max_slope_rps,
+            sustained: verdict.sustained,
             lag_end,
             latency_ms: Latency::of(self.group.progress.take_latencies()),
         };
@@ -490,7 +570,73 @@ impl Side {
 
 #[cfg(test)]
 mod tests {
-    use super::slope;
+    use std::time::Duration;
+
+    use super::{slope, sustained};
+
+    /// A step of 12 s sampled every 0.25 s: each partition's lag growing at its rate (records/s)
+    /// from a start value.
+    fn lags(growth: &[(f64, f64)]) -> (Vec<Vec<(f64, f64)>>, Vec<u64>) {
+        let samples: Vec<Vec<(f64, f64)>> = growth
+            .iter()
+            .map(|&(start, rate)| {
+                (0..48)
+                    .map(|i| {
+                        let t = f64::from(i) * 0.25;
+                        (t, start + rate * t)
+                    })
+                    .collect()
+            })
+            .collect();
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let ends = growth
+            .iter()
+            .map(|&(start, rate)| (start + rate * 12.0).max(0.0) as u64)
+            .collect();
+        (samples, ends)
+    }
+
+    #[test]
+    fn sustained_means_no_member_falls_behind() {
+        // (case, per-partition (start lag, growth records/s), sustained), threshold 100/s over 12 s.
+        type Case<'a> = (&'a str, &'a [(f64, f64)], bool);
+        let cases: &[Case<'_>] = &[
+            ("all flat", &[(10.0, 0.0); 12], true),
+            (
+                "one member 84/s over its capacity: under the threshold",
+                &[(0.0, 84.0), (5.0, 0.0), (5.0, 0.0)],
+                true,
+            ),
+            (
+                "one member 150/s over: behind",
+                &[(0.0, 150.0), (5.0, 0.0), (5.0, 0.0)],
+                false,
+            ),
+            // Twelve members 20/s over each: the group's total grows 240/s, which the old group
+            // threshold called an overload; no member is behind by the per-member rule.
+            ("twelve members 20/s over each", &[(0.0, 20.0); 12], true),
+            (
+                "a member that caught up by the end: a stall, not an overload",
+                &[(3000.0, -240.0), (0.0, 0.0)],
+                true,
+            ),
+            (
+                "a member that fell behind late in the step",
+                &[(0.0, 0.0), (0.0, 300.0)],
+                false,
+            ),
+        ];
+        for (case, growth, want) in cases {
+            let (samples, ends) = lags(growth);
+            let v = sustained(&samples, &ends, 4.0, 100.0, Duration::from_secs(12));
+            assert_eq!(v.sustained, *want, "{case}: {v:?}");
+            let fastest = growth.iter().map(|g| g.1).fold(f64::MIN, f64::max);
+            assert!(
+                (v.max_slope_rps - fastest.max(0.0)).abs() < 1e-6,
+                "{case}: {v:?}"
+            );
+        }
+    }
 
     #[test]
     fn slope_is_the_least_squares_fit() {

@@ -26,6 +26,9 @@ use crate::tools::consume::Work;
 pub struct Progress {
     /// Records processed (cost paid), over all members.
     pub processed: AtomicU64,
+    /// The same per partition (index = partition; a record of a partition beyond it counts only in
+    /// `processed`).
+    pub processed_by_partition: Vec<AtomicU64>,
     /// Partitions each member owns (refreshed about every 200 ms).
     pub owned: Vec<AtomicU64>,
     /// End-to-end latencies (ms) of the records processed since the driver last took them.
@@ -58,11 +61,17 @@ enum Member {
 }
 
 impl Member {
-    /// The next record's CreateTime (ms), or the client's error.
-    async fn next(&mut self) -> anyhow::Result<Option<i64>> {
+    /// The next record's partition and CreateTime (ms), or the client's error.
+    async fn next(&mut self) -> anyhow::Result<(i32, Option<i64>)> {
         match self {
-            Member::Dkg(c) => Ok(c.recv_borrowed().await?.timestamp().to_millis()),
-            Member::Plain(c) => Ok(c.recv().await?.timestamp().to_millis()),
+            Member::Dkg(c) => {
+                let m = c.recv_borrowed().await?;
+                Ok((m.partition(), m.timestamp().to_millis()))
+            }
+            Member::Plain(c) => {
+                let m = c.recv().await?;
+                Ok((m.partition(), m.timestamp().to_millis()))
+            }
         }
     }
 
@@ -107,6 +116,7 @@ impl Group {
         Self {
             progress: Arc::new(Progress {
                 processed: AtomicU64::new(0),
+                processed_by_partition: Vec::new(),
                 owned: Vec::new(),
                 latencies: Mutex::new(Vec::new()),
                 errors: AtomicU64::new(0),
@@ -119,6 +129,8 @@ impl Group {
     pub async fn start(spec: &GroupSpec, stop: &watch::Receiver<bool>) -> anyhow::Result<Self> {
         let progress = Arc::new(Progress {
             processed: AtomicU64::new(0),
+            // One member per partition: as many partitions as members.
+            processed_by_partition: (0..spec.members).map(|_| AtomicU64::new(0)).collect(),
             owned: (0..spec.members).map(|_| AtomicU64::new(0)).collect(),
             latencies: Mutex::new(Vec::new()),
             errors: AtomicU64::new(0),
@@ -210,13 +222,19 @@ async fn run_member(
             () = tokio::time::sleep_until(owned_at) => continue,
         };
         match next {
-            Ok(created_ms) => {
+            Ok((partition, created_ms)) => {
                 tokio::select! {
                     biased;
                     _ = stop.wait_for(|s| *s) => break,
                     () = work.pay() => {}
                 }
                 progress.processed.fetch_add(1, Ordering::Relaxed);
+                if let Some(c) = usize::try_from(partition)
+                    .ok()
+                    .and_then(|p| progress.processed_by_partition.get(p))
+                {
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Some(t) = created_ms {
                     let latency = u32::try_from((now_ms() - t).max(0)).unwrap_or(u32::MAX);
                     progress

@@ -10,11 +10,12 @@
 //! - (a) each group's capacity: the highest offered rate at which the lag (`sent - processed`) stops
 //!   growing, by bisection between one member's capacity (always sustainable) and 1.05x the group's
 //!   total (never). A step offers a rate for `--step-secs` after the backlog of the previous one
-//!   drained; it is sustained when the least-squares slope of the lag over its last two thirds is at
-//!   most `--lag-slope-max-ratio` x one member's capacity per second (the lag grows on the hottest
-//!   partition only, so the threshold is relative to what one member drains), or when the lag at its
-//!   end is at most what that slope would have accumulated over the step (the group caught up: a
-//!   transient stall of the shared machine is no overload; a real overload fails both).
+//!   drained; it is sustained when every member kept up: for each partition, the least-squares
+//!   slope of its lag (records sent to it and not yet processed) over the step's last two thirds is
+//!   at most `--lag-slope-max-ratio` x one member's capacity per second, or its lag at the end is at
+//!   most what that slope would have accumulated over the step (the member caught up: a transient
+//!   stall of the shared machine is no overload; a real overload fails both). Per member, because a
+//!   group's capacity is the highest rate at which no member falls behind (`drive::sustained`).
 //! - (b) end-to-end latency (CreateTime to processed) p50/p99/max at 70% of the hash group's
 //!   capacity, which both carry, in `--latency-rounds` alternating rounds (the DKG/hash p99 ratio is
 //!   the median of the rounds' ratios, with min and max: the machine is shared), and (c) over `--overload-secs` at 70% of DKG's capacity, where the
@@ -82,10 +83,10 @@ pub struct Args {
     #[arg(long, env = "DKG_E2E_BISECT_STEPS", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub bisect_steps: u32,
 
-    /// A step is sustained when its lag grows by at most this fraction of one member's capacity
-    /// per second (least-squares slope over its last two thirds), or its lag at the end is at most
-    /// that slope times the step's length.
-    #[arg(long, env = "DKG_E2E_LAG_SLOPE_MAX_RATIO", default_value_t = 0.05)]
+    /// A step is sustained when no partition's lag grows by more than this fraction of one
+    /// member's capacity per second (least-squares slope over the step's last two thirds), or the
+    /// partition's lag at the end is at most that slope times the step's length.
+    #[arg(long, env = "DKG_E2E_LAG_SLOPE_MAX_RATIO", default_value_t = 0.01)]
     pub lag_slope_max_ratio: f64,
 
     /// Duration of one round of the latency run at 70% of the hash group's capacity (b), in seconds.

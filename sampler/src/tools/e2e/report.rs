@@ -84,8 +84,11 @@ pub struct Step {
     pub achieved_rps: f64,
     /// Time from the last send until every record of the step was acknowledged.
     pub ack_tail_ms: u64,
-    /// Least-squares slope of the lag over the step's last two thirds.
+    /// Least-squares slope of the group's total lag over the step's last two thirds.
     pub lag_slope_rps: f64,
+    /// The largest slope of one partition's lag over the same samples (what `sustained` judges:
+    /// each member against the threshold).
+    pub max_partition_lag_slope_rps: f64,
     pub sustained: bool,
     /// Records sent but not processed at the step's end.
     pub lag_end: u64,
