@@ -1,6 +1,7 @@
 """Produce keyed records through DkgProducer and print where they went.
 
     python examples/produce.py [--bootstrap 127.0.0.1:9092] [--topic orders] [--records 20]
+                               [--control-topic _dkg.assignments]
 
 Runs against any broker: without a DKG assignment for the topic (none has been published by
 ``dkg-sampler`` yet) every key goes where Kafka's Java producer puts it; once one is published on
@@ -16,7 +17,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from dkg_kafka import DkgProducer, kafka_partition
+from dkg_kafka import DEFAULT_CONTROL_TOPIC, DkgProducer, kafka_partition
 
 
 def main() -> None:
@@ -26,6 +27,7 @@ def main() -> None:
     )
     parser.add_argument("--topic", default="dkg-example-orders")
     parser.add_argument("--records", type=int, default=20)
+    parser.add_argument("--control-topic", default=DEFAULT_CONTROL_TOPIC)
     args = parser.parse_args()
 
     conf = {"bootstrap.servers": args.bootstrap}
@@ -36,7 +38,7 @@ def main() -> None:
         ].result(timeout=30)
 
     # The one-line change: confluent_kafka.Producer(conf) -> DkgProducer(conf).
-    producer = DkgProducer(conf)
+    producer = DkgProducer(conf, control_topic=args.control_topic)
     placed: list[tuple[bytes, int]] = []
 
     def on_delivery(err: Any, msg: Any) -> None:

@@ -331,9 +331,12 @@ pub fn sustained(
         let tail: Vec<(f64, f64)> = points.iter().copied().filter(|(t, _)| *t >= from).collect();
         let s = slope(&tail);
         verdict.max_slope_rps = verdict.max_slope_rps.max(s);
+        // A partition without its end lag counts as behind (never happens: one entry each).
         #[allow(clippy::cast_precision_loss)]
-        let lag_end = lags_end.get(p).copied().unwrap_or(0) as f64;
-        if s > max_slope && lag_end > max_slope * length.as_secs_f64() {
+        let lag_end = lags_end.get(p).map_or(f64::INFINITY, |&l| l as f64);
+        // Fewer than two samples make no slope: the end lag alone decides.
+        let growing = tail.len() < 2 || s > max_slope;
+        if growing && lag_end > max_slope * length.as_secs_f64() {
             verdict.sustained = false;
         }
     }
@@ -450,10 +453,12 @@ impl Side {
             let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic)
                 .key(key.as_bytes())
                 .payload(&payload);
-            // Where the record goes, for the per-partition lag: DKG's routing done here (the send
-            // then passes the record through as routed), Kafka's hash computed beside librdkafka's
-            // murmur2_random (the same function for a non-empty key).
-            let record = match &self.sender {
+            // Where the record goes, for the per-partition lag, set on the record so the count is
+            // exact: DKG's routing done here (the send then passes the record through as routed),
+            // Kafka's placement (murmur2, as librdkafka's murmur2_random and Java's default) for the
+            // hash side and for a DKG record left unplaced (its topic's partition count not known:
+            // the producer's own fallback is the same function).
+            let mut record = match &self.sender {
                 Sender::Dkg(p) => p.route_record(record),
                 Sender::Plain(_) => record,
             };
@@ -464,6 +469,7 @@ impl Side {
                     #[allow(clippy::cast_possible_truncation)]
                     kafka_partition(key.as_bytes(), self.sent_by_partition.len() as u32)
                 });
+            record.partition = i32::try_from(partition).ok();
             let tally = &mut self.tally;
             self.sender
                 .send_queued(record, &mut in_flight, async |f| tally.settle(f).await)
@@ -497,6 +503,14 @@ impl Side {
                 self.topic
             );
         }
+        // Every record acknowledged where the driver counted it (the per-partition lag is exact).
+        ensure!(
+            self.tally.per_partition == self.sent_by_partition,
+            "{}: records acknowledged per partition {:?} differ from those sent {:?}",
+            self.topic,
+            self.tally.per_partition,
+            self.sent_by_partition
+        );
         let ack_tail = start.elapsed() - sent_for;
         #[allow(clippy::cast_precision_loss)]
         let achieved = sent as f64 / sent_for.as_secs_f64();
@@ -528,6 +542,7 @@ impl Side {
             offered = rate,
             achieved,
             lag_slope,
+            max_partition_lag_slope = verdict.max_slope_rps,
             sustained = step.sustained,
             p99_ms = step.latency_ms.p99,
             "step"
@@ -574,68 +589,88 @@ mod tests {
 
     use super::{slope, sustained};
 
-    /// A step of 12 s sampled every 0.25 s: each partition's lag growing at its rate (records/s)
-    /// from a start value.
-    fn lags(growth: &[(f64, f64)]) -> (Vec<Vec<(f64, f64)>>, Vec<u64>) {
-        let samples: Vec<Vec<(f64, f64)>> = growth
+    /// A step of 12 s sampled every 0.25 s: each partition's lag as a function of the time, and
+    /// its lag at the end (t = 12).
+    fn lags(curves: &[fn(f64) -> f64]) -> (Vec<Vec<(f64, f64)>>, Vec<u64>) {
+        let samples = curves
             .iter()
-            .map(|&(start, rate)| {
+            .map(|lag| {
                 (0..48)
                     .map(|i| {
                         let t = f64::from(i) * 0.25;
-                        (t, start + rate * t)
+                        (t, lag(t))
                     })
                     .collect()
             })
             .collect();
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let ends = growth
-            .iter()
-            .map(|&(start, rate)| (start + rate * 12.0).max(0.0) as u64)
-            .collect();
+        let ends = curves.iter().map(|lag| lag(12.0).max(0.0) as u64).collect();
         (samples, ends)
     }
 
     #[test]
     fn sustained_means_no_member_falls_behind() {
-        // (case, per-partition (start lag, growth records/s), sustained), threshold 100/s over 12 s.
-        type Case<'a> = (&'a str, &'a [(f64, f64)], bool);
+        // (case, each partition's lag over time, sustained); threshold 100/s, judged from t = 4 s
+        // on, a step of 12 s (so an end lag up to 1,200 counts as caught up).
+        type Case<'a> = (&'a str, &'a [fn(f64) -> f64], bool);
+        let flat: fn(f64) -> f64 = |_| 10.0;
+        let grow20: fn(f64) -> f64 = |t| 20.0 * t;
         let cases: &[Case<'_>] = &[
-            ("all flat", &[(10.0, 0.0); 12], true),
+            ("all flat", &[flat; 12], true),
             (
-                "one member 84/s over its capacity: under the threshold",
-                &[(0.0, 84.0), (5.0, 0.0), (5.0, 0.0)],
+                "one member 150/s over its capacity: behind",
+                &[|t| 150.0 * t, flat, flat],
+                false,
+            ),
+            // Twelve members 20/s over each: the group's total grows 240/s, which a group
+            // threshold would call an overload; no member is behind.
+            ("twelve members 20/s over each", &[grow20; 12], true),
+            // The lag rose through the tail (slope ~240/s over it) and was back to 50 when the
+            // step ended: a stall of the machine, not an overload.
+            (
+                "a stall late in the tail that drained by the end",
+                &[
+                    |t| {
+                        if t >= 11.9 {
+                            50.0
+                        } else {
+                            500.0 * (t - 8.0).max(0.0)
+                        }
+                    },
+                    flat,
+                ],
                 true,
             ),
             (
-                "one member 150/s over: behind",
-                &[(0.0, 150.0), (5.0, 0.0), (5.0, 0.0)],
-                false,
+                "a backlog from before the tail that no longer grows",
+                &[|t| 5000.0 + 50.0 * t, flat],
+                true,
             ),
-            // Twelve members 20/s over each: the group's total grows 240/s, which the old group
-            // threshold called an overload; no member is behind by the per-member rule.
-            ("twelve members 20/s over each", &[(0.0, 20.0); 12], true),
             (
-                "a member that caught up by the end: a stall, not an overload",
-                &[(3000.0, -240.0), (0.0, 0.0)],
+                "a jump before the tail, flat after it",
+                &[|t| if t < 3.0 { 1000.0 * t } else { 3000.0 }, flat],
                 true,
             ),
             (
                 "a member that fell behind late in the step",
-                &[(0.0, 0.0), (0.0, 300.0)],
+                &[flat, |t| 300.0 * (t - 6.0).max(0.0)],
                 false,
             ),
         ];
-        for (case, growth, want) in cases {
-            let (samples, ends) = lags(growth);
+        for (case, curves, want) in cases {
+            let (samples, ends) = lags(curves);
             let v = sustained(&samples, &ends, 4.0, 100.0, Duration::from_secs(12));
-            assert_eq!(v.sustained, *want, "{case}: {v:?}");
-            let fastest = growth.iter().map(|g| g.1).fold(f64::MIN, f64::max);
-            assert!(
-                (v.max_slope_rps - fastest.max(0.0)).abs() < 1e-6,
-                "{case}: {v:?}"
-            );
+            assert_eq!(v.sustained, *want, "{case}: {v:?} (end lags {ends:?})");
         }
+        // The reported slope is the fastest partition's.
+        let (samples, ends) = lags(&[|t| 30.0 * t, |t| 70.0 * t, flat]);
+        let v = sustained(&samples, &ends, 4.0, 100.0, Duration::from_secs(12));
+        assert!((v.max_slope_rps - 70.0).abs() < 1e-6, "{v:?}");
+        // Without samples in the tail only the end lag decides.
+        let none: Vec<Vec<(f64, f64)>> = vec![Vec::new(); 2];
+        let short = Duration::from_secs(12);
+        assert!(sustained(&none, &[0, 1200], 4.0, 100.0, short).sustained);
+        assert!(!sustained(&none, &[0, 1201], 4.0, 100.0, short).sustained);
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! waiting, not CPU: on a small machine a busy-wait would measure the machine, not the partitioning).
 //!
 //! Measured, with the steps of the two groups interleaved:
-//! - (a) each group's capacity: the highest offered rate at which the lag (`sent - processed`) stops
-//!   growing, by bisection between one member's capacity (always sustainable) and 1.05x the group's
-//!   total (never). A step offers a rate for `--step-secs` after the backlog of the previous one
+//! - (a) each group's capacity: the highest offered rate at which no member's lag keeps growing,
+//!   by bisection between one member's capacity (always sustainable) and 1.05x the group's total
+//!   (never). A step offers a rate for `--step-secs` after the backlog of the previous one
 //!   drained; it is sustained when every member kept up: for each partition, the least-squares
 //!   slope of its lag (records sent to it and not yet processed) over the step's last two thirds is
 //!   at most `--lag-slope-max-ratio` x one member's capacity per second, or its lag at the end is at
