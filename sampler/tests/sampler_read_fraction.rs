@@ -86,10 +86,13 @@ async fn a_tenth_of_the_log_decides_like_all_of_it_and_resumes_after_a_restart()
         );
         // The hottest key (Zipf ranks start at 1; about 10% of the records) is pinned either way, and the
         // heavy keys found differ by at most one (a key near the threshold).
-        let (fa, ta) = (
-            full.assignment().expect("assignment"),
-            tenth.assignment().expect("assignment"),
-        );
+        // The gauges are set when the interval decides; /assignment once the document is published
+        // (a dry run: once it would be), which for the publisher waits on its transaction.
+        let [fa, ta] = [&full, &tenth].map(|s| {
+            wait_for("the assignment served", Duration::from_secs(30), || {
+                s.assignment()
+            })
+        });
         let hottest = bench_common::key(1);
         for (a, label) in [(&fa, "F = 1"), (&ta, "F = 0.1")] {
             assert!(
