@@ -12,6 +12,11 @@
 //! - `dkg-assigned`: `DkgProducer` with an assignment in effect (heavy keys + buckets, epoch header
 //!   on every record: 13 more bytes per record on the wire);
 //! - `dkg-no-header`: as `dkg-assigned` with `epoch_header(false)`;
+//! - `dkg-default`: `DkgProducer` with the default settings, built before the assignment was
+//!   published, so it was running when epoch 1 arrived (a new user's producer: epoch 1 moves about
+//!   (k-1)/k of the keys away from Kafka's hash; a non-ordering producer stamps nothing);
+//! - `dkg-ordering`: as `dkg-default` with `ordering(true)` (marker mode, the default): a lease and
+//!   a marker on the handoff topic, and `dkg-epoch` + `dkg-producer` on the moved keys' records;
 //! - `plain+header`: the plain producer stamping the same `dkg-epoch` header itself, which separates
 //!   the cost of carrying a header (librdkafka allocates and serializes it, the broker stores it)
 //!   from the cost of the wrapper's routing.
@@ -33,6 +38,7 @@ use common::{BoxError, check_broker, config, create_topic, env_or, median};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use dkg_partitioner::kafka::DeliveryFuture;
 use dkg_partitioner::kafka::{
     DkgProducer, EpochHeader, producer_config, publish_assignment, publisher_config, stamp_epoch,
 };
@@ -42,7 +48,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::types::RDKafkaErrorCode;
 
 const PARTITIONS: u32 = 12;
@@ -124,8 +130,10 @@ impl Variant {
     #[allow(clippy::result_large_err)]
     fn send<'a>(&self, r: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
         match self {
-            Variant::Plain(p) => p.send_result(r),
-            Variant::PlainHeader(p) => p.send_result(r.headers(stamp_epoch(None, 1))),
+            Variant::Plain(p) => p.send_result(r).map(DeliveryFuture::from),
+            Variant::PlainHeader(p) => p
+                .send_result(r.headers(stamp_epoch(None, 1)))
+                .map(DeliveryFuture::from),
             Variant::Dkg(p) => p.send_result(r),
         }
     }
@@ -199,6 +207,7 @@ async fn main() -> Result<(), BoxError> {
     let topic = format!("bench-producer-{}-{stamp}", std::process::id());
     let control = format!("bench-producer-control-{}-{stamp}", std::process::id());
     let empty_control = format!("bench-producer-empty-{}-{stamp}", std::process::id());
+    let handoff = format!("bench-producer-handoff-{}-{stamp}", std::process::id());
     create_topic(&bootstrap, &topic, PARTITIONS).await?;
 
     let keys = keys(records);
@@ -206,6 +215,19 @@ async fn main() -> Result<(), BoxError> {
     let publisher: FutureProducer = publisher_config(&config(&bootstrap)).create()?;
 
     let plain = Variant::Plain(producer_config(&config(&bootstrap)).create()?);
+    // Running before epoch 1 exists.
+    let default_running = DkgProducer::builder(config(&bootstrap))
+        .control_topic(&control)
+        .topics([topic.as_str()])
+        .build()
+        .await?;
+    let ordering_running = DkgProducer::builder(config(&bootstrap))
+        .control_topic(&control)
+        .handoff_topic(&handoff)
+        .topics([topic.as_str()])
+        .ordering(true)
+        .build()
+        .await?;
     let assigned = DkgProducer::builder(config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
@@ -220,7 +242,17 @@ async fn main() -> Result<(), BoxError> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    for p in [&default_running, &ordering_running] {
+        while p.router().assignment(&topic).is_none() {
+            if Instant::now() > deadline {
+                return Err("the assignment was not adopted".into());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
     let assigned = Variant::Dkg(assigned);
+    let default_running = Variant::Dkg(default_running);
+    let ordering_running = Variant::Dkg(ordering_running);
     let no_header = DkgProducer::builder(config(&bootstrap))
         .control_topic(&control)
         .topics([topic.as_str()])
@@ -245,6 +277,8 @@ async fn main() -> Result<(), BoxError> {
         ("dkg-assigned", &assigned),
         ("dkg-no-header", &no_header),
         ("plain+header", &plain_header),
+        ("dkg-default", &default_running),
+        ("dkg-ordering", &ordering_running),
     ];
 
     println!(

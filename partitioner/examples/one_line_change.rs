@@ -7,7 +7,8 @@
 //!
 //! Everything else (records, `send`, `flush`) is unchanged. Until `dkg-sampler` publishes an
 //! assignment for the topic, records land exactly where the Java producer would put them; afterwards
-//! keyed records follow the assignment and carry a `dkg-epoch` header.
+//! keyed records follow the assignment (an ordering producer, `.ordering(true)`, also stamps the
+//! records of keys an epoch moved with `dkg-epoch`).
 
 use std::time::Duration;
 

@@ -1,7 +1,10 @@
 //! Two ordering producers, three `DkgConsumer` members, 12 partitions, Zipf keys and five epoch
 //! switches that move the hot keys mid-stream: every key's records reach the application in each
 //! producer's send order, none is lost, a moved key's records from its old partition are all
-//! processed before any from its new one, and a moved key is held at most 2 s (p99).
+//! processed before any from its new one, and a moved key is held at most 2 s (p99). The producers
+//! announce their switches with offset markers (the default mode): a plain consumer of the data
+//! topic reads exactly the application's records, with no header but the moved keys' stamps, and
+//! the handoff topic holds each producer's marker of the last epoch.
 #![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used)]
 
@@ -71,4 +74,28 @@ async fn consumer_keeps_key_order_across_epochs() {
     );
     let epochs: u64 = hooks.iter().map(|h| h.epochs.load(Ordering::Relaxed)).sum();
     assert!(epochs >= 5, "on_epoch ran for the drained epochs: {epochs}");
+
+    // Traceless: what any other reader of the topic sees.
+    let plain = setup.read_plain(sent.len()).await;
+    plain.assert_only_application_records(&sent);
+    assert!(plain.stamped > 0, "moved keys' records carry their epoch");
+    eprintln!(
+        "plain consumer: {} records, {} stamped, headers {:?}",
+        plain.payloads.len(),
+        plain.stamped,
+        plain.header_names
+    );
+    let (markers, marker_leases) = setup.read_markers().await;
+    for p in &producers {
+        let id = p.producer_id().unwrap().as_str().to_owned();
+        assert!(
+            marker_leases.contains(&id),
+            "{id}: a lease2/ (marker-mode) lease"
+        );
+        assert_eq!(
+            markers.get(&id),
+            Some(&6),
+            "{id}: its marker of the last epoch"
+        );
+    }
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::producer::{assignment, client_config, raw_publisher};
+use dkg_partitioner::kafka::DeliveryFuture;
 use dkg_partitioner::kafka::{DkgProducer, EpochHeader, epoch_of, publish_assignment};
 use dkg_partitioner::{Assignment, kafka_partition};
 use rand::SeedableRng;
@@ -19,7 +20,7 @@ use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::Message as _;
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{DeliveryFuture, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use rdkafka::types::RDKafkaErrorCode;
 
 const RECORDS: u64 = 1_000_000;

@@ -10,8 +10,15 @@
 //! report, and asks for the marker only after the grace period (9.2 step 2: every send that
 //! started routing under an older epoch has been handed to the client, so no record of an older
 //! epoch can still be counted in later).
+//!
+//! A real producer sends from many threads and learns outcomes on librdkafka's delivery thread,
+//! so the glue counts into one lock-free [`EpochLedger`] per epoch (the concurrent form of
+//! [`MarkerTracker::sent`], [`MarkerTracker::acked`] and [`MarkerTracker::failed`]) and its
+//! background task hands each ledger's [`LedgerSnapshot`] to the tracker
+//! ([`MarkerTracker::observe`]), which alone decides when a marker is due and what it says.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use crate::handoff::{Marker, ProducerId};
 
@@ -85,6 +92,22 @@ impl MarkerTracker {
         }
     }
 
+    /// The state of the records routed under `epoch` as counted elsewhere (an [`EpochLedger`]'s
+    /// snapshot): `outstanding` replaces the count, `ends` raise the acknowledged ends. Use either
+    /// this or `sent`/`acked`/`failed` for an epoch, not both. A ledger of an epoch below the
+    /// latest marker's was opened after that marker (the caller drops covered ledgers): its
+    /// records (Kafka's placement after a retraction, epoch 0) count for the next marker.
+    pub fn observe(&mut self, epoch: u64, outstanding: u64, ends: &[i64]) {
+        let e = self.epochs.entry(epoch).or_default();
+        e.outstanding = outstanding;
+        if e.ends.len() < ends.len() {
+            e.ends.resize(ends.len(), 0);
+        }
+        for (end, &acked) in e.ends.iter_mut().zip(ends) {
+            *end = (*end).max(acked);
+        }
+    }
+
     /// The marker of `epoch` (the epoch in effect, over `partitions` partitions), if one is due
     /// (`epoch` above the latest marker's) and every record routed under a lower epoch has been
     /// reported. Ask only after the grace period. Epochs adopted faster than markers complete are
@@ -125,11 +148,205 @@ impl MarkerTracker {
     }
 }
 
+/// The delivery accounting of one epoch of one topic, shared by the threads that send and the one
+/// that reports deliveries: counters and per-partition maxima, no lock.
+///
+/// Order of a record's calls: [`EpochLedger::sent`] before the record is handed to the client (so
+/// the count is in before any report can be), then exactly one of [`EpochLedger::withdrawn`] (the
+/// client refused it: never written), [`EpochLedger::acked`] or [`EpochLedger::unknown`] (a
+/// delivery error: the record may or may not be in the log, at an offset nobody reports; spec
+/// 9.2.1). A snapshot whose `outstanding` is 0 has seen every report's effect on `ends`.
+#[derive(Debug)]
+pub struct EpochLedger {
+    epoch: u64,
+    sent: AtomicU64,
+    reported: AtomicU64,
+    /// Per partition: 1 + the largest acknowledged offset (0: none).
+    ends: Box<[AtomicI64]>,
+    /// Per partition: a delivery failed there with an unknown outcome.
+    unknown: Box<[AtomicBool]>,
+    /// A report named a partition outside `ends` (the topic grew): every partition counts as
+    /// unknown.
+    unknown_all: AtomicBool,
+}
+
+/// What an [`EpochLedger`] says at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerSnapshot {
+    /// The epoch the records were routed under.
+    pub epoch: u64,
+    /// Records handed to the client without a report yet.
+    pub outstanding: u64,
+    /// Per partition: 1 + the largest acknowledged offset (0: none).
+    pub ends: Vec<i64>,
+    /// Partitions where a delivery failed with an unknown outcome: the caller must raise their
+    /// ends above any record that might be there (for example to the partition's end offset read
+    /// after `outstanding` reached 0) before the tracker sees them.
+    pub unknown: Vec<u32>,
+    /// As `unknown`, for every partition of the topic (a report named a partition the ledger
+    /// does not have: the topic grew, or its count was not known yet).
+    pub unknown_all: bool,
+}
+
+impl EpochLedger {
+    /// An empty ledger of `epoch` for a topic of `partitions` partitions.
+    #[must_use]
+    pub fn new(epoch: u64, partitions: u32) -> Self {
+        Self {
+            epoch,
+            sent: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
+            ends: (0..partitions).map(|_| AtomicI64::new(0)).collect(),
+            unknown: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
+            unknown_all: AtomicBool::new(false),
+        }
+    }
+
+    /// The epoch its records were routed under.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// A record is about to be handed to the client.
+    #[inline]
+    pub fn sent(&self) {
+        self.sent.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The client refused the record [`EpochLedger::sent`] announced: it was never written.
+    #[inline]
+    pub fn withdrawn(&self) {
+        self.reported.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The record was acknowledged at `offset` of `partition`.
+    #[inline]
+    pub fn acked(&self, partition: i32, offset: i64) {
+        match usize::try_from(partition)
+            .ok()
+            .and_then(|p| self.ends.get(p))
+        {
+            Some(end) => {
+                end.fetch_max(offset.saturating_add(1), Ordering::AcqRel);
+            }
+            None => self.unknown_all.store(true, Ordering::Release),
+        }
+        // After the end: a reader that sees the report sees its offset.
+        self.reported.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The record's delivery failed on `partition` (negative: not known) with an outcome the
+    /// client cannot tell: it may be in the log.
+    #[cold]
+    pub fn unknown(&self, partition: i32) {
+        match usize::try_from(partition)
+            .ok()
+            .and_then(|p| self.unknown.get(p))
+        {
+            Some(flag) => flag.store(true, Ordering::Release),
+            None => self.unknown_all.store(true, Ordering::Release),
+        }
+        self.reported.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The counts now. `outstanding` is read first, so when it is 0 every report is in `ends`.
+    #[must_use]
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        let reported = self.reported.load(Ordering::Acquire);
+        let sent = self.sent.load(Ordering::Acquire);
+        let all = self.unknown_all.load(Ordering::Acquire);
+        LedgerSnapshot {
+            epoch: self.epoch,
+            outstanding: sent.saturating_sub(reported),
+            ends: self
+                .ends
+                .iter()
+                .map(|e| e.load(Ordering::Acquire))
+                .collect(),
+            unknown: self
+                .unknown
+                .iter()
+                .enumerate()
+                .filter(|(_, u)| u.load(Ordering::Acquire))
+                .map(|(p, _)| u32::try_from(p).unwrap_or(u32::MAX))
+                .collect(),
+            unknown_all: all,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn a_ledger_counts_outstanding_records_and_their_ends() {
+        let l = EpochLedger::new(4, 3);
+        for _ in 0..4 {
+            l.sent();
+        }
+        l.acked(1, 10);
+        l.acked(1, 7);
+        l.withdrawn();
+        let s = l.snapshot();
+        assert_eq!(
+            (s.epoch, s.outstanding, s.ends.clone()),
+            (4, 1, vec![0, 11, 0])
+        );
+        assert!(s.unknown.is_empty());
+        l.unknown(2);
+        let s = l.snapshot();
+        assert_eq!((s.outstanding, s.unknown.clone()), (0, vec![2]));
+        assert!(!s.unknown_all);
+        // A partition beyond the ledger's count: every partition is unknown.
+        l.sent();
+        l.acked(5, 3);
+        assert!(l.snapshot().unknown_all);
+    }
+
+    #[test]
+    fn reports_from_many_threads_all_reach_the_snapshot() {
+        let l = std::sync::Arc::new(EpochLedger::new(1, 4));
+        let threads: Vec<_> = (0..4_i64)
+            .map(|t| {
+                let l = std::sync::Arc::clone(&l);
+                std::thread::spawn(move || {
+                    for i in 0..10_000_i64 {
+                        l.sent();
+                        l.acked(i32::try_from(t).unwrap(), t * 100_000 + i);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = l.snapshot();
+        assert_eq!(s.outstanding, 0);
+        assert_eq!(s.ends, vec![10_000, 110_000, 210_000, 310_000]);
+    }
+
+    #[test]
+    fn observed_ledgers_decide_markers_like_counted_records() {
+        let mut t = tracker();
+        t.observe(1, 2, &[5, 0, 0]);
+        assert_eq!(t.due(2, 3), None, "two records of epoch 1 outstanding");
+        t.observe(1, 0, &[3, 9, 0]); // ends only rise
+        t.observe(2, 7, &[0, 0, 50]);
+        let m = t.due(2, 3).unwrap();
+        assert_eq!(m.ends, vec![5, 9, 0]);
+        t.written(&m);
+        t.observe(2, 0, &[0, 0, 50]);
+        assert_eq!(t.due(3, 3).unwrap().ends, vec![5, 9, 50]);
+        // A ledger of a covered epoch opened after the marker counts for the next one.
+        t.observe(1, 1, &[100, 0, 0]);
+        assert_eq!(t.due(3, 3), None);
+        t.observe(1, 0, &[100, 0, 0]);
+        assert_eq!(t.due(3, 3).unwrap().ends, vec![100, 9, 50]);
+    }
 
     fn tracker() -> MarkerTracker {
         MarkerTracker::new(ProducerId::parse(&"a".repeat(32)).unwrap(), "t", 3, 1)

@@ -19,7 +19,8 @@
 //!                                            │
 //!  send(record) ── route(topic, key): lock-free loads + O(1) lookup ──▶ record.partition, dkg-epoch
 //!                                            ▼
-//!                               rdkafka FutureProducer (idempotent, acks=all)
+//!            ThreadedProducer on DeliveryContext (idempotent, acks=all; every delivery report
+//!            seen, counted per epoch for an ordering producer's markers)
 //! ```
 //!
 //! # Guarantees
@@ -43,16 +44,18 @@
 //! - **Hot path**: never blocks, never panics, allocates only on a topic's first record. Delivery
 //!   is rdkafka's: with the defaults (idempotence, `acks=all`) nothing is lost or duplicated by
 //!   retries.
-//! - **Epoch header.** By default ([`EpochHeader::Moved`]) records of keys whose partition changed
-//!   in the producer's latest epoch transition carry `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) while
-//!   that epoch is current; the others carry none (headers cost librdkafka per-record allocations).
-//!   These are the records the consumer-side rebalancer may have to hold back.
-//!   [`EpochHeader::All`] stamps every record an assignment placed, [`EpochHeader::Off`] none.
+//! - **Epoch header.** An ordering producer ([`EpochHeader::Auto`] resolves to
+//!   [`EpochHeader::Moved`]) stamps `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) on records of keys
+//!   whose partition changed in its latest epoch transition while that epoch is current: the
+//!   records the consumer-side rebalancer may have to hold back. Other producers stamp nothing by
+//!   default (a consumer cannot use their epochs, and headers cost librdkafka per-record
+//!   allocations). [`EpochHeader::All`] stamps every record an assignment placed,
+//!   [`EpochHeader::Off`] none.
 //!
 //! # Which type to use
 //!
-//! - [`DkgProducer`]: drop-in for `FutureProducer` (same `send`/`send_result`, [`Producer`]
-//!   trait). See `examples/one_line_change.rs`.
+//! - [`DkgProducer`]: drop-in for `FutureProducer` (same `send`/`send_result`, its own
+//!   [`DeliveryFuture`] of the same output, [`Producer`] trait). See `examples/one_line_change.rs`.
 //! - [`DkgRouter`]: for `BaseProducer`/`ThreadedProducer`: `router.route(topic, key).apply(record)`
 //!   sets the partition and the header; or [`DkgRouter::partitioner`] /
 //!   [`DkgRouter::producer_context`] as librdkafka's custom partitioner (no header; librdkafka's
@@ -81,6 +84,7 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 mod consumer;
 pub mod control;
+mod delivery;
 pub mod handoff;
 pub mod metrics;
 mod ordering;
@@ -98,11 +102,14 @@ pub use control::{
     RejectReason, connection_config, ensure_control_topic, publish_assignment, publish_generation,
     publish_retraction, publish_value, publisher_config, retract_assignment,
 };
+pub use delivery::{DeliveryContext, DeliveryFuture};
 pub use handoff::{
     BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
     ProducerId, Progress, ensure_handoff_topic,
 };
-pub use producer::{DkgProducer, DkgProducerBuilder, EpochHeader, ProducerConfig, producer_config};
+pub use producer::{
+    DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode, ProducerConfig, producer_config,
+};
 pub use redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 pub use router::{
     DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,

@@ -1,7 +1,22 @@
 //! The producer side of ordering-safe migration (see [`DkgConsumer`](crate::kafka::DkgConsumer) for the whole
-//! protocol): a lease per topic, an in-flight gate, barrier records and assignment history.
+//! protocol): a lease per topic, an in-flight gate, offset markers (or barrier records) and
+//! assignment history.
 //!
-//! # Sequence per adopted epoch `E` of a topic
+//! # Sequence per adopted epoch `E` of a topic, marker mode (the default, `docs/spec.md` 9.2.1)
+//!
+//! 1. The router swaps the assignment in: new sends route by `E` at once.
+//! 2. **Grace**, as below.
+//! 3. **Acknowledgement**: every record routed by the wrapper is counted in the ledger of the
+//!    epoch it was routed under ([`EpochLedger`]: an atomic add on send, an atomic max and add in
+//!    the delivery callback of the wrapper's own producer context, `kafka/delivery.rs`). The task
+//!    waits until the ledgers of the epochs below `E` have no record outstanding. A partition
+//!    where a delivery failed with an unknown outcome (a timeout: the record may be in the log)
+//!    gets its end offset from the broker once nothing is outstanding.
+//! 4. **Marker**: the pure [`MarkerTracker`] turns the ledgers into `marker/<topic>/<producer>` =
+//!    `{E, ends}`, written and acknowledged; then `assignment/<topic>/<E>` (history). The lease is
+//!    not rewritten for it.
+//!
+//! # Sequence per adopted epoch `E` of a topic, barrier mode
 //!
 //! 1. The router swaps the assignment in (arc-swap): new sends route by `E` at once. Nothing on
 //!    the send path waits.
@@ -41,25 +56,112 @@
 //! newer epochs at once; for older ones its barriers are already in the log). A producer dropped
 //! without `close` simply stops renewing: consumers stop waiting once the lease expires.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::{ArcSwap, ArcSwapOption};
 use rdkafka::ClientContext;
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureRecord, Producer as _};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kafka::handoff::{self, HandoffWriter, ProducerId, now_ms};
-use crate::kafka::producer::enqueue;
+use crate::kafka::handoff::{self, HandoffWriter, LeaseMode, ProducerId, now_ms};
+use crate::kafka::producer::{Backend, OrderingMode, enqueue};
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
 use dkg_protocol::barrier::BarrierSchedule;
 use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
+use dkg_protocol::marker::{EpochLedger, MarkerTracker};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The ledgers of one topic: the latest epoch's on the send path's fast track, all of them
+/// (epochs not yet covered by a marker) behind a lock.
+#[derive(Debug, Default)]
+struct TopicLedgers {
+    hot: ArcSwapOption<EpochLedger>,
+    all: Mutex<BTreeMap<u64, Arc<EpochLedger>>>,
+}
+
+impl TopicLedgers {
+    #[inline]
+    fn get(&self, epoch: u64, partitions: impl FnOnce() -> u32) -> Arc<EpochLedger> {
+        if let Some(l) = &*self.hot.load() {
+            if l.epoch() == epoch {
+                return Arc::clone(l);
+            }
+        }
+        self.get_slow(epoch, partitions())
+    }
+
+    #[cold]
+    fn get_slow(&self, epoch: u64, partitions: u32) -> Arc<EpochLedger> {
+        let mut all = lock(&self.all);
+        let l = Arc::clone(
+            all.entry(epoch)
+                .or_insert_with(|| Arc::new(EpochLedger::new(epoch, partitions))),
+        );
+        let newest = all.keys().next_back().copied() == Some(epoch);
+        if newest {
+            self.hot.store(Some(Arc::clone(&l)));
+        }
+        l
+    }
+
+    /// The ledgers of epochs below `epoch`.
+    fn below(&self, epoch: u64) -> Vec<Arc<EpochLedger>> {
+        lock(&self.all)
+            .range(..epoch)
+            .map(|(_, l)| Arc::clone(l))
+            .collect()
+    }
+
+    /// A marker of `epoch` is written: the ledgers below it are done.
+    fn covered(&self, epoch: u64) {
+        let mut all = lock(&self.all);
+        *all = all.split_off(&epoch);
+    }
+}
+
+/// Every topic's ledgers (marker mode): a lock-free map on the send path, grown under a lock.
+#[derive(Debug, Default)]
+pub(crate) struct Ledgers {
+    topics: ArcSwap<HashMap<String, Arc<TopicLedgers>, ahash::RandomState>>,
+    grow: Mutex<()>,
+}
+
+impl Ledgers {
+    #[inline]
+    fn get(&self, router: &DkgRouter, topic: &str, epoch: u64) -> Arc<EpochLedger> {
+        let count = || router.partition_count(topic).unwrap_or(0);
+        if let Some(t) = self.topics.load().get(topic) {
+            return t.get(epoch, count);
+        }
+        self.topic(topic).get(epoch, count)
+    }
+
+    #[cold]
+    fn topic(&self, topic: &str) -> Arc<TopicLedgers> {
+        let _grow = lock(&self.grow);
+        let current = self.topics.load();
+        if let Some(t) = current.get(topic) {
+            return Arc::clone(t);
+        }
+        let mut next = HashMap::clone(&current);
+        let t = Arc::new(TopicLedgers::default());
+        next.insert(topic.to_owned(), Arc::clone(&t));
+        self.topics.store(Arc::new(next));
+        t
+    }
+}
 
 #[repr(align(64))]
 #[derive(Debug, Default)]
@@ -114,10 +216,13 @@ impl Gate {
 /// retried.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The ordering state of one producer instance: its id, the gate, the background task.
+/// The ordering state of one producer instance: its id, the gate, the ledgers (marker mode),
+/// the background task.
 pub(crate) struct Ordering {
     id: ProducerId,
+    mode: OrderingMode,
     gate: Arc<Gate>,
+    ledgers: Option<Arc<Ledgers>>,
     close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
     task: JoinHandle<()>,
 }
@@ -140,23 +245,31 @@ impl Drop for Ordering {
 impl Ordering {
     /// Register the leases of the declared `topics` (awaited), then start the task.
     pub(crate) async fn start<C: ClientContext + 'static>(
-        producer: FutureProducer<C>,
+        producer: Backend<C>,
         router: DkgRouter,
         writer: HandoffWriter,
         topics: &[String],
         lease: Duration,
+        mode: OrderingMode,
     ) -> Result<Self> {
         let id = handoff::new_producer_id();
         let gate = Arc::new(Gate::default());
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+        let lease_mode = match mode {
+            OrderingMode::Markers => LeaseMode::Marker,
+            OrderingMode::Barriers => LeaseMode::Barrier,
+        };
+        let ledgers = (mode == OrderingMode::Markers).then(|| Arc::new(Ledgers::default()));
         let mut task = Task {
             producer,
             router,
             writer,
             id: id.clone(),
             lease,
-            schedule: BarrierSchedule::new(id.clone(), lease_ms),
+            schedule: BarrierSchedule::new(id.clone(), lease_ms).with_mode(lease_mode),
             gate: Arc::clone(&gate),
+            ledgers: ledgers.clone(),
+            trackers: HashMap::new(),
         };
         for topic in topics {
             // Nothing was routed yet: the epoch in effect now is the oldest this producer uses.
@@ -164,12 +277,14 @@ impl Ordering {
             task.register(topic, epoch).await?;
         }
         info!(producer = %id, topics = ?topics, lease_ms = lease.as_millis() as u64,
-            "ordering producer registered");
+            mode = ?mode, "ordering producer registered");
         let (close_tx, close_rx) = oneshot::channel();
         let handle = tokio::spawn(task.run(close_rx));
         Ok(Self {
             id,
+            mode,
             gate,
+            ledgers,
             close: Mutex::new(Some(close_tx)),
             task: handle,
         })
@@ -179,9 +294,25 @@ impl Ordering {
         &self.id
     }
 
+    pub(crate) fn mode(&self) -> OrderingMode {
+        self.mode
+    }
+
     #[inline]
     pub(crate) fn enter(&self) -> GateGuard<'_> {
         self.gate.enter()
+    }
+
+    /// The ledger to count a record routed under `epoch` to `topic` in (marker mode only). Call
+    /// inside the gate.
+    #[inline]
+    pub(crate) fn ledger(
+        &self,
+        router: &DkgRouter,
+        topic: &str,
+        epoch: u64,
+    ) -> Option<Arc<EpochLedger>> {
+        self.ledgers.as_deref().map(|l| l.get(router, topic, epoch))
     }
 
     /// Complete pending barriers, mark the leases closed, stop the task.
@@ -201,7 +332,7 @@ impl Ordering {
                 millis: 0,
             });
         }
-        // Pending barriers (bounded by BARRIER_TIMEOUT) plus the lease writes.
+        // Pending markers or barriers (bounded by BARRIER_TIMEOUT) plus the lease writes.
         let limit = BARRIER_TIMEOUT + Duration::from_secs(15);
         match tokio::time::timeout(limit, reply_rx).await {
             Ok(Ok(result)) => result,
@@ -232,13 +363,16 @@ pub(crate) fn barrier_headers(epoch: u64, producer: &ProducerId) -> OwnedHeaders
 }
 
 struct Task<C: ClientContext + 'static> {
-    producer: FutureProducer<C>,
+    producer: Backend<C>,
     router: DkgRouter,
     writer: HandoffWriter,
     id: ProducerId,
     lease: Duration,
     schedule: BarrierSchedule,
     gate: Arc<Gate>,
+    /// Marker mode: the send path's ledgers, and per topic the tracker that decides markers.
+    ledgers: Option<Arc<Ledgers>>,
+    trackers: HashMap<String, MarkerTracker>,
 }
 
 impl<C: ClientContext + 'static> Task<C> {
@@ -252,6 +386,13 @@ impl<C: ClientContext + 'static> Task<C> {
         let lease = self.schedule.new_lease(topic, first_epoch, now_ms());
         self.writer.put_lease(&lease).await?;
         self.schedule.registered(lease);
+        if self.ledgers.is_some() {
+            let partitions = self.router.partition_count(topic).unwrap_or(0);
+            self.trackers.insert(
+                topic.to_owned(),
+                MarkerTracker::new(self.id.clone(), topic, partitions, first_epoch),
+            );
+        }
         Ok(())
     }
 
@@ -310,11 +451,107 @@ impl<C: ClientContext + 'static> Task<C> {
         // One grace period covers every topic: all sends routed by older states are enqueued.
         self.gate.grace().await;
         for (topic, epoch) in due {
-            if let Err(e) = self.barrier(&topic, epoch).await {
+            let result = if self.ledgers.is_some() {
+                self.marker(&topic, epoch).await
+            } else {
+                self.barrier(&topic, epoch).await
+            };
+            if let Err(e) = result {
                 warn!(producer = %self.id, topic = %topic, epoch, error = %e,
-                    "barrier set failed (retrying)");
+                    "announcing the epoch switch failed (retrying)");
             }
         }
+    }
+
+    /// Wait until every record routed to `topic` under an epoch below `epoch` is reported, then
+    /// write the marker of `epoch` and the history (bounded by [`BARRIER_TIMEOUT`]; on failure the
+    /// next loop retries).
+    async fn marker(&mut self, topic: &str, epoch: u64) -> Result<()> {
+        match tokio::time::timeout(BARRIER_TIMEOUT, self.marker_unbounded(topic, epoch)).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout {
+                what: format!("acknowledgements before the marker of epoch {epoch} on {topic:?}"),
+                millis: duration_millis(BARRIER_TIMEOUT),
+            }),
+        }
+    }
+
+    async fn marker_unbounded(&mut self, topic: &str, epoch: u64) -> Result<()> {
+        let Some(count) = self.router.partition_count(topic) else {
+            return Ok(());
+        };
+        let Some(ledgers) = self.ledgers.clone() else {
+            return Ok(());
+        };
+        let topic_ledgers = ledgers.topic(topic);
+        let older = topic_ledgers.below(epoch);
+        let mut snapshots = Vec::with_capacity(older.len());
+        for l in &older {
+            // Reports arrive within the round trip of a produce request; poll briefly.
+            let mut s = l.snapshot();
+            while s.outstanding > 0 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                s = l.snapshot();
+            }
+            if s.unknown_all || !s.unknown.is_empty() {
+                // Records whose outcome nobody reports: above them is the partition's end, read
+                // now that every outcome is decided.
+                let partitions: Vec<u32> = if s.unknown_all {
+                    (0..count).collect()
+                } else {
+                    s.unknown.clone()
+                };
+                if s.ends.len() < count as usize {
+                    s.ends.resize(count as usize, 0);
+                }
+                for p in partitions {
+                    let end = self.log_end(topic, p).await?;
+                    if let Some(e) = s.ends.get_mut(p as usize) {
+                        *e = (*e).max(end);
+                    }
+                }
+            }
+            snapshots.push(s);
+        }
+        let tracker = self
+            .trackers
+            .entry(topic.to_owned())
+            .or_insert_with(|| MarkerTracker::new(self.id.clone(), topic, count, 0));
+        for s in &snapshots {
+            tracker.observe(s.epoch, s.outstanding, &s.ends);
+        }
+        let Some(marker) = tracker.due(epoch, count) else {
+            return Ok(());
+        };
+        self.writer.put_marker(&marker).await?;
+        if let Some(t) = self.trackers.get_mut(topic) {
+            t.written(&marker);
+        }
+        topic_ledgers.covered(epoch);
+        self.schedule.marker_written(topic, epoch);
+        if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
+            self.writer.put_history(&a).await?;
+        }
+        debug!(producer = %self.id, topic, epoch, ends = ?marker.ends, "marker written");
+        Ok(())
+    }
+
+    /// The end (high watermark) of `topic`'s `partition`, from the broker.
+    async fn log_end(&self, topic: &str, partition: u32) -> Result<i64> {
+        let producer = Arc::clone(&self.producer);
+        let topic = topic.to_owned();
+        let partition = i32::try_from(partition).unwrap_or(i32::MAX);
+        let (_, high) = tokio::task::spawn_blocking(move || {
+            producer
+                .client()
+                .fetch_watermarks(&topic, partition, Duration::from_secs(10))
+        })
+        .await
+        .map_err(|e| Error::Timeout {
+            what: format!("reading a partition's end: {e}"),
+            millis: 0,
+        })??;
+        Ok(high)
     }
 
     /// Write the barriers of `epoch` to every partition of `topic`, then the lease and history

@@ -2,28 +2,27 @@
 //! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::kafka::DkgProducer`.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::ClientContext;
+use rdkafka::Timestamp;
 use rdkafka::TopicPartitionList;
 use rdkafka::client::{Client, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::ToBytes;
-use rdkafka::producer::future_producer::{FutureProducerContext, OwnedDeliveryResult};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
+use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
+use rdkafka::producer::future_producer::OwnedDeliveryResult;
+use rdkafka::producer::{BaseRecord, FutureRecord, Producer, PurgeConfig, ThreadedProducer};
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::util::Timeout;
 use tracing::warn;
 
-use std::sync::Arc;
-
-use rdkafka::Timestamp;
-use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
-use rdkafka::types::RDKafkaErrorCode;
-
 use crate::error::{Error, Result};
 use crate::kafka::control;
+use crate::kafka::delivery::{DeliveryContext, DeliveryFuture, Pending};
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
@@ -32,22 +31,61 @@ use crate::kafka::router::{
     DkgRouter, RouteKind, RouterConfig, Routing, router_setters, stamp_epoch,
 };
 use crate::kafka::topic;
+use dkg_protocol::marker::EpochLedger;
+
+/// The client every [`DkgProducer`] runs on (rdkafka's `FutureProducer` is the same: a
+/// `ThreadedProducer` whose delivery opaque carries a oneshot; see `kafka/delivery.rs` for why
+/// the wrapper has its own).
+pub(crate) type Backend<C> = Arc<ThreadedProducer<DeliveryContext<C>>>;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
 /// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 11.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EpochHeader {
+    /// The default: [`EpochHeader::Moved`] for an ordering producer
+    /// ([`DkgProducerBuilder::ordering`]), [`EpochHeader::Off`] otherwise. A consumer uses a
+    /// record's epoch only together with its producer's lease and markers (or barriers), so a
+    /// producer outside the ordering protocol stamps nothing a consumer can use (`docs/spec.md`
+    /// 8), and headers cost librdkafka allocations per record (`BENCHMARKS.md`).
+    #[default]
+    Auto,
     /// Records of keys whose partition changed in the producer's latest epoch transition, for as
     /// long as that epoch is current: exactly the records the consumer-side rebalancer may have to
-    /// hold back. Unstamped records pass consumers at once. The default (headers cost librdkafka
-    /// allocations per record, see `BENCHMARKS.md`).
-    #[default]
+    /// hold back. Unstamped records pass consumers at once.
     Moved,
     /// Every record an assignment placed (to check placement per epoch downstream), except a
     /// split key's.
     All,
     /// None.
     Off,
+}
+
+impl EpochHeader {
+    /// The mode in effect for a producer with ordering `on` or off ([`EpochHeader::Auto`]'s rule).
+    #[must_use]
+    pub fn resolve(self, ordering: bool) -> Self {
+        match self {
+            EpochHeader::Auto if ordering => EpochHeader::Moved,
+            EpochHeader::Auto => EpochHeader::Off,
+            mode => mode,
+        }
+    }
+}
+
+/// How an ordering producer announces where its records of older epochs end
+/// (`docs/spec.md` 9.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OrderingMode {
+    /// Offset markers on the handoff topic (`marker/<topic>/<producer>`, spec 9.2.1), written
+    /// once every record routed under the older epochs is acknowledged: nothing in the data topic
+    /// but the application's records. The default. Needs `DkgConsumer`s of this release (older
+    /// ones skip such producers: no wait, and no guarantee for their records).
+    #[default]
+    Markers,
+    /// Barrier records (null key and value, `dkg-barrier` and `dkg-producer` headers) in every
+    /// partition of the data topic at every switch: for fleets whose consumers are of the previous
+    /// release. Every other reader of the topic sees the barriers and must skip them.
+    Barriers,
 }
 
 impl From<bool> for EpochHeader {
@@ -131,25 +169,28 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// + let producer = DkgProducer::builder(config).build().await?;
 /// ```
 ///
-/// `send`, `send_result` and the [`Producer`] trait (flush, transactions, ...) keep their rdkafka
-/// signatures. For every record that has a key and no explicit partition the wrapper sets the
-/// partition (rdkafka's custom-partitioner hook is not honoured by `FutureProducer`) and stamps the
-/// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as [`EpochHeader`] says: by default only on records
-/// of keys that moved in the latest epoch transition (what the consumer-side rebalancer needs).
-/// Records of a split key (`docs/spec.md` 11.2, spread over its parts) are never stamped, in any
-/// mode; a key whole again after a split counts as moved. Keyless records and records with an
-/// explicit partition pass through untouched.
+/// `send` and `send_result` keep `FutureProducer`'s signatures, except that `send_result` returns
+/// this crate's [`DeliveryFuture`] (same output; rdkafka's converts into it with `From`), and the
+/// [`Producer`] trait (flush, transactions, ...) is implemented. For every record that has a key
+/// and no explicit partition the wrapper sets the partition (rdkafka's custom-partitioner hook is
+/// not honoured by `FutureProducer`) and stamps the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as
+/// [`EpochHeader`] says: by default only an ordering producer stamps, and only records of keys
+/// that moved in the latest epoch transition (what the consumer-side rebalancer needs). Records
+/// of a split key (`docs/spec.md` 11.2, spread over its parts) are never stamped, in any mode; a
+/// key whole again after a split counts as moved. Keyless records and records with an explicit
+/// partition pass through untouched.
 ///
 /// # Ordering across epoch switches
 ///
 /// With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
 /// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::kafka::DkgConsumer) and
-/// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch one
-/// barrier record per partition of each topic it writes (null key and value, headers
-/// `dkg-barrier`, `dkg-producer`). Every consumer of such a topic sees these records: use
-/// [`DkgConsumer`](crate::kafka::DkgConsumer), which consumes them, or skip records carrying a
-/// `dkg-barrier` header. Stamped records also carry `dkg-producer`. Off by default, so wrapping a
-/// producer changes nothing a plain consumer sees. Call [`DkgProducer::close`] after the last send.
+/// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch, once every
+/// record it routed under the older epochs is acknowledged, a marker there saying where those
+/// records end in each partition ([`OrderingMode::Markers`], the default). The data topic holds
+/// only the application's records; stamped records (keys the switch moved) also carry
+/// `dkg-producer`. [`OrderingMode::Barriers`] writes barrier records into the data topic instead,
+/// for consumers of the previous release. Off by default. Call [`DkgProducer::close`] after the
+/// last send.
 ///
 /// Not covered: a change of the topic's partition count. Records then go by Kafka's hash over the
 /// new count (until an assignment for it is published), which moves keys with no barrier and no
@@ -162,9 +203,10 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// Routing is a few lock-free loads and an O(1) lookup: with no header the wrapper runs at the
 /// plain producer's throughput. Headers are not free: librdkafka allocates a header list and a
 /// header per record and frees them after delivery, which costs about as much client CPU as the
-/// rest of a small record's trip through librdkafka; hence [`EpochHeader::Moved`] by default.
+/// rest of a small record's trip through librdkafka; hence no header by default outside ordering.
 /// `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
-/// per send, no lock, no wait).
+/// per send, no lock, no wait) and, in marker mode, a per-record count in its epoch's ledger (an
+/// atomic add on send, an atomic max and add on delivery).
 ///
 /// # Configuration defaults
 ///
@@ -176,18 +218,18 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 ///   left off (librdkafka refuses the combination) and a warning is logged; an explicit
 ///   `enable.idempotence=false` is respected with a warning. With
 ///   [`DkgProducerBuilder::ordering`]`(true)` either setting is an error of `build`
-///   ([`Error::InvalidConfig`] naming it): retries without idempotence could reorder a barrier
-///   against data.
+///   ([`Error::InvalidConfig`] naming it): retries without idempotence could reorder records
+///   against the offsets a marker announces (or a barrier).
 /// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
 ///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
 ///   own fallback computes the same function, so placement never depends on that race.
 ///
-/// A `FutureProducer` that places keyed records by the current DKG assignment.
+/// A producer that places keyed records by the current DKG assignment.
 ///
-/// Build with [`DkgProducer::builder`]; the send API is `FutureProducer`'s. Cheap to clone (clones
-/// share the producer and the routing state).
+/// Build with [`DkgProducer::builder`]. Cheap to clone (clones share the producer and the routing
+/// state).
 pub struct DkgProducer<C: ClientContext + 'static = DefaultClientContext> {
-    producer: FutureProducer<C>,
+    producer: Backend<C>,
     router: DkgRouter,
     epoch_header: EpochHeader,
     ordering: Option<Arc<Ordering>>,
@@ -196,7 +238,7 @@ pub struct DkgProducer<C: ClientContext + 'static = DefaultClientContext> {
 impl<C: ClientContext + 'static> Clone for DkgProducer<C> {
     fn clone(&self) -> Self {
         Self {
-            producer: self.producer.clone(),
+            producer: Arc::clone(&self.producer),
             router: self.router.clone(),
             epoch_header: self.epoch_header,
             ordering: self.ordering.clone(),
@@ -229,19 +271,30 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     /// Set the partition and epoch header of a keyed record without an explicit partition; return
     /// any other record unchanged. `send` and `send_result` call this.
     #[inline]
-    pub fn route_record<'a, K, P>(
+    pub fn route_record<'a, K, P>(&self, record: FutureRecord<'a, K, P>) -> FutureRecord<'a, K, P>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
+        self.route_tracked(record).0
+    }
+
+    /// [`DkgProducer::route_record`], plus the epoch the record was routed under (0: Kafka's
+    /// placement) if the wrapper placed it.
+    #[inline]
+    fn route_tracked<'a, K, P>(
         &self,
         mut record: FutureRecord<'a, K, P>,
-    ) -> FutureRecord<'a, K, P>
+    ) -> (FutureRecord<'a, K, P>, Option<u64>)
     where
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
     {
         if record.partition.is_some() {
-            return record;
+            return (record, None);
         }
         let Some(key) = record.key else {
-            return record;
+            return (record, None);
         };
         let routing: Routing = self.router.route(record.topic, key.to_bytes());
         record.partition = routing.partition;
@@ -251,7 +304,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
             && match self.epoch_header {
                 EpochHeader::Moved => routing.moved,
                 EpochHeader::All => true,
-                EpochHeader::Off => false,
+                EpochHeader::Off | EpochHeader::Auto => false,
             };
         if stamp {
             if let Some(epoch) = routing.epoch {
@@ -262,10 +315,34 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
                 });
             }
         }
-        record
+        (record, Some(routing.epoch.unwrap_or(0)))
     }
 
-    /// [`FutureProducer::send`] with DKG placement.
+    /// Route `record` and hand it to librdkafka once (inside the ordering gate, counted in its
+    /// epoch's ledger in marker mode).
+    #[allow(clippy::result_large_err)]
+    #[inline]
+    fn route_and_send<'a, K, P>(
+        &self,
+        record: FutureRecord<'a, K, P>,
+    ) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
+        let Some(ordering) = &self.ordering else {
+            return send_once(&self.producer, self.route_record(record), None);
+        };
+        // Inside the gate from routing until librdkafka has the record: the markers (barriers)
+        // of a newer epoch wait for it.
+        let _gate = ordering.enter();
+        let (record, epoch) = self.route_tracked(record);
+        let ledger = epoch.and_then(|e| ordering.ledger(&self.router, record.topic, e));
+        send_once(&self.producer, record, ledger)
+    }
+
+    /// [`FutureProducer::send`](rdkafka::producer::FutureProducer::send) with DKG placement:
+    /// retries every 100 ms while librdkafka's queue is full, up to `queue_timeout`.
     pub async fn send<K, P, T>(
         &self,
         record: FutureRecord<'_, K, P>,
@@ -276,27 +353,30 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         P: ToBytes + ?Sized,
         T: Into<Timeout>,
     {
-        let Some(ordering) = &self.ordering else {
-            return self
-                .producer
-                .send(self.route_record(record), queue_timeout)
-                .await;
-        };
-        // Inside the gate from routing until librdkafka has the record: the barriers of a newer
-        // epoch wait for it (not for its delivery).
-        let gate = ordering.enter();
         let start = std::time::Instant::now();
         let queue_timeout = queue_timeout.into();
-        let enqueued = enqueue(
-            &self.producer,
-            self.route_record(record),
-            Duration::from_millis(100),
-            || match queue_timeout {
-                Timeout::Never => true,
-                Timeout::After(t) => start.elapsed() < t,
-            },
-        )
-        .await;
+        // Routed once; inside the ordering gate until librdkafka has the record, through the
+        // retries (the markers of a newer epoch wait for it).
+        let gate = self.ordering.as_deref().map(Ordering::enter);
+        let (mut record, epoch) = self.route_tracked(record);
+        let enqueued = loop {
+            let ledger = match (&self.ordering, epoch) {
+                (Some(o), Some(e)) => o.ledger(&self.router, record.topic, e),
+                _ => None,
+            };
+            match send_once(&self.producer, record, ledger) {
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                    if match queue_timeout {
+                        Timeout::Never => true,
+                        Timeout::After(t) => start.elapsed() < t,
+                    } =>
+                {
+                    record = r;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => break other,
+            }
+        };
         drop(gate);
         match enqueued {
             Ok(delivery) => match delivery.await {
@@ -321,8 +401,10 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         }
     }
 
-    /// [`FutureProducer::send_result`] with DKG placement. On error the returned record carries
-    /// the chosen partition and header, so re-sending it keeps its placement.
+    /// [`FutureProducer::send_result`](rdkafka::producer::FutureProducer::send_result) with DKG
+    /// placement. On error the returned record carries the chosen partition and header, so
+    /// re-sending it keeps its placement. The record is delivered (and, for an ordering producer,
+    /// counted) whether or not the returned future is awaited.
     #[allow(clippy::result_large_err)]
     pub fn send_result<'a, K, P>(
         &self,
@@ -332,8 +414,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
     {
-        let _gate = self.ordering.as_deref().map(Ordering::enter);
-        self.producer.send_result(self.route_record(record))
+        self.route_and_send(record)
     }
 
     /// This instance's id on the handoff topic (ordering producers only).
@@ -342,11 +423,17 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         self.ordering.as_deref().map(Ordering::id)
     }
 
-    /// For ordering producers: write the barriers of the current epochs if still pending, mark
-    /// the leases closed (consumers stop waiting for this producer's future barriers at once) and
-    /// stop renewing them. Call it after the last send (and `flush`); later sends are still
-    /// routed but no longer take part in the protocol. A no-op otherwise, and when called twice.
-    /// Dropping the producer without `close` lets its leases expire instead.
+    /// The ordering mode (ordering producers only).
+    #[must_use]
+    pub fn ordering_mode(&self) -> Option<OrderingMode> {
+        self.ordering.as_deref().map(Ordering::mode)
+    }
+
+    /// For ordering producers: write the markers (barriers) of the current epochs if still
+    /// pending, mark the leases closed (consumers stop waiting for this producer's future markers
+    /// at once) and stop renewing them. Call it after the last send (and `flush`); later sends are
+    /// still routed but no longer take part in the protocol. A no-op otherwise, and when called
+    /// twice. Dropping the producer without `close` lets its leases expire instead.
     pub async fn close(&self) -> Result<()> {
         match &self.ordering {
             Some(o) => o.close().await,
@@ -354,8 +441,8 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         }
     }
 
-    /// The wrapped producer (records sent through it directly are not routed).
-    pub fn inner(&self) -> &FutureProducer<C> {
+    /// The wrapped client (records sent through it directly are neither routed nor counted).
+    pub fn inner(&self) -> &ThreadedProducer<DeliveryContext<C>> {
         &self.producer
     }
 
@@ -366,8 +453,8 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     }
 }
 
-impl<C: ClientContext + 'static> Producer<FutureProducerContext<C>> for DkgProducer<C> {
-    fn client(&self) -> &Client<FutureProducerContext<C>> {
+impl<C: ClientContext + 'static> Producer<DeliveryContext<C>> for DkgProducer<C> {
+    fn client(&self) -> &Client<DeliveryContext<C>> {
         self.producer.client()
     }
 
@@ -415,10 +502,11 @@ impl<C: ClientContext + 'static> Producer<FutureProducerContext<C>> for DkgProdu
 #[non_exhaustive]
 pub struct ProducerConfig {
     /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER): see
-    /// [`EpochHeader`]. Default [`EpochHeader::Moved`].
+    /// [`EpochHeader`]. Default [`EpochHeader::Auto`] (`Moved` with ordering, `Off` without).
     pub epoch_header: EpochHeader,
     /// Take part in the consumer-side rebalancer's protocol (see the module docs): lease,
-    /// barriers, history on the handoff topic. Default false. Declare the topics you produce to
+    /// markers (or barriers, see [`ProducerConfig::ordering_mode`]), history on the handoff
+    /// topic. Default false. Declare the topics you produce to
     /// ([`RouterConfig::topics`]): their leases are written before `build` returns, so the
     /// guarantee holds from the first record (other topics register on first use). The router's
     /// startup timeout also bounds creating the handoff topic. Needs idempotence: `build` fails
@@ -426,23 +514,27 @@ pub struct ProducerConfig {
     /// `request.required.acks`) to anything but `all`/`-1`, or `enable.idempotence` to anything
     /// but `true`.
     pub ordering: bool,
+    /// How an ordering producer announces its epoch switches: see [`OrderingMode`]. Default
+    /// [`OrderingMode::Markers`].
+    pub ordering_mode: OrderingMode,
     /// The handoff topic (created if missing when ordering is on). Default
     /// [`DEFAULT_HANDOFF_TOPIC`].
     pub handoff_topic: String,
-    /// Lease duration of an ordering producer: how long consumers keep waiting for its barriers
+    /// Lease duration of an ordering producer: how long consumers keep waiting for its markers
     /// after it died without [`DkgProducer::close`]. Renewed every third of it. Default
     /// [`DEFAULT_LEASE`](handoff::DEFAULT_LEASE); at least 30 ms is used. Keep it well above the
     /// cluster's failover time (`broker.session.timeout.ms` plus an election and a metadata
     /// refresh): renewals stall while the handoff partition has no leader, and an expired lease
-    /// lets consumers stop waiting for this producer's barriers, which can reorder its moved keys.
+    /// lets consumers stop waiting for this producer's markers, which can reorder its moved keys.
     pub lease_duration: Duration,
 }
 
 impl Default for ProducerConfig {
     fn default() -> Self {
         Self {
-            epoch_header: EpochHeader::Moved,
+            epoch_header: EpochHeader::Auto,
             ordering: false,
+            ordering_mode: OrderingMode::Markers,
             handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
             lease_duration: handoff::DEFAULT_LEASE,
         }
@@ -491,6 +583,13 @@ impl DkgProducerBuilder {
         self
     }
 
+    /// [`ProducerConfig::ordering_mode`].
+    #[must_use]
+    pub fn ordering_mode(mut self, mode: OrderingMode) -> Self {
+        self.producer.ordering_mode = mode;
+        self
+    }
+
     /// [`ProducerConfig::handoff_topic`].
     #[must_use]
     pub fn handoff_topic(mut self, name: impl Into<String>) -> Self {
@@ -524,15 +623,17 @@ impl DkgProducerBuilder {
         if settings.ordering {
             check_ordering_config(&client)?;
         }
-        let producer: FutureProducer<C> = producer_config(&client).create_with_context(context)?;
+        let epoch_header = settings.epoch_header.resolve(settings.ordering);
+        let producer: Backend<C> =
+            Arc::new(producer_config(&client).create_with_context(DeliveryContext::new(context))?);
         let startup_timeout = router_config.startup_timeout;
         let topics = router_config.topics.clone();
         let router = DkgRouter::builder(client.clone())
             .router_config(RouterConfig {
-                track_moved_keys: settings.epoch_header == EpochHeader::Moved,
+                track_moved_keys: epoch_header == EpochHeader::Moved,
                 ..router_config
             })
-            .metadata_source(producer.clone())
+            .metadata_source(Arc::clone(&producer))
             .build()
             .await?;
         let ordering = if settings.ordering {
@@ -544,7 +645,15 @@ impl DkgProducerBuilder {
             let writer = HandoffWriter::new(&client, &settings.handoff_topic)?;
             let lease = settings.lease_duration.max(Duration::from_millis(30));
             Some(Arc::new(
-                Ordering::start(producer.clone(), router.clone(), writer, &topics, lease).await?,
+                Ordering::start(
+                    Arc::clone(&producer),
+                    router.clone(),
+                    writer,
+                    &topics,
+                    lease,
+                    settings.ordering_mode,
+                )
+                .await?,
             ))
         } else {
             None
@@ -552,18 +661,60 @@ impl DkgProducerBuilder {
         Ok(DkgProducer {
             producer,
             router,
-            epoch_header: settings.epoch_header,
+            epoch_header,
             ordering,
         })
     }
 }
 
+/// Hand `record` to librdkafka once, its report counted in `ledger` (if any). On error the
+/// record comes back as it was.
+#[allow(clippy::result_large_err)]
+#[inline]
+pub(crate) fn send_once<'a, C, K, P>(
+    producer: &Backend<C>,
+    record: FutureRecord<'a, K, P>,
+    ledger: Option<Arc<EpochLedger>>,
+) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
+where
+    C: ClientContext + 'static,
+    K: ToBytes + ?Sized,
+    P: ToBytes + ?Sized,
+{
+    if let Some(l) = &ledger {
+        l.sent(); // before the client has it: no report can precede the count
+    }
+    let (pending, future) = Pending::new(ledger);
+    let base = BaseRecord {
+        topic: record.topic,
+        partition: record.partition,
+        payload: record.payload,
+        key: record.key,
+        timestamp: record.timestamp,
+        headers: record.headers,
+        delivery_opaque: pending,
+    };
+    match producer.send(base) {
+        Ok(()) => Ok(future),
+        Err((e, base)) => {
+            base.delivery_opaque.withdrawn();
+            let mut back = FutureRecord::to(base.topic);
+            back.partition = base.partition;
+            back.payload = base.payload;
+            back.key = base.key;
+            back.timestamp = base.timestamp;
+            back.headers = base.headers;
+            Err((e, back))
+        }
+    }
+}
+
 /// Hand `record` to librdkafka, retrying every `pause` while its queue is full and `keep_trying()`
 /// says so; any other error, or a full queue once `keep_trying()` is false, comes back with the
-/// record.
+/// record. Not counted in any ledger (the protocol's own records).
 #[allow(clippy::result_large_err)]
 pub(crate) async fn enqueue<'a, C, K, P>(
-    producer: &FutureProducer<C>,
+    producer: &Backend<C>,
     mut record: FutureRecord<'a, K, P>,
     pause: Duration,
     mut keep_trying: impl FnMut() -> bool,
@@ -574,7 +725,7 @@ where
     P: ToBytes + ?Sized,
 {
     loop {
-        match producer.send_result(record) {
+        match send_once(producer, record, None) {
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                 if keep_trying() =>
             {

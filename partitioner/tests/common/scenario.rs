@@ -11,17 +11,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::DeliveryFuture;
 use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, publish_assignment,
+    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, OrderingMode, publish_assignment,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::producer::{assignment, client_config, raw_publisher};
+use super::producer::{assignment, client_config, consume_all, raw_publisher};
 
 pub const PARTITIONS: u32 = 12;
 /// Heavy keys `k0001..k0012`, moved by every epoch.
@@ -548,6 +549,49 @@ pub async fn wait_for_group(hooks: &[Arc<CountingHooks>], timeout: Duration) {
 }
 
 /// Names and clients of one scenario run (unique topics, so runs never see each other).
+/// The data topic as a plain consumer sees it ([`Setup::read_plain`]).
+#[derive(Debug, Default)]
+pub struct PlainView {
+    /// Payloads of the keyed records with a value (the application's, in these tests).
+    pub payloads: Vec<String>,
+    /// Records without a key or a value (barriers, or anything else the application did not send).
+    pub other: usize,
+    /// Records carrying `dkg-barrier`.
+    pub barriers: usize,
+    /// Records carrying `dkg-epoch`.
+    pub stamped: usize,
+    /// Every header name seen.
+    pub header_names: std::collections::BTreeSet<String>,
+}
+
+impl PlainView {
+    /// Only what the application sent, each record once (`sent`: payloads `"<producer>:<seq>"`),
+    /// and no header but the stamps of moved keys.
+    pub fn assert_only_application_records(&self, sent: &[Sent]) {
+        assert_eq!(self.other, 0, "records the application did not send");
+        assert_eq!(self.barriers, 0, "barrier records in the data topic");
+        let want: HashSet<String> = sent
+            .iter()
+            .map(|s| format!("{}:{}", s.producer, s.pseq))
+            .collect();
+        let got: HashSet<&str> = self.payloads.iter().map(String::as_str).collect();
+        assert_eq!(self.payloads.len(), got.len(), "a record duplicated");
+        assert_eq!(got.len(), want.len(), "records read != records sent");
+        assert!(
+            want.iter().all(|w| got.contains(w.as_str())),
+            "a sent record missing"
+        );
+        let allowed = ["dkg-epoch", "dkg-producer"];
+        assert!(
+            self.header_names
+                .iter()
+                .all(|h| allowed.contains(&h.as_str())),
+            "headers beyond the moved keys' stamps: {:?}",
+            self.header_names
+        );
+    }
+}
+
 pub struct Setup {
     pub bootstrap: String,
     pub topic: String,
@@ -652,6 +696,11 @@ impl Setup {
 
     /// An ordering producer with the default header mode (moved keys only).
     pub async fn producer(&self, lease: Duration) -> DkgProducer {
+        self.producer_in(OrderingMode::Markers, lease).await
+    }
+
+    /// An ordering producer announcing its switches the `mode` way.
+    pub async fn producer_in(&self, mode: OrderingMode, lease: Duration) -> DkgProducer {
         let mut config = client_config(&self.bootstrap);
         config.set("linger.ms", "5");
         DkgProducer::builder(config)
@@ -659,10 +708,79 @@ impl Setup {
             .handoff_topic(&self.handoff)
             .topics([self.topic.as_str()])
             .ordering(true)
+            .ordering_mode(mode)
             .lease_duration(lease)
             .build()
             .await
             .expect("build an ordering DkgProducer")
+    }
+
+    /// What a plain consumer (librdkafka and nothing of ours, as `kcat`) reads from the data topic.
+    pub async fn read_plain(&self, expected: usize) -> PlainView {
+        let view = Arc::new(Mutex::new(PlainView::default()));
+        let sink = Arc::clone(&view);
+        consume_all(
+            &self.bootstrap,
+            &self.topic,
+            PARTITIONS,
+            expected,
+            Duration::from_secs(120),
+            move |m| {
+                use rdkafka::Message as _;
+                use rdkafka::message::Headers as _;
+                let mut v = sink.lock().unwrap();
+                let mut stamped = false;
+                if let Some(h) = m.headers() {
+                    for header in h.iter() {
+                        stamped |= header.key == "dkg-epoch";
+                        if header.key == "dkg-barrier" {
+                            v.barriers += 1;
+                        }
+                        v.header_names.insert(header.key.to_owned());
+                    }
+                }
+                v.stamped += usize::from(stamped);
+                match (m.key(), m.payload().map(String::from_utf8_lossy)) {
+                    (Some(_), Some(p)) => v.payloads.push(p.into_owned()),
+                    _ => v.other += 1,
+                }
+            },
+        )
+        .await;
+        Arc::try_unwrap(view).unwrap().into_inner().unwrap()
+    }
+
+    /// The latest marker epoch of each producer on the handoff topic, and the producers whose
+    /// leases are marker-mode (`lease2/`), read from its log.
+    pub async fn read_markers(&self) -> (HashMap<String, u64>, HashSet<String>) {
+        let out = Arc::new(Mutex::new((HashMap::new(), HashSet::new())));
+        let sink = Arc::clone(&out);
+        let marker_prefix = format!("marker/{}/", self.topic);
+        let lease2_prefix = format!("lease2/{}/", self.topic);
+        consume_all(
+            &self.bootstrap,
+            &self.handoff,
+            1,
+            1,
+            Duration::from_secs(60),
+            move |m| {
+                use rdkafka::Message as _;
+                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                let mut o = sink.lock().unwrap();
+                if let (Some(producer), Some(value)) =
+                    (key.strip_prefix(&marker_prefix), m.payload())
+                {
+                    let v: serde_json::Value = serde_json::from_slice(value).unwrap();
+                    let epoch = v["epoch"].as_u64().unwrap();
+                    let e = o.0.entry(producer.to_owned()).or_insert(0);
+                    *e = (*e).max(epoch);
+                } else if let Some(producer) = key.strip_prefix(&lease2_prefix) {
+                    o.1.insert(producer.to_owned());
+                }
+            },
+        )
+        .await;
+        Arc::try_unwrap(out).unwrap().into_inner().unwrap()
     }
 
     /// `n` ordering producers (lease `lease`), each sending `count` records at `rate` through
@@ -675,10 +793,24 @@ impl Setup {
         rate: f64,
         stop: &watch::Receiver<bool>,
     ) -> (Vec<DkgProducer>, Vec<JoinHandle<Vec<Sent>>>) {
+        let modes = vec![OrderingMode::Markers; n as usize];
+        self.start_producers_in(&modes, lease, count, rate, stop)
+            .await
+    }
+
+    /// As [`Setup::start_producers`], one producer per entry of `modes`, in that mode.
+    pub async fn start_producers_in(
+        &self,
+        modes: &[OrderingMode],
+        lease: Duration,
+        count: u64,
+        rate: f64,
+        stop: &watch::Receiver<bool>,
+    ) -> (Vec<DkgProducer>, Vec<JoinHandle<Vec<Sent>>>) {
         let mut producers = Vec::new();
         let mut tasks = Vec::new();
-        for idx in 0..n {
-            let p = self.producer(lease).await;
+        for (idx, mode) in (0_u32..).zip(modes) {
+            let p = self.producer_in(*mode, lease).await;
             tasks.push(spawn_producer(
                 p.clone(),
                 idx,

@@ -18,12 +18,14 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use dkg_partitioner::imbalance;
 use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{DEFAULT_CONTROL_TOPIC, DkgProducer, EpochHeader, producer_config};
+use dkg_partitioner::kafka::{
+    DEFAULT_CONTROL_TOPIC, DeliveryFuture, DkgProducer, EpochHeader, OrderingMode, producer_config,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
@@ -100,16 +102,23 @@ pub struct Args {
     #[arg(long, env = "DKG_LOADGEN_MAX_IN_FLIGHT", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
 
-    /// Take part in the consumer-side rebalancer's ordering protocol (a lease, and barriers at every
-    /// epoch switch: what an application needs for per-key order across switches with `DkgConsumer`).
-    /// Ignored with --plain.
+    /// Take part in the consumer-side rebalancer's ordering protocol (a lease, and a marker on the
+    /// handoff topic at every epoch switch: what an application needs for per-key order across
+    /// switches with `DkgConsumer`). Ignored with --plain.
     #[arg(long, env = "DKG_LOADGEN_ORDERING")]
     pub ordering: bool,
 
-    /// Which records carry the `dkg-epoch` header (ignored with --plain): `moved` (the library's
-    /// default: records of keys the latest epoch switch moved), `all` (every record an assignment
-    /// placed, so a reader can check each record's placement against its epoch), `off`.
-    #[arg(long, env = "DKG_LOADGEN_EPOCH_HEADER", value_enum, default_value_t = HeaderMode::Moved)]
+    /// With --ordering: how epoch switches are announced. `markers` (the library's default: offset
+    /// markers on the handoff topic, nothing in the data topic), `barriers` (barrier records in
+    /// every partition, for consumers of the previous release).
+    #[arg(long, env = "DKG_LOADGEN_ORDERING_MODE", value_enum, default_value_t = OrderingArg::Markers)]
+    pub ordering_mode: OrderingArg,
+
+    /// Which records carry the `dkg-epoch` header (ignored with --plain): `auto` (the library's
+    /// default: `moved` with --ordering, `off` without), `moved` (records of keys the latest epoch
+    /// switch moved), `all` (every record an assignment placed, so a reader can check each
+    /// record's placement against its epoch), `off`.
+    #[arg(long, env = "DKG_LOADGEN_EPOCH_HEADER", value_enum, default_value_t = HeaderMode::Auto)]
     pub epoch_header: HeaderMode,
 
     /// Make every value unique and checkable: `PREFIX:SEQ:` (SEQ = 0, 1, ... in send order), then
@@ -130,9 +139,29 @@ pub struct Args {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
+/// `--ordering-mode`: the library's [`OrderingMode`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrderingArg {
+    /// Offset markers on the handoff topic.
+    Markers,
+    /// Barrier records in the data topic.
+    Barriers,
+}
+
+impl From<OrderingArg> for OrderingMode {
+    fn from(m: OrderingArg) -> Self {
+        match m {
+            OrderingArg::Markers => OrderingMode::Markers,
+            OrderingArg::Barriers => OrderingMode::Barriers,
+        }
+    }
+}
+
 /// `--epoch-header`: the library's [`EpochHeader`] modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HeaderMode {
+    /// `moved` with --ordering, `off` without.
+    Auto,
     /// Records of keys the latest epoch switch moved.
     Moved,
     /// Every record an assignment placed.
@@ -144,6 +173,7 @@ pub enum HeaderMode {
 impl From<HeaderMode> for EpochHeader {
     fn from(m: HeaderMode) -> Self {
         match m {
+            HeaderMode::Auto => EpochHeader::Auto,
             HeaderMode::Moved => EpochHeader::Moved,
             HeaderMode::All => EpochHeader::All,
             HeaderMode::Off => EpochHeader::Off,
@@ -257,7 +287,7 @@ impl Sender {
     pub(crate) fn send<'a>(&self, record: FutureRecord<'a, [u8], [u8]>) -> SendResult<'a> {
         match self {
             Sender::Dkg(p) => p.send_result(record),
-            Sender::Plain(p) => p.send_result(record),
+            Sender::Plain(p) => p.send_result(record).map(DeliveryFuture::from),
         }
     }
 
@@ -419,6 +449,7 @@ async fn make_sender(
         .topics([args.topic.as_str()])
         .metrics(registry)
         .ordering(args.ordering)
+        .ordering_mode(args.ordering_mode.into())
         .epoch_header(args.epoch_header)
         .build()
         .await?;

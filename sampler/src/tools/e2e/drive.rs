@@ -9,12 +9,13 @@ use anyhow::{Context, bail, ensure};
 use dkg_partitioner::dkg::{DkgConfig, Sketch};
 use dkg_partitioner::hash::kafka_partition;
 use dkg_partitioner::imbalance;
+use dkg_partitioner::kafka::DeliveryFuture;
 use dkg_partitioner::kafka::topic::{self, TopicSpec};
 use dkg_partitioner::kafka::{DkgProducer, control, producer_config};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::watch;
 
 use super::Args;
