@@ -136,8 +136,9 @@ def test_a_topic_that_disappears_has_no_partition_count_until_it_is_back() -> No
 
 def test_epoch_header_predecessors_follow_the_control_topic() -> None:
     """At start-up the first assignment has no known predecessor (nothing moved); live, the
-    predecessor is the previous assignment, or Kafka's placement after a retraction."""
-    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    predecessor is the previous assignment, or Kafka's placement after a retraction (with
+    ``epoch_header="moved"``; the default stamps nothing, see the last check)."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"}, epoch_header="moved")
     router._set_partition_count("t", 4)
     keys = [f"key-{i}".encode() for i in range(300)]
     docs = [rotated("t", 4, epoch, shift=epoch) for epoch in range(1, 5)]
@@ -162,6 +163,13 @@ def test_epoch_header_predecessors_follow_the_control_topic() -> None:
     assert any(headers()) and not all(headers())
     with pytest.raises(ValueError, match="epoch_header"):
         Router({}, epoch_header="sometimes")
+    # The default ("auto": this package takes no part in ordering) stamps no record.
+    plain = Router({"bootstrap.servers": "127.0.0.1:1"})
+    plain._set_partition_count("t", 4)
+    plain._apply(b"t", docs[0])
+    plain._live = True
+    plain._apply(b"t", docs[1])
+    assert [plain.route("t", k)[1] for k in keys] == [None] * len(keys)
 
 
 class _RecordingConsumer:

@@ -796,6 +796,28 @@ mod tests {
     }
 
     #[test]
+    fn auto_stamps_moved_keys_only_for_ordering_producers() {
+        use EpochHeader::{All, Auto, Moved, Off};
+        // (mode, ordering, resolved)
+        let cases = [
+            (Auto, true, Moved),
+            (Auto, false, Off),
+            (Moved, false, Moved),
+            (All, false, All),
+            (Off, true, Off),
+            (All, true, All),
+        ];
+        for (mode, ordering, want) in cases {
+            assert_eq!(mode.resolve(ordering), want, "{mode:?} ordering={ordering}");
+        }
+        assert_eq!(ProducerConfig::default().epoch_header, Auto);
+        assert_eq!(
+            ProducerConfig::default().ordering_mode,
+            OrderingMode::Markers
+        );
+    }
+
+    #[test]
     fn ordering_refuses_configs_without_idempotence() {
         type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
         // (settings, the field named in the error; None = accepted)

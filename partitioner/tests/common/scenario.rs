@@ -750,6 +750,40 @@ impl Setup {
         Arc::try_unwrap(view).unwrap().into_inner().unwrap()
     }
 
+    /// Each producer's markers on the handoff topic, in log order: `(epoch, ends)`.
+    pub async fn marker_log(&self) -> HashMap<String, Vec<(u64, Vec<i64>)>> {
+        let out = Arc::new(Mutex::new(HashMap::<String, Vec<(u64, Vec<i64>)>>::new()));
+        let sink = Arc::clone(&out);
+        let prefix = format!("marker/{}/", self.topic);
+        consume_all(
+            &self.bootstrap,
+            &self.handoff,
+            1,
+            1,
+            Duration::from_secs(60),
+            move |m| {
+                use rdkafka::Message as _;
+                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                if let (Some(producer), Some(value)) = (key.strip_prefix(&prefix), m.payload()) {
+                    let v: serde_json::Value = serde_json::from_slice(value).unwrap();
+                    let ends = v["ends"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|e| e.as_i64().unwrap())
+                        .collect();
+                    sink.lock()
+                        .unwrap()
+                        .entry(producer.to_owned())
+                        .or_default()
+                        .push((v["epoch"].as_u64().unwrap(), ends));
+                }
+            },
+        )
+        .await;
+        Arc::try_unwrap(out).unwrap().into_inner().unwrap()
+    }
+
     /// The latest marker epoch of each producer on the handoff topic, and the producers whose
     /// leases are marker-mode (`lease2/`), read from its log.
     pub async fn read_markers(&self) -> (HashMap<String, u64>, HashSet<String>) {

@@ -48,10 +48,11 @@ class DkgProducer(_native.ProducerCore):
             (requires ``prometheus_client``); ``None`` registers nothing.
         startup_timeout: seconds to read the control topic to its end (``TimeoutError``).
         metadata_refresh_interval: seconds between partition count refreshes.
-        epoch_header: which keyed records get a ``dkg-epoch`` header (``"moved"``, the default
-            and the Rust producer's: records of keys the latest assignment moved, what
-            ``DkgConsumer`` holds back to keep each key in order; ``"all"``; ``"off"``), appended
-            after the record's own headers.
+        epoch_header: which keyed records get a ``dkg-epoch`` header, appended after the
+            record's own headers: ``"auto"`` (the default and the Rust producer's without
+            ordering: none, since ``DkgConsumer`` uses a record's epoch only together with its
+            producer's lease and markers, which this package does not write), ``"moved"``
+            (records of keys the latest assignment moved), ``"all"``, ``"off"``.
         router: a started :class:`Router` to share (its lifetime stays the caller's; it reads
             partition counts through its own client and keeps its own ``epoch_header``).
 
@@ -68,7 +69,7 @@ class DkgProducer(_native.ProducerCore):
         registry: Any = None,
         startup_timeout: float = 30.0,
         metadata_refresh_interval: float = 5.0,
-        epoch_header: str = "moved",
+        epoch_header: str = "auto",
         router: Router | None = None,
     ) -> None:
         self._producer = Producer(producer_config(conf))

@@ -66,9 +66,11 @@ class Router:
         list_topics: the metadata source, called as ``list_topics(topic, timeout=seconds)``
             (``Producer.list_topics``); default an ``AdminClient`` on ``conf``'s connection.
         epoch_header: which records :meth:`route` gives a ``dkg-epoch`` header value (spec
-            section 8, the Rust producer's ``EpochHeader``): ``"moved"`` (default: records of keys
-            whose partition changed in the topic's latest epoch transition, what the ordering
-            consumer holds back), ``"all"`` (every record the assignment placed) or ``"off"``.
+            section 8, the Rust producer's ``EpochHeader``): ``"auto"`` (default: none, as for
+            every producer outside the ordering protocol, which this package does not take part
+            in; a consumer uses a record's epoch only with its producer's markers), ``"moved"``
+            (records of keys whose partition changed in the topic's latest epoch transition),
+            ``"all"`` (every record the assignment placed) or ``"off"``.
     """
 
     def __init__(
@@ -80,11 +82,14 @@ class Router:
         metadata_refresh_interval: float = 5.0,
         metadata_timeout: float = 5.0,
         list_topics: ListTopics | None = None,
-        epoch_header: str = "moved",
+        epoch_header: str = "auto",
     ) -> None:
-        if epoch_header not in ("moved", "all", "off"):
-            raise ValueError(f'epoch_header must be "moved", "all" or "off", not {epoch_header!r}')
-        self._epoch_header = epoch_header
+        if epoch_header not in ("auto", "moved", "all", "off"):
+            raise ValueError(
+                f'epoch_header must be "auto", "moved", "all" or "off", not {epoch_header!r}'
+            )
+        # "auto" is the Rust producer's rule for a producer without ordering: no header.
+        self._epoch_header = "off" if epoch_header == "auto" else epoch_header
         self.control_topic = control_topic
         self._consumer_conf = control_consumer_config(conf)
         self._metadata_conf = connection_config(conf)
