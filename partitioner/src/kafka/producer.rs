@@ -318,29 +318,6 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         (record, Some(routing.epoch.unwrap_or(0)))
     }
 
-    /// Route `record` and hand it to librdkafka once (inside the ordering gate, counted in its
-    /// epoch's ledger in marker mode).
-    #[allow(clippy::result_large_err)]
-    #[inline]
-    fn route_and_send<'a, K, P>(
-        &self,
-        record: FutureRecord<'a, K, P>,
-    ) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
-    where
-        K: ToBytes + ?Sized,
-        P: ToBytes + ?Sized,
-    {
-        let Some(ordering) = &self.ordering else {
-            return send_once(&self.producer, self.route_record(record), None);
-        };
-        // Inside the gate from routing until librdkafka has the record: the markers (barriers)
-        // of a newer epoch wait for it.
-        let _gate = ordering.enter();
-        let (record, epoch) = self.route_tracked(record);
-        let ledger = epoch.and_then(|e| ordering.ledger(&self.router, record.topic, e));
-        send_once(&self.producer, record, ledger)
-    }
-
     /// [`FutureProducer::send`](rdkafka::producer::FutureProducer::send) with DKG placement:
     /// retries every 100 ms while librdkafka's queue is full, up to `queue_timeout`.
     pub async fn send<K, P, T>(
@@ -414,7 +391,15 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
     {
-        self.route_and_send(record)
+        let Some(ordering) = &self.ordering else {
+            return send_once(&self.producer, self.route_record(record), None);
+        };
+        // Inside the gate from routing until librdkafka has the record: the markers (barriers)
+        // of a newer epoch wait for it.
+        let _gate = ordering.enter();
+        let (record, epoch) = self.route_tracked(record);
+        let ledger = epoch.and_then(|e| ordering.ledger(&self.router, record.topic, e));
+        send_once(&self.producer, record, ledger)
     }
 
     /// This instance's id on the handoff topic (ordering producers only).

@@ -750,11 +750,10 @@ impl Setup {
         Arc::try_unwrap(view).unwrap().into_inner().unwrap()
     }
 
-    /// Each producer's markers on the handoff topic, in log order: `(epoch, ends)`.
-    pub async fn marker_log(&self) -> HashMap<String, Vec<(u64, Vec<i64>)>> {
-        let out = Arc::new(Mutex::new(HashMap::<String, Vec<(u64, Vec<i64>)>>::new()));
+    /// Every record of the handoff topic, in log order: `(key, value)`.
+    async fn handoff_log(&self) -> Vec<(String, Option<Vec<u8>>)> {
+        let out = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&out);
-        let prefix = format!("marker/{}/", self.topic);
         consume_all(
             &self.bootstrap,
             &self.handoff,
@@ -764,57 +763,54 @@ impl Setup {
             move |m| {
                 use rdkafka::Message as _;
                 let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                if let (Some(producer), Some(value)) = (key.strip_prefix(&prefix), m.payload()) {
-                    let v: serde_json::Value = serde_json::from_slice(value).unwrap();
-                    let ends = v["ends"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|e| e.as_i64().unwrap())
-                        .collect();
-                    sink.lock()
-                        .unwrap()
-                        .entry(producer.to_owned())
-                        .or_default()
-                        .push((v["epoch"].as_u64().unwrap(), ends));
-                }
+                sink.lock()
+                    .unwrap()
+                    .push((key, m.payload().map(<[u8]>::to_vec)));
             },
         )
         .await;
         Arc::try_unwrap(out).unwrap().into_inner().unwrap()
     }
 
+    /// Each producer's markers on the handoff topic, in log order: `(epoch, ends)`.
+    pub async fn marker_log(&self) -> HashMap<String, Vec<(u64, Vec<i64>)>> {
+        let prefix = format!("marker/{}/", self.topic);
+        let mut markers: HashMap<String, Vec<(u64, Vec<i64>)>> = HashMap::new();
+        for (key, value) in self.handoff_log().await {
+            if let (Some(producer), Some(value)) = (key.strip_prefix(&prefix), value) {
+                let v: serde_json::Value = serde_json::from_slice(&value).unwrap();
+                let ends = v["ends"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.as_i64().unwrap())
+                    .collect();
+                markers
+                    .entry(producer.to_owned())
+                    .or_default()
+                    .push((v["epoch"].as_u64().unwrap(), ends));
+            }
+        }
+        markers
+    }
+
     /// The latest marker epoch of each producer on the handoff topic, and the producers whose
     /// leases are marker-mode (`lease2/`), read from its log.
     pub async fn read_markers(&self) -> (HashMap<String, u64>, HashSet<String>) {
-        let out = Arc::new(Mutex::new((HashMap::new(), HashSet::new())));
-        let sink = Arc::clone(&out);
-        let marker_prefix = format!("marker/{}/", self.topic);
-        let lease2_prefix = format!("lease2/{}/", self.topic);
-        consume_all(
-            &self.bootstrap,
-            &self.handoff,
-            1,
-            1,
-            Duration::from_secs(60),
-            move |m| {
-                use rdkafka::Message as _;
-                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                let mut o = sink.lock().unwrap();
-                if let (Some(producer), Some(value)) =
-                    (key.strip_prefix(&marker_prefix), m.payload())
-                {
-                    let v: serde_json::Value = serde_json::from_slice(value).unwrap();
-                    let epoch = v["epoch"].as_u64().unwrap();
-                    let e = o.0.entry(producer.to_owned()).or_insert(0);
-                    *e = (*e).max(epoch);
-                } else if let Some(producer) = key.strip_prefix(&lease2_prefix) {
-                    o.1.insert(producer.to_owned());
-                }
-            },
-        )
-        .await;
-        Arc::try_unwrap(out).unwrap().into_inner().unwrap()
+        let latest = self
+            .marker_log()
+            .await
+            .into_iter()
+            .map(|(p, m)| (p, m.iter().map(|(e, _)| *e).max().unwrap_or(0)))
+            .collect();
+        let prefix = format!("lease2/{}/", self.topic);
+        let leases = self
+            .handoff_log()
+            .await
+            .into_iter()
+            .filter_map(|(key, _)| key.strip_prefix(&prefix).map(str::to_owned))
+            .collect();
+        (latest, leases)
     }
 
     /// `n` ordering producers (lease `lease`), each sending `count` records at `rate` through
