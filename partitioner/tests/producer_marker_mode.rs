@@ -11,10 +11,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::scenario::{PARTITIONS, Setup};
+use common::scenario::{KEYS, PARTITIONS, Setup};
 use dkg_partitioner::kafka::OrderingMode;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{FutureRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
 
 /// Every partition's end offset.
 fn log_ends(bootstrap: &str, topic: &str) -> Vec<i64> {
@@ -90,4 +93,174 @@ async fn producer_marker_mode() {
     assert_eq!((plain.other, plain.barriers), (0, 0));
     let (_, leases) = setup.read_markers().await;
     assert!(leases.contains(&id), "a lease2/ lease");
+}
+
+/// `(name, value)` of every header.
+fn header_list<H: Headers>(headers: Option<&H>) -> Vec<(String, Vec<u8>)> {
+    headers.map_or_else(Vec::new, |h| {
+        h.iter()
+            .map(|h| (h.key.to_owned(), h.value.unwrap_or_default().to_vec()))
+            .collect()
+    })
+}
+
+/// A record librdkafka refuses (its queue is full) comes back from an ordering producer as the
+/// application passed it: no partition, only the application's headers (not the `dkg-epoch` and
+/// `dkg-producer` the wrapper stamped on a moved key). Re-sent, it is routed and counted again,
+/// so the next marker ends above it; before the fix it came back placed, and its re-send
+/// bypassed the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_marker() {
+    let setup = Setup::new("marker-refused").await;
+    // One record fills the queue; a long linger keeps it there.
+    let producer = setup
+        .producer_with(
+            OrderingMode::Markers,
+            Duration::from_secs(5),
+            &[("queue.buffering.max.messages", "1"), ("linger.ms", "3000")],
+        )
+        .await;
+    let id = producer.producer_id().unwrap().as_str().to_owned();
+    // A key epoch 2 moves: the wrapper stamps it.
+    setup.publish(2).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while producer
+        .router()
+        .assignment(&setup.topic)
+        .map(|a| a.epoch())
+        != Some(2)
+    {
+        assert!(Instant::now() < deadline, "epoch 2 not adopted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let moved = (0..KEYS)
+        .map(common::scenario::key)
+        .find(|k| producer.router().route(&setup.topic, k.as_bytes()).moved)
+        .expect("epoch 2 moves some key");
+    let app_headers = || {
+        OwnedHeaders::new().insert(Header {
+            key: "app",
+            value: Some("1"),
+        })
+    };
+    let first = FutureRecord::to(&setup.topic)
+        .key("first")
+        .payload("v")
+        .headers(app_headers());
+    let first = producer.send_result(first).map_err(|(e, _)| e).unwrap();
+
+    let refused = FutureRecord::to(&setup.topic)
+        .key(&moved)
+        .payload("w")
+        .headers(app_headers());
+    let (error, back) = producer
+        .send_result(refused)
+        .expect_err("the queue is full");
+    assert_eq!(
+        error,
+        KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)
+    );
+    assert_eq!(back.partition, None, "comes back unrouted");
+    assert_eq!(
+        header_list(back.headers.as_ref()),
+        vec![("app".to_owned(), b"1".to_vec())],
+        "only the application's headers"
+    );
+
+    // `send` gives up on the full queue after its timeout the same way.
+    let third = FutureRecord::to(&setup.topic)
+        .key(&moved)
+        .payload("x")
+        .headers(app_headers());
+    let (error, owned) = producer
+        .send(third, Duration::from_millis(300))
+        .await
+        .expect_err("the queue stays full for the linger");
+    assert_eq!(
+        error,
+        KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)
+    );
+    assert_eq!(owned.partition(), -1);
+    assert_eq!(
+        header_list(owned.headers()),
+        vec![("app".to_owned(), b"1".to_vec())]
+    );
+
+    first.await.unwrap().unwrap();
+    // The re-send is routed again: placed and stamped, and counted under epoch 2.
+    let resent = producer.send(back, Duration::from_secs(10)).await.unwrap();
+    let placed = producer.router().route(&setup.topic, moved.as_bytes());
+    assert_eq!(Some(resent.partition), placed.partition);
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let ends = log_ends(&setup.bootstrap, &setup.topic);
+    assert_eq!(ends.iter().sum::<i64>(), 2);
+    setup.publish(3).await;
+    assert_eq!(
+        marker_of(&setup, &id, 3).await,
+        ends,
+        "the marker of 3 ends above the re-sent record"
+    );
+    producer.close().await.unwrap();
+}
+
+/// The lease stays alive while the ordering task waits for acknowledgements: renewal runs on a
+/// task of its own. Here the only epoch-1 record lingers 12 s in librdkafka's queue after epoch 2
+/// is adopted, so the marker of 2 waits that long; a 1.5 s lease is renewed meanwhile (before
+/// the fix renewal shared the waiting task's loop, and the lease expired).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_are_renewed_while_a_marker_waits_for_acknowledgements() {
+    let setup = Setup::new("marker-renewal").await;
+    let lease_ms = 1_500_u64;
+    let producer = setup
+        .producer_with(
+            OrderingMode::Markers,
+            Duration::from_millis(lease_ms),
+            &[("linger.ms", "12000")],
+        )
+        .await;
+    let id = producer.producer_id().unwrap().as_str().to_owned();
+    let sent_at = Instant::now();
+    let pending = producer
+        .send_result(FutureRecord::to(&setup.topic).key("k").payload("v"))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    setup.publish(2).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let into_the_wait = sent_at.elapsed();
+    let now_ms = u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let lease_key = format!("lease2/{}/{id}", setup.topic);
+    let expiries: Vec<u64> = setup
+        .handoff_log()
+        .await
+        .into_iter()
+        .filter(|(k, _)| *k == lease_key)
+        .filter_map(|(_, v)| v)
+        .map(|v| {
+            serde_json::from_slice::<serde_json::Value>(&v).unwrap()["expires_at_ms"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    // Written in the last lease period before `now_ms` (a lease is written at its expiry minus
+    // its duration); later renewals, written while the log was read, do not count.
+    assert!(
+        expiries
+            .iter()
+            .any(|&e| e > now_ms && e.saturating_sub(lease_ms) <= now_ms),
+        "a renewal in the 1.5 s before 4 s into the wait (expiries {expiries:?}, now {now_ms})"
+    );
+    let delivery = pending.await.unwrap().unwrap();
+    assert!(
+        sent_at.elapsed() >= Duration::from_secs(11) && into_the_wait < Duration::from_secs(11),
+        "the record lingered, and the lease was checked before it was delivered"
+    );
+    let ends = marker_of(&setup, &id, 2).await;
+    assert_eq!(ends[delivery.partition as usize], delivery.offset + 1);
+    producer.close().await.unwrap();
 }

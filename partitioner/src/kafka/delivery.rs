@@ -133,8 +133,9 @@ impl<C: ClientContext + 'static> ProducerContext<NoCustomPartitioner> for Delive
 /// The delivery report of a record sent with
 /// [`DkgProducer::send_result`](crate::kafka::DkgProducer::send_result): the shape of rdkafka's
 /// `DeliveryFuture` (same output type), so code awaiting either stays the same. Futures of a plain
-/// `FutureProducer` convert with `From`, so one queue can hold both.
-#[must_use = "dropping it does not cancel the record; its report is then discarded"]
+/// `FutureProducer` convert with `From`, so one queue can hold both. Dropping it is fine (the
+/// high-throughput pattern): the record is still delivered, and an ordering producer still counts
+/// its report; only the report itself is discarded.
 pub struct DeliveryFuture {
     inner: Inner,
 }

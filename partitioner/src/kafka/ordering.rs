@@ -44,14 +44,17 @@
 //! the current generation's parity, re-checking the generation (retrying on the other counter if
 //! it moved), and leaves after the enqueue. The task bumps the generation and waits for the old
 //! parity's counter to reach zero. Cost on the send path: two loads and two read-modify-writes of
-//! shared atomics; no lock, no wait (a send never waits for the task).
+//! shared atomics; no lock, no wait (a send never waits for the task). A send holds the gate only
+//! for one non-blocking enqueue attempt: `send`'s waits on a full queue happen outside it (the
+//! record is routed again on the next attempt), so a grace period lasts microseconds.
 //!
 //! # Leases
 //!
 //! Written for every declared topic before the producer is returned ([`Lease::first_epoch`](crate::kafka::handoff::Lease::first_epoch) = the
 //! epoch in effect then: nothing older was ever routed), for other topics on first use (first
 //! epoch 0, and a barrier for the current epoch right away), renewed every third of the lease
-//! duration, rewritten after each barrier set, and on [`close`](crate::kafka::DkgProducer::close)
+//! duration by a task of their own (the ordering task may wait for acknowledgements through an
+//! outage; the lease must not lapse meanwhile), rewritten after each barrier set, and on [`close`](crate::kafka::DkgProducer::close)
 //! marked closed at the last barrier epoch (consumers then stop waiting for this producer for
 //! newer epochs at once; for older ones its barriers are already in the log). A producer dropped
 //! without `close` simply stops renewing: consumers stop waiting once the lease expires.
@@ -66,8 +69,8 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use rdkafka::ClientContext;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureRecord, Producer as _};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::sync::{Mutex as AsyncMutex, oneshot};
+use tokio::task::{AbortHandle, JoinHandle};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
@@ -232,6 +235,7 @@ pub(crate) struct Ordering {
     ledgers: Option<Arc<Ledgers>>,
     close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
     task: JoinHandle<()>,
+    renewal: JoinHandle<()>,
 }
 
 impl fmt::Debug for Ordering {
@@ -246,6 +250,7 @@ impl Drop for Ordering {
     fn drop(&mut self) {
         // Dropped without close: stop renewing, the lease expires.
         self.task.abort();
+        self.renewal.abort();
     }
 }
 
@@ -267,13 +272,16 @@ impl Ordering {
             OrderingMode::Barriers => LeaseMode::Barrier,
         };
         let ledgers = (mode == OrderingMode::Markers).then(|| Arc::new(Ledgers::default()));
+        let schedule = Arc::new(AsyncMutex::new(
+            BarrierSchedule::new(id.clone(), lease_ms).with_mode(lease_mode),
+        ));
         let mut task = Task {
             producer,
             router,
-            writer,
+            writer: writer.clone(),
             id: id.clone(),
-            lease,
-            schedule: BarrierSchedule::new(id.clone(), lease_ms).with_mode(lease_mode),
+            schedule: Arc::clone(&schedule),
+            renewal: None,
             gate: Arc::clone(&gate),
             ledgers: ledgers.clone(),
             trackers: HashMap::new(),
@@ -285,6 +293,10 @@ impl Ordering {
         }
         info!(producer = %id, topics = ?topics, lease_ms = lease.as_millis() as u64,
             mode = ?mode, "ordering producer registered");
+        // Renewal runs on its own: the task may wait long for acknowledgements (an outage), and
+        // a lease must not expire meanwhile.
+        let renewal = tokio::spawn(renew_leases(schedule, writer, id.clone(), lease));
+        task.renewal = Some(renewal.abort_handle());
         let (close_tx, close_rx) = oneshot::channel();
         let handle = tokio::spawn(task.run(close_rx));
         Ok(Self {
@@ -294,6 +306,7 @@ impl Ordering {
             ledgers,
             close: Mutex::new(Some(close_tx)),
             task: handle,
+            renewal,
         })
     }
 
@@ -374,8 +387,11 @@ struct Task<C: ClientContext + 'static> {
     router: DkgRouter,
     writer: HandoffWriter,
     id: ProducerId,
-    lease: Duration,
-    schedule: BarrierSchedule,
+    /// Shared with the renewal task. Held across each lease write, so lease records land in the
+    /// order the schedule produced them (a renewal never overwrites a newer barrier lease).
+    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    /// The renewal task, stopped by a clean close before the closed leases are written.
+    renewal: Option<AbortHandle>,
     gate: Arc<Gate>,
     /// Marker mode: the send path's ledgers, and per topic the tracker that decides markers.
     ledgers: Option<Arc<Ledgers>>,
@@ -390,9 +406,11 @@ impl<C: ClientContext + 'static> Task<C> {
     }
 
     async fn register(&mut self, topic: &str, first_epoch: u64) -> Result<()> {
-        let lease = self.schedule.new_lease(topic, first_epoch, now_ms());
+        let mut schedule = self.schedule.lock().await;
+        let lease = schedule.new_lease(topic, first_epoch, now_ms());
         self.writer.put_lease(&lease).await?;
-        self.schedule.registered(lease);
+        schedule.registered(lease);
+        drop(schedule);
         if self.ledgers.is_some() {
             let partitions = self.router.partition_count(topic).unwrap_or(0);
             self.trackers.insert(
@@ -405,9 +423,6 @@ impl<C: ClientContext + 'static> Task<C> {
 
     async fn run(mut self, mut close: oneshot::Receiver<oneshot::Sender<Result<()>>>) {
         let mut adoptions = self.router.adoptions();
-        let mut renew = tokio::time::interval((self.lease / 3).max(Duration::from_millis(10)));
-        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        renew.tick().await;
         // New topics in use, and retries of failed barrier sets.
         let mut scan = tokio::time::interval(Duration::from_millis(200));
         scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -418,7 +433,6 @@ impl<C: ClientContext + 'static> Task<C> {
                         return; // the router is gone
                     }
                 }
-                _ = renew.tick() => self.renew().await,
                 _ = scan.tick() => {}
                 reply = &mut close => {
                     let result = self.close().await;
@@ -429,13 +443,14 @@ impl<C: ClientContext + 'static> Task<C> {
                 }
             }
             self.register_new_topics().await;
-            self.barriers_due().await;
+            // A failure is logged there and retried on the next scan.
+            let _ = self.barriers_due().await;
         }
     }
 
     async fn register_new_topics(&mut self) {
         for topic in self.router.topics_in_use() {
-            if self.schedule.contains(&topic) {
+            if self.schedule.lock().await.contains(&topic) {
                 continue;
             }
             // Records may already have been routed under any epoch: first epoch 0, and the
@@ -450,11 +465,13 @@ impl<C: ClientContext + 'static> Task<C> {
         }
     }
 
-    async fn barriers_due(&mut self) {
-        let due = self.schedule.due(|t| self.epoch_in_effect(t));
+    /// Write the markers (barrier sets) due; `Err`: the last that failed (retried next loop).
+    async fn barriers_due(&mut self) -> Result<()> {
+        let due = self.schedule.lock().await.due(|t| self.epoch_in_effect(t));
         if due.is_empty() {
-            return;
+            return Ok(());
         }
+        let mut outcome = Ok(());
         // One grace period covers every topic: all sends routed by older states are enqueued.
         self.gate.grace().await;
         for (topic, epoch) in due {
@@ -466,8 +483,10 @@ impl<C: ClientContext + 'static> Task<C> {
             if let Err(e) = result {
                 warn!(producer = %self.id, topic = %topic, epoch, error = %e,
                     "announcing the epoch switch failed (retrying)");
+                outcome = Err(e);
             }
         }
+        outcome
     }
 
     /// Wait until every record routed to `topic` under an epoch below `epoch` is reported, then
@@ -535,7 +554,7 @@ impl<C: ClientContext + 'static> Task<C> {
             t.written(&marker);
         }
         topic_ledgers.covered(epoch);
-        self.schedule.marker_written(topic, epoch);
+        self.schedule.lock().await.marker_written(topic, epoch);
         if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
             self.writer.put_history(&a).await?;
         }
@@ -609,13 +628,12 @@ impl<C: ClientContext + 'static> Task<C> {
                 }
             }
         }
-        let Some(lease) = self
-            .schedule
-            .barrier_written(topic, epoch, offsets, now_ms())
-        else {
+        let mut schedule = self.schedule.lock().await;
+        let Some(lease) = schedule.barrier_written(topic, epoch, offsets, now_ms()) else {
             return Ok(());
         };
         self.writer.put_lease(&lease).await?;
+        drop(schedule);
         if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
             self.writer.put_history(&a).await?;
         }
@@ -623,26 +641,46 @@ impl<C: ClientContext + 'static> Task<C> {
         Ok(())
     }
 
-    async fn renew(&mut self) {
-        for lease in self.schedule.renew(now_ms()) {
-            if let Err(e) = self.writer.put_lease(&lease).await {
-                warn!(producer = %self.id, topic = %lease.topic, error = %e,
-                    "lease renewal failed: consumers stop waiting for this producer if it expires");
-            }
-        }
-    }
-
+    /// Announce what is due, then mark the leases closed. `Err` if a marker (barrier set) or a
+    /// closed lease could not be written: consumers then wait for this producer until its lease
+    /// expires.
     async fn close(&mut self) -> Result<()> {
         self.register_new_topics().await;
-        self.barriers_due().await;
-        let mut result = Ok(());
-        for lease in self.schedule.close(now_ms()) {
+        let mut result = self.barriers_due().await;
+        let mut schedule = self.schedule.lock().await;
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort(); // between writes: it waits for the lock or for its next tick
+        }
+        for lease in schedule.close(now_ms()) {
             if let Err(e) = self.writer.put_lease(&lease).await {
                 result = Err(e);
             }
         }
-        info!(producer = %self.id, "ordering producer closed");
+        info!(producer = %self.id, ok = result.is_ok(), "ordering producer closed");
         result
+    }
+}
+
+/// Renew every lease of `schedule` every third of `lease` until aborted (by a clean close, or
+/// when the producer is dropped).
+async fn renew_leases(
+    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    writer: HandoffWriter,
+    id: ProducerId,
+    lease: Duration,
+) {
+    let mut renew = tokio::time::interval((lease / 3).max(Duration::from_millis(10)));
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    renew.tick().await;
+    loop {
+        renew.tick().await;
+        let mut schedule = schedule.lock().await;
+        for lease in schedule.renew(now_ms()) {
+            if let Err(e) = writer.put_lease(&lease).await {
+                warn!(producer = %id, topic = %lease.topic, error = %e,
+                    "lease renewal failed: consumers stop waiting for this producer if it expires");
+            }
+        }
     }
 }
 

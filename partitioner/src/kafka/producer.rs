@@ -13,7 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::ToBytes;
-use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
+use rdkafka::message::{Header, Headers as _, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::future_producer::OwnedDeliveryResult;
 use rdkafka::producer::{BaseRecord, FutureRecord, Producer, PurgeConfig, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
@@ -134,8 +134,10 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 
 /// An ordering producer needs idempotence: without it a retry can land a barrier before data
 /// routed under the epoch it closes (or duplicate data behind it), which breaks the consumer's
-/// per-key order. `Err` names the setting that turns it off: `acks` (or its alias
-/// `request.required.acks`) other than `all`/`-1`, or `enable.idempotence` other than `true`.
+/// per-key order. It also needs a delivery report for every record (markers are offsets from
+/// them, and barrier sets wait for theirs). `Err` names the setting that breaks this: `acks` (or
+/// its alias `request.required.acks`) other than `all`/`-1`, `enable.idempotence` other than
+/// `true`, or `delivery.report.only.error=true`.
 fn check_ordering_config(user: &ClientConfig) -> Result<()> {
     for field in ["acks", "request.required.acks"] {
         if let Some(v) = user.get(field) {
@@ -150,12 +152,24 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
             }
         }
     }
-    match user.get("enable.idempotence") {
-        Some(v) if !(v.eq_ignore_ascii_case("true") || v == "1") => Err(Error::InvalidConfig {
-            field: "enable.idempotence",
+    if let Some(v) = user.get("enable.idempotence") {
+        if !(v.eq_ignore_ascii_case("true") || v == "1") {
+            return Err(Error::InvalidConfig {
+                field: "enable.idempotence",
+                reason: format!(
+                    "{v:?} with ordering(true): an ordering producer needs idempotence, or \
+                     retries can reorder a barrier against data"
+                ),
+            });
+        }
+    }
+    match user.get("delivery.report.only.error") {
+        Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Err(Error::InvalidConfig {
+            field: "delivery.report.only.error",
             reason: format!(
-                "{v:?} with ordering(true): an ordering producer needs idempotence, or retries \
-                 can reorder a barrier against data"
+                "{v:?} with ordering(true): an ordering producer learns where its records \
+                 landed from their delivery reports; without them no marker or barrier set \
+                 completes"
             ),
         }),
         _ => Ok(()),
@@ -219,7 +233,8 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 ///   `enable.idempotence=false` is respected with a warning. With
 ///   [`DkgProducerBuilder::ordering`]`(true)` either setting is an error of `build`
 ///   ([`Error::InvalidConfig`] naming it): retries without idempotence could reorder records
-///   against the offsets a marker announces (or a barrier).
+///   against the offsets a marker announces (or a barrier). So is
+///   `delivery.report.only.error=true` there: markers are built from the delivery reports.
 /// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
 ///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
 ///   own fallback computes the same function, so placement never depends on that race.
@@ -279,13 +294,12 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         self.route_tracked(record).0
     }
 
-    /// [`DkgProducer::route_record`], plus the epoch the record was routed under (0: Kafka's
-    /// placement) if the wrapper placed it.
+    /// [`DkgProducer::route_record`], plus what the wrapper did to it ([`Routed`]) if it placed it.
     #[inline]
     fn route_tracked<'a, K, P>(
         &self,
         mut record: FutureRecord<'a, K, P>,
-    ) -> (FutureRecord<'a, K, P>, Option<u64>)
+    ) -> (FutureRecord<'a, K, P>, Option<Routed>)
     where
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
@@ -298,6 +312,11 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         };
         let routing: Routing = self.router.route(record.topic, key.to_bytes());
         record.partition = routing.partition;
+        let mut routed = Routed {
+            epoch: routing.epoch.unwrap_or(0),
+            added_headers: 0,
+            had_headers: record.headers.is_some(),
+        };
         // Split records carry no header in any mode (`docs/spec.md` 11.2; the consumer bounds
         // their epoch instead).
         let stamp = routing.route != RouteKind::Split
@@ -310,16 +329,26 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
             if let Some(epoch) = routing.epoch {
                 let headers = stamp_epoch(record.headers.take(), epoch);
                 record.headers = Some(match &self.ordering {
-                    Some(o) => stamp_producer(headers, o.id()),
-                    None => headers,
+                    Some(o) => {
+                        routed.added_headers = 2;
+                        stamp_producer(headers, o.id())
+                    }
+                    None => {
+                        routed.added_headers = 1;
+                        headers
+                    }
                 });
             }
         }
-        (record, Some(routing.epoch.unwrap_or(0)))
+        (record, Some(routed))
     }
 
     /// [`FutureProducer::send`](rdkafka::producer::FutureProducer::send) with DKG placement:
     /// retries every 100 ms while librdkafka's queue is full, up to `queue_timeout`.
+    ///
+    /// An ordering producer routes the record again at each retry (a newer epoch may be in
+    /// effect by then), and on error returns it as it was passed in (no partition, the caller's
+    /// headers), so a re-send is routed and counted like a new record.
     pub async fn send<K, P, T>(
         &self,
         record: FutureRecord<'_, K, P>,
@@ -332,29 +361,27 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     {
         let start = std::time::Instant::now();
         let queue_timeout = queue_timeout.into();
-        // Routed once; inside the ordering gate until librdkafka has the record, through the
-        // retries (the markers of a newer epoch wait for it).
-        let gate = self.ordering.as_deref().map(Ordering::enter);
-        let (mut record, epoch) = self.route_tracked(record);
+        let mut record = record;
         let enqueued = loop {
-            let ledger = match (&self.ordering, epoch) {
-                (Some(o), Some(e)) => o.ledger(&self.router, record.topic, e),
-                _ => None,
+            let attempt = match &self.ordering {
+                None => send_once(&self.producer, self.route_record(record), None),
+                Some(o) => self.send_ordered(o, record),
             };
-            match send_once(&self.producer, record, ledger) {
+            match attempt {
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                     if match queue_timeout {
                         Timeout::Never => true,
                         Timeout::After(t) => start.elapsed() < t,
                     } =>
                 {
+                    // Outside the ordering gate while waiting: an epoch switch's grace never
+                    // waits for a full queue.
                     record = r;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 other => break other,
             }
         };
-        drop(gate);
         match enqueued {
             Ok(delivery) => match delivery.await {
                 Ok(result) => result,
@@ -379,9 +406,11 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     }
 
     /// [`FutureProducer::send_result`](rdkafka::producer::FutureProducer::send_result) with DKG
-    /// placement. On error the returned record carries the chosen partition and header, so
-    /// re-sending it keeps its placement. The record is delivered (and, for an ordering producer,
-    /// counted) whether or not the returned future is awaited.
+    /// placement. The record is delivered (and, for an ordering producer, counted) whether or not
+    /// the returned future is awaited. On error the record comes back: from a producer without
+    /// ordering with the chosen partition and header (a re-send keeps its placement), from an
+    /// ordering producer as it was passed in (no partition, the caller's headers), so a re-send is
+    /// routed under the epoch then in effect and counted before that epoch's marker.
     #[allow(clippy::result_large_err)]
     pub fn send_result<'a, K, P>(
         &self,
@@ -391,15 +420,33 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         K: ToBytes + ?Sized,
         P: ToBytes + ?Sized,
     {
-        let Some(ordering) = &self.ordering else {
-            return send_once(&self.producer, self.route_record(record), None);
-        };
-        // Inside the gate from routing until librdkafka has the record: the markers (barriers)
-        // of a newer epoch wait for it.
+        match &self.ordering {
+            None => send_once(&self.producer, self.route_record(record), None),
+            Some(o) => self.send_ordered(o, record),
+        }
+    }
+
+    /// One attempt of an ordering producer: inside the gate from routing until librdkafka has
+    /// the record (the markers or barriers of a newer epoch wait for it), counted in the ledger
+    /// of the epoch it was routed under; a refused record comes back as it was passed in.
+    #[allow(clippy::result_large_err)]
+    #[inline]
+    fn send_ordered<'a, K, P>(
+        &self,
+        ordering: &Ordering,
+        record: FutureRecord<'a, K, P>,
+    ) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
         let _gate = ordering.enter();
-        let (record, epoch) = self.route_tracked(record);
-        let ledger = epoch.and_then(|e| ordering.ledger(&self.router, record.topic, e));
-        send_once(&self.producer, record, ledger)
+        let (record, routed) = self.route_tracked(record);
+        let ledger = routed.and_then(|r| ordering.ledger(&self.router, record.topic, r.epoch));
+        send_once(&self.producer, record, ledger).map_err(|(e, r)| match routed {
+            Some(routed) => (e, routed.undo(r)),
+            None => (e, r),
+        })
     }
 
     /// This instance's id on the handoff topic (ordering producers only).
@@ -496,8 +543,9 @@ pub struct ProducerConfig {
     /// guarantee holds from the first record (other topics register on first use). The router's
     /// startup timeout also bounds creating the handoff topic. Needs idempotence: `build` fails
     /// with [`Error::InvalidConfig`] if the client config sets `acks` (or
-    /// `request.required.acks`) to anything but `all`/`-1`, or `enable.idempotence` to anything
-    /// but `true`.
+    /// `request.required.acks`) to anything but `all`/`-1`, `enable.idempotence` to anything
+    /// but `true`, or `delivery.report.only.error` to `true` (markers are built from the
+    /// delivery reports).
     pub ordering: bool,
     /// How an ordering producer announces its epoch switches: see [`OrderingMode`]. Default
     /// [`OrderingMode::Markers`].
@@ -739,6 +787,41 @@ fn canceled() -> (KafkaError, OwnedMessage) {
     )
 }
 
+/// What [`DkgProducer::route_tracked`] did to a record it placed.
+#[derive(Debug, Clone, Copy)]
+struct Routed {
+    /// The epoch it was routed under (0: Kafka's placement).
+    epoch: u64,
+    /// How many headers the wrapper appended (`dkg-epoch`, `dkg-producer`).
+    added_headers: usize,
+    /// Whether the caller passed headers of its own (possibly none).
+    had_headers: bool,
+}
+
+impl Routed {
+    /// The record as the caller passed it: no partition, the appended headers removed. Only on
+    /// the error path (a refused record), so rebuilding the headers costs nothing that matters.
+    #[cold]
+    fn undo<'a, K, P>(self, mut record: FutureRecord<'a, K, P>) -> FutureRecord<'a, K, P>
+    where
+        K: ToBytes + ?Sized,
+        P: ToBytes + ?Sized,
+    {
+        record.partition = None;
+        if self.added_headers > 0 {
+            if let Some(stamped) = record.headers.take() {
+                let keep = stamped.count().saturating_sub(self.added_headers);
+                record.headers = (self.had_headers || keep > 0).then(|| {
+                    (0..keep)
+                        .filter_map(|i| stamped.try_get(i))
+                        .fold(OwnedHeaders::new_with_capacity(keep), OwnedHeaders::insert)
+                });
+            }
+        }
+        record
+    }
+}
+
 /// Append the `dkg-producer` header.
 fn stamp_producer(headers: OwnedHeaders, id: &ProducerId) -> OwnedHeaders {
     headers.insert(Header {
@@ -803,7 +886,56 @@ mod tests {
     }
 
     #[test]
-    fn ordering_refuses_configs_without_idempotence() {
+    fn undoing_a_routing_restores_the_callers_partition_and_headers() {
+        let names = |h: &Option<OwnedHeaders>| -> Option<Vec<String>> {
+            h.as_ref()
+                .map(|h| h.iter().map(|h| h.key.to_owned()).collect())
+        };
+        let user = |n: usize| {
+            (0..n).fold(OwnedHeaders::new(), |h, i| {
+                h.insert(Header {
+                    key: ["a", "b"][i],
+                    value: Some("v"),
+                })
+            })
+        };
+        // (the caller's headers, headers the wrapper appended)
+        let cases: &[(Option<usize>, usize)] = &[
+            (None, 0),
+            (None, 1),
+            (None, 2),
+            (Some(0), 0),
+            (Some(0), 2),
+            (Some(1), 1),
+            (Some(2), 2),
+        ];
+        for &(caller, added) in cases {
+            let original = caller.map(user);
+            let mut record: FutureRecord<'_, str, str> = FutureRecord::to("t").key("k");
+            record.headers = original.clone();
+            let routed = Routed {
+                epoch: 3,
+                added_headers: added,
+                had_headers: record.headers.is_some(),
+            };
+            record.partition = Some(7);
+            if added > 0 {
+                let stamped = stamp_epoch(record.headers.take(), 3);
+                record.headers = Some(if added == 2 {
+                    stamp_producer(stamped, &handoff::new_producer_id())
+                } else {
+                    stamped
+                });
+            }
+            let back = routed.undo(record);
+            assert_eq!(back.partition, None, "{caller:?} {added}");
+            assert_eq!(names(&back.headers), names(&original), "{caller:?} {added}");
+            assert_eq!(back.key, Some("k"));
+        }
+    }
+
+    #[test]
+    fn ordering_refuses_configs_without_idempotence_or_delivery_reports() {
         type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
         // (settings, the field named in the error; None = accepted)
         let cases: &[Case<'_>] = &[
@@ -825,6 +957,15 @@ mod tests {
             (
                 &[("acks", "all"), ("enable.idempotence", "0")],
                 Some("enable.idempotence"),
+            ),
+            (&[("delivery.report.only.error", "false")], None),
+            (
+                &[("delivery.report.only.error", "true")],
+                Some("delivery.report.only.error"),
+            ),
+            (
+                &[("delivery.report.only.error", "TRUE")],
+                Some("delivery.report.only.error"),
             ),
         ];
         for (settings, want) in cases {

@@ -701,8 +701,21 @@ impl Setup {
 
     /// An ordering producer announcing its switches the `mode` way.
     pub async fn producer_in(&self, mode: OrderingMode, lease: Duration) -> DkgProducer {
+        self.producer_with(mode, lease, &[]).await
+    }
+
+    /// [`Setup::producer_in`] with client `settings` on top of the defaults.
+    pub async fn producer_with(
+        &self,
+        mode: OrderingMode,
+        lease: Duration,
+        settings: &[(&str, &str)],
+    ) -> DkgProducer {
         let mut config = client_config(&self.bootstrap);
         config.set("linger.ms", "5");
+        for (k, v) in settings {
+            config.set(*k, *v);
+        }
         DkgProducer::builder(config)
             .control_topic(&self.control)
             .handoff_topic(&self.handoff)
@@ -751,7 +764,7 @@ impl Setup {
     }
 
     /// Every record of the handoff topic, in log order: `(key, value)`.
-    async fn handoff_log(&self) -> Vec<(String, Option<Vec<u8>>)> {
+    pub async fn handoff_log(&self) -> Vec<(String, Option<Vec<u8>>)> {
         let out = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&out);
         consume_all(
