@@ -18,9 +18,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::watch;
 
-use super::Args;
 use super::group::{Group, GroupSpec};
 use super::report::{AT_70PCT_HASH, BenchResult, Latency, SideResult, Spread, Step};
+use super::{Args, Arrivals};
 use crate::tools::demo::delete_topics;
 use crate::tools::loadgen::{Sender, Tally};
 use crate::tools::workload::ZipfKeys;
@@ -155,6 +155,7 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
         partitions: k,
         keys: args.keys,
         member_capacity_rps: args.member_capacity_rps,
+        arrivals: args.arrivals,
         step_secs: args.step_secs,
         lag_slope_max_rps: args.lag_slope_max_ratio * args.member_capacity_rps,
         overload_secs: args.overload_secs,
@@ -419,12 +420,12 @@ impl Side {
         let mut partition_samples: Vec<Vec<(f64, f64)>> =
             vec![Vec::new(); self.sent_by_partition.len()];
         let mut key = String::with_capacity(12);
+        let mut arrivals = Arrival::new(args.arrivals, rate, args.seed)?;
         let start = Instant::now();
         let mut next_sample = start;
         let mut sent = 0_u64;
+        let mut due = arrivals.next_due();
         loop {
-            #[allow(clippy::cast_precision_loss)]
-            let due = Duration::from_secs_f64(sent as f64 / rate);
             if due >= length {
                 break;
             }
@@ -478,6 +479,7 @@ impl Side {
                 .with_context(|| format!("producing to {}", self.topic))?;
             sent += 1;
             self.sent += 1;
+            due = arrivals.next_due();
             if let Some(c) = self.sent_by_partition.get_mut(partition as usize) {
                 *c += 1;
             }
@@ -687,5 +689,97 @@ mod tests {
         assert!(slope(&flat).abs() < 1.1);
         assert_eq!(slope(&[(1.0, 5.0)]), 0.0);
         assert_eq!(slope(&[(1.0, 5.0), (1.0, 9.0)]), 0.0);
+    }
+}
+
+/// The due times of one step's records, from its start (`--arrivals`).
+struct Arrival {
+    kind: Arrivals,
+    rate: f64,
+    /// Records drawn so far (paced) / the last due time in seconds (Poisson).
+    n: u64,
+    at_secs: f64,
+    gaps: rand_distr::Exp<f64>,
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+impl Arrival {
+    /// The arrivals of a step at `rate` records/s. Poisson gaps come from a generator seeded by
+    /// `seed` and the rate, so both groups' steps at one rate see the same sequence.
+    fn new(kind: Arrivals, rate: f64, seed: u64) -> anyhow::Result<Self> {
+        use rand::SeedableRng;
+        ensure!(
+            rate.is_finite() && rate > 0.0,
+            "an offered rate must be positive, got {rate}"
+        );
+        Ok(Self {
+            kind,
+            rate,
+            n: 0,
+            at_secs: 0.0,
+            gaps: rand_distr::Exp::new(rate)
+                .map_err(|e| anyhow::anyhow!("arrivals at {rate} records/s: {e}"))?,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ rate.to_bits()),
+        })
+    }
+
+    /// When the next record is due.
+    fn next_due(&mut self) -> Duration {
+        use rand::Rng as _;
+        let secs = match self.kind {
+            Arrivals::Paced => {
+                #[allow(clippy::cast_precision_loss)]
+                let t = self.n as f64 / self.rate;
+                self.n += 1;
+                t
+            }
+            Arrivals::Poisson => {
+                self.at_secs += self.rng.sample(self.gaps);
+                self.at_secs
+            }
+        };
+        Duration::from_secs_f64(secs)
+    }
+}
+
+#[cfg(test)]
+mod arrival_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn both_arrival_processes_offer_the_rate_and_poisson_repeats_per_seed() {
+        let rate = 5_000.0;
+        let n = 50_000;
+        for kind in [Arrivals::Paced, Arrivals::Poisson] {
+            let mut a = Arrival::new(kind, rate, 7).unwrap();
+            let dues: Vec<Duration> = (0..n).map(|_| a.next_due()).collect();
+            assert!(
+                dues.windows(2).all(|w| w[0] <= w[1]),
+                "{kind:?}: due times never go back"
+            );
+            #[allow(clippy::cast_precision_loss)]
+            let offered = n as f64 / dues[n - 1].as_secs_f64();
+            assert!(
+                (offered / rate - 1.0).abs() < 0.02,
+                "{kind:?}: {offered} records/s"
+            );
+        }
+        let draw = |seed| {
+            let mut a = Arrival::new(Arrivals::Poisson, rate, seed).unwrap();
+            (0..100).map(|_| a.next_due()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(3), draw(3), "one sequence per seed and rate");
+        assert_ne!(draw(3), draw(4));
+        // Poisson gaps vary (coefficient of variation 1), paced ones do not.
+        let gaps: Vec<f64> = draw(3)
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64())
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / 99.0;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / 99.0).sqrt();
+        assert!(sd / mean > 0.6, "coefficient of variation {}", sd / mean);
+        assert!(Arrival::new(Arrivals::Poisson, 0.0, 1).is_err());
     }
 }

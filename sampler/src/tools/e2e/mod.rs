@@ -71,6 +71,12 @@ pub struct Args {
     #[arg(long, env = "DKG_E2E_KEYS", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub keys: u32,
 
+    /// How records arrive: `paced` (evenly spaced at the offered rate) or `poisson` (exponential
+    /// gaps with the offered rate as their mean, an open-loop load with the bursts of independent
+    /// clients; the same seeded sequence for both groups at a given rate).
+    #[arg(long, env = "DKG_E2E_ARRIVALS", value_enum, default_value_t = Arrivals::Paced)]
+    pub arrivals: Arrivals,
+
     /// Records per second one group member can process (its simulated service capacity C).
     #[arg(long, env = "DKG_E2E_MEMBER_CAPACITY_RPS", default_value_t = 2_000.0)]
     pub member_capacity_rps: f64,
@@ -139,6 +145,16 @@ pub struct Args {
     /// Directory for the JSON and the PNG.
     #[arg(long, env = "DKG_E2E_OUT_DIR", default_value = "target/e2e")]
     pub out_dir: PathBuf,
+}
+
+/// The arrival process of the offered load (`--arrivals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Record `n` is due at `n / rate`.
+    Paced,
+    /// Gaps drawn from an exponential distribution of mean `1 / rate` (a Poisson process).
+    Poisson,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {

@@ -156,6 +156,8 @@ pub struct BenchResult {
     pub partitions: u32,
     pub keys: u32,
     pub member_capacity_rps: f64,
+    /// The arrival process (`paced` or `poisson`).
+    pub arrivals: super::Arrivals,
     pub step_secs: u64,
     pub lag_slope_max_rps: f64,
     pub overload_secs: u64,
@@ -195,8 +197,8 @@ pub fn table(r: &BenchResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "e2e: Zipf {} over {} keys, {} partitions, member capacity {:.0} records/s (load {})",
-        r.zipf, r.keys, r.partitions, r.member_capacity_rps, r.load_average
+        "e2e: Zipf {} over {} keys, {} partitions, member capacity {:.0} records/s, {:?} arrivals (load {})",
+        r.zipf, r.keys, r.partitions, r.member_capacity_rps, r.arrivals, r.load_average
     );
     let _ = writeln!(out, "{:<44} {:>16} {:>16}", "", "hash", "DKG");
     let row = |out: &mut String, label: &str, h: String, d: String| {
