@@ -214,7 +214,8 @@ impl EpochLedger {
         self.sent.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The client refused the record [`EpochLedger::sent`] announced: it was never written.
+    /// The client refused the record [`EpochLedger::sent`] announced, or purged it from its queue
+    /// before sending it: it was never written.
     #[inline]
     pub fn withdrawn(&self) {
         self.reported.fetch_add(1, Ordering::AcqRel);

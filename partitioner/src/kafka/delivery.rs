@@ -26,6 +26,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::future_producer::{Delivery, OwnedDeliveryResult};
 use rdkafka::producer::{DeliveryResult, NoCustomPartitioner, ProducerContext};
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaErrorCode;
 
 /// The producer context of a [`DkgProducer`](crate::kafka::DkgProducer): the user's
 /// [`ClientContext`] (logging, statistics, errors, OAuth, all passed through) plus the wrapper's
@@ -118,9 +119,16 @@ impl<C: ClientContext + 'static> ProducerContext<NoCustomPartitioner> for Delive
             }
             Err((error, message)) => {
                 // An idempotent producer's failures include timeouts of records that may be in
-                // the log: never counted as absent (spec 9.2.1).
+                // the log: never counted as absent (spec 9.2.1), except a record purged while
+                // still in the client's queue (`purge` without the in-flight flag), which was
+                // never sent.
                 if let Some(l) = &pending.ledger {
-                    l.unknown(message.partition());
+                    match error {
+                        KafkaError::MessageProduction(RDKafkaErrorCode::PurgeQueue) => {
+                            l.withdrawn();
+                        }
+                        _ => l.unknown(message.partition()),
+                    }
                 }
                 Err((error.clone(), message.detach()))
             }

@@ -86,7 +86,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The ledgers of one topic: the latest epoch's on the send path's fast track, all of them
+/// The ledgers of one topic: the one sends use now on the send path's fast track, all of them
 /// (epochs not yet covered by a marker) behind a lock.
 #[derive(Debug, Default)]
 struct TopicLedgers {
@@ -112,10 +112,10 @@ impl TopicLedgers {
             all.entry(epoch)
                 .or_insert_with(|| Arc::new(EpochLedger::new(epoch, partitions))),
         );
-        let newest = all.keys().next_back().copied() == Some(epoch);
-        if newest {
-            self.hot.store(Some(Arc::clone(&l)));
-        }
+        // The fast track follows the epoch sends use now: after a switch (or a retraction, whose
+        // fallback records count as epoch 0) every later send finds it there; only the few sends
+        // still routed by the previous state come through here again.
+        self.hot.store(Some(Arc::clone(&l)));
         l
     }
 
@@ -285,6 +285,7 @@ impl Ordering {
             gate: Arc::clone(&gate),
             ledgers: ledgers.clone(),
             trackers: HashMap::new(),
+            history_due: HashMap::new(),
         };
         for topic in topics {
             // Nothing was routed yet: the epoch in effect now is the oldest this producer uses.
@@ -396,6 +397,9 @@ struct Task<C: ClientContext + 'static> {
     /// Marker mode: the send path's ledgers, and per topic the tracker that decides markers.
     ledgers: Option<Arc<Ledgers>>,
     trackers: HashMap<String, MarkerTracker>,
+    /// History records whose write failed after their marker (barrier set) was in: per topic, the
+    /// epoch, retried on every loop.
+    history_due: HashMap<String, u64>,
 }
 
 impl<C: ClientContext + 'static> Task<C> {
@@ -445,6 +449,7 @@ impl<C: ClientContext + 'static> Task<C> {
             self.register_new_topics().await;
             // A failure is logged there and retried on the next scan.
             let _ = self.barriers_due().await;
+            self.history_retries().await;
         }
     }
 
@@ -555,11 +560,51 @@ impl<C: ClientContext + 'static> Task<C> {
         }
         topic_ledgers.covered(epoch);
         self.schedule.lock().await.marker_written(topic, epoch);
-        if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
-            self.writer.put_history(&a).await?;
-        }
+        self.history(topic, epoch).await?;
         debug!(producer = %self.id, topic, epoch, ends = ?marker.ends, "marker written");
         Ok(())
+    }
+
+    /// Write `assignment/<topic>/<epoch>` if `epoch` is still `topic`'s assignment; on failure keep
+    /// it due (the marker or barrier set before it is in, so nothing else would retry it).
+    async fn history(&mut self, topic: &str, epoch: u64) -> Result<()> {
+        let current = self.router.assignment(topic).filter(|a| a.epoch() == epoch);
+        let Some(a) = current else {
+            // Superseded: the newer epoch's history is what consumers need now.
+            self.history_done(topic, epoch);
+            return Ok(());
+        };
+        match self.writer.put_history(&a).await {
+            Ok(()) => {
+                self.history_done(topic, epoch);
+                Ok(())
+            }
+            Err(e) => {
+                self.history_due.insert(topic.to_owned(), epoch);
+                Err(e)
+            }
+        }
+    }
+
+    fn history_done(&mut self, topic: &str, epoch: u64) {
+        if self.history_due.get(topic) == Some(&epoch) {
+            self.history_due.remove(topic);
+        }
+    }
+
+    /// Retry the history records still due.
+    async fn history_retries(&mut self) {
+        let due: Vec<(String, u64)> = self
+            .history_due
+            .iter()
+            .map(|(t, e)| (t.clone(), *e))
+            .collect();
+        for (topic, epoch) in due {
+            if let Err(e) = self.history(&topic, epoch).await {
+                warn!(producer = %self.id, topic = %topic, epoch, error = %e,
+                    "writing the assignment history failed (retrying)");
+            }
+        }
     }
 
     /// The end (high watermark) of `topic`'s `partition`, from the broker.
@@ -634,9 +679,7 @@ impl<C: ClientContext + 'static> Task<C> {
         };
         self.writer.put_lease(&lease).await?;
         drop(schedule);
-        if let Some(a) = self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
-            self.writer.put_history(&a).await?;
-        }
+        self.history(topic, epoch).await?;
         debug!(producer = %self.id, topic, epoch, partitions = count, "barriers written");
         Ok(())
     }
