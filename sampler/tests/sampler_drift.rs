@@ -1,8 +1,8 @@
 //! Drift and hysteresis on the real broker: the first epoch waits until the window supports its
 //! prediction (2 points of sampling noise: about 71,000 sampled records over 6 partitions, 4 intervals
 //! here) and says so in /healthz; with a stable key distribution the sampler publishes no new epoch over
-//! ten intervals; when the hot keys change, a new epoch follows within two intervals, and it pins the new
-//! hot keys.
+//! ten intervals; when the hot keys change, a new epoch follows within two intervals, and it or one of the
+//! next three pins the new hottest key.
 
 mod common;
 
@@ -98,12 +98,23 @@ async fn sampler_follows_drift_and_holds_still_on_a_stable_distribution() {
             "new epoch {new_epoch} at interval {changed_at}, the hot keys changed during interval {}",
             switched_at + 1
         );
-        let a = sampler.assignment().expect("served assignment");
-        assert_eq!(a.epoch(), new_epoch);
+        // The epoch that follows the drift may be fitted to a window still holding the old hot
+        // keys' records (it was published at most two intervals after the change); the new hottest
+        // key is pinned by it or by one of the next few.
         let hottest = zipf_key(1, 1).into_bytes();
+        let pinned_in = wait_for(
+            "the new hottest key pinned",
+            Duration::from_secs(15),
+            || {
+                let a = sampler.assignment()?;
+                (a.epoch() >= new_epoch && a.heavy().iter().any(|h| h.key == hottest))
+                    .then(|| a.epoch())
+            },
+        );
         assert!(
-            a.heavy().iter().any(|h| h.key == hottest),
-            "the new hottest key is pinned"
+            pinned_in <= new_epoch + 3,
+            "the new hottest key pinned only in epoch {pinned_in} (first after the drift: {new_epoch}): {}",
+            sampler.log()
         );
         let moved = sampler
             .metric("dkg_sampler_moved_load_share_ratio", &[("topic", &topic)])
