@@ -226,8 +226,9 @@ pub async fn create_and_wait(
 ///
 /// Existence is probed with DescribeConfigs, never with a metadata request, so a broker with
 /// `auto.create.topics.enable=true` cannot create the topic with the wrong configuration. Each
-/// admin request is bounded by `timeout`; the partition count of an existing topic is read with one
-/// blocking metadata request bounded by `timeout` too.
+/// admin request is bounded by `timeout`; the partition count of an existing topic is read with a
+/// blocking metadata request bounded by `timeout` too, asked again while the topic reports that its
+/// leaders are being elected (a topic created a moment ago), for at most 10 s.
 pub async fn ensure_compacted<C: ClientContext>(
     admin: &AdminClient<C>,
     spec: &TopicSpec,
@@ -346,14 +347,32 @@ pub async fn validate_compacted<C: ClientContext>(
              topics --entity-name {name} --add-config cleanup.policy=compact"
         )));
     }
-    let metadata = admin.inner().fetch_metadata(Some(name), timeout)?;
-    let topic = metadata.topics().iter().find(|t| t.name() == name);
-    // A topic this principal may not describe has no partitions in the metadata: say so, not
-    // "0 partitions".
-    if let Some(code) = topic.and_then(|t| t.error()) {
-        return Err(KafkaError::MetadataFetch(code.into()).into());
-    }
-    let found = topic.map_or(0, |t| t.partitions().len());
+    // A topic created a moment ago may still report that its leaders are being elected (seen on
+    // the 3-broker cluster in CI: `NotLeaderForPartition` for the control topic right after another
+    // client created it): asked again every 100 ms, for at most DESCRIBE_SETTLE.
+    let settle = Instant::now() + DESCRIBE_SETTLE.min(timeout);
+    let found = loop {
+        // The metadata is dropped before any wait.
+        let (error, found) = {
+            let metadata = admin.inner().fetch_metadata(Some(name), timeout)?;
+            let topic = metadata.topics().iter().find(|t| t.name() == name);
+            (
+                topic.and_then(|t| t.error()).map(RDKafkaErrorCode::from),
+                topic.map_or(0, |t| t.partitions().len()),
+            )
+        };
+        // A topic this principal may not describe has no partitions in the metadata: say so, not
+        // "0 partitions".
+        match error {
+            None => break found,
+            Some(
+                RDKafkaErrorCode::LeaderNotAvailable | RDKafkaErrorCode::NotLeaderForPartition,
+            ) if Instant::now() < settle => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Some(code) => return Err(KafkaError::MetadataFetch(code).into()),
+        }
+    };
     if found != partitions as usize {
         return Err(misconfigured(format!(
             "it has {found} partitions, must have exactly {partitions} (one total order of \
