@@ -13,7 +13,7 @@
 //!    where a delivery failed with an unknown outcome (a timeout: the record may be in the log)
 //!    gets its end offset from the broker once nothing is outstanding.
 //! 4. **Marker**: the pure [`MarkerTracker`] turns the ledgers into `marker/<topic>/<producer>` =
-//!    `{E, ends}`, written and acknowledged; then `assignment/<topic>/<E>` (history). The lease is
+//!    `{E, ends}`, written and acknowledged, after `assignment/<topic>/<E>` (history). The lease is
 //!    not rewritten for it.
 //!
 //! # Sequence per adopted epoch `E` of a topic, barrier mode
@@ -26,9 +26,11 @@
 //! 3. **Barriers**: one record per partition of the topic (null key, null value, headers
 //!    `dkg-barrier: E` and `dkg-producer: <id>`), through the same idempotent producer, so each
 //!    lands after all of this producer's older-epoch records of that partition.
-//! 4. When every barrier is acknowledged: the lease is rewritten with the barrier offsets
-//!    ([`Lease::barrier`](crate::kafka::handoff::Lease::barrier)) and `assignment/<topic>/<E>` is written (history: consumers need the
-//!    previous epochs' assignments to know where a key used to live).
+//! 4. When every barrier is acknowledged: `assignment/<topic>/<E>` is written (history: consumers
+//!    need the previous epochs' assignments to know where a key used to live), then the lease is
+//!    rewritten with the barrier offsets ([`Lease::barrier`](crate::kafka::handoff::Lease::barrier)).
+//!    History goes first in both modes so that a failed write fails the whole step, which the next
+//!    loop retries.
 //!
 //! If epochs arrive faster than barriers complete, intermediate epochs are skipped: a barrier of
 //! `G` passes every epoch below `G` too.
@@ -285,7 +287,6 @@ impl Ordering {
             gate: Arc::clone(&gate),
             ledgers: ledgers.clone(),
             trackers: HashMap::new(),
-            history_due: HashMap::new(),
         };
         for topic in topics {
             // Nothing was routed yet: the epoch in effect now is the oldest this producer uses.
@@ -397,9 +398,6 @@ struct Task<C: ClientContext + 'static> {
     /// Marker mode: the send path's ledgers, and per topic the tracker that decides markers.
     ledgers: Option<Arc<Ledgers>>,
     trackers: HashMap<String, MarkerTracker>,
-    /// History records whose write failed after their marker (barrier set) was in: per topic, the
-    /// epoch, retried on every loop.
-    history_due: HashMap<String, u64>,
 }
 
 impl<C: ClientContext + 'static> Task<C> {
@@ -449,7 +447,6 @@ impl<C: ClientContext + 'static> Task<C> {
             self.register_new_topics().await;
             // A failure is logged there and retried on the next scan.
             let _ = self.barriers_due().await;
-            self.history_retries().await;
         }
     }
 
@@ -554,56 +551,24 @@ impl<C: ClientContext + 'static> Task<C> {
         let Some(marker) = tracker.due(epoch, count) else {
             return Ok(());
         };
+        // History first: a failure then fails the whole step, which the next loop retries (the
+        // consumers take history records whenever they come, like the control topic's).
+        self.history(topic, epoch).await?;
         self.writer.put_marker(&marker).await?;
         if let Some(t) = self.trackers.get_mut(topic) {
             t.written(&marker);
         }
         topic_ledgers.covered(epoch);
         self.schedule.lock().await.marker_written(topic, epoch);
-        self.history(topic, epoch).await?;
         debug!(producer = %self.id, topic, epoch, ends = ?marker.ends, "marker written");
         Ok(())
     }
 
-    /// Write `assignment/<topic>/<epoch>` if `epoch` is still `topic`'s assignment; on failure keep
-    /// it due (the marker or barrier set before it is in, so nothing else would retry it).
-    async fn history(&mut self, topic: &str, epoch: u64) -> Result<()> {
-        let current = self.router.assignment(topic).filter(|a| a.epoch() == epoch);
-        let Some(a) = current else {
-            // Superseded: the newer epoch's history is what consumers need now.
-            self.history_done(topic, epoch);
-            return Ok(());
-        };
-        match self.writer.put_history(&a).await {
-            Ok(()) => {
-                self.history_done(topic, epoch);
-                Ok(())
-            }
-            Err(e) => {
-                self.history_due.insert(topic.to_owned(), epoch);
-                Err(e)
-            }
-        }
-    }
-
-    fn history_done(&mut self, topic: &str, epoch: u64) {
-        if self.history_due.get(topic) == Some(&epoch) {
-            self.history_due.remove(topic);
-        }
-    }
-
-    /// Retry the history records still due.
-    async fn history_retries(&mut self) {
-        let due: Vec<(String, u64)> = self
-            .history_due
-            .iter()
-            .map(|(t, e)| (t.clone(), *e))
-            .collect();
-        for (topic, epoch) in due {
-            if let Err(e) = self.history(&topic, epoch).await {
-                warn!(producer = %self.id, topic = %topic, epoch, error = %e,
-                    "writing the assignment history failed (retrying)");
-            }
+    /// Write `assignment/<topic>/<epoch>` if `epoch` is still `topic`'s assignment.
+    async fn history(&self, topic: &str, epoch: u64) -> Result<()> {
+        match self.router.assignment(topic).filter(|a| a.epoch() == epoch) {
+            Some(a) => self.writer.put_history(&a).await,
+            None => Ok(()),
         }
     }
 
@@ -673,13 +638,14 @@ impl<C: ClientContext + 'static> Task<C> {
                 }
             }
         }
+        // History first, as for markers.
+        self.history(topic, epoch).await?;
         let mut schedule = self.schedule.lock().await;
         let Some(lease) = schedule.barrier_written(topic, epoch, offsets, now_ms()) else {
             return Ok(());
         };
         self.writer.put_lease(&lease).await?;
         drop(schedule);
-        self.history(topic, epoch).await?;
         debug!(producer = %self.id, topic, epoch, partitions = count, "barriers written");
         Ok(())
     }

@@ -23,8 +23,8 @@
 //! older epoch to be enqueued (an atomic in-flight gate, no lock on the send path), then writes a
 //! **barrier** record to every partition (null key, headers `dkg-barrier: E`,
 //! `dkg-producer: <id>`). With idempotence each barrier lands after all of the producer's
-//! older-epoch records of that partition. Then it records the barrier offsets in its lease and
-//! writes `assignment/<topic>/<E>` (history). A producer in **marker mode** (lease under
+//! older-epoch records of that partition. Then it writes `assignment/<topic>/<E>` (history) and
+//! records the barrier offsets in its lease. A producer in **marker mode** (lease under
 //! `lease2/`, `docs/spec.md` 9.2.1) writes no barrier: once every record it routed under an epoch
 //! below `E` is acknowledged it writes a `Marker` (`marker/<topic>/<producer>`) with, per
 //! partition, 1 + the largest such offset ([`crate::marker`] tracks them).
