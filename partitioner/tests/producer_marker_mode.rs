@@ -11,8 +11,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::producer::{client_config, metric_value, wait_for_epoch, wait_until};
 use common::scenario::{KEYS, PARTITIONS, Setup};
-use dkg_partitioner::kafka::OrderingMode;
+use dkg_partitioner::kafka::{DkgProducer, OrderingMode};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
@@ -112,6 +113,9 @@ fn header_list<H: Headers>(headers: Option<&H>) -> Vec<(String, Vec<u8>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_marker() {
     let setup = Setup::new("marker-refused").await;
+    // A consumer group that settled epoch 1 and never settles 2: the stamp window of 2 stays
+    // open (its bound, 60 s, is beyond this test), so the moved key is stamped throughout.
+    setup.announce_group("stuck", 1).await;
     // One record fills the queue; a long linger keeps it there.
     let producer = setup
         .producer_with(
@@ -263,4 +267,161 @@ async fn leases_are_renewed_while_a_marker_waits_for_acknowledgements() {
     let ends = marker_of(&setup, &id, 2).await;
     assert_eq!(ends[delivery.partition as usize], delivery.offset + 1);
     producer.close().await.unwrap();
+}
+
+/// A record as a plain consumer reads it: `(key, headers)`.
+type Read = (String, Vec<(String, Vec<u8>)>);
+
+/// Records of `key` carrying `dkg-epoch`, and not, among what a plain consumer reads.
+fn stamped_and_not(records: &[Read], key: &str) -> (usize, usize) {
+    let of_key = records.iter().filter(|(k, _)| k == key);
+    let stamped = of_key
+        .clone()
+        .filter(|(_, h)| h.iter().any(|(name, _)| name == "dkg-epoch"))
+        .count();
+    (stamped, of_key.count() - stamped)
+}
+
+/// Every record of the data topic: `(key, headers)`.
+fn read_keys_and_headers(setup: &Setup, expected: usize) -> Vec<Read> {
+    let consumer: BaseConsumer = {
+        let mut c = client_config(&setup.bootstrap);
+        c.set("group.id", format!("{}-plain", setup.group))
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false");
+        c.create().unwrap()
+    };
+    consumer.subscribe(&[&setup.topic]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut out = Vec::new();
+    while out.len() < expected {
+        assert!(
+            Instant::now() < deadline,
+            "read {} of {expected}",
+            out.len()
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            let m = m.unwrap();
+            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+            out.push((key, header_list(m.headers())));
+        }
+    }
+    out
+}
+
+/// Stamp windows (`docs/spec.md` 9.2.2) on the broker: after an epoch switch an ordering producer
+/// stamps the keys it moved only until every consumer group that follows the topic has settled
+/// the switch (read from the groups' progress on the handoff topic), or for its window bound;
+/// then its records carry no header at all. Before this rule a moved key stayed stamped for as
+/// long as its epoch was current (the header tax, `BENCHMARKS.md`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
+    let setup = Setup::new("stamp-window").await;
+    // A group that kept up with epoch 1.
+    setup.announce_group("live", 1).await;
+    let registry = prometheus::Registry::new();
+    let mut config = client_config(&setup.bootstrap);
+    config.set("linger.ms", "5");
+    let producer = DkgProducer::builder(config)
+        .control_topic(&setup.control)
+        .handoff_topic(&setup.handoff)
+        .topics([setup.topic.as_str()])
+        .ordering(true)
+        .lease_duration(Duration::from_secs(5))
+        .stamp_window(Duration::from_secs(4))
+        .metrics(&registry)
+        .build()
+        .await
+        .unwrap();
+    let topic = setup.topic.clone();
+    // 0 until the first window of that reason closed (the series appears then).
+    let closed = |reason: &str| {
+        let has = registry.gather().iter().any(|f| {
+            f.name() == "dkg_producer_stamp_windows_closed_total"
+                && f.get_metric()
+                    .iter()
+                    .any(|m| m.get_label().iter().any(|l| l.value() == reason))
+        });
+        if has {
+            metric_value(
+                &registry,
+                "dkg_producer_stamp_windows_closed_total",
+                &[("topic", &topic), ("reason", reason)],
+            )
+        } else {
+            0.0
+        }
+    };
+    // The window of epoch 1 (in effect at build, every key counts as moved inside it) closes:
+    // "live" settled 1.
+    wait_until(
+        "the window of epoch 1 closed",
+        Duration::from_secs(30),
+        || closed("settled") >= 1.0,
+    )
+    .await;
+    let k = common::scenario::key(1);
+    assert!(!producer.router().route(&topic, k.as_bytes()).moved);
+    // A group left behind long ago (settled 0: it did not keep up with epoch 1, so it is not
+    // followed for the window of 2).
+    setup.announce_group("gone", 0).await;
+
+    setup.publish(2).await;
+    wait_for_epoch(producer.router(), &topic, 2).await;
+    let moved = (0..KEYS)
+        .map(common::scenario::key)
+        .find(|k| producer.router().route(&topic, k.as_bytes()).moved)
+        .expect("epoch 2 moves some key");
+    let send = |n: usize| {
+        for _ in 0..n {
+            let record = FutureRecord::to(&topic).key(&moved).payload("v");
+            drop(producer.send_result(record).map_err(|(e, _)| e).unwrap());
+        }
+    };
+    // Inside the window: stamped. The marker of 2 is written, but "live" has not settled 2.
+    send(50);
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let id = producer.producer_id().unwrap().as_str().to_owned();
+    marker_of(&setup, &id, 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        producer.router().route(&topic, moved.as_bytes()).moved,
+        "the window stays open while a followed group has not settled the switch"
+    );
+    // "live" settles 2: the window closes, the key's next records carry nothing.
+    setup.announce_group("live", 2).await;
+    wait_until(
+        "the window of epoch 2 closed",
+        Duration::from_secs(30),
+        || !producer.router().route(&topic, moved.as_bytes()).moved,
+    )
+    .await;
+    assert_eq!(closed("settled"), 2.0);
+    send(30);
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    // Epoch 3, and "live" never settles it: the window closes at its bound (4 s).
+    setup.publish(3).await;
+    wait_for_epoch(producer.router(), &topic, 3).await;
+    wait_until(
+        "the window of epoch 3 timed out",
+        Duration::from_secs(30),
+        || closed("timed_out") >= 1.0,
+    )
+    .await;
+    assert_eq!(closed("timed_out"), 1.0);
+    producer.close().await.unwrap();
+
+    let records = read_keys_and_headers(&setup, 80);
+    assert_eq!(records.len(), 80);
+    let (stamped, bare) = stamped_and_not(&records, &moved);
+    assert_eq!((stamped, bare), (50, 30), "50 inside the window, 30 after");
+    assert!(
+        records
+            .iter()
+            .filter(|(k, _)| *k == moved)
+            .skip(50)
+            .all(|(_, h)| h.is_empty()),
+        "after the window: no header at all"
+    );
 }

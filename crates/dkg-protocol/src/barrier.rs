@@ -141,6 +141,13 @@ impl BarrierSchedule {
         }
     }
 
+    /// The highest epoch of `topic` this producer announced (its first epoch at registration,
+    /// then its latest barrier set or marker); `None` for a topic without lease.
+    #[must_use]
+    pub fn announced(&self, topic: &str) -> Option<u64> {
+        self.topics.get(topic).map(|l| l.barrier_epoch)
+    }
+
     /// Every lease, renewed at `now_ms` (to write every third of the lease duration).
     pub fn renew(&mut self, now_ms: u64) -> Vec<Lease> {
         let expires = self.expiry(now_ms);

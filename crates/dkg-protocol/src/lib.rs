@@ -12,7 +12,9 @@
 //! - [`consumer`]: the specification of ordering-safe migration and the consumer's state machine
 //!   (core, hold, history, progress, lanes), with its deterministic simulation in the tests;
 //! - [`barrier`]: the producer side's lease and barrier schedule;
-//! - [`marker`]: the producer side of marker mode (acknowledged offsets, when a marker is due).
+//! - [`marker`]: the producer side of marker mode (acknowledged offsets, when a marker is due);
+//! - [`window`]: the producer side's stamp windows (how long moved keys' records carry their
+//!   epoch: until the consumer groups settled the switch).
 //!
 //! # The wall
 //!
@@ -31,3 +33,4 @@ pub mod consumer;
 pub mod handoff;
 pub mod headers;
 pub mod marker;
+pub mod window;

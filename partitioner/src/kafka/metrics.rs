@@ -12,6 +12,7 @@
 //! | `dkg_producer_assignment_age_seconds` | gauge | `topic` | now minus the assignment's `created_at_ms` (the publisher's clock), computed at scrape; absent without an assignment |
 //! | `dkg_producer_assignments_rejected_total` | counter | `reason` | control-topic records rejected, by [`RejectReason`] |
 //! | `dkg_producer_partition_count_changes_total` | counter | `topic` | changes of the topic's partition count seen after the first: each moves keys (to Kafka's placement over the new count) with no barrier and no `dkg-epoch` stamp, outside the ordering guarantee |
+//! | `dkg_producer_stamp_windows_closed_total` | counter | `topic`, `reason` | ordering producers: stamp windows closed (`docs/spec.md` 9.2.2), `reason` = `settled` (every followed consumer group settled the switch) or `timed_out` (open for the bound) |
 //!
 //! Records the wrapper leaves alone (keyless, or with an explicit partition) are not counted.
 //! Records routed before the topic's partition count is known go to librdkafka's partitioner: they
@@ -63,6 +64,7 @@ pub(crate) struct ProducerMetrics {
     rejected_vec: IntCounterVec,
     rejected: Vec<IntCounter>,
     count_changes: IntCounterVec,
+    windows_closed: IntCounterVec,
     epoch: IntGaugeVec,
     in_effect: IntGaugeVec,
     age: GaugeVec,
@@ -99,6 +101,14 @@ impl ProducerMetrics {
             ),
             &["topic"],
         )?;
+        let windows_closed = IntCounterVec::new(
+            Opts::new(
+                "dkg_producer_stamp_windows_closed_total",
+                "Stamp windows closed by an ordering producer, by reason (settled: every followed \
+                 consumer group settled the switch; timed_out: open for the bound).",
+            ),
+            &["topic", "reason"],
+        )?;
         // One series per reason from the start, so dashboards see zeros rather than gaps.
         let rejected = RejectReason::ALL
             .iter()
@@ -132,6 +142,7 @@ impl ProducerMetrics {
             rejected_vec,
             rejected,
             count_changes,
+            windows_closed,
             epoch,
             in_effect,
             age,
@@ -157,6 +168,13 @@ impl ProducerMetrics {
     /// The partition-count change counter of `topic` (its series exists once the count is known).
     pub(crate) fn count_changes(&self, topic: &str) -> IntCounter {
         self.count_changes.with_label_values(&[topic])
+    }
+
+    /// Count stamp windows of `topic` closed for `reason` (`settled` or `timed_out`).
+    pub(crate) fn windows_closed(&self, topic: &str, reason: &str) {
+        self.windows_closed
+            .with_label_values(&[topic, reason])
+            .inc();
     }
 
     /// The rejection counter of `reason`.
@@ -194,6 +212,7 @@ impl Collector for ProducerCollector {
         d.extend(m.partition_records.desc());
         d.extend(m.rejected_vec.desc());
         d.extend(m.count_changes.desc());
+        d.extend(m.windows_closed.desc());
         d.extend(m.epoch.desc());
         d.extend(m.in_effect.desc());
         d.extend(m.age.desc());
@@ -229,6 +248,7 @@ impl Collector for ProducerCollector {
         out.extend(m.partition_records.collect());
         out.extend(m.rejected_vec.collect());
         out.extend(m.count_changes.collect());
+        out.extend(m.windows_closed.collect());
         out.extend(m.epoch.collect());
         out.extend(m.in_effect.collect());
         out.extend(m.age.collect());

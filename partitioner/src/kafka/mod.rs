@@ -46,8 +46,11 @@
 //!   retries.
 //! - **Epoch header.** An ordering producer ([`EpochHeader::Auto`] resolves to
 //!   [`EpochHeader::Moved`]) stamps `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) on records of keys
-//!   whose partition changed in its latest epoch transition while that epoch is current: the
-//!   records the consumer-side rebalancer may have to hold back. Other producers stamp nothing by
+//!   whose partition changed in an epoch switch, only inside the switch's **stamp window**: until
+//!   every consumer group following the topic has settled the switch (their progress on the
+//!   handoff topic says so), at most [`ProducerConfig::stamp_window`] (`docs/spec.md` 9.2.2).
+//!   Those are the records the consumer-side rebalancer may have to hold back; after the window
+//!   records carry no header. Other producers stamp nothing by
 //!   default (a consumer cannot use their epochs, and headers cost librdkafka per-record
 //!   allocations). [`EpochHeader::All`] stamps every record an assignment placed,
 //!   [`EpochHeader::Off`] none.
@@ -108,7 +111,8 @@ pub use handoff::{
     ProducerId, Progress, ensure_handoff_topic,
 };
 pub use producer::{
-    DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode, ProducerConfig, producer_config,
+    DEFAULT_STAMP_WINDOW, DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode,
+    ProducerConfig, producer_config,
 };
 pub use redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 pub use router::{

@@ -40,6 +40,16 @@
 //! does not cover the keys it moves (counted in `dkg_producer_partition_count_changes_total`).
 //! Making it one needs an epoch for the fallback placement, which the protocol does not have.
 //!
+//! # Stamp windows (`docs/spec.md` 9.2.2)
+//!
+//! The router stamps the keys an epoch switch moved only while the switch's window is open
+//! ([`DkgRouter::track_windows`](crate::kafka::DkgRouter)); a task of its own (`follow_windows`)
+//! reads the consumer groups' progress from the handoff topic and closes windows by the pure rule
+//! of [`dkg_protocol::window`]: in epoch order, once this producer announced the epoch and every
+//! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::kafka::ProducerConfig::stamp_window).
+//! It never closes one before its first complete read of the handoff topic. If reading fails, the
+//! windows stay open (moved keys stay stamped: the safe side) and the read is retried.
+//!
 //! # The gate
 //!
 //! Two counters and a generation number, RCU style. A send enters by incrementing the counter of
@@ -76,13 +86,17 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kafka::handoff::{self, HandoffWriter, LeaseMode, ProducerId, now_ms};
+use crate::kafka::handoff::{
+    self, HandoffEntry, HandoffKey, HandoffReader, HandoffRecord, HandoffWriter, LeaseMode,
+    ProducerId, now_ms,
+};
 use crate::kafka::producer::{Backend, OrderingMode, enqueue};
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
 use dkg_protocol::barrier::BarrierSchedule;
 use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
 use dkg_protocol::marker::{EpochLedger, MarkerTracker};
+use dkg_protocol::window::{GroupProgress, GroupSettled, StampWindows};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -238,6 +252,8 @@ pub(crate) struct Ordering {
     close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
     task: JoinHandle<()>,
     renewal: JoinHandle<()>,
+    /// Follows the consumer groups' progress and closes stamp windows.
+    windows: JoinHandle<()>,
 }
 
 impl fmt::Debug for Ordering {
@@ -253,18 +269,22 @@ impl Drop for Ordering {
         // Dropped without close: stop renewing, the lease expires.
         self.task.abort();
         self.renewal.abort();
+        self.windows.abort();
     }
 }
 
 impl Ordering {
     /// Register the leases of the declared `topics` (awaited), then start the task.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn start<C: ClientContext + 'static>(
         producer: Backend<C>,
         router: DkgRouter,
         writer: HandoffWriter,
+        reader: HandoffReader,
         topics: &[String],
         lease: Duration,
         mode: OrderingMode,
+        stamp_window: Duration,
     ) -> Result<Self> {
         let id = handoff::new_producer_id();
         let gate = Arc::new(Gate::default());
@@ -279,7 +299,7 @@ impl Ordering {
         ));
         let mut task = Task {
             producer,
-            router,
+            router: router.clone(),
             writer: writer.clone(),
             id: id.clone(),
             schedule: Arc::clone(&schedule),
@@ -297,8 +317,22 @@ impl Ordering {
             mode = ?mode, "ordering producer registered");
         // Renewal runs on its own: the task may wait long for acknowledgements (an outage), and
         // a lease must not expire meanwhile.
-        let renewal = tokio::spawn(renew_leases(schedule, writer, id.clone(), lease));
+        let renewal = tokio::spawn(renew_leases(
+            Arc::clone(&schedule),
+            writer,
+            id.clone(),
+            lease,
+        ));
         task.renewal = Some(renewal.abort_handle());
+        // Moved keys' records carry their epoch only until the consumer groups settled the
+        // switch: the router keeps windows open, this task closes them.
+        router.track_windows();
+        let windows = tokio::spawn(follow_windows(
+            router.clone(),
+            schedule,
+            reader,
+            StampWindows::new(stamp_window),
+        ));
         let (close_tx, close_rx) = oneshot::channel();
         let handle = tokio::spawn(task.run(close_rx));
         Ok(Self {
@@ -309,6 +343,7 @@ impl Ordering {
             close: Mutex::new(Some(close_tx)),
             task: handle,
             renewal,
+            windows,
         })
     }
 
@@ -672,6 +707,72 @@ impl<C: ClientContext + 'static> Task<C> {
 
 /// Renew every lease of `schedule` every third of `lease` until aborted (by a clean close, or
 /// when the producer is dropped).
+/// How often open stamp windows are checked against the groups' progress.
+const WINDOW_CHECK: Duration = Duration::from_millis(100);
+
+/// Read the consumer groups' progress from the handoff topic and close the stamp windows whose
+/// switch they settled (`dkg_protocol::window`). Nothing closes before the first complete read:
+/// a partial view of the groups could close a window a group still needs. Runs until aborted.
+async fn follow_windows(
+    router: DkgRouter,
+    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    mut reader: HandoffReader,
+    mut windows: StampWindows,
+) {
+    let mut progress = GroupProgress::new();
+    let feed = |progress: &mut GroupProgress, r: HandoffRecord| match r.entry {
+        Ok(HandoffEntry::Progress(p)) => progress.on_progress(&p),
+        Ok(HandoffEntry::Removed(HandoffKey::Progress {
+            group,
+            topic,
+            partition,
+        })) => progress.on_removed(&group, &topic, partition),
+        _ => {}
+    };
+    loop {
+        match reader
+            .catch_up(Duration::from_secs(30), |r| feed(&mut progress, r))
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => {
+                warn!(error = %e, "reading the consumer groups' progress failed (retrying): \
+                    moved keys stay stamped meanwhile");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    let mut check = tokio::time::interval(WINDOW_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            r = reader.next_record() => feed(&mut progress, r),
+            _ = check.tick() => {
+                for topic in router.topics_in_use() {
+                    let open = router.open_windows(&topic);
+                    if open.is_empty() {
+                        continue;
+                    }
+                    // Held across lease writes (possibly through an outage): try again later.
+                    let Ok(announced) = schedule.try_lock().map(|s| s.announced(&topic)) else {
+                        continue;
+                    };
+                    let count = router.partition_count(&topic).unwrap_or(0);
+                    let groups: Vec<GroupSettled> = progress.settled(&topic, count).collect();
+                    let now = handoff::mono_now();
+                    if let Some((upto, reason)) =
+                        windows.due(&topic, &open, announced.unwrap_or(0), &groups, now)
+                    {
+                        router.close_windows(&topic, upto, reason.label());
+                        debug!(topic = %topic, epoch = upto, reason = reason.label(),
+                            groups = groups.len(), "stamp window closed");
+                    }
+                }
+            }
+        }
+    }
+}
+
 async fn renew_leases(
     schedule: Arc<AsyncMutex<BarrierSchedule>>,
     writer: HandoffWriter,

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::kafka::control;
 use crate::kafka::delivery::{DeliveryContext, DeliveryFuture, Pending};
 use crate::kafka::handoff::{
-    self, DEFAULT_HANDOFF_TOPIC, HandoffWriter, PRODUCER_HEADER, ProducerId,
+    self, DEFAULT_HANDOFF_TOPIC, HandoffReader, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
 use crate::kafka::ordering::Ordering;
 use crate::kafka::router::{
@@ -49,9 +49,11 @@ pub enum EpochHeader {
     /// 8), and headers cost librdkafka allocations per record (`BENCHMARKS.md`).
     #[default]
     Auto,
-    /// Records of keys whose partition changed in the producer's latest epoch transition, for as
-    /// long as that epoch is current: exactly the records the consumer-side rebalancer may have to
-    /// hold back. Unstamped records pass consumers at once.
+    /// Records of keys whose partition changed in an epoch switch. An ordering producer stamps
+    /// them only inside the switch's stamp window (until the consumer groups settled it, at most
+    /// [`ProducerConfig::stamp_window`]): exactly the records the consumer-side rebalancer may
+    /// have to hold back. Other producers stamp the keys their latest transition moved for as
+    /// long as its epoch is current.
     Moved,
     /// Every record an assignment placed (to check placement per epoch downstream), except a
     /// split key's.
@@ -560,7 +562,18 @@ pub struct ProducerConfig {
     /// refresh): renewals stall while the handoff partition has no leader, and an expired lease
     /// lets consumers stop waiting for this producer's markers, which can reorder its moved keys.
     pub lease_duration: Duration,
+    /// Ordering producers: the longest a **stamp window** stays open (`docs/spec.md` 9.2.2). After
+    /// adopting an epoch, the producer stamps the records of the keys it moved (the
+    /// [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) and the producer header) until every consumer
+    /// group following the topic has settled the switch, as their progress on the handoff topic
+    /// says, or for this long. A group that needs longer to settle a switch keeps the ordering
+    /// guarantee only if it settles each switch before the producers adopt the next epoch.
+    /// Default [`DEFAULT_STAMP_WINDOW`](crate::kafka::DEFAULT_STAMP_WINDOW) (60 s).
+    pub stamp_window: Duration,
 }
+
+/// Default of [`ProducerConfig::stamp_window`].
+pub const DEFAULT_STAMP_WINDOW: Duration = Duration::from_secs(60);
 
 impl Default for ProducerConfig {
     fn default() -> Self {
@@ -570,6 +583,7 @@ impl Default for ProducerConfig {
             ordering_mode: OrderingMode::Markers,
             handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
             lease_duration: handoff::DEFAULT_LEASE,
+            stamp_window: DEFAULT_STAMP_WINDOW,
         }
     }
 }
@@ -637,6 +651,13 @@ impl DkgProducerBuilder {
         self
     }
 
+    /// [`ProducerConfig::stamp_window`].
+    #[must_use]
+    pub fn stamp_window(mut self, window: Duration) -> Self {
+        self.producer.stamp_window = window;
+        self
+    }
+
     /// Create the producer, read the control topic to its end (bounded by the startup timeout) and
     /// start following it.
     pub async fn build(self) -> Result<DkgProducer> {
@@ -676,15 +697,18 @@ impl DkgProducerBuilder {
             );
             topic::ensure(&control::connection_config(&client), &spec, startup_timeout).await?;
             let writer = HandoffWriter::new(&client, &settings.handoff_topic)?;
+            let reader = HandoffReader::new(&client, &settings.handoff_topic)?;
             let lease = settings.lease_duration.max(Duration::from_millis(30));
             Some(Arc::new(
                 Ordering::start(
                     Arc::clone(&producer),
                     router.clone(),
                     writer,
+                    reader,
                     &topics,
                     lease,
                     settings.ordering_mode,
+                    settings.stamp_window,
                 )
                 .await?,
             ))

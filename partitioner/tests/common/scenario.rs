@@ -728,6 +728,33 @@ impl Setup {
             .expect("build an ordering DkgProducer")
     }
 
+    /// Announce on the handoff topic, as a consumer group `group` would, that it has drained
+    /// `drained` on every partition (what ordering producers read to close stamp windows).
+    pub async fn announce_group(&self, group: &str, drained: u64) {
+        let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+            client_config(&self.bootstrap).create().unwrap();
+        dkg_partitioner::kafka::handoff::ensure_handoff_topic(&admin, &self.handoff, 1)
+            .await
+            .unwrap();
+        let writer = dkg_partitioner::kafka::handoff::HandoffWriter::new(
+            &client_config(&self.bootstrap),
+            &self.handoff,
+        )
+        .unwrap();
+        for partition in 0..PARTITIONS {
+            let progress = dkg_partitioner::kafka::handoff::Progress {
+                group: group.to_owned(),
+                topic: self.topic.clone(),
+                partition,
+                drained,
+                passed: Default::default(),
+                committed_offset: 0,
+                updated_at_ms: 0,
+            };
+            writer.put_progress(&progress).await.unwrap();
+        }
+    }
+
     /// What a plain consumer (librdkafka and nothing of ours, as `kcat`) reads from the data topic.
     pub async fn read_plain(&self, expected: usize) -> PlainView {
         let view = Arc::new(Mutex::new(PlainView::default()));

@@ -51,9 +51,12 @@
 //!   everywhere; an epoch whose assignment is unknown counts as "anywhere"). It is **released**
 //!   when every such `P` has drained `E`, and after every earlier held record of `K` with an epoch
 //!   at most `E` (those may be its own producer's; one with a higher epoch cannot be, a producer's
-//!   epochs never decrease). An unstamped record passes at once unless `K` has held records; then
-//!   it queues behind all of them (it may be its producer's next record of a moved key), counted
-//!   as a record of their highest epoch. Keyless records pass at once; barrier records never reach
+//!   epochs never decrease). An unstamped record on `Q`, fetched when `Q` has drained `D`, passes
+//!   at once unless `K` has held records of epochs at most `D`; then it queues behind them (it may
+//!   be its producer's next record of a moved key: a producer stops stamping a key only once the
+//!   group settled the epoch it last stamped it in, so those records are of epochs at most `D`),
+//!   counted as a record of `D` (its epoch is at least `D`). `K`'s held records of higher epochs
+//!   are other producers', ahead of its own: it does not wait for them. Keyless records pass at once; barrier records never reach
 //!   the application (a barrier record: null key, null value, well-formed `dkg-barrier` and
 //!   `dkg-producer`; see "Untrusted input" for the rest).
 //!
@@ -78,13 +81,15 @@
 //!
 //! Which records carry their epoch matters. With
 //! `EpochHeader::All` every record does and the guarantees below
-//! hold unconditionally. With the default `EpochHeader::Moved`
-//! a producer stamps only the keys its latest transition moved, and an unstamped record's epoch
-//! is unknown to the consumer; the guarantees then hold as long as each switch drains before the
-//! producers adopt the following epoch (the consumer group is less than one epoch interval behind;
-//! with the sampler's default of at most one epoch per 30 s that is a lag under 30 s). A group
-//! that lags more may see a producer's unstamped records of a recently moved key before its older
-//! ones.
+//! hold unconditionally. With the default `EpochHeader::Moved` an ordering producer stamps the
+//! keys an epoch switch moved only inside the switch's **stamp window** ([`crate::window`],
+//! `docs/spec.md` 9.2.2): until every group following the topic has settled the switch (read
+//! from the groups' progress records), at most a bound (60 s by default). The guarantees then hold
+//! for every group that announced progress before a switch and settles it within the bound,
+//! whatever the succession of epochs (the simulation adopts epochs without waiting for drains);
+//! a group slower than the bound keeps them only if each switch drains before the producers adopt
+//! the following epoch, and may otherwise see a producer's unstamped records of a recently moved
+//! key before its older ones.
 //!
 //! - **Order.** For every key and every ordering producer that stays alive (or closes cleanly),
 //!   the application sees the producer's records of the key in send order, across any number of

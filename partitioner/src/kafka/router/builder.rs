@@ -254,6 +254,7 @@ impl DkgRouterBuilder {
             metadata_requests: tx,
             keyless: AtomicU32::new(0),
             track_moves: c.track_moved_keys,
+            track_windows: AtomicBool::new(false),
             adoptions: watch::Sender::new(0),
         });
         let reader = read_control_topic(&shared, &consumer_config, c, remaining()).await?;

@@ -33,6 +33,7 @@ use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CON
 use crate::kafka::metrics::{ProducerMetrics, RouteCounters, TopicStatus};
 use crate::kafka::topic::{self, duration_millis};
 use dkg_protocol::headers;
+use dkg_protocol::window::OpenWindow;
 
 pub use dkg_protocol::headers::EPOCH_HEADER;
 
@@ -47,7 +48,7 @@ pub use self::builder::{DkgRouterBuilder, RouterConfig};
 use self::followers::{
     follow_control_topic, follow_partition_counts, known_partitions, refresh_counts,
 };
-use self::state::{Shared, TopicMap};
+use self::state::{Shared, TopicMap, Transition};
 
 /// Which rule placed a keyed record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -276,6 +277,46 @@ impl DkgRouter {
         &self.shared.control_topic
     }
 
+    /// From now on, keys moved by an epoch switch count as moved until its stamp window is closed
+    /// ([`DkgRouter::close_windows`], `dkg_protocol::window`), across later switches, instead of
+    /// for as long as the epoch is current; a predecessor that is not known counts every key as
+    /// moved. Called by an ordering producer, whose task closes the windows.
+    pub(crate) fn track_windows(&self) {
+        self.shared.track_windows.store(true, Ordering::Release);
+        for state in self.shared.topics.load().values() {
+            state.transition.rcu(|t| {
+                t.as_deref().map(|t| {
+                    Arc::new(Transition {
+                        to_epoch: t.to_epoch,
+                        befores: t.befores.clone(),
+                        open: t.open.clone(),
+                        tracked: true,
+                    })
+                })
+            });
+        }
+    }
+
+    /// The open stamp windows of `topic`, oldest first.
+    pub(crate) fn open_windows(&self, topic: &str) -> Vec<OpenWindow> {
+        self.shared
+            .topics
+            .load()
+            .get(topic)
+            .and_then(|s| s.transition.load().as_deref().map(Transition::open))
+            .unwrap_or_default()
+    }
+
+    /// Close the stamp windows of `topic` up to epoch `upto`, counted under `reason`.
+    pub(crate) fn close_windows(&self, topic: &str, upto: u64, reason: &str) {
+        if let Some(state) = self.shared.topics.load().get(topic) {
+            state
+                .transition
+                .rcu(|t| t.as_deref().map(|t| Arc::new(t.closed_upto(upto))));
+            self.shared.metrics.windows_closed(topic, reason);
+        }
+    }
+
     /// A receiver that changes after every adoption or retraction of an assignment (any topic).
     #[must_use]
     pub fn adoptions(&self) -> watch::Receiver<u64> {
@@ -351,6 +392,7 @@ mod tests {
                 metadata_requests: tx,
                 keyless: AtomicU32::new(0),
                 track_moves: true,
+                track_windows: AtomicBool::new(false),
                 adoptions: watch::Sender::new(0),
             }),
             _tasks: Arc::new(TaskGuard(Vec::new())),
@@ -507,6 +549,65 @@ mod tests {
         assert!(!moved(b"k"), "bucket keys stayed on 0");
         adopt(assignment("t", 4, 4, vec![0; 4]), true);
         assert!(!moved(b"hot"), "whole in both");
+    }
+
+    #[test]
+    fn tracked_windows_keep_moved_keys_stamped_until_closed_in_order() {
+        let r = detached();
+        set_state(&r, "t", 4, None);
+        let shared = &r.shared;
+        let adopt = |epoch: u64, bucket: u32| {
+            let a = assignment("t", 4, epoch, vec![bucket; 4]);
+            shared.apply(&ControlUpdate::Adopted(a), true);
+        };
+        let moved = |key: &[u8]| r.route("t", key).moved;
+        let w = |epoch: u64, prev: u64| OpenWindow { epoch, prev };
+        shared.apply(
+            &ControlUpdate::Adopted(assignment("t", 4, 1, vec![1; 4])),
+            false,
+        );
+        assert!(
+            !moved(b"k"),
+            "untracked: an unknown predecessor moves nothing"
+        );
+        r.track_windows();
+        assert!(
+            moved(b"k") && moved(b"hot"),
+            "tracked: inside the window every key counts as moved"
+        );
+        assert_eq!(r.open_windows("t"), vec![w(1, 0)]);
+        r.close_windows("t", 1, "settled");
+        assert!(r.open_windows("t").is_empty());
+        assert!(
+            !moved(b"k") && !moved(b"hot"),
+            "no window open: nothing stamped"
+        );
+        // Epoch 2 moves the bucket keys 1 -> 2; epoch 3 moves nothing, but 2's window is open.
+        adopt(2, 2);
+        adopt(3, 2);
+        assert_eq!(r.open_windows("t"), vec![w(2, 1), w(3, 2)]);
+        assert!(moved(b"k"), "moved by 2, whose window is open");
+        assert!(!moved(b"hot"), "the heavy key stays on 3 throughout");
+        // Closing the older window leaves epoch 3's stamps as they were (a key stamped in an
+        // epoch stays stamped until that epoch's window closes); closing 3 clears them.
+        r.close_windows("t", 2, "settled");
+        assert_eq!(r.open_windows("t"), vec![w(3, 2)]);
+        assert!(moved(b"k"));
+        r.close_windows("t", 3, "settled");
+        assert!(!moved(b"k"));
+        // An epoch adopted after the windows closed compares with its predecessor only.
+        adopt(4, 2);
+        assert!(!moved(b"k"));
+        // More placements to compare than kept: every record counts as moved until they close.
+        for epoch in 5..=12 {
+            adopt(epoch, 2);
+        }
+        assert_eq!(r.open_windows("t").len(), 9);
+        assert!(moved(b"hot"));
+        r.close_windows("t", 12, "settled");
+        assert!(!moved(b"hot") && !moved(b"k"));
+        assert!(r.open_windows("t").is_empty());
+        assert!(r.open_windows("other").is_empty());
     }
 
     #[test]

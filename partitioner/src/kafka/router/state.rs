@@ -20,10 +20,12 @@ impl PartitionView {
     }
 }
 
-/// Where keys lived before the current assignment of a topic was adopted.
-#[derive(Debug)]
+/// Where keys lived before an assignment of a topic was adopted.
+#[derive(Clone, Debug)]
 pub(super) enum Before {
-    /// Not known (the assignment was the first one read at start-up): nothing counts as moved.
+    /// Not known (the assignment was the first one read at start-up): nothing counts as moved,
+    /// except inside a tracked stamp window, where every key does (the producer cannot tell which
+    /// keys the groups may still be moving).
     Unknown,
     /// Kafka's default placement (no assignment was in effect).
     Hash,
@@ -31,35 +33,126 @@ pub(super) enum Before {
     Assignment(Arc<Assignment>),
 }
 
-/// The latest epoch transition of a topic. Stored before the assignment it leads to, and used by
-/// a route only when `to_epoch` equals the epoch of the assignment it loaded, so a route racing an
-/// adoption never pairs an assignment with the wrong predecessor (it counts the key as moved).
-#[derive(Debug)]
-pub(super) struct Transition {
-    pub(super) to_epoch: u64,
-    pub(super) before: Before,
-}
-
-impl Transition {
-    pub(super) fn new(to_epoch: u64, before: Before) -> Self {
-        Self { to_epoch, before }
+impl Before {
+    /// The epoch of this placement (0: Kafka's default placement, or not known).
+    pub(super) fn epoch(&self) -> u64 {
+        match self {
+            Before::Assignment(a) => a.epoch(),
+            Before::Unknown | Before::Hash => 0,
+        }
     }
 
-    /// Whether `key`, placed on `partition` by the assignment of `epoch`, moved in this transition.
+    /// Whether `key`, now on `partition` of `count`, lived elsewhere under this placement.
     #[inline]
-    pub(super) fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
-        if self.to_epoch != epoch {
-            return true;
-        }
-        match &self.before {
+    fn moved(&self, key: &[u8], partition: u32, count: u32, tracked: bool) -> bool {
+        match self {
             // Split in the previous assignment (`docs/spec.md` 11.2): its records were spread over
             // several partitions, so a whole record of it now always counts as moved (the
             // consumer then holds it until every old part has drained).
             Before::Assignment(b) if b.partitions() == count && b.split_of(key).is_some() => true,
-            Before::Unknown => false,
+            Before::Unknown => tracked,
             Before::Hash => kafka_partition(key, count) != partition,
             Before::Assignment(b) if b.partitions() == count => b.partition_for(key) != partition,
             Before::Assignment(_) => kafka_partition(key, count) != partition,
+        }
+    }
+}
+
+/// Placements beyond this many compared per record make every record count as moved (bounded
+/// cost per record; windows close within the producer's window bound).
+const MAX_BEFORES: usize = 8;
+
+/// The epoch transitions of a topic whose stamp windows are open (`dkg_protocol::window`,
+/// `docs/spec.md` 9.2.2). Stored before the assignment they lead to, and used by a route only when
+/// `to_epoch` equals the epoch of the assignment it loaded, so a route racing an adoption never
+/// pairs an assignment with the wrong predecessors (it counts the key as moved).
+///
+/// A record of the current epoch counts as moved when its key's home differs from its home under
+/// any placement in `befores`: the predecessor of every window that was open when the epoch was
+/// adopted, and its own. The set is fixed for the epoch; only closing the current epoch's window
+/// clears it (closing older windows does not), so a producer stops stamping a key only once the
+/// groups settled the epoch it last stamped it in, which the consumers' rule for unstamped
+/// records relies on.
+///
+/// Without tracked windows (a producer outside the ordering protocol) only the latest transition
+/// is kept and never closed: keys it moved count as moved for as long as its epoch is current.
+#[derive(Debug)]
+pub(super) struct Transition {
+    pub(super) to_epoch: u64,
+    /// Empty once the current epoch's window closed (nothing counts as moved).
+    pub(super) befores: Vec<Before>,
+    /// The open windows, oldest first.
+    pub(super) open: Vec<OpenWindow>,
+    /// Windows are closed by an ordering producer's task.
+    pub(super) tracked: bool,
+}
+
+impl Transition {
+    pub(super) fn new(to_epoch: u64, before: Before) -> Self {
+        Self {
+            to_epoch,
+            open: vec![OpenWindow {
+                epoch: to_epoch,
+                // Not known (start-up): the epoch before, so that a group that had not settled
+                // it (left behind earlier) is not followed.
+                prev: match before {
+                    Before::Unknown => to_epoch.saturating_sub(1),
+                    _ => before.epoch(),
+                },
+            }],
+            befores: vec![before],
+            tracked: false,
+        }
+    }
+
+    /// The transition to `to_epoch` from `before`, with the windows of `prev` that are still
+    /// open carried over.
+    pub(super) fn tracked(to_epoch: u64, before: Before, prev: Option<&Transition>) -> Self {
+        let mut next = Self::new(to_epoch, before);
+        next.tracked = true;
+        if let Some(prev) = prev.filter(|p| !p.open.is_empty()) {
+            let mut befores = prev.befores.clone();
+            befores.append(&mut next.befores);
+            next.befores = befores;
+            let mut open = prev.open.clone();
+            open.append(&mut next.open);
+            next.open = open;
+        }
+        next
+    }
+
+    /// Whether `key`, placed on `partition` by the assignment of `epoch`, counts as moved.
+    #[inline]
+    pub(super) fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
+        if self.to_epoch != epoch || self.befores.len() > MAX_BEFORES {
+            return true;
+        }
+        self.befores
+            .iter()
+            .any(|b| b.moved(key, partition, count, self.tracked))
+    }
+
+    /// The open windows, oldest first, with the epoch of the placement before each.
+    pub(super) fn open(&self) -> Vec<OpenWindow> {
+        self.open.clone()
+    }
+
+    /// This transition with the windows of epochs up to `upto` closed.
+    pub(super) fn closed_upto(&self, upto: u64) -> Self {
+        Self {
+            to_epoch: self.to_epoch,
+            befores: if upto >= self.to_epoch {
+                Vec::new()
+            } else {
+                self.befores.clone()
+            },
+            open: self
+                .open
+                .iter()
+                .copied()
+                .filter(|w| w.epoch > upto)
+                .collect(),
+            tracked: self.tracked,
         }
     }
 }
@@ -220,6 +313,9 @@ pub(super) struct Shared {
     pub(super) keyless: AtomicU32,
     /// Compute [`Routing::moved`].
     pub(super) track_moves: bool,
+    /// Stamp windows are tracked and closed by an ordering producer's task
+    /// ([`DkgRouter::track_windows`]).
+    pub(super) track_windows: AtomicBool,
     /// Bumped after every adoption or retraction (for the ordering task of the producer).
     pub(super) adoptions: watch::Sender<u64>,
 }
@@ -275,9 +371,13 @@ impl Shared {
                     None if live => Before::Hash,
                     None => Before::Unknown,
                 };
-                state
-                    .transition
-                    .store(Some(Arc::new(Transition::new(a.epoch(), before))));
+                let next = if self.track_windows.load(Ordering::Acquire) {
+                    // The windows still open stay open: their moves are not settled yet.
+                    Transition::tracked(a.epoch(), before, state.transition.load().as_deref())
+                } else {
+                    Transition::new(a.epoch(), before)
+                };
+                state.transition.store(Some(Arc::new(next)));
                 state.assignment.store(Some(Arc::clone(a)));
                 self.adoptions.send_modify(|n| *n += 1);
                 if !live {
