@@ -55,7 +55,8 @@ type Groups = HashMap<String, BTreeMap<u32, (u64, u64)>>;
 pub struct GroupSettled {
     /// The lowest drained value now (a partition without a record counts as 0).
     pub now: u64,
-    /// The lowest of the partitions' highest values ever announced: how far the group once got.
+    /// The lowest of the highest values ever announced, over the partitions it announced: how
+    /// far the group once got.
     pub best: u64,
 }
 
@@ -100,10 +101,17 @@ impl GroupProgress {
             .into_iter()
             .flat_map(|groups| groups.values())
             .map(move |parts| {
-                let at = |p: u32| parts.get(&p).copied().unwrap_or((0, 0));
+                let now = |p: u32| parts.get(&p).map_or(0, |x| x.0);
                 GroupSettled {
-                    now: (0..partitions).map(|p| at(p).0).min().unwrap_or(0),
-                    best: (0..partitions).map(|p| at(p).1).min().unwrap_or(0),
+                    now: (0..partitions).map(now).min().unwrap_or(0),
+                    // Over the partitions it announced: a partition it has not announced yet
+                    // (just added, or never assigned) does not make a group that kept up look
+                    // left behind.
+                    best: parts
+                        .range(..partitions)
+                        .map(|(_, x)| x.1)
+                        .min()
+                        .unwrap_or(0),
                 }
             })
     }
@@ -169,6 +177,10 @@ impl StampWindows {
         groups: &[GroupSettled],
         now: Monotonic,
     ) -> Option<(u64, CloseReason)> {
+        // Windows gone without closing here (a retraction, a reset) are forgotten, so that a
+        // reused epoch number starts its own clock.
+        self.opened
+            .retain(|(t, e), _| t != topic || open.iter().any(|w| w.epoch == *e));
         for w in open {
             self.opened
                 .entry((topic.to_owned(), w.epoch))
@@ -251,6 +263,9 @@ mod tests {
         g.on_progress(&progress("b", 0, 2));
         let b: Vec<GroupSettled> = g.settled("t", 2).filter(|s| s.now == 2).collect();
         assert_eq!(b, vec![GroupSettled { now: 2, best: 4 }]);
+        // A partition added later (not announced yet): now 0, best over the announced ones.
+        let c: Vec<GroupSettled> = g.settled("t", 3).filter(|s| s.best == 3).collect();
+        assert_eq!(c, vec![GroupSettled { now: 0, best: 3 }]);
         g.on_removed("b", "t", 0);
         g.on_removed("b", "t", 1);
         assert_eq!(now(&g), vec![3]);
@@ -324,6 +339,11 @@ mod tests {
         );
         // Another topic's windows are its own.
         assert_eq!(s.due("u", &open, 3, &g(&[1]), t90), None);
+        // A window gone without closing (a retraction) is forgotten: the same epoch number
+        // opened again later starts its own clock.
+        assert_eq!(s.due("u", &[], 3, &g(&[1]), t90), None);
+        let t100 = Duration::from_secs(100);
+        assert_eq!(s.due("u", &open[..1], 3, &g(&[1]), t100), None);
     }
 
     #[test]

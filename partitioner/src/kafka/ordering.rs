@@ -43,7 +43,7 @@
 //! # Stamp windows (`docs/spec.md` 9.2.2)
 //!
 //! The router stamps the keys an epoch switch moved only while the switch's window is open
-//! ([`DkgRouter::track_windows`](crate::kafka::DkgRouter)); a task of its own (`follow_windows`)
+//! (its builder's `track_windows`); a task of its own (`follow_windows`)
 //! reads the consumer groups' progress from the handoff topic and closes windows by the pure rule
 //! of [`dkg_protocol::window`]: in epoch order, once this producer announced the epoch and every
 //! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::kafka::ProducerConfig::stamp_window).
@@ -96,7 +96,7 @@ use crate::kafka::topic::duration_millis;
 use dkg_protocol::barrier::BarrierSchedule;
 use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
 use dkg_protocol::marker::{EpochLedger, MarkerTracker};
-use dkg_protocol::window::{GroupProgress, GroupSettled, StampWindows};
+use dkg_protocol::window::{CloseReason, GroupProgress, GroupSettled, StampWindows};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -325,8 +325,8 @@ impl Ordering {
         ));
         task.renewal = Some(renewal.abort_handle());
         // Moved keys' records carry their epoch only until the consumer groups settled the
-        // switch: the router keeps windows open, this task closes them.
-        router.track_windows();
+        // switch: the router keeps windows open (built with `track_windows`), this task closes
+        // them.
         let windows = tokio::spawn(follow_windows(
             router.clone(),
             schedule,
@@ -705,8 +705,6 @@ impl<C: ClientContext + 'static> Task<C> {
     }
 }
 
-/// Renew every lease of `schedule` every third of `lease` until aborted (by a clean close, or
-/// when the producer is dropped).
 /// How often open stamp windows are checked against the groups' progress.
 const WINDOW_CHECK: Duration = Duration::from_millis(100);
 
@@ -748,20 +746,30 @@ async fn follow_windows(
         tokio::select! {
             r = reader.next_record() => feed(&mut progress, r),
             _ = check.tick() => {
-                for topic in router.topics_in_use() {
+                for topic in router.topics_with_windows() {
                     let open = router.open_windows(&topic);
-                    if open.is_empty() {
+                    let Some(newest) = open.last().map(|w| w.epoch) else {
                         continue;
-                    }
+                    };
                     // Held across lease writes (possibly through an outage): try again later.
                     let Ok(announced) = schedule.try_lock().map(|s| s.announced(&topic)) else {
                         continue;
                     };
-                    let count = router.partition_count(&topic).unwrap_or(0);
+                    let Some(announced) = announced else {
+                        // No lease: this producer routes nothing there under the guarantee (a
+                        // topic only on the control topic, or one whose lease is not written
+                        // yet, whose first records are not covered anyway).
+                        windows.forget(&topic, newest);
+                        router.close_windows(&topic, newest, CloseReason::Settled.label());
+                        continue;
+                    };
+                    // Its groups' progress means nothing before the partition count is known.
+                    let Some(count) = router.partition_count(&topic) else {
+                        continue;
+                    };
                     let groups: Vec<GroupSettled> = progress.settled(&topic, count).collect();
                     let now = handoff::mono_now();
-                    if let Some((upto, reason)) =
-                        windows.due(&topic, &open, announced.unwrap_or(0), &groups, now)
+                    if let Some((upto, reason)) = windows.due(&topic, &open, announced, &groups, now)
                     {
                         router.close_windows(&topic, upto, reason.label());
                         debug!(topic = %topic, epoch = upto, reason = reason.label(),
@@ -773,6 +781,8 @@ async fn follow_windows(
     }
 }
 
+/// Renew every lease of `schedule` every third of `lease` until aborted (by a clean close, or
+/// when the producer is dropped).
 async fn renew_leases(
     schedule: Arc<AsyncMutex<BarrierSchedule>>,
     writer: HandoffWriter,

@@ -687,6 +687,8 @@ impl DkgProducerBuilder {
                 track_moved_keys: epoch_header == EpochHeader::Moved,
                 ..router_config
             })
+            // An ordering producer's task closes the stamp windows (`docs/spec.md` 9.2.2).
+            .track_windows(settings.ordering && epoch_header == EpochHeader::Moved)
             .metadata_source(Arc::clone(&producer))
             .build()
             .await?;

@@ -550,10 +550,12 @@ impl<M> Core<M> {
             // partitions (not moved inside an open stamp window). Its epoch is at least
             // `drained` (everything an awaited producer routed below that lies below its
             // announcement, which this partition passed). Its producer's earlier records of the
-            // key that may still be held have epochs at most `drained` (a producer stops stamping
-            // a key only once the group settled the epoch it last stamped it in, `docs/spec.md`
-            // 9.2.2): it queues behind the held records of the key up to that epoch, counted as a
-            // record of `drained`, never above its own epoch. Held records of higher epochs are
+            // key that may still be held have epochs at most `drained` (an ordering producer stops
+            // stamping a key only once the group settled the epoch it last stamped it in,
+            // `docs/spec.md` 9.2.2; a producer of the previous release, stamping a key for its
+            // whole epoch, only under its condition that each switch drains before the next):
+            // it queues behind the held records of the key up to that epoch, counted as a record
+            // of `drained`, never above its own epoch. Held records of higher epochs are then
             // other producers', ahead of its own: it need not wait for them, and must not count
             // as of their epoch (it would let this partition drain an epoch it belongs below).
             (None, None, _) if held_to_floor.is_none() => {

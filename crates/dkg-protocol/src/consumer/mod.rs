@@ -41,6 +41,8 @@
 //! - `P` has *drained* `E` when every producer awaited for `E` has `passed[P][y] >= E`. A producer
 //!   is awaited while its lease is live, unless it started at or after `E` or closed before `E`
 //!   (`Lease::awaited_for`).
+//! - A new owner of `P` starts at least at the drained value its predecessor committed (a durable
+//!   fact), whatever its own view of the leases and epochs would compute.
 //! - A drained value becomes usable only once **committed**: the partition's offset (the lowest
 //!   unprocessed offset) is committed synchronously with the passed map as commit metadata, then
 //!   the value is announced on the handoff topic (`progress/<group>/<topic>/<P>`). The member's
@@ -86,7 +88,7 @@
 //! `docs/spec.md` 9.2.2): until every group following the topic has settled the switch (read
 //! from the groups' progress records), at most a bound (60 s by default). The guarantees then hold
 //! for every group that announced progress before a switch and settles it within the bound,
-//! whatever the succession of epochs (the simulation adopts epochs without waiting for drains);
+//! also with epochs in quick succession (the simulation adopts epochs without waiting for drains);
 //! a group slower than the bound keeps them only if each switch drains before the producers adopt
 //! the following epoch, and may otherwise see a producer's unstamped records of a recently moved
 //! key before its older ones.

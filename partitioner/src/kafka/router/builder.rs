@@ -187,6 +187,9 @@ pub struct DkgRouterBuilder {
     connection: ClientConfig,
     config: RouterConfig,
     metadata_source: Option<Arc<dyn PartitionCountSource>>,
+    /// Stamp windows closed by an ordering producer (from the first adoption on, the start-up
+    /// one included).
+    track_windows: bool,
 }
 
 impl fmt::Debug for DkgRouterBuilder {
@@ -204,6 +207,7 @@ impl DkgRouterBuilder {
             connection: control::connection_config(&config),
             config: RouterConfig::default(),
             metadata_source: None,
+            track_windows: false,
         }
     }
 
@@ -225,6 +229,15 @@ impl DkgRouterBuilder {
     #[must_use]
     pub fn metadata_source(mut self, source: impl PartitionCountSource) -> Self {
         self.metadata_source = Some(Arc::new(source));
+        self
+    }
+
+    /// Keys moved by an epoch switch count as moved until its stamp window is closed
+    /// ([`DkgRouter::close_windows`]), across later switches; a predecessor that is not known
+    /// counts every key as moved. For an ordering producer, whose task closes the windows.
+    #[must_use]
+    pub(crate) fn track_windows(mut self, on: bool) -> Self {
+        self.track_windows = on;
         self
     }
 
@@ -254,7 +267,7 @@ impl DkgRouterBuilder {
             metadata_requests: tx,
             keyless: AtomicU32::new(0),
             track_moves: c.track_moved_keys,
-            track_windows: AtomicBool::new(false),
+            track_windows: self.track_windows,
             adoptions: watch::Sender::new(0),
         });
         let reader = read_control_topic(&shared, &consumer_config, c, remaining()).await?;

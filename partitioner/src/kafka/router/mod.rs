@@ -277,26 +277,6 @@ impl DkgRouter {
         &self.shared.control_topic
     }
 
-    /// From now on, keys moved by an epoch switch count as moved until its stamp window is closed
-    /// ([`DkgRouter::close_windows`], `dkg_protocol::window`), across later switches, instead of
-    /// for as long as the epoch is current; a predecessor that is not known counts every key as
-    /// moved. Called by an ordering producer, whose task closes the windows.
-    pub(crate) fn track_windows(&self) {
-        self.shared.track_windows.store(true, Ordering::Release);
-        for state in self.shared.topics.load().values() {
-            state.transition.rcu(|t| {
-                t.as_deref().map(|t| {
-                    Arc::new(Transition {
-                        to_epoch: t.to_epoch,
-                        befores: t.befores.clone(),
-                        open: t.open.clone(),
-                        tracked: true,
-                    })
-                })
-            });
-        }
-    }
-
     /// The open stamp windows of `topic`, oldest first.
     pub(crate) fn open_windows(&self, topic: &str) -> Vec<OpenWindow> {
         self.shared
@@ -307,12 +287,40 @@ impl DkgRouter {
             .unwrap_or_default()
     }
 
-    /// Close the stamp windows of `topic` up to epoch `upto`, counted under `reason`.
+    /// Topics with open stamp windows (any topic of the control topic, in use or not).
+    pub(crate) fn topics_with_windows(&self) -> Vec<String> {
+        self.shared
+            .topics
+            .load()
+            .values()
+            .filter(|s| {
+                s.transition
+                    .load()
+                    .as_deref()
+                    .is_some_and(|t| !t.open.is_empty())
+            })
+            .map(|s| s.name.to_string())
+            .collect()
+    }
+
+    /// Close the stamp windows of `topic` up to epoch `upto`, counted under `reason`; nothing if
+    /// no window of `upto` is open any more (a retraction or a reset came in between).
     pub(crate) fn close_windows(&self, topic: &str, upto: u64, reason: &str) {
-        if let Some(state) = self.shared.topics.load().get(topic) {
-            state
-                .transition
-                .rcu(|t| t.as_deref().map(|t| Arc::new(t.closed_upto(upto))));
+        let Some(state) = self.shared.topics.load().get(topic).cloned() else {
+            return;
+        };
+        let mut closed = false;
+        state.transition.rcu(|current| match current.as_deref() {
+            Some(t) if t.is_open(upto) => {
+                closed = true;
+                Some(Arc::new(t.closed_upto(upto)))
+            }
+            _ => {
+                closed = false;
+                Option::clone(current)
+            }
+        });
+        if closed {
             self.shared.metrics.windows_closed(topic, reason);
         }
     }
@@ -383,6 +391,10 @@ mod tests {
 
     /// A router with no background tasks: state is set by hand.
     fn detached() -> DkgRouter {
+        detached_with(false)
+    }
+
+    fn detached_with(track_windows: bool) -> DkgRouter {
         let (tx, _rx) = mpsc::unbounded_channel();
         DkgRouter {
             shared: Arc::new(Shared {
@@ -392,7 +404,7 @@ mod tests {
                 metadata_requests: tx,
                 keyless: AtomicU32::new(0),
                 track_moves: true,
-                track_windows: AtomicBool::new(false),
+                track_windows,
                 adoptions: watch::Sender::new(0),
             }),
             _tasks: Arc::new(TaskGuard(Vec::new())),
@@ -488,6 +500,10 @@ mod tests {
     #[test]
     fn moved_keys_follow_the_latest_transition() {
         let r = detached();
+        assert!(
+            r.open_windows("t").is_empty(),
+            "untracked routers keep no windows"
+        );
         set_state(&r, "t", 4, None);
         let shared = &r.shared;
         let adopt = |a: Arc<Assignment>, live: bool| shared.apply(&ControlUpdate::Adopted(a), live);
@@ -553,7 +569,7 @@ mod tests {
 
     #[test]
     fn tracked_windows_keep_moved_keys_stamped_until_closed_in_order() {
-        let r = detached();
+        let r = detached_with(true);
         set_state(&r, "t", 4, None);
         let shared = &r.shared;
         let adopt = |epoch: u64, bucket: u32| {
@@ -567,13 +583,8 @@ mod tests {
             false,
         );
         assert!(
-            !moved(b"k"),
-            "untracked: an unknown predecessor moves nothing"
-        );
-        r.track_windows();
-        assert!(
             moved(b"k") && moved(b"hot"),
-            "tracked: inside the window every key counts as moved"
+            "tracked: inside the start-up window every key counts as moved"
         );
         assert_eq!(r.open_windows("t"), vec![w(1, 0)]);
         r.close_windows("t", 1, "settled");
@@ -604,10 +615,19 @@ mod tests {
         }
         assert_eq!(r.open_windows("t").len(), 9);
         assert!(moved(b"hot"));
+        assert_eq!(r.topics_with_windows(), vec!["t".to_owned()]);
         r.close_windows("t", 12, "settled");
         assert!(!moved(b"hot") && !moved(b"k"));
         assert!(r.open_windows("t").is_empty());
         assert!(r.open_windows("other").is_empty());
+        assert!(r.topics_with_windows().is_empty());
+        // An epoch that skips one (13 never adopted here): every key counts as moved.
+        adopt(14, 2);
+        assert!(moved(b"hot") && moved(b"k"));
+        // A window no longer open (closed already) is not closed again, nor counted.
+        r.close_windows("t", 14, "settled");
+        r.close_windows("t", 14, "settled");
+        assert!(!moved(b"k"));
     }
 
     #[test]

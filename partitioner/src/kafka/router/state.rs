@@ -58,8 +58,8 @@ impl Before {
     }
 }
 
-/// Placements beyond this many compared per record make every record count as moved (bounded
-/// cost per record; windows close within the producer's window bound).
+/// Placements beyond this many compared per record collapse into one unknown placement (every
+/// record counts as moved until the windows close: bounded cost per record and memory).
 const MAX_BEFORES: usize = 8;
 
 /// The epoch transitions of a topic whose stamp windows are open (`dkg_protocol::window`,
@@ -93,12 +93,9 @@ impl Transition {
             to_epoch,
             open: vec![OpenWindow {
                 epoch: to_epoch,
-                // Not known (start-up): the epoch before, so that a group that had not settled
-                // it (left behind earlier) is not followed.
-                prev: match before {
-                    Before::Unknown => to_epoch.saturating_sub(1),
-                    _ => before.epoch(),
-                },
+                // Not known (start-up): 0, so every group with progress is followed (a group
+                // left behind long ago then keeps this one window open to its bound).
+                prev: before.epoch(),
             }],
             befores: vec![before],
             tracked: false,
@@ -106,10 +103,19 @@ impl Transition {
     }
 
     /// The transition to `to_epoch` from `before`, with the windows of `prev` that are still
-    /// open carried over.
+    /// open carried over, and their placements: a key stamped in an open window's epoch stays
+    /// stamped until that window closes, so every placement compared there is compared here
+    /// too. An epoch that does not follow its predecessor directly (this producer never adopted
+    /// the ones between, e.g. it rejected their documents) adds an unknown placement: every key
+    /// counts as moved until the window closes. Beyond [`MAX_BEFORES`] placements they collapse
+    /// into one unknown placement (the same stamps, bounded memory).
     pub(super) fn tracked(to_epoch: u64, before: Before, prev: Option<&Transition>) -> Self {
+        let skipped = matches!(&before, Before::Assignment(b) if to_epoch > b.epoch() + 1);
         let mut next = Self::new(to_epoch, before);
         next.tracked = true;
+        if skipped {
+            next.befores.push(Before::Unknown);
+        }
         if let Some(prev) = prev.filter(|p| !p.open.is_empty()) {
             let mut befores = prev.befores.clone();
             befores.append(&mut next.befores);
@@ -118,13 +124,16 @@ impl Transition {
             open.append(&mut next.open);
             next.open = open;
         }
+        if next.befores.len() > MAX_BEFORES {
+            next.befores = vec![Before::Unknown];
+        }
         next
     }
 
     /// Whether `key`, placed on `partition` by the assignment of `epoch`, counts as moved.
     #[inline]
     pub(super) fn moved(&self, epoch: u64, key: &[u8], partition: u32, count: u32) -> bool {
-        if self.to_epoch != epoch || self.befores.len() > MAX_BEFORES {
+        if self.to_epoch != epoch {
             return true;
         }
         self.befores
@@ -135,6 +144,11 @@ impl Transition {
     /// The open windows, oldest first, with the epoch of the placement before each.
     pub(super) fn open(&self) -> Vec<OpenWindow> {
         self.open.clone()
+    }
+
+    /// Whether a window of `epoch` is open.
+    pub(super) fn is_open(&self, epoch: u64) -> bool {
+        self.open.iter().any(|w| w.epoch == epoch)
     }
 
     /// This transition with the windows of epochs up to `upto` closed.
@@ -314,8 +328,8 @@ pub(super) struct Shared {
     /// Compute [`Routing::moved`].
     pub(super) track_moves: bool,
     /// Stamp windows are tracked and closed by an ordering producer's task
-    /// ([`DkgRouter::track_windows`]).
-    pub(super) track_windows: AtomicBool,
+    /// ([`DkgRouterBuilder::track_windows`]).
+    pub(super) track_windows: bool,
     /// Bumped after every adoption or retraction (for the ordering task of the producer).
     pub(super) adoptions: watch::Sender<u64>,
 }
@@ -371,7 +385,7 @@ impl Shared {
                     None if live => Before::Hash,
                     None => Before::Unknown,
                 };
-                let next = if self.track_windows.load(Ordering::Acquire) {
+                let next = if self.track_windows {
                     // The windows still open stay open: their moves are not settled yet.
                     Transition::tracked(a.epoch(), before, state.transition.load().as_deref())
                 } else {
