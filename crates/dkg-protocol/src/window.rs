@@ -214,10 +214,11 @@ impl StampWindows {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn progress(group: &str, partition: u32, drained: u64) -> Progress {
+    /// A progress record of `group` on topic `t` (shared with the consumer's tests).
+    pub(crate) fn progress(group: &str, partition: u32, drained: u64) -> Progress {
         Progress {
             group: group.into(),
             topic: "t".into(),

@@ -96,7 +96,7 @@ use crate::kafka::topic::duration_millis;
 use dkg_protocol::barrier::BarrierSchedule;
 use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
 use dkg_protocol::marker::{EpochLedger, MarkerTracker};
-use dkg_protocol::window::{CloseReason, GroupProgress, GroupSettled, StampWindows};
+use dkg_protocol::window::{GroupProgress, GroupSettled, StampWindows};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -252,8 +252,8 @@ pub(crate) struct Ordering {
     close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
     task: JoinHandle<()>,
     renewal: JoinHandle<()>,
-    /// Follows the consumer groups' progress and closes stamp windows.
-    windows: JoinHandle<()>,
+    /// Follows the consumer groups' progress and closes stamp windows (with `EpochHeader::Moved`).
+    windows: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for Ordering {
@@ -269,7 +269,9 @@ impl Drop for Ordering {
         // Dropped without close: stop renewing, the lease expires.
         self.task.abort();
         self.renewal.abort();
-        self.windows.abort();
+        if let Some(w) = &self.windows {
+            w.abort();
+        }
     }
 }
 
@@ -327,12 +329,14 @@ impl Ordering {
         // Moved keys' records carry their epoch only until the consumer groups settled the
         // switch: the router keeps windows open (built with `track_windows`), this task closes
         // them.
-        let windows = tokio::spawn(follow_windows(
-            router.clone(),
-            schedule,
-            reader,
-            StampWindows::new(stamp_window),
-        ));
+        let windows = router.tracks_windows().then(|| {
+            tokio::spawn(follow_windows(
+                router.clone(),
+                schedule,
+                reader,
+                StampWindows::new(stamp_window),
+            ))
+        });
         let (close_tx, close_rx) = oneshot::channel();
         let handle = tokio::spawn(task.run(close_rx));
         Ok(Self {
@@ -748,26 +752,25 @@ async fn follow_windows(
             _ = check.tick() => {
                 for topic in router.topics_with_windows() {
                     let open = router.open_windows(&topic);
-                    let Some(newest) = open.last().map(|w| w.epoch) else {
+                    if open.is_empty() {
                         continue;
-                    };
+                    }
                     // Held across lease writes (possibly through an outage): try again later.
                     let Ok(announced) = schedule.try_lock().map(|s| s.announced(&topic)) else {
                         continue;
                     };
+                    // No lease (a topic only on the control topic, or one whose registration is
+                    // still to come): nothing announced, so its windows stay open and keep every
+                    // placement since they opened, for when the topic is used.
                     let Some(announced) = announced else {
-                        // No lease: this producer routes nothing there under the guarantee (a
-                        // topic only on the control topic, or one whose lease is not written
-                        // yet, whose first records are not covered anyway).
-                        windows.forget(&topic, newest);
-                        router.close_windows(&topic, newest, CloseReason::Settled.label());
                         continue;
                     };
-                    // Its groups' progress means nothing before the partition count is known.
-                    let Some(count) = router.partition_count(&topic) else {
-                        continue;
+                    // Before the partition count is known no group can be judged: one that never
+                    // settles stands in for them, so only the bound closes a window.
+                    let groups: Vec<GroupSettled> = match router.partition_count(&topic) {
+                        Some(count) => progress.settled(&topic, count).collect(),
+                        None => vec![GroupSettled { now: 0, best: u64::MAX }],
                     };
-                    let groups: Vec<GroupSettled> = progress.settled(&topic, count).collect();
                     let now = handoff::mono_now();
                     if let Some((upto, reason)) = windows.due(&topic, &open, announced, &groups, now)
                     {

@@ -568,7 +568,7 @@ pub struct ProducerConfig {
     /// group following the topic has settled the switch, as their progress on the handoff topic
     /// says, or for this long. A group that needs longer to settle a switch keeps the ordering
     /// guarantee only if it settles each switch before the producers adopt the next epoch.
-    /// Default [`DEFAULT_STAMP_WINDOW`](crate::kafka::DEFAULT_STAMP_WINDOW) (60 s).
+    /// Default [`crate::kafka::DEFAULT_STAMP_WINDOW`] (60 s).
     pub stamp_window: Duration,
 }
 

@@ -112,6 +112,12 @@ struct Part<M> {
     drained: u64,
     /// Drained as last committed: what release decisions use.
     durable: u64,
+    /// The highest drained value this partition has had: committed by a previous owner, or
+    /// reached here (a drained value can fall, when a lease this member had not read appears).
+    /// A producer stops stamping a key only once the group settled the epoch it last stamped it
+    /// in, so an unstamped record's producer's held records of its key are of epochs at most
+    /// this, and its own epoch is at least this (see `on_record`).
+    high: u64,
     /// Hooks ran for epochs up to this one.
     hooked: u64,
     paused: bool,
@@ -371,6 +377,7 @@ impl<M> Core<M> {
     ) {
         let progress = PartitionProgress::from_meta(meta, committed);
         let drained = progress.drained(self.leases.values(), self.now_ms, self.history.max_epoch());
+        let high = meta.map_or(0, |m| m.drained).max(drained);
         self.parts.insert(
             partition,
             Part {
@@ -381,6 +388,7 @@ impl<M> Core<M> {
                 // The passed map is durable (committed) and the rest is the lease view: no
                 // processing is claimed that a crash could undo.
                 durable: drained,
+                high,
                 hooked: drained,
                 paused: false,
                 quiet_since: now,
@@ -530,7 +538,8 @@ impl<M> Core<M> {
         // barriers it must block.
         let held = part.hold.key_epochs(key, known);
         let drained = part.drained;
-        let floor = drained.min(known);
+        part.high = part.high.max(drained);
+        let floor = part.high.min(known);
         let held_to_floor = match epoch {
             None => part.hold.key_epochs(key, floor),
             Some(_) => None,
@@ -547,15 +556,16 @@ impl<M> Core<M> {
         let (epoch, wait_epoch) = match (epoch, split, held) {
             (Some(e), _, _) => (e, Some(e)),
             // Unstamped and whole: its producer's records of the key need no wait for other
-            // partitions (not moved inside an open stamp window). Its epoch is at least
-            // `drained` (everything an awaited producer routed below that lies below its
-            // announcement, which this partition passed). Its producer's earlier records of the
-            // key that may still be held have epochs at most `drained` (an ordering producer stops
+            // partitions (not moved inside an open stamp window). Its epoch is at least `floor`,
+            // the highest drained value this partition has had (everything an awaited producer
+            // routed below that lies below its announcement, which this partition passed). Its
+            // producer's earlier records of the key that may still be held have epochs at most
+            // `floor` (an ordering producer stops
             // stamping a key only once the group settled the epoch it last stamped it in,
             // `docs/spec.md` 9.2.2; a producer of the previous release, stamping a key for its
             // whole epoch, only under its condition that each switch drains before the next):
             // it queues behind the held records of the key up to that epoch, counted as a record
-            // of `drained`, never above its own epoch. Held records of higher epochs are then
+            // of `floor`, never above its own epoch. Held records of higher epochs are then
             // other producers', ahead of its own: it need not wait for them, and must not count
             // as of their epoch (it would let this partition drain an epoch it belongs below).
             (None, None, _) if held_to_floor.is_none() => {
@@ -1079,6 +1089,7 @@ impl<M> Core<M> {
     pub fn committed(&mut self, partition: u32, drained: u64, now: Monotonic) {
         if let Some(part) = self.parts.get_mut(&partition) {
             part.durable = drained;
+            part.high = part.high.max(drained);
             self.dirty = true;
             if part.hooked < drained {
                 part.hooked = drained;
@@ -1351,15 +1362,7 @@ mod tests {
     }
 
     fn progress(partition: u32, drained: u64) -> Progress {
-        Progress {
-            group: "g".into(),
-            topic: "t".into(),
-            partition,
-            drained,
-            passed: BTreeMap::new(),
-            committed_offset: 0,
-            updated_at_ms: 0,
-        }
+        crate::window::tests::progress("g", partition, drained)
     }
 
     #[test]

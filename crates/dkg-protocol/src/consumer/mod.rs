@@ -41,8 +41,6 @@
 //! - `P` has *drained* `E` when every producer awaited for `E` has `passed[P][y] >= E`. A producer
 //!   is awaited while its lease is live, unless it started at or after `E` or closed before `E`
 //!   (`Lease::awaited_for`).
-//! - A new owner of `P` starts at least at the drained value its predecessor committed (a durable
-//!   fact), whatever its own view of the leases and epochs would compute.
 //! - A drained value becomes usable only once **committed**: the partition's offset (the lowest
 //!   unprocessed offset) is committed synchronously with the passed map as commit metadata, then
 //!   the value is announced on the handoff topic (`progress/<group>/<topic>/<P>`). The member's
@@ -53,11 +51,12 @@
 //!   everywhere; an epoch whose assignment is unknown counts as "anywhere"). It is **released**
 //!   when every such `P` has drained `E`, and after every earlier held record of `K` with an epoch
 //!   at most `E` (those may be its own producer's; one with a higher epoch cannot be, a producer's
-//!   epochs never decrease). An unstamped record on `Q`, fetched when `Q` has drained `D`, passes
-//!   at once unless `K` has held records of epochs at most `D`; then it queues behind them (it may
-//!   be its producer's next record of a moved key: a producer stops stamping a key only once the
-//!   group settled the epoch it last stamped it in, so those records are of epochs at most `D`),
-//!   counted as a record of `D` (its epoch is at least `D`). `K`'s held records of higher epochs
+//!   epochs never decrease). An unstamped record on `Q` passes at once unless `K` has held
+//!   records of epochs at most `H`, the highest drained value `Q` has had (committed by a
+//!   previous owner, or reached here); then it queues behind them (it may be its producer's next
+//!   record of a moved key: a producer stops stamping a key only once the group settled the epoch
+//!   it last stamped it in, so those records are of epochs at most `H`), counted as a record of
+//!   `H` (its epoch is at least `H`). `K`'s held records of higher epochs
 //!   are other producers', ahead of its own: it does not wait for them. Keyless records pass at once; barrier records never reach
 //!   the application (a barrier record: null key, null value, well-formed `dkg-barrier` and
 //!   `dkg-producer`; see "Untrusted input" for the rest).

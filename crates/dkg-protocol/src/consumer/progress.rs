@@ -129,10 +129,6 @@ pub struct PartitionProgress {
     window: Option<(i64, std::collections::BTreeSet<i64>)>,
     /// First offset fetched since the assignment.
     start: Option<i64>,
-    /// The drained value the previous owner committed: a durable fact (every record below it of
-    /// an awaited producer was processed), kept even where this member's view of the leases or
-    /// the epochs would compute less.
-    floor: u64,
 }
 
 impl PartitionProgress {
@@ -156,7 +152,6 @@ impl PartitionProgress {
             skip,
             window,
             start: None,
-            floor: meta.map_or(0, |m| m.drained),
         }
     }
 
@@ -425,8 +420,7 @@ impl PartitionProgress {
                 drained = drained.min(p);
             }
         }
-        // Never below what the previous owner committed (still capped at the newest epoch known).
-        drained.max(self.floor.min(max_epoch))
+        drained
     }
 
     /// The commit metadata for a commit at `offset` with fetch position `next` and the
@@ -577,16 +571,6 @@ mod tests {
 
         let mut next = PartitionProgress::from_meta(Some(&meta), Some(10));
         assert_eq!(next.passed(&id('b')), 3);
-        // The committed drained value is a floor for the next owner: a lease it reads that the
-        // previous owner did not wait for (c, nothing passed) does not take it back below 3;
-        // it is still capped at the newest epoch known.
-        let more = [
-            lease('a', 0, None),
-            lease('b', 0, None),
-            lease('c', 0, None),
-        ];
-        assert_eq!(next.drained(&more, 10, 6), 3);
-        assert_eq!(next.drained(&more, 10, 2), 2);
         // (offset, epoch, skipped?)
         let cases = [
             (50, 2, true),

@@ -277,6 +277,11 @@ impl DkgRouter {
         &self.shared.control_topic
     }
 
+    /// Whether stamp windows are tracked (an ordering producer with `EpochHeader::Moved`).
+    pub(crate) fn tracks_windows(&self) -> bool {
+        self.shared.track_windows
+    }
+
     /// The open stamp windows of `topic`, oldest first.
     pub(crate) fn open_windows(&self, topic: &str) -> Vec<OpenWindow> {
         self.shared
@@ -628,6 +633,18 @@ mod tests {
         r.close_windows("t", 14, "settled");
         r.close_windows("t", 14, "settled");
         assert!(!moved(b"k"));
+        // After a retraction the next epoch comes from Kafka's placement, but other producers
+        // may have adopted epochs this one did not: every key counts as moved.
+        shared.apply(&ControlUpdate::Retracted { topic: "t".into() }, true);
+        adopt(20, 2);
+        assert!(moved(b"hot") && moved(b"k"));
+        // Windows that never close stay bounded (and stamp every key).
+        for epoch in 21..=120 {
+            adopt(epoch, 2);
+        }
+        assert_eq!(r.open_windows("t").len(), 64);
+        assert_eq!(r.open_windows("t").last().map(|w| w.epoch), Some(120));
+        assert!(moved(b"k"));
     }
 
     #[test]

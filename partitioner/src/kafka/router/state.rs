@@ -62,6 +62,9 @@ impl Before {
 /// record counts as moved until the windows close: bounded cost per record and memory).
 const MAX_BEFORES: usize = 8;
 
+/// Open windows kept per topic at most.
+const MAX_OPEN: usize = 64;
+
 /// The epoch transitions of a topic whose stamp windows are open (`dkg_protocol::window`,
 /// `docs/spec.md` 9.2.2). Stored before the assignment they lead to, and used by a route only when
 /// `to_epoch` equals the epoch of the assignment it loaded, so a route racing an adoption never
@@ -110,7 +113,13 @@ impl Transition {
     /// counts as moved until the window closes. Beyond [`MAX_BEFORES`] placements they collapse
     /// into one unknown placement (the same stamps, bounded memory).
     pub(super) fn tracked(to_epoch: u64, before: Before, prev: Option<&Transition>) -> Self {
-        let skipped = matches!(&before, Before::Assignment(b) if to_epoch > b.epoch() + 1);
+        // Epoch numbers may have gaps (`docs/spec.md` 6.2), which then cost stamps, not order.
+        let skipped = match &before {
+            Before::Assignment(b) => to_epoch > b.epoch() + 1,
+            // After a retraction, or documents rejected here that others may have adopted.
+            Before::Hash => to_epoch > 1,
+            Before::Unknown => false,
+        };
         let mut next = Self::new(to_epoch, before);
         next.tracked = true;
         if skipped {
@@ -125,6 +134,14 @@ impl Transition {
             next.open = open;
         }
         if next.befores.len() > MAX_BEFORES {
+            next.befores = vec![Before::Unknown];
+        }
+        // Windows that cannot close (a topic without lease, a count never known) stay bounded:
+        // the oldest go (every key is stamped by then, and closing the newest needs every
+        // followed group to have settled it, which settles the older ones too).
+        if next.open.len() > MAX_OPEN {
+            let excess = next.open.len() - MAX_OPEN;
+            next.open.drain(..excess);
             next.befores = vec![Before::Unknown];
         }
         next
