@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::producer::{client_config, metric_value, wait_for_epoch, wait_until};
+use common::producer::{client_config, consume_all, metric_value, wait_for_epoch, wait_until};
 use common::scenario::{KEYS, PARTITIONS, Setup};
 use dkg_partitioner::kafka::{DkgProducer, OrderingMode};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -283,30 +283,25 @@ fn stamped_and_not(records: &[Read], key: &str) -> (usize, usize) {
 }
 
 /// Every record of the data topic: `(key, headers)`.
-fn read_keys_and_headers(setup: &Setup, expected: usize) -> Vec<Read> {
-    let consumer: BaseConsumer = {
-        let mut c = client_config(&setup.bootstrap);
-        c.set("group.id", format!("{}-plain", setup.group))
-            .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", "false");
-        c.create().unwrap()
-    };
-    consumer.subscribe(&[&setup.topic]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut out = Vec::new();
-    while out.len() < expected {
-        assert!(
-            Instant::now() < deadline,
-            "read {} of {expected}",
-            out.len()
-        );
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let m = m.unwrap();
+async fn read_keys_and_headers(setup: &Setup, expected: usize) -> Vec<Read> {
+    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&out);
+    consume_all(
+        &setup.bootstrap,
+        &setup.topic,
+        PARTITIONS,
+        expected,
+        Duration::from_secs(60),
+        move |m| {
             let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-            out.push((key, header_list(m.headers())));
-        }
-    }
-    out
+            sink.lock().unwrap().push((key, header_list(m.headers())));
+        },
+    )
+    .await;
+    std::sync::Arc::try_unwrap(out)
+        .unwrap()
+        .into_inner()
+        .unwrap()
 }
 
 /// Stamp windows (`docs/spec.md` 9.2.2) on the broker: after an epoch switch an ordering producer
@@ -412,7 +407,7 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
     assert_eq!(closed("timed_out"), 1.0);
     producer.close().await.unwrap();
 
-    let records = read_keys_and_headers(&setup, 80);
+    let records = read_keys_and_headers(&setup, 80).await;
     assert_eq!(records.len(), 80);
     let (stamped, bare) = stamped_and_not(&records, &moved);
     assert_eq!((stamped, bare), (50, 30), "50 inside the window, 30 after");

@@ -750,11 +750,7 @@ async fn follow_windows(
         tokio::select! {
             r = reader.next_record() => feed(&mut progress, r),
             _ = check.tick() => {
-                for topic in router.topics_with_windows() {
-                    let open = router.open_windows(&topic);
-                    if open.is_empty() {
-                        continue;
-                    }
+                for (topic, open) in router.windows_by_topic() {
                     // Held across lease writes (possibly through an outage): try again later.
                     let Ok(announced) = schedule.try_lock().map(|s| s.announced(&topic)) else {
                         continue;

@@ -48,7 +48,7 @@ pub use self::builder::{DkgRouterBuilder, RouterConfig};
 use self::followers::{
     follow_control_topic, follow_partition_counts, known_partitions, refresh_counts,
 };
-use self::state::{Shared, TopicMap, Transition};
+use self::state::{Shared, TopicMap};
 
 /// Which rule placed a keyed record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -283,28 +283,28 @@ impl DkgRouter {
     }
 
     /// The open stamp windows of `topic`, oldest first.
+    #[cfg(test)]
     pub(crate) fn open_windows(&self, topic: &str) -> Vec<OpenWindow> {
         self.shared
             .topics
             .load()
             .get(topic)
-            .and_then(|s| s.transition.load().as_deref().map(Transition::open))
+            .and_then(|s| s.transition.load().as_deref().map(|t| t.open.clone()))
             .unwrap_or_default()
     }
 
-    /// Topics with open stamp windows (any topic of the control topic, in use or not).
-    pub(crate) fn topics_with_windows(&self) -> Vec<String> {
+    /// Every topic with open stamp windows (any topic of the control topic, in use or not), with
+    /// them, oldest first.
+    pub(crate) fn windows_by_topic(&self) -> Vec<(String, Vec<OpenWindow>)> {
         self.shared
             .topics
             .load()
             .values()
-            .filter(|s| {
-                s.transition
-                    .load()
-                    .as_deref()
-                    .is_some_and(|t| !t.open.is_empty())
+            .filter_map(|s| {
+                let t = s.transition.load();
+                let open = &t.as_deref()?.open;
+                (!open.is_empty()).then(|| (s.name.to_string(), open.clone()))
             })
-            .map(|s| s.name.to_string())
             .collect()
     }
 
@@ -620,12 +620,15 @@ mod tests {
         }
         assert_eq!(r.open_windows("t").len(), 9);
         assert!(moved(b"hot"));
-        assert_eq!(r.topics_with_windows(), vec!["t".to_owned()]);
+        assert_eq!(
+            r.windows_by_topic(),
+            vec![("t".to_owned(), r.open_windows("t"))]
+        );
         r.close_windows("t", 12, "settled");
         assert!(!moved(b"hot") && !moved(b"k"));
         assert!(r.open_windows("t").is_empty());
         assert!(r.open_windows("other").is_empty());
-        assert!(r.topics_with_windows().is_empty());
+        assert!(r.windows_by_topic().is_empty());
         // An epoch that skips one (13 never adopted here): every key counts as moved.
         adopt(14, 2);
         assert!(moved(b"hot") && moved(b"k"));

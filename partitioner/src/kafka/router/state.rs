@@ -158,11 +158,6 @@ impl Transition {
             .any(|b| b.moved(key, partition, count, self.tracked))
     }
 
-    /// The open windows, oldest first, with the epoch of the placement before each.
-    pub(super) fn open(&self) -> Vec<OpenWindow> {
-        self.open.clone()
-    }
-
     /// Whether a window of `epoch` is open.
     pub(super) fn is_open(&self, epoch: u64) -> bool {
         self.open.iter().any(|w| w.epoch == epoch)
