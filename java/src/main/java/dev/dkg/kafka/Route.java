@@ -20,7 +20,13 @@ public enum Route {
      */
     FALLBACK("fallback"),
     /** A record without a key: sticky placement, like Kafka's built-in partitioner. */
-    KEYLESS("keyless");
+    KEYLESS("keyless"),
+    /**
+     * The key went through the current assignment, as a heavy key or by bucket: {@link #HEAVY} and {@link #BUCKET}
+     * counted together, which is what the router counts unless the metrics recording level is {@code DEBUG}
+     * ({@link DkgConfig#METRICS_RECORDING_LEVEL_CONFIG}).
+     */
+    ASSIGNED("assigned");
 
     private final String label;
 

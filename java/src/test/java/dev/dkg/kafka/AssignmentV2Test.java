@@ -187,7 +187,7 @@ class AssignmentV2Test {
         }
         long total = (long) threads * perThread;
         assertEquals(total, router.records("orders", Route.SPLIT));
-        assertEquals(0, router.records("orders", Route.HEAVY) + router.records("orders", Route.BUCKET));
+        assertEquals(0, router.records("orders", Route.ASSIGNED));
         assertEquals(total * 5 / 8, perPartition.get(5));
         assertEquals(total * 2 / 8, perPartition.get(2));
         assertEquals(total * 1 / 8, perPartition.get(0));

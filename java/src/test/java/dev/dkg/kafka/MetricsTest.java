@@ -1,6 +1,7 @@
 package dev.dkg.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,8 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.junit.jupiter.api.Test;
 
@@ -24,12 +27,62 @@ class MetricsTest {
         return ((Number) m.metricValue()).doubleValue();
     }
 
+    private static boolean present(Metrics metrics, String name, Map<String, String> tags) {
+        Map<String, String> all = new LinkedHashMap<>();
+        all.put("config", "partitioner.class");
+        all.put("class", "DkgPartitioner");
+        all.putAll(tags);
+        return metrics.metrics().containsKey(new MetricName(name, "plugins", "", all));
+    }
+
+    private static Map<String, String> pluginTags() {
+        Map<String, String> tags = new LinkedHashMap<>();
+        tags.put("config", "partitioner.class");
+        tags.put("class", "DkgPartitioner");
+        return tags;
+    }
+
+    /**
+     * At recording level DEBUG heavy and bucket records are counted apart (the Rust and Python labels) and there is
+     * no {@code assigned} series, so that summing over the routes still counts every record once.
+     */
+    @Test
+    void debugLevelCountsHeavyAndBucketRecordsApart() throws Exception {
+        try (Metrics metrics = new Metrics()) {
+            DkgRouter router = DkgRouter.detached("_dkg.assignments", Sensor.RecordingLevel.DEBUG);
+            assertTrue(router.countsRouteDetail());
+            DkgPartitioner partitioner = new DkgPartitioner(router, 16384);
+            router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags()));
+            router.apply(Docs.utf8("orders"), Docs.base().heavy("hot", 1).bytes());
+            var cluster = Clusters.of("orders", 3);
+            for (String key : new String[] {"hot", "cold", "cold2", "hot"}) {
+                partitioner.partition("orders", null, Docs.utf8(key), null, null, cluster);
+            }
+            assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "heavy")));
+            assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "bucket")));
+            assertFalse(present(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "assigned")));
+            assertEquals(4, router.records("orders", Route.ASSIGNED), "assigned is heavy + bucket at every level");
+        }
+    }
+
+    /** The level comes from dkg.metrics.recording.level, else the client's metrics.recording.level, else INFO. */
+    @Test
+    void recordingLevelIsReadFromThePluginsSettingThenTheClients() {
+        assertEquals(Sensor.RecordingLevel.INFO, DkgRouter.recordingLevel(Map.of()));
+        assertEquals(Sensor.RecordingLevel.DEBUG, DkgRouter.recordingLevel(Map.of("metrics.recording.level", "DEBUG")));
+        assertEquals(Sensor.RecordingLevel.TRACE, DkgRouter.recordingLevel(Map.of("metrics.recording.level", "TRACE")));
+        assertEquals(Sensor.RecordingLevel.INFO, DkgRouter.recordingLevel(
+                Map.of("metrics.recording.level", "DEBUG", "dkg.metrics.recording.level", "info")));
+        assertEquals(Sensor.RecordingLevel.DEBUG, DkgRouter.recordingLevel(Map.of("dkg.metrics.recording.level", "debug")));
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> DkgRouter.recordingLevel(Map.of("dkg.metrics.recording.level", "LOUD")));
+        assertTrue(e.getMessage().contains("dkg.metrics.recording.level"), e.getMessage());
+    }
+
     @Test
     void routerMetricsAppearInTheClientsMetricsWithTheRustNames() throws Exception {
         try (Metrics metrics = new Metrics()) {
-            Map<String, String> pluginTags = new LinkedHashMap<>();
-            pluginTags.put("config", "partitioner.class");
-            pluginTags.put("class", "DkgPartitioner");
+            Map<String, String> pluginTags = pluginTags();
             DkgRouter router = DkgRouter.detached("_dkg.assignments");
             // A topic routed before the metrics were bound gets its metrics at binding time.
             router.partition("early", Docs.utf8("k"), 3);
@@ -52,8 +105,11 @@ class MetricsTest {
             partitioner.partition("orders", null, Docs.utf8("x"), null, null, Clusters.of("orders", 5));
 
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "early", "route", "fallback")));
-            assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "heavy")));
-            assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "bucket")));
+            // INFO (the default): heavy and bucket records counted together, no heavy or bucket series.
+            assertEquals(3, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "assigned")));
+            for (String detail : new String[] {"heavy", "bucket"}) {
+                assertFalse(present(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", detail)));
+            }
             assertEquals(2, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "split")));
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "keyless")));
             assertEquals(1, value(metrics, DkgMetrics.RECORDS_TOTAL, Map.of("topic", "orders", "route", "fallback")));

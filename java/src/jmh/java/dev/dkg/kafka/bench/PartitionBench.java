@@ -16,6 +16,7 @@ import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.utils.Utils;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -54,6 +55,13 @@ public class PartitionBench {
     @Param({"6", "16", "36"})
     public int keyLength;
 
+    /**
+     * The router's metrics recording level: {@code INFO} (the default: heavy and bucket records counted together)
+     * or {@code DEBUG} (counted apart, {@code -p metricsLevel=DEBUG}).
+     */
+    @Param({"INFO"})
+    public String metricsLevel;
+
     private byte[][] stream;
     private Assignment assignment;
     private DkgRouter router;
@@ -74,8 +82,13 @@ public class PartitionBench {
             this.cluster = cluster;
         }
 
-        /** Keys of {@code keyLength} bytes. */
+        /** Keys of {@code keyLength} bytes, the router at the default recording level. */
         public static Fixture make(int keyLength) throws AssignmentException {
+            return make(keyLength, Sensor.RecordingLevel.INFO);
+        }
+
+        /** Keys of {@code keyLength} bytes, the router at recording level {@code level}. */
+        public static Fixture make(int keyLength, Sensor.RecordingLevel level) throws AssignmentException {
             Zipf zipf = new Zipf(10_000, 1.0, 42);
             List<Doc.Heavy> heavy = new ArrayList<>();
             for (int rank = 1; rank <= 50; rank++) {
@@ -84,7 +97,7 @@ public class PartitionBench {
             Doc doc = Doc.shuffled(TOPIC, PARTITIONS, 1, 64, 1, heavy);
             Assignment assignment = Assignment.fromJson(doc.bytes());
             // A router fed directly (no broker), shared with a partitioner the way a Streams app shares one.
-            DkgRouter router = DkgRouter.detached("bench-control");
+            DkgRouter router = DkgRouter.detached("bench-control", level);
             router.apply(TOPIC.getBytes(StandardCharsets.UTF_8), doc.bytes());
             if (router.assignment(TOPIC) == null) {
                 throw new IllegalStateException("the bench assignment was not adopted");
@@ -105,7 +118,7 @@ public class PartitionBench {
 
     @Setup
     public void setup() throws AssignmentException {
-        Fixture f = Fixture.make(keyLength);
+        Fixture f = Fixture.make(keyLength, Sensor.RecordingLevel.forName(metricsLevel));
         stream = f.stream;
         assignment = f.assignment;
         router = f.router;

@@ -83,8 +83,8 @@ class ProducerFollowsAssignmentIT {
             }
             assertEquals(hotPartition, during.get(keys.size() - 1), "the heavy key");
             assertEquals(keys.size(), Plugin.records(producer.metrics(), topic, "fallback"), "fallback before");
-            assertEquals(1, Plugin.records(producer.metrics(), topic, "heavy"), "heavy route");
-            assertEquals(keys.size() - 1, Plugin.records(producer.metrics(), topic, "bucket"), "bucket route");
+            // Recording level INFO (the client's default): heavy and bucket records count as one route.
+            assertEquals(keys.size(), Plugin.records(producer.metrics(), topic, "assigned"), "assigned route");
             // A shuffled table moves about 5/6 of the keys; far fewer would mean the table was not used.
             assertTrue(differs > keys.size() / 2, differs + " of " + keys.size() + " keys moved");
 

@@ -15,6 +15,7 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.Future;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -74,7 +75,10 @@ class ProducerFollowsVectorsIT {
         assertTrue(cases.size() >= 10, "only " + cases.size() + " lookup cases");
 
         // Started after the publications: the plug-in reads them all before its first record.
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Broker.dkgProducerConfig(control))) {
+        Properties config = Broker.dkgProducerConfig(control);
+        // The client's own DEBUG level: the plug-in then counts heavy and bucket records apart.
+        config.put("metrics.recording.level", "DEBUG");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config)) {
             for (Case c : cases) {
                 List<Future<RecordMetadata>> acks = new ArrayList<>();
                 for (byte[] key : c.keys()) {

@@ -67,7 +67,8 @@ class StreamsPartitionerIT {
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
         StreamsBuilder builder = new StreamsBuilder();
         DkgStreamPartitioner<String, String> partitioner = new DkgStreamPartitioner<>(
-                Map.of("bootstrap.servers", Broker.bootstrap(), "dkg.control.topic", control), new StringSerializer());
+                Map.of("bootstrap.servers", Broker.bootstrap(), "dkg.control.topic", control,
+                        "dkg.metrics.recording.level", "DEBUG"), new StringSerializer());
         builder.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
                 .to(out, Produced.with(Serdes.String(), Serdes.String()).withStreamPartitioner(partitioner));
 
