@@ -76,6 +76,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     let total = CAPACITY * f64::from(PARTITIONS);
     let mut max_share = Vec::new();
     let mut b_p99 = Vec::new();
+    let mut b_worst = Vec::new();
     let mut imbalances = Vec::new();
     for side in ["hash", "dkg"] {
         let s = &r[side];
@@ -114,11 +115,31 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
                 .map(p99)
                 .collect::<Vec<f64>>(),
         );
+        let worst = |p: &Value| {
+            p["latency_ms"]["worst_partition_p99"]
+                .as_f64()
+                .expect("a worst partition p99")
+        };
+        b_worst.push(
+            steps
+                .iter()
+                .filter(|p| p["phase"] == "at_70pct_hash")
+                .map(worst)
+                .collect::<Vec<f64>>(),
+        );
         for p in steps {
             assert!(
                 f(p, "achieved_rps") >= MIN_DELIVERED * f(p, "offered_rps"),
                 "{side}: {p}"
             );
+            // The worst partition is a partition of the topic (or -1 with too few records), and its
+            // p99 lies within the step's latencies.
+            let l = &p["latency_ms"];
+            let wp = l["worst_partition"].as_i64().expect("a worst partition");
+            assert!((-1..i64::from(PARTITIONS)).contains(&wp), "{side}: {p}");
+            if wp >= 0 {
+                assert!(worst(p) <= f(l, "max"), "{side}: {p}");
+            }
             assert!(
                 p["latency_ms"]["count"].as_u64().expect("a count") > 0,
                 "{side}: {p}"
@@ -164,5 +185,14 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     assert_eq!(spread["rounds"], 2);
     assert!((f(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
     assert!((f(spread, "min") - ratios[0]).abs() < 1e-9);
+    let mut worst_ratios: Vec<f64> = b_worst[0]
+        .iter()
+        .zip(&b_worst[1])
+        .map(|(h, d)| d / h.max(1.0))
+        .collect();
+    worst_ratios.sort_by(f64::total_cmp);
+    let w = &r["at_70pct_hash_worst_partition_p99_ratio"];
+    assert_eq!(w["rounds"], 2);
+    assert!((f(w, "median") - (worst_ratios[0] + worst_ratios[1]) / 2.0).abs() < 1e-9);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -149,8 +149,17 @@ pub async fn bench(args: &Args, run_id: u128) -> anyhow::Result<BenchResult> {
         .zip(dkg_result.phases(AT_70PCT_HASH))
         .map(|(h, d)| f64::from(d.latency_ms.p99) / f64::from(h.latency_ms.p99.max(1)))
         .collect();
+    let worst_partition_ratios: Vec<f64> = hash_result
+        .phases(AT_70PCT_HASH)
+        .zip(dkg_result.phases(AT_70PCT_HASH))
+        .map(|(h, d)| {
+            f64::from(d.latency_ms.worst_partition_p99)
+                / f64::from(h.latency_ms.worst_partition_p99.max(1))
+        })
+        .collect();
     Ok(BenchResult {
         at_70pct_hash_p99_ratio: Spread::of(&p99_ratios),
+        at_70pct_hash_worst_partition_p99_ratio: Spread::of(&worst_partition_ratios),
         zipf: args.zipf,
         partitions: k,
         keys: args.keys,
@@ -537,7 +546,7 @@ impl Side {
             max_partition_lag_slope_rps: verdict.max_slope_rps,
             sustained: verdict.sustained,
             lag_end,
-            latency_ms: Latency::of(self.group.progress.take_latencies()),
+            latency_ms: Latency::of_samples(&self.group.progress.take_latencies()),
         };
         tracing::info!(
             side = self.name,

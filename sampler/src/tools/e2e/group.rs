@@ -19,6 +19,7 @@ use rdkafka::message::Message;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::report::Sample;
 use crate::tools::consume::Work;
 
 /// What the members of one group share with the driver.
@@ -31,15 +32,16 @@ pub struct Progress {
     pub processed_by_partition: Vec<AtomicU64>,
     /// Partitions each member owns (refreshed about every 200 ms).
     pub owned: Vec<AtomicU64>,
-    /// End-to-end latencies (ms) of the records processed since the driver last took them.
-    latencies: Mutex<Vec<u32>>,
+    /// End-to-end latencies (ms) of the records processed since the driver last took them, with
+    /// their partitions.
+    latencies: Mutex<Vec<Sample>>,
     /// Receive errors (transient by the clients' contract).
     pub errors: AtomicU64,
 }
 
 impl Progress {
     /// The latencies recorded since the last call, emptied.
-    pub fn take_latencies(&self) -> Vec<u32> {
+    pub fn take_latencies(&self) -> Vec<Sample> {
         std::mem::take(
             &mut *self
                 .latencies
@@ -236,12 +238,15 @@ async fn run_member(
                     c.fetch_add(1, Ordering::Relaxed);
                 }
                 if let Some(t) = created_ms {
-                    let latency = u32::try_from((now_ms() - t).max(0)).unwrap_or(u32::MAX);
+                    let latency_ms = u32::try_from((now_ms() - t).max(0)).unwrap_or(u32::MAX);
                     progress
                         .latencies
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push(latency);
+                        .push(Sample {
+                            partition,
+                            latency_ms,
+                        });
                 }
             }
             Err(e) => {
