@@ -22,6 +22,20 @@ fn f(v: &Value, what: &str) -> f64 {
         .unwrap_or_else(|| panic!("{what} is not a number in {v}"))
 }
 
+/// `spread` (median and min over the two (b) rounds) is of the rounds' DKG/hash ratios of the
+/// per-round values `sides` (hash's, then DKG's).
+fn assert_round_ratios(spread: &Value, sides: &[Vec<f64>]) {
+    let mut ratios: Vec<f64> = sides[0]
+        .iter()
+        .zip(&sides[1])
+        .map(|(h, d)| d / h.max(1.0))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    assert_eq!(spread["rounds"], 2, "{spread}");
+    assert!((f(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
+    assert!((f(spread, "min") - ratios[0]).abs() < 1e-9);
+}
+
 fn imbalance(counts: &[u64]) -> f64 {
     let sum: u64 = counts.iter().sum();
     let max = counts.iter().copied().max().unwrap_or(0);
@@ -107,26 +121,17 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         let mut want = vec!["capacity"; BISECT];
         want.extend(["at_70pct_hash", "at_70pct_hash", "at_70pct_dkg"]);
         assert_eq!(phases, want, "{side}");
-        let p99 = |p: &Value| p["latency_ms"]["p99"].as_f64().expect("a p99");
-        b_p99.push(
+        // The (b) rounds' p99 over all records and their worst partition's p99.
+        let b_rounds = |what: &str| -> Vec<f64> {
             steps
                 .iter()
                 .filter(|p| p["phase"] == "at_70pct_hash")
-                .map(p99)
-                .collect::<Vec<f64>>(),
-        );
-        let worst = |p: &Value| {
-            p["latency_ms"]["worst_partition_p99"]
-                .as_f64()
-                .expect("a worst partition p99")
+                .map(|p| f(&p["latency_ms"], what))
+                .collect()
         };
-        b_worst.push(
-            steps
-                .iter()
-                .filter(|p| p["phase"] == "at_70pct_hash")
-                .map(worst)
-                .collect::<Vec<f64>>(),
-        );
+        b_p99.push(b_rounds("p99"));
+        b_worst.push(b_rounds("worst_partition_p99"));
+        let worst = |p: &Value| f(&p["latency_ms"], "worst_partition_p99");
         for p in steps {
             assert!(
                 f(p, "achieved_rps") >= MIN_DELIVERED * f(p, "offered_rps"),
@@ -175,24 +180,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     assert!((f(&r, "predicted_limit") - limit).abs() < 1e-9);
     assert!((f(&r, "at_70pct_hash_rps") - 0.7 * hash_cap).abs() < 1e-6);
     assert!((f(&r, "at_70pct_dkg_rps") - 0.7 * dkg_cap).abs() < 1e-6);
-    let mut ratios: Vec<f64> = b_p99[0]
-        .iter()
-        .zip(&b_p99[1])
-        .map(|(h, d)| d / h.max(1.0))
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let spread = &r["at_70pct_hash_p99_ratio"];
-    assert_eq!(spread["rounds"], 2);
-    assert!((f(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
-    assert!((f(spread, "min") - ratios[0]).abs() < 1e-9);
-    let mut worst_ratios: Vec<f64> = b_worst[0]
-        .iter()
-        .zip(&b_worst[1])
-        .map(|(h, d)| d / h.max(1.0))
-        .collect();
-    worst_ratios.sort_by(f64::total_cmp);
-    let w = &r["at_70pct_hash_worst_partition_p99_ratio"];
-    assert_eq!(w["rounds"], 2);
-    assert!((f(w, "median") - (worst_ratios[0] + worst_ratios[1]) / 2.0).abs() < 1e-9);
+    assert_round_ratios(&r["at_70pct_hash_p99_ratio"], &b_p99);
+    assert_round_ratios(&r["at_70pct_hash_worst_partition_p99_ratio"], &b_worst);
     let _ = std::fs::remove_dir_all(&out);
 }
