@@ -45,7 +45,6 @@ impl Latency {
                 .push(s.latency_ms);
         }
         let mut all = Self::of(samples.iter().map(|s| s.latency_ms).collect());
-        all.worst_partition = -1;
         for (p, v) in by_partition {
             if v.len() >= MIN_PARTITION_SAMPLES {
                 let p99 = Self::of(v).p99;
@@ -174,35 +173,33 @@ impl SideResult {
         self.phases(phase).next()
     }
 
-    /// Median over the rounds of `phase` of p50, p99 and max.
-    /// The median over the steps of `phase` of their worst partition's p99, in ms.
-    fn median_worst_partition_p99(&self, phase: &str) -> String {
+    /// Median over the rounds of `phase` of one latency figure.
+    fn median_of(&self, phase: &str, f: fn(&Latency) -> u32) -> f64 {
         let v: Vec<f64> = self
             .phases(phase)
-            .map(|s| f64::from(s.latency_ms.worst_partition_p99))
+            .map(|s| f64::from(f(&s.latency_ms)))
             .collect();
-        if v.is_empty() {
-            return "-".to_owned();
-        }
-        format!("{:.0}", Spread::of(&v).median)
+        Spread::of(&v).median
     }
 
+    /// The median over the rounds of `phase` of their worst partition's p99, in ms.
+    fn median_worst_partition_p99(&self, phase: &str) -> String {
+        if self.phase(phase).is_none() {
+            return "-".to_owned();
+        }
+        format!("{:.0}", self.median_of(phase, |l| l.worst_partition_p99))
+    }
+
+    /// Median over the rounds of `phase` of p50, p99 and max.
     fn median_latency(&self, phase: &str) -> String {
-        let stat = |f: fn(&Latency) -> u32| {
-            let v: Vec<f64> = self
-                .phases(phase)
-                .map(|s| f64::from(f(&s.latency_ms)))
-                .collect();
-            Spread::of(&v).median
-        };
         if self.phase(phase).is_none() {
             return "-".to_owned();
         }
         format!(
             "{:.0} / {:.0} / {:.0}",
-            stat(|l| l.p50),
-            stat(|l| l.p99),
-            stat(|l| l.max)
+            self.median_of(phase, |l| l.p50),
+            self.median_of(phase, |l| l.p99),
+            self.median_of(phase, |l| l.max)
         )
     }
 }
