@@ -437,12 +437,26 @@ public final class DkgRouter implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether {@code route} has a series: ASSIGNED without route detail, HEAVY and BUCKET with it, the others
+     * always. One set per level, so that a sum over the routes counts every record once.
+     */
+    private static boolean exported(Route route, boolean routeDetail) {
+        switch (route) {
+            case ASSIGNED:
+                return !routeDetail;
+            case HEAVY:
+            case BUCKET:
+                return routeDetail;
+            default:
+                return true;
+        }
+    }
+
     private static void registerTopic(PluginMetrics m, TopicState s) {
         s.registered = true;
         for (Route route : ROUTES) {
-            // One set of series per level, so that summing over the routes counts every record once.
-            boolean detail = route == Route.HEAVY || route == Route.BUCKET;
-            if (route == Route.ASSIGNED ? s.routeDetail : detail && !s.routeDetail) {
+            if (!exported(route, s.routeDetail)) {
                 continue;
             }
             LinkedHashMap<String, String> tags = tags("topic", s.topic);

@@ -17,22 +17,21 @@ import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.junit.jupiter.api.Test;
 
 class MetricsTest {
-    private static double value(Metrics metrics, String name, Map<String, String> tags) {
-        Map<String, String> all = new LinkedHashMap<>();
-        all.put("config", "partitioner.class");
-        all.put("class", "DkgPartitioner");
+    /** The plug-in metric {@code name} with {@code tags} besides the plug-in's own. */
+    private static MetricName metricName(String name, Map<String, String> tags) {
+        Map<String, String> all = pluginTags();
         all.putAll(tags);
-        KafkaMetric m = metrics.metrics().get(new MetricName(name, "plugins", "", all));
+        return new MetricName(name, "plugins", "", all);
+    }
+
+    private static double value(Metrics metrics, String name, Map<String, String> tags) {
+        KafkaMetric m = metrics.metrics().get(metricName(name, tags));
         assertNotNull(m, () -> "no metric " + name + " " + tags + " among " + metrics.metrics().keySet());
         return ((Number) m.metricValue()).doubleValue();
     }
 
     private static boolean present(Metrics metrics, String name, Map<String, String> tags) {
-        Map<String, String> all = new LinkedHashMap<>();
-        all.put("config", "partitioner.class");
-        all.put("class", "DkgPartitioner");
-        all.putAll(tags);
-        return metrics.metrics().containsKey(new MetricName(name, "plugins", "", all));
+        return metrics.metrics().containsKey(metricName(name, tags));
     }
 
     private static Map<String, String> pluginTags() {
