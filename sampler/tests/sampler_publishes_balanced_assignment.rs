@@ -1,7 +1,8 @@
 //! End to end on the real broker (issue target): a Zipf(1.2) stream over 12 partitions through `DkgProducer`,
 //! `dkg-sampler run` with a 2 s interval. Before the first assignment the observed imbalance is at hash level;
-//! from two intervals after the first publish on it is within 5 points of the key-grouping bound (the median
-//! of intervals two to four), and the sampler's own /metrics show both.
+//! over the three intervals from the second after the first publish on, the records the partitions received
+//! (read back from the broker's end offsets) are within 5 points of the key-grouping bound, and the sampler's
+//! own /metrics show both: the hash level before, and the fall after.
 
 mod common;
 
@@ -36,12 +37,15 @@ async fn sampler_brings_observed_imbalance_to_the_key_grouping_bound_within_two_
     })
     .await;
 
+    let offsets = EndOffsets::new(&topic, PARTITIONS);
     let sampler = Sampler::start("e2e", &topic, &["--interval-secs", "2"]);
     let topic_label = [("topic", topic.as_str())];
-    // Record every interval's metrics until two intervals after the first publish.
-    let (seen, published_at) = tokio::task::block_in_place(|| {
+    // Record every interval's metrics until four intervals after the first publish, and the end offsets
+    // when the first interval after it ends and three intervals later.
+    let (seen, published_at, settled) = tokio::task::block_in_place(|| {
         let mut seen: Vec<Interval> = Vec::new();
         let mut published_at: Option<u64> = None;
+        let mut settled_from: Option<(u64, Vec<i64>)> = None;
         wait_for(
             "four intervals after the first publish",
             Duration::from_secs(60),
@@ -78,7 +82,12 @@ async fn sampler_brings_observed_imbalance_to_the_key_grouping_bound_within_two_
                     }
                 }
                 let p = published_at?;
-                (seen.last().is_some_and(|i| i.n >= p + 4)).then(|| (seen.clone(), p))
+                if settled_from.is_none() && n > p {
+                    settled_from = Some((n, offsets.read()));
+                }
+                let (from_n, from) = settled_from.as_ref()?;
+                (n >= from_n + 3)
+                    .then(|| (seen.clone(), p, imbalance_between(from, &offsets.read())))
             },
         )
     });
@@ -107,26 +116,36 @@ async fn sampler_brings_observed_imbalance_to_the_key_grouping_bound_within_two_
         hash_level.hash > hash_level.bound + 0.2,
         "predicted hash imbalance: {hash_level:?}"
     );
-    // From two intervals after the publish on (the first one mixes both placements while producers
-    // switch), the observed imbalance is within 5 points of the bound: the median of the intervals two to
-    // four after it, because one 2 s interval alone swings by 20 points when the test binaries share the
-    // machine's two cores (CI once read 175% and 125% around a 143-162% bound; quiet runs read 1-2 points).
-    let mut gaps: Vec<f64> = seen
+    // Over the three intervals from the second after the publish on (the first one mixes both placements
+    // while producers switch), the records each partition received are within 5 points of the bound. Read
+    // from the broker: one 2 s interval of the sampler's own observed figure swings by up to 100 points
+    // while the test binaries share the machine's two cores (its fetches arrive in lumps: CI once read
+    // 0.99, 2.05 and 1.01 in a row around a 1.35-1.73 window bound), quiet runs by 1-2 points.
+    assert!(
+        (settled - expected_bound).abs() <= 0.05,
+        "records per partition over the intervals two to four after the publish: imbalance {settled:.3}, \
+         not within 5 points of the bound {expected_bound:.3}: {seen:?}"
+    );
+    // The sampler's own figure shows the fall: the median of those intervals is well below hash level.
+    let mut observed: Vec<f64> = seen
         .iter()
         .filter(|i| (published_at + 2..=published_at + 4).contains(&i.n))
-        .map(|i| (i.observed - i.bound).abs())
+        .map(|i| i.observed)
         .collect();
     assert_eq!(
-        gaps.len(),
+        observed.len(),
         3,
         "intervals two to four after the publish: {seen:?}"
     );
-    gaps.sort_by(f64::total_cmp);
+    observed.sort_by(f64::total_cmp);
     assert!(
-        gaps[1] <= 0.05,
-        "observed imbalance not within 5 points of the bound (median of the intervals two to four after \
-         the publish: {:.3}): {seen:?}",
-        gaps[1]
+        observed[1] < hash_level.observed - 0.25,
+        "the sampler's observed imbalance after the publish (median {:.3}) is not below hash level: {seen:?}",
+        observed[1]
+    );
+    eprintln!(
+        "settled imbalance {settled:.3} (bound {expected_bound:.3}); observed {observed:.3?}, hash level {:.3}",
+        hash_level.observed
     );
 
     // The published assignment is what /assignment serves, and the producer routed by it.

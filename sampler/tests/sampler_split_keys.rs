@@ -17,7 +17,6 @@ use dkg_partitioner::kafka::DkgProducer;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureRecord, Producer};
 
@@ -25,29 +24,6 @@ const PARTITIONS: u32 = 12;
 const HOT_SHARE: f64 = 0.3;
 const COLD_KEYS: u64 = 5_000;
 const RATE: u64 = 20_000;
-
-/// End offsets of every partition (the records each received so far).
-fn end_offsets(consumer: &BaseConsumer, topic: &str) -> Vec<i64> {
-    (0..PARTITIONS as i32)
-        .map(|p| {
-            consumer
-                .fetch_watermarks(topic, p, Duration::from_secs(10))
-                .unwrap_or_else(|e| panic!("end offset of {topic}/{p}: {e}"))
-                .1
-        })
-        .collect()
-}
-
-/// max / mean - 1 of the records between two offset snapshots.
-fn imbalance(from: &[i64], to: &[i64]) -> f64 {
-    let counts: Vec<f64> = from.iter().zip(to).map(|(a, b)| (b - a) as f64).collect();
-    let mean = counts.iter().sum::<f64>() / counts.len() as f64;
-    assert!(
-        mean > 100.0,
-        "too few records between the snapshots: {counts:?}"
-    );
-    counts.iter().copied().fold(0.0, f64::max) / mean - 1.0
-}
 
 /// The log without its ANSI colour sequences (`ESC [ ... m`).
 fn without_colours(log: &str) -> String {
@@ -114,11 +90,7 @@ async fn a_key_at_30_percent_is_split_and_the_measured_imbalance_falls_under_10_
             .expect("flush");
     });
 
-    let mut reader = ClientConfig::new();
-    reader
-        .set("bootstrap.servers", bootstrap())
-        .set("group.id", "dkg-split-test-offsets");
-    let offsets: BaseConsumer = reader.create().expect("offset reader");
+    let offsets = EndOffsets::new(&topic, PARTITIONS);
     let sampler = Sampler::start(
         "split",
         &topic,
@@ -127,15 +99,15 @@ async fn a_key_at_30_percent_is_split_and_the_measured_imbalance_falls_under_10_
     let (before, published, settled, assignment) = tokio::task::block_in_place(|| {
         // Hash placement until the first publish.
         wait_for("records on the topic", Duration::from_secs(20), || {
-            (end_offsets(&offsets, &topic).iter().sum::<i64>() > 2_000).then_some(())
+            (offsets.read().iter().sum::<i64>() > 2_000).then_some(())
         });
-        let start = end_offsets(&offsets, &topic);
+        let start = offsets.read();
         let (published_at, assignment) =
             wait_for("a published assignment", Duration::from_secs(40), || {
                 let a = sampler.assignment()?;
                 Some((sampler.intervals(), a))
             });
-        let before = imbalance(&start, &end_offsets(&offsets, &topic));
+        let before = imbalance_between(&start, &offsets.read());
         // The interval after the publish lets the producer switch; the next one is measured.
         wait_for(
             "one interval after the publish",
@@ -143,7 +115,7 @@ async fn a_key_at_30_percent_is_split_and_the_measured_imbalance_falls_under_10_
             || (sampler.intervals() > published_at).then_some(()),
         );
         // Intervals two to four after the publish, each measured from the broker's end offsets.
-        let mut from = end_offsets(&offsets, &topic);
+        let mut from = offsets.read();
         let mut intervals = Vec::new();
         for after in 1..=3 {
             wait_for(
@@ -151,8 +123,8 @@ async fn a_key_at_30_percent_is_split_and_the_measured_imbalance_falls_under_10_
                 Duration::from_secs(20),
                 || (sampler.intervals() > published_at + after).then_some(()),
             );
-            let to = end_offsets(&offsets, &topic);
-            intervals.push(imbalance(&from, &to));
+            let to = offsets.read();
+            intervals.push(imbalance_between(&from, &to));
             from = to;
         }
         (before, published_at, intervals, assignment)

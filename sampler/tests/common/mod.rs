@@ -549,3 +549,52 @@ pub fn zipf_bound(alpha: f64, keys: u64, partitions: u32) -> f64 {
     let h: f64 = (1..=keys).map(|i| 1.0 / (i as f64).powf(alpha)).sum();
     (f64::from(partitions) / h).max(1.0) - 1.0
 }
+
+/// The broker's end offsets of a topic's partitions: how many records each partition has received, read
+/// back from the log. A sampler's per-interval rates come from its fetches, which arrive in lumps while the
+/// test binaries share the machine's two cores; the end offsets are what the producers actually placed.
+pub struct EndOffsets {
+    consumer: BaseConsumer,
+    topic: String,
+    partitions: u32,
+}
+
+impl EndOffsets {
+    /// A reader of `topic`'s `partitions` end offsets on the test broker.
+    pub fn new(topic: &str, partitions: u32) -> Self {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap())
+            .set("group.id", "dkg-test-end-offsets")
+            .create()
+            .expect("end-offset reader");
+        Self {
+            consumer,
+            topic: topic.to_owned(),
+            partitions,
+        }
+    }
+
+    /// Every partition's end offset, in partition order (PANICS when one cannot be fetched).
+    pub fn read(&self) -> Vec<i64> {
+        (0..self.partitions as i32)
+            .map(|p| {
+                self.consumer
+                    .fetch_watermarks(&self.topic, p, Duration::from_secs(10))
+                    .unwrap_or_else(|e| panic!("end offset of {}/{p}: {e}", self.topic))
+                    .1
+            })
+            .collect()
+    }
+}
+
+/// max / mean - 1 of the records each partition received between two [`EndOffsets::read`] snapshots
+/// (PANICS when fewer than 100 records per partition came in between: too few to judge).
+pub fn imbalance_between(from: &[i64], to: &[i64]) -> f64 {
+    let counts: Vec<f64> = from.iter().zip(to).map(|(a, b)| (b - a) as f64).collect();
+    let mean = counts.iter().sum::<f64>() / counts.len() as f64;
+    assert!(
+        mean > 100.0,
+        "too few records between the snapshots: {counts:?}"
+    );
+    counts.iter().copied().fold(0.0, f64::max) / mean - 1.0
+}
