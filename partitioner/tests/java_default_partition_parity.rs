@@ -15,7 +15,6 @@ mod common;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -26,45 +25,11 @@ use rand::{Rng, SeedableRng};
 const PARTITION_COUNTS: [u32; 5] = [1, 3, 12, 100, 1000];
 const KEYS: usize = 100_000;
 
-fn java_bin(tool: &str) -> PathBuf {
-    match std::env::var_os("JAVA_HOME") {
-        Some(home) if !home.is_empty() => Path::new(&home).join("bin").join(tool),
-        _ => PathBuf::from(tool),
-    }
-}
-
 /// Compiles DefaultPartition.java once per test binary; returns the classpath to run it with.
 fn parity_tool() -> String {
     static CP: OnceLock<String> = OnceLock::new();
-    CP.get_or_init(|| {
-        let kafka_cp = common::java_classpath();
-        let src = common::repo_root().join("tools/java/DefaultPartition.java");
-        assert!(src.is_file(), "{} is missing", src.display());
-        let classes = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("java-parity-classes-{}", std::process::id()));
-        std::fs::create_dir_all(&classes).unwrap();
-        let javac = java_bin("javac");
-        let out = Command::new(&javac)
-            .arg("-d")
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&kafka_cp)
-            .arg(&src)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run {} ({e}): the Java parity test needs a JDK 17+ (apt-get install openjdk-17-jdk-headless)",
-                    javac.display()
-                )
-            });
-        assert!(
-            out.status.success(),
-            "javac DefaultPartition.java failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        format!("{kafka_cp}:{}", classes.display())
-    })
-    .clone()
+    CP.get_or_init(|| common::compile_java("tools/java/DefaultPartition.java", None))
+        .clone()
 }
 
 /// Runs DefaultPartition with `args`, feeding `keys` as hex lines; returns stdout lines.
@@ -77,7 +42,7 @@ fn run_java(args: &[&str], keys: &[Vec<u8>]) -> Vec<String> {
         }
         input.push('\n');
     }
-    let java = java_bin("java");
+    let java = common::java_bin("java");
     let mut child = Command::new(&java)
         .args([
             "-Xmx512m",

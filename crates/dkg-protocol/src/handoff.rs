@@ -563,6 +563,47 @@ mod tests {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()
     }
 
+    /// The Java producer (`java/.../Handoff.java`, `DkgKafkaProducerTest`) writes these same bytes.
+    #[test]
+    fn marker_mode_lease_and_marker_encode_as_the_java_producer_writes_them() {
+        let id = ProducerId::parse("0123456789abcdef0123456789abcdef").unwrap();
+        let lease = Lease {
+            producer: id.clone(),
+            topic: "orders".into(),
+            first_epoch: 3,
+            lease_ms: 30_000,
+            expires_at_ms: 1_796_000_000_000,
+            barrier: None,
+            closed_at_epoch: None,
+            mode: LeaseMode::Marker,
+        };
+        assert_eq!(
+            String::from_utf8(to_json(&lease)).unwrap(),
+            r#"{"producer":"0123456789abcdef0123456789abcdef","topic":"orders","first_epoch":3,"lease_ms":30000,"expires_at_ms":1796000000000,"mode":"marker"}"#
+        );
+        let closed = Lease {
+            first_epoch: 0,
+            lease_ms: 3_000,
+            expires_at_ms: 5,
+            closed_at_epoch: Some(7),
+            ..lease
+        };
+        assert_eq!(
+            String::from_utf8(to_json(&closed)).unwrap(),
+            r#"{"producer":"0123456789abcdef0123456789abcdef","topic":"orders","first_epoch":0,"lease_ms":3000,"expires_at_ms":5,"closed_at_epoch":7,"mode":"marker"}"#
+        );
+        let marker = Marker {
+            producer: id,
+            topic: "orders".into(),
+            epoch: 7,
+            ends: vec![0, 12, 5],
+        };
+        assert_eq!(
+            String::from_utf8(to_json(&marker)).unwrap(),
+            r#"{"producer":"0123456789abcdef0123456789abcdef","topic":"orders","epoch":7,"ends":[0,12,5]}"#
+        );
+    }
+
     #[test]
     fn producer_ids_are_unique_hex() {
         let a = ProducerId::random(7);

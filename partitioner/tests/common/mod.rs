@@ -20,7 +20,7 @@ pub use dkg_testkit::broker::{
     BROKER_CHECK_TIMEOUT, DEFAULT_BOOTSTRAP, bootstrap, check_broker, create_topic, unique_topic,
 };
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -63,4 +63,47 @@ pub fn java_classpath() -> String {
         cp
     })
     .clone()
+}
+
+/// `$JAVA_HOME/bin/<tool>`, or `<tool>` on the PATH without `JAVA_HOME`.
+pub fn java_bin(tool: &str) -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) if !home.is_empty() => Path::new(&home).join("bin").join(tool),
+        _ => PathBuf::from(tool),
+    }
+}
+
+/// Compiles the Java program `source` (a path from the repository's root) against the pinned Kafka
+/// classpath ([`java_classpath`]), with `sourcepath` (from the root) for the classes it uses (javac
+/// compiles only those it reaches); returns the classpath to run it with. Missing `javac` or a
+/// failed compile panics: the Java tests never skip.
+pub fn compile_java(source: &str, sourcepath: Option<&str>) -> String {
+    let kafka_cp = java_classpath();
+    let src = repo_root().join(source);
+    assert!(src.is_file(), "{} is missing", src.display());
+    let stem = src
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let classes = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("java-classes-{stem}-{}", std::process::id()));
+    std::fs::create_dir_all(&classes)
+        .unwrap_or_else(|e| panic!("create {}: {e}", classes.display()));
+    let javac = java_bin("javac");
+    let mut command = Command::new(&javac);
+    command.arg("-d").arg(&classes).arg("-cp").arg(&kafka_cp);
+    if let Some(path) = sourcepath {
+        command.arg("-sourcepath").arg(repo_root().join(path));
+    }
+    let out = command.arg(&src).output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run {} ({e}): the Java tests need a JDK 17+ (apt-get install openjdk-17-jdk-headless)",
+            javac.display()
+        )
+    });
+    assert!(
+        out.status.success(),
+        "javac {source} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!("{kafka_cp}:{}", classes.display())
 }

@@ -56,14 +56,7 @@ final class ControlFollower implements Runnable {
 
     /** The control-topic consumer's configuration: connection settings, then our fixed ones, then dkg.consumer.*. */
     static Map<String, Object> consumerConfig(Map<String, ?> configs) {
-        Map<String, Object> out = new HashMap<>();
-        for (Map.Entry<String, ?> e : configs.entrySet()) {
-            String key = e.getKey();
-            if (e.getValue() != null
-                    && (CONNECTION_KEYS.contains(key) || CONNECTION_PREFIXES.stream().anyMatch(key::startsWith))) {
-                out.put(key, e.getValue());
-            }
-        }
+        Map<String, Object> out = connectionSettings(configs);
         Object clientId = configs.get(ConsumerConfig.CLIENT_ID_CONFIG);
         out.put(ConsumerConfig.CLIENT_ID_CONFIG,
                 clientId == null || clientId.toString().isEmpty() ? "dkg-control" : clientId + "-dkg-control");
@@ -79,6 +72,19 @@ final class ControlFollower implements Runnable {
         for (Map.Entry<String, ?> e : configs.entrySet()) {
             if (e.getKey().startsWith(DkgConfig.CONSUMER_PREFIX) && e.getValue() != null) {
                 out.put(e.getKey().substring(DkgConfig.CONSUMER_PREFIX.length()), e.getValue());
+            }
+        }
+        return out;
+    }
+
+    /** The connection settings of a client configuration (bootstrap servers, timeouts, security, SASL, SSL). */
+    static Map<String, Object> connectionSettings(Map<String, ?> configs) {
+        Map<String, Object> out = new HashMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            String key = e.getKey();
+            if (e.getValue() != null
+                    && (CONNECTION_KEYS.contains(key) || CONNECTION_PREFIXES.stream().anyMatch(key::startsWith))) {
+                out.put(key, e.getValue());
             }
         }
         return out;

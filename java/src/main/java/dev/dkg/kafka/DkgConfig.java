@@ -45,5 +45,35 @@ public final class DkgConfig {
      */
     public static final String ROUTER_INSTANCE_CONFIG = "dkg.router.instance";
 
+    /** {@link DkgKafkaProducer}: the handoff topic its leases, markers and assignment history go to. */
+    public static final String HANDOFF_TOPIC_CONFIG = "dkg.handoff.topic";
+    /** Default of {@link #HANDOFF_TOPIC_CONFIG} (the Rust {@code DEFAULT_HANDOFF_TOPIC}). */
+    public static final String HANDOFF_TOPIC_DEFAULT = "_dkg.handoff";
+
+    /**
+     * {@link DkgKafkaProducer}: how long its lease lasts (milliseconds); renewed every third of it. Consumers stop
+     * waiting for a producer that stopped renewing once it expires. Must stay below the consumers' maximum lease
+     * (120 s in the Rust consumer).
+     */
+    public static final String LEASE_MS_CONFIG = "dkg.lease.ms";
+    /** Default of {@link #LEASE_MS_CONFIG}: 30 s, as the Rust producer (above a broker failover). */
+    public static final long LEASE_MS_DEFAULT = 30_000;
+
+    /**
+     * {@link DkgKafkaProducer}: how long after an epoch switch the placed records carry {@code dkg-epoch} and
+     * {@code dkg-producer} (the stamp window, docs/spec.md 9.2.2), in milliseconds. The window closes at this bound
+     * once the switch's marker is written.
+     */
+    public static final String STAMP_WINDOW_MS_CONFIG = "dkg.stamp.window.ms";
+    /** Default of {@link #STAMP_WINDOW_MS_CONFIG}: 60 s, the Rust producer's bound. */
+    public static final long STAMP_WINDOW_MS_DEFAULT = 60_000;
+
+    /**
+     * {@link DkgKafkaProducer}: the topics (comma-separated) it registers at construction, with the epoch then in
+     * effect as its first epoch. Other topics are registered on first use, with first epoch 0, and their marker of
+     * the current epoch follows at once.
+     */
+    public static final String TOPICS_CONFIG = "dkg.topics";
+
     private DkgConfig() {}
 }

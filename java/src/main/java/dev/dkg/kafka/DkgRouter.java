@@ -103,11 +103,20 @@ public final class DkgRouter implements AutoCloseable {
          * from {@link #partitionCount}, which notes every new count).
          */
         int route(byte[] key, int numPartitions) {
+            int p = route(assignment, key, numPartitions);
+            return p ^ (p >> 31); // a split part's -1 - q back to q, without a branch
+        }
+
+        /**
+         * {@link #route(byte[], int)} by assignment {@code a} (a snapshot of {@link #assignment} the caller took, so
+         * that it knows which epoch placed the record), with a split key's part returned as {@code -1 - p}: the
+         * ordering producer ({@link DkgKafkaProducer}) stamps placed records but never split ones.
+         */
+        int route(Assignment a, byte[] key, int numPartitions) {
             if (numPartitions <= 0 || key == null) {
                 records.add(FALLBACK);
                 return 0;
             }
-            Assignment a = assignment;
             if (a != null && a.partitions() == numPartitions) {
                 int r = a.lookup(key);
                 // r is p (bucket route) or -1 - p (heavy): decoded without a branch on which, since heavy and light
@@ -127,7 +136,7 @@ public final class DkgRouter implements AutoCloseable {
                     int q = a.splitPartition(p);
                     if (q < numPartitions) {
                         records.add(SPLIT);
-                        return q;
+                        return -1 - q;
                     }
                 }
             }
@@ -167,6 +176,8 @@ public final class DkgRouter implements AutoCloseable {
     private final String controlTopic;
     private final boolean routeDetail;
     private final ConcurrentHashMap<String, TopicState> topics = new ConcurrentHashMap<>();
+    /** The control record each adopted assignment came in, by topic: what an ordering producer writes as history. */
+    private final ConcurrentHashMap<String, Document> documents = new ConcurrentHashMap<>();
     /**
      * The topics again, direct-mapped by {@code String.hashCode()} (a power-of-two array, rebuilt on every new
      * topic): the hot path's lookup is one array read and an identity compare with the {@code String} instance the
@@ -334,17 +345,20 @@ public final class DkgRouter implements AutoCloseable {
             u = book.apply(key, value);
             switch (u.outcome()) {
                 case ACCEPTED:
+                    documents.put(u.topic(), new Document(u.assignment().epoch(), value));
                     state(u.topic()).assignment = u.assignment();
                     LOG.debug("DKG: adopted assignment for topic {} epoch {} from {}", u.topic(),
                             Long.toUnsignedString(u.assignment().epoch()), controlTopic);
                     break;
                 case RETRACTED:
+                    documents.remove(u.topic());
                     state(u.topic()).assignment = null;
                     LOG.info("DKG: assignment of topic {} retracted; Kafka's default placement until the next one",
                             u.topic());
                     break;
                 case RESET:
                 case REREAD:
+                    documents.clear();
                     for (TopicState s : topics.values()) {
                         s.assignment = null;
                     }
@@ -373,6 +387,18 @@ public final class DkgRouter implements AutoCloseable {
         TopicState s = topics.get(topic);
         return s == null ? null : s.assignment;
     }
+
+    /**
+     * The control-topic value {@code topic}'s assignment of {@code epoch} was adopted from, while it is the adopted one
+     * (else null): the bytes an ordering producer writes to the handoff topic as {@code assignment/<topic>/<epoch>}.
+     */
+    byte[] document(String topic, long epoch) {
+        Document d = documents.get(topic);
+        return d != null && d.epoch == epoch ? d.value : null;
+    }
+
+    /** An adopted assignment's control-topic value. */
+    private record Document(long epoch, byte[] value) {}
 
     /** The adopted assignments by topic (an immutable snapshot). */
     public Map<String, Assignment> assignments() {

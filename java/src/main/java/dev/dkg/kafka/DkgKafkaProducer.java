@@ -1,0 +1,852 @@
+package dev.dkg.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link Producer} that places keyed records by the DKG assignment and takes part in the consumers' ordering
+ * protocol in marker mode (docs/spec.md 9.2.1 and 9.2.2), the Java counterpart of the Rust
+ * {@code DkgProducer::builder(..).ordering(true)}: {@code DkgConsumer} groups then process each key's records in
+ * this producer's send order across epoch switches, as they do for Rust producers on the same topic.
+ *
+ * <p>Why a decorator and not {@link DkgPartitioner} plus an interceptor: a marker says "every record this producer
+ * routed under an epoch below E lies below these offsets", so the producer must know, for every record, the epoch
+ * it was routed under and its outcome. {@code KafkaProducer} calls a partitioner before it may block for buffer
+ * space, and nothing after the append, so no plug-in can tell when the last record routed by the old epoch has
+ * reached the client (spec 11.5). Here {@link #send} routes the record itself, counts it in its epoch's
+ * {@link EpochLedger} inside a gate, and hands it to a plain {@code KafkaProducer} with its partition set; the
+ * delivery callback records its offset.
+ *
+ * <p>Per adopted epoch {@code E} of a topic (a background thread, {@code dkg-ordering}): the gate is closed once
+ * (every send that routed by the older state has counted its record), the thread waits until every record routed
+ * under an epoch below {@code E} has an outcome, reads the broker's end of each partition where a delivery failed
+ * (the record may be in the log), then writes {@code assignment/<topic>/<E>} and
+ * {@code marker/<topic>/<producer>} to the handoff topic. A lease {@code lease2/<topic>/<producer>} is written at
+ * construction for the topics of {@link DkgConfig#TOPICS_CONFIG} (first epoch: the one in effect then) and on first
+ * use for others (first epoch 0), renewed every third of {@link DkgConfig#LEASE_MS_CONFIG} by a thread of its own,
+ * and marked closed by {@link #close()}.
+ *
+ * <p>Stamps: a record placed by epoch {@code E} (heavy key or bucket, not a split key's part) carries
+ * {@code dkg-epoch: E} and {@code dkg-producer: <id>} while {@code E}'s stamp window is open. This producer does not
+ * read the groups' progress: it treats every key as moved (the spec's unknown placement) and closes a window at its
+ * bound ({@link DkgConfig#STAMP_WINDOW_MS_CONFIG}, after its marker is written). Records without a key, and records
+ * with an explicit partition, pass through unplaced and uncounted, as in the Rust producer.
+ *
+ * <p>Settings: every {@code KafkaProducer} setting, plus {@link DkgConfig}'s. Refused, with a
+ * {@link ConfigException} naming the key: {@code acks} other than {@code all}/{@code -1},
+ * {@code enable.idempotence=false} (retries could reorder records against a marker's offsets),
+ * {@code transactional.id} (not supported with ordering), {@code partitioner.class} (this producer places records)
+ * and {@code interceptor.classes} (the inner client sees serialized records only). Thread-safe, as
+ * {@code KafkaProducer}.
+ */
+public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
+    private static final Logger LOG = LoggerFactory.getLogger(DkgKafkaProducer.class);
+    /** The header carrying the epoch that placed a record (decimal ASCII), spec section 8. */
+    public static final String EPOCH_HEADER = "dkg-epoch";
+    /** The header naming the producer of a stamped record (its 32-hex-digit id), spec section 8. */
+    public static final String PRODUCER_HEADER = "dkg-producer";
+    /** How long one marker may wait for acknowledgements before the attempt is given up and retried (as Rust). */
+    static final long MARKER_TIMEOUT_MS = 30_000;
+    /** How often the ordering thread looks for adoptions, new topics and windows to close. */
+    private static final long SCAN_MS = 20;
+    /** Timeout of each handoff write and admin call. */
+    private static final long IO_TIMEOUT_MS = 30_000;
+
+    private final KafkaProducer<byte[], byte[]> inner;
+    private final Serializer<K> keySerializer;
+    private final Serializer<V> valueSerializer;
+    private final DkgRouter router;
+    private final boolean ownsRouter;
+    private final String id;
+    private final byte[] idBytes;
+    private final String handoffTopic;
+    private final KafkaProducer<byte[], byte[]> handoff;
+    private final Admin admin;
+    private final long leaseMs;
+    private final long stampWindowMs;
+    /** Sends hold the read side while they route and count; the ordering thread takes the write side (grace). */
+    private final ReentrantReadWriteLock gate = new ReentrantReadWriteLock();
+    private final ConcurrentHashMap<String, TopicOrdering> topics = new ConcurrentHashMap<>();
+    /** Held across each lease write, so that lease records land in the order they were made. */
+    private final Object leaseLock = new Object();
+    private final Thread orderingThread;
+    private final Thread renewalThread;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean stopping;
+    private final AtomicLong markersWritten = new AtomicLong();
+    private final AtomicLong windowsClosed = new AtomicLong();
+    private final AtomicLong partitionCountChanges = new AtomicLong();
+
+    /**
+     * The ordering state of one data topic. The ledgers and {@link #closedThrough} are shared with the send path;
+     * the rest belongs to the ordering thread (leases: under {@link #leaseLock}).
+     */
+    static final class TopicOrdering {
+        final String topic;
+        /** The ledger the current epoch's sends use (the fast track), and all of them by epoch. */
+        volatile EpochLedger hot;
+        final ConcurrentSkipListMap<Long, EpochLedger> ledgers = new ConcurrentSkipListMap<>();
+        /** Stamp windows of epochs up to this one are closed (0: none; assignment epochs start at 1). */
+        volatile long closedThrough;
+        /** Registered: a lease is in the log. */
+        volatile boolean registered;
+        long firstEpoch;
+        /** The highest epoch announced: the first epoch, then the latest marker's. */
+        long announced;
+        /** The latest marker's ends (empty before any). */
+        long[] base = new long[0];
+        /** The epoch in effect the ordering thread last saw, and when it saw it adopted (its window's start). */
+        long current = -1;
+        long adoptedAtNanos;
+        int partitions = -1;
+
+        TopicOrdering(String topic) {
+            this.topic = topic;
+        }
+
+        EpochLedger ledger(long epoch, int partitions) {
+            EpochLedger h = hot;
+            if (h != null && h.epoch() == epoch) {
+                return h;
+            }
+            EpochLedger l = ledgers.computeIfAbsent(epoch, e -> new EpochLedger(e, partitions));
+            hot = l;
+            return l;
+        }
+    }
+
+    /**
+     * A producer with the serializers named in {@code configs} ({@code key.serializer}, {@code value.serializer}).
+     *
+     * @throws ConfigException on a refused or bad setting (see the class comment)
+     * @throws KafkaException if the control topic cannot be read or the handoff topic created or checked in time
+     */
+    public DkgKafkaProducer(Map<String, Object> configs) {
+        this(configs, null, null);
+    }
+
+    /** {@link #DkgKafkaProducer(Map, Serializer, Serializer)} from {@code Properties}. */
+    public DkgKafkaProducer(Properties properties, Serializer<K> keySerializer, Serializer<V> valueSerializer) {
+        this(propertiesToMap(properties), keySerializer, valueSerializer);
+    }
+
+    /**
+     * A producer with the given serializers (null: the class named in {@code configs}, configured from it).
+     *
+     * @throws ConfigException on a refused or bad setting (see the class comment)
+     * @throws KafkaException if the control topic cannot be read or the handoff topic created or checked in time
+     */
+    @SuppressWarnings("unchecked")
+    public DkgKafkaProducer(Map<String, Object> configs, Serializer<K> keySerializer, Serializer<V> valueSerializer) {
+        Map<String, Object> settings = new HashMap<>(configs);
+        validate(settings);
+        this.leaseMs = positiveLong(settings, DkgConfig.LEASE_MS_CONFIG, DkgConfig.LEASE_MS_DEFAULT);
+        this.stampWindowMs = positiveLong(settings, DkgConfig.STAMP_WINDOW_MS_CONFIG,
+                DkgConfig.STAMP_WINDOW_MS_DEFAULT);
+        Object handoffName = settings.get(DkgConfig.HANDOFF_TOPIC_CONFIG);
+        this.handoffTopic = handoffName == null ? DkgConfig.HANDOFF_TOPIC_DEFAULT : handoffName.toString();
+        List<String> declared = topicList(settings.get(DkgConfig.TOPICS_CONFIG));
+        ProducerConfig parsed = new ProducerConfig(withByteSerializersIfMissing(settings, keySerializer,
+                valueSerializer));
+        this.keySerializer = keySerializer != null ? keySerializer
+                : configured(parsed, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, settings, true);
+        this.valueSerializer = valueSerializer != null ? valueSerializer
+                : configured(parsed, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, settings, false);
+        this.id = Handoff.newProducerId();
+        this.idBytes = id.getBytes(StandardCharsets.US_ASCII);
+
+        Object shared = settings.get(DkgConfig.ROUTER_INSTANCE_CONFIG);
+        Admin createdAdmin = null;
+        KafkaProducer<byte[], byte[]> createdHandoff = null;
+        KafkaProducer<byte[], byte[]> createdInner = null;
+        DkgRouter createdRouter = null;
+        try {
+            createdRouter = shared instanceof DkgRouter r ? r : DkgRouter.start(settings);
+            Map<String, Object> connection = ControlFollower.connectionSettings(settings);
+            createdAdmin = Admin.create(connection);
+            Handoff.ensureTopic(createdAdmin, handoffTopic, IO_TIMEOUT_MS);
+            createdHandoff = new KafkaProducer<>(handoffConfig(connection, settings), new ByteArraySerializer(),
+                    new ByteArraySerializer());
+            createdInner = new KafkaProducer<>(innerConfig(settings), new ByteArraySerializer(),
+                    new ByteArraySerializer());
+        } catch (RuntimeException e) {
+            closeQuietly(createdInner);
+            closeQuietly(createdHandoff);
+            if (createdAdmin != null) {
+                createdAdmin.close(Duration.ZERO);
+            }
+            if (createdRouter != null && !(shared instanceof DkgRouter)) {
+                createdRouter.close();
+            }
+            throw e;
+        }
+        this.router = createdRouter;
+        this.ownsRouter = !(shared instanceof DkgRouter);
+        this.admin = createdAdmin;
+        this.handoff = createdHandoff;
+        this.inner = createdInner;
+        try {
+            for (String topic : declared) {
+                TopicOrdering t = topic(topic);
+                long epoch = epochInEffect(t, inner.partitionsFor(topic).size());
+                register(t, Math.max(0, epoch));
+            }
+        } catch (RuntimeException e) {
+            closeAll(Duration.ZERO);
+            throw e;
+        }
+        this.orderingThread = new Thread(this::runOrdering, "dkg-ordering-" + id.substring(0, 8));
+        this.orderingThread.setDaemon(true);
+        this.renewalThread = new Thread(this::runRenewal, "dkg-lease-renewal-" + id.substring(0, 8));
+        this.renewalThread.setDaemon(true);
+        orderingThread.start();
+        renewalThread.start();
+        LOG.info("DKG: ordering producer {} on handoff topic {} (lease {} ms, stamp window {} ms, declared topics {})",
+                id, handoffTopic, leaseMs, stampWindowMs, declared);
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Configuration.
+
+    /** Refuses what would break the guarantee (see the class comment). */
+    static void validate(Map<String, ?> settings) {
+        Object acks = settings.get(ProducerConfig.ACKS_CONFIG);
+        if (acks != null && !acks.toString().trim().equals("all") && !acks.toString().trim().equals("-1")) {
+            throw new ConfigException(ProducerConfig.ACKS_CONFIG, acks,
+                    "DkgKafkaProducer needs acks=all: a marker's offsets must be final");
+        }
+        Object idempotence = settings.get(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG);
+        if (idempotence != null && !Boolean.parseBoolean(idempotence.toString().trim())) {
+            throw new ConfigException(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, idempotence,
+                    "DkgKafkaProducer needs an idempotent producer: retries could otherwise reorder records against "
+                            + "a marker's offsets");
+        }
+        for (String refused : List.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, ProducerConfig.PARTITIONER_CLASS_CONFIG,
+                ProducerConfig.INTERCEPTOR_CLASSES_CONFIG)) {
+            Object v = settings.get(refused);
+            if (v != null && !v.toString().isEmpty() && !(v instanceof List<?> l && l.isEmpty())) {
+                throw new ConfigException(refused, v, "not supported by DkgKafkaProducer: "
+                        + switch (refused) {
+                            case ProducerConfig.TRANSACTIONAL_ID_CONFIG -> "transactions are not part of the "
+                                    + "ordering protocol in this release";
+                            case ProducerConfig.PARTITIONER_CLASS_CONFIG -> "it places records itself";
+                            default -> "its inner client sees serialized records only";
+                        });
+            }
+        }
+    }
+
+    private static long positiveLong(Map<String, ?> settings, String key, long dflt) {
+        Object v = settings.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        long n;
+        try {
+            n = v instanceof Number num ? num.longValue() : Long.parseLong(v.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(key, v, "not a number");
+        }
+        if (n <= 0) {
+            throw new ConfigException(key, v, "must be > 0");
+        }
+        return n;
+    }
+
+    private static List<String> topicList(Object v) {
+        List<String> out = new ArrayList<>();
+        if (v instanceof List<?> l) {
+            l.forEach(x -> out.add(x.toString().trim()));
+        } else if (v != null) {
+            out.addAll(Arrays.asList(v.toString().split(",")));
+        }
+        out.replaceAll(String::trim);
+        out.removeIf(String::isEmpty);
+        return out;
+    }
+
+    private static Map<String, Object> withByteSerializersIfMissing(Map<String, Object> settings, Serializer<?> k,
+            Serializer<?> v) {
+        Map<String, Object> out = withoutDkgKeys(settings);
+        if (k != null || !out.containsKey(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG)) {
+            out.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        }
+        if (v != null || !out.containsKey(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG)) {
+            out.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        }
+        return out;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static <T> Serializer<T> configured(ProducerConfig parsed, String key, Map<String, Object> settings,
+            boolean isKey) {
+        Serializer s = parsed.getConfiguredInstance(key, Serializer.class);
+        s.configure(settings, isKey);
+        return s;
+    }
+
+    private static Map<String, Object> withoutDkgKeys(Map<String, Object> settings) {
+        Map<String, Object> out = new HashMap<>(settings);
+        out.keySet().removeIf(k -> k.startsWith("dkg."));
+        return out;
+    }
+
+    /** The data producer: the user's settings, byte serializers, idempotence and acks=all made explicit. */
+    private static Map<String, Object> innerConfig(Map<String, Object> settings) {
+        Map<String, Object> out = withoutDkgKeys(settings);
+        out.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        out.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        out.put(ProducerConfig.ACKS_CONFIG, "all");
+        out.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        return out;
+    }
+
+    /** The handoff producer: connection settings, idempotent, acks=all, room for the largest history document. */
+    private static Map<String, Object> handoffConfig(Map<String, Object> connection, Map<String, Object> settings) {
+        Map<String, Object> out = new HashMap<>(connection);
+        Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
+        out.put(ProducerConfig.CLIENT_ID_CONFIG,
+                clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
+        out.put(ProducerConfig.ACKS_CONFIG, "all");
+        out.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        out.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        out.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Handoff.MAX_MESSAGE_BYTES);
+        out.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        return out;
+    }
+
+    private static Map<String, Object> propertiesToMap(Properties properties) {
+        Map<String, Object> out = new HashMap<>();
+        properties.stringPropertyNames().forEach(k -> out.put(k, properties.getProperty(k)));
+        properties.forEach((k, v) -> out.putIfAbsent(k.toString(), v));
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Sending.
+
+    @Override
+    public Future<RecordMetadata> send(ProducerRecord<K, V> record) {
+        return send(record, null);
+    }
+
+    /**
+     * Serializes the record, places it (keyed records without an explicit partition: by the topic's assignment in
+     * effect, else Kafka's default placement), stamps it inside a stamp window, and hands it to the inner client.
+     * Errors are reported as {@code KafkaProducer.send} reports them.
+     */
+    @Override
+    public Future<RecordMetadata> send(ProducerRecord<K, V> record, Callback callback) {
+        if (closed.get()) {
+            throw new IllegalStateException("Cannot perform operation after producer has been closed");
+        }
+        String topic = record.topic();
+        Headers headers = new RecordHeaders(record.headers().toArray());
+        byte[] key = keySerializer.serialize(topic, headers, record.key());
+        byte[] value = valueSerializer.serialize(topic, headers, record.value());
+        if (record.partition() != null || key == null) {
+            return inner.send(new ProducerRecord<>(topic, record.partition(), record.timestamp(), key, value,
+                    headers), callback);
+        }
+        int n;
+        try {
+            // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms).
+            n = inner.partitionsFor(topic).size();
+        } catch (ApiException e) {
+            if (callback != null) {
+                callback.onCompletion(null, e);
+            }
+            return CompletableFuture.failedFuture(e);
+        }
+        TopicOrdering t = topic(topic);
+        DkgRouter.TopicState s = router.state(topic);
+        EpochLedger ledger;
+        int routed;
+        long epoch;
+        boolean stamp;
+        Lock entered = gate.readLock();
+        entered.lock();
+        try {
+            Assignment a = s.assignment;
+            s.seen(n);
+            routed = s.route(a, key, n);
+            boolean placed = a != null && a.partitions() == n;
+            epoch = placed ? a.epoch() : 0;
+            stamp = placed && routed >= 0 && Long.compareUnsigned(epoch, t.closedThrough) > 0;
+            ledger = t.ledger(epoch, n);
+            ledger.sent();
+        } finally {
+            entered.unlock();
+        }
+        int partition = routed ^ (routed >> 31);
+        if (stamp) {
+            headers.add(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII));
+            headers.add(PRODUCER_HEADER, idBytes);
+        }
+        Outcome outcome = new Outcome(ledger, partition, callback);
+        try {
+            return inner.send(new ProducerRecord<>(topic, partition, record.timestamp(), key, value, headers),
+                    outcome);
+        } catch (RuntimeException e) {
+            outcome.withdrawn();
+            throw e;
+        }
+    }
+
+    /** Counts a record's outcome in its ledger exactly once, then calls the application's callback. */
+    private static final class Outcome implements Callback {
+        private final EpochLedger ledger;
+        private final int partition;
+        private final Callback callback;
+        private final AtomicBoolean done = new AtomicBoolean();
+
+        Outcome(EpochLedger ledger, int partition, Callback callback) {
+            this.ledger = ledger;
+            this.partition = partition;
+            this.callback = callback;
+        }
+
+        @Override
+        public void onCompletion(RecordMetadata metadata, Exception exception) {
+            if (done.compareAndSet(false, true)) {
+                if (exception == null && metadata != null && metadata.hasOffset()) {
+                    ledger.acked(metadata.partition(), metadata.offset());
+                } else {
+                    ledger.unknown(partition);
+                }
+            }
+            if (callback != null) {
+                callback.onCompletion(metadata, exception);
+            }
+        }
+
+        /** The client threw before appending the record: it is not in the log. */
+        void withdrawn() {
+            if (done.compareAndSet(false, true)) {
+                ledger.withdrawn();
+            }
+        }
+    }
+
+    private TopicOrdering topic(String topic) {
+        TopicOrdering t = topics.get(topic);
+        return t != null ? t : topics.computeIfAbsent(topic, TopicOrdering::new);
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // The ordering thread: registration, markers, stamp windows.
+
+    private void runOrdering() {
+        while (!stopping) {
+            try {
+                step();
+            } catch (RuntimeException e) {
+                LOG.warn("DKG: ordering producer {}: {} (retrying)", id, e.toString());
+            }
+            sleep(SCAN_MS);
+        }
+    }
+
+    /** One round: register new topics, announce the epochs due, close the windows due. */
+    private synchronized void step() {
+        List<TopicOrdering> due = new ArrayList<>();
+        for (TopicOrdering t : topics.values()) {
+            if (!t.registered) {
+                // Records may already have been routed under any epoch: first epoch 0; the marker of the current
+                // epoch follows at once.
+                register(t, 0);
+            }
+            int n = inner.partitionsFor(t.topic).size();
+            if (t.partitions > 0 && n != t.partitions) {
+                partitionCountChanges.incrementAndGet();
+                LOG.warn("DKG: topic {} went from {} to {} partitions: keys move to Kafka's placement over the new "
+                        + "count without an epoch switch (the ordering guarantee does not cover them)", t.topic,
+                        t.partitions, n);
+            }
+            t.partitions = n;
+            long epoch = epochInEffect(t, n);
+            if (epoch > 0 && epoch != t.current) {
+                t.current = epoch;
+                t.adoptedAtNanos = System.nanoTime();
+            }
+            if (epoch > 0 && Long.compareUnsigned(epoch, t.announced) > 0) {
+                due.add(t);
+            }
+        }
+        if (!due.isEmpty()) {
+            // Grace: once the write side is had, every send that routed by an older state has counted its record.
+            gate.writeLock().lock();
+            gate.writeLock().unlock();
+            for (TopicOrdering t : due) {
+                try {
+                    marker(t, t.current, t.partitions);
+                } catch (RuntimeException e) {
+                    LOG.warn("DKG: ordering producer {}: announcing epoch {} of {} failed: {} (retrying)", id,
+                            Long.toUnsignedString(t.current), t.topic, e.toString());
+                }
+            }
+        }
+        for (TopicOrdering t : topics.values()) {
+            closeWindow(t, System.nanoTime());
+        }
+    }
+
+    /** The epoch of the topic's assignment if it is in effect with {@code partitions} partitions, else -1. */
+    private long epochInEffect(TopicOrdering t, int partitions) {
+        Assignment a = router.assignment(t.topic);
+        return a != null && a.partitions() == partitions ? a.epoch() : -1;
+    }
+
+    /** Writes the topic's lease with {@code firstEpoch} and counts it registered. */
+    private void register(TopicOrdering t, long firstEpoch) {
+        synchronized (leaseLock) {
+            write(Handoff.leaseKey(t.topic, id), Handoff.lease(id, t.topic, firstEpoch, leaseMs,
+                    System.currentTimeMillis() + leaseMs, -1));
+            t.firstEpoch = firstEpoch;
+            t.announced = firstEpoch;
+            t.registered = true;
+        }
+        if (firstEpoch > 0) {
+            t.current = firstEpoch;
+            t.adoptedAtNanos = System.nanoTime();
+        }
+        LOG.debug("DKG: ordering producer {} registered topic {} at first epoch {}", id, t.topic, firstEpoch);
+    }
+
+    /**
+     * Waits until every record routed to the topic under an epoch below {@code epoch} has an outcome (at most
+     * {@link #MARKER_TIMEOUT_MS}), then writes the history and the marker of {@code epoch}.
+     */
+    private void marker(TopicOrdering t, long epoch, int partitions) {
+        List<EpochLedger> older = new ArrayList<>(t.ledgers.headMap(epoch).values());
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(MARKER_TIMEOUT_MS);
+        for (EpochLedger l : older) {
+            while (l.outstanding() > 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new KafkaException("acknowledgements before the marker of epoch "
+                            + Long.toUnsignedString(epoch) + " on " + t.topic + " did not come within "
+                            + MARKER_TIMEOUT_MS + " ms");
+                }
+                sleep(2);
+            }
+        }
+        long[] ends = Arrays.copyOf(t.base, partitions);
+        for (EpochLedger l : older) {
+            long[] acked = l.snapshot(partitions);
+            for (int p = 0; p < partitions; p++) {
+                ends[p] = Math.max(ends[p], acked[p]);
+            }
+            // Records whose delivery failed may be in the log at offsets nobody reports: above them is the end of
+            // the partition, read now that every outcome is in.
+            for (int p : l.unknownPartitions()) {
+                if (p < 0 || p >= partitions) {
+                    for (int q = 0; q < partitions; q++) {
+                        ends[q] = Math.max(ends[q], logEnd(t.topic, q));
+                    }
+                } else {
+                    ends[p] = Math.max(ends[p], logEnd(t.topic, p));
+                }
+            }
+        }
+        byte[] document = router.document(t.topic, epoch);
+        if (document != null) {
+            // History first: a failure fails the whole step, which the next round retries.
+            write(Handoff.historyKey(t.topic, epoch), document);
+        }
+        write(Handoff.markerKey(t.topic, id), Handoff.marker(id, t.topic, epoch, ends));
+        t.base = ends;
+        t.announced = epoch;
+        // Ledgers of older epochs (but Kafka's placement, epoch 0, which a retraction can bring back) get no more
+        // records: every send routes by this epoch or a later one since the grace period.
+        for (EpochLedger l : older) {
+            if (l.epoch() != 0) {
+                t.ledgers.remove(l.epoch(), l);
+            }
+        }
+        markersWritten.incrementAndGet();
+        LOG.debug("DKG: ordering producer {} wrote the marker of epoch {} on {}: {}", id,
+                Long.toUnsignedString(epoch), t.topic, Arrays.toString(ends));
+    }
+
+    /** Closes the topic's windows through its current epoch once announced and open for the bound. */
+    private void closeWindow(TopicOrdering t, long nowNanos) {
+        long e = t.current;
+        if (!t.registered || e <= 0 || Long.compareUnsigned(e, t.closedThrough) <= 0
+                || Long.compareUnsigned(t.announced, e) < 0) {
+            return;
+        }
+        if (nowNanos - t.adoptedAtNanos >= TimeUnit.MILLISECONDS.toNanos(stampWindowMs)) {
+            t.closedThrough = e;
+            windowsClosed.incrementAndGet();
+            LOG.debug("DKG: ordering producer {} closed the stamp window of epoch {} on {} (timed out)", id,
+                    Long.toUnsignedString(e), t.topic);
+        }
+    }
+
+    /** The end (high watermark) of a partition, from the broker. */
+    private long logEnd(String topic, int partition) {
+        TopicPartition tp = new TopicPartition(topic, partition);
+        try {
+            ListOffsetsResult.ListOffsetsResultInfo info = admin.listOffsets(Map.of(tp, OffsetSpec.latest()))
+                    .partitionResult(tp).get(IO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            return info.offset();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted reading the end of " + tp, e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new KafkaException("could not read the end of " + tp + ": " + e, e);
+        }
+    }
+
+    /** One handoff record, written and acknowledged. */
+    private void write(byte[] key, byte[] value) {
+        try {
+            handoff.send(new ProducerRecord<>(handoffTopic, 0, key, value)).get(IO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted writing to handoff topic " + handoffTopic, e);
+        } catch (ExecutionException | TimeoutException e) {
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            throw new KafkaException("could not write to handoff topic " + handoffTopic + ": " + cause, cause);
+        }
+    }
+
+    /** Renews every lease each third of the lease duration, apart from the marker work (which may wait). */
+    private void runRenewal() {
+        while (!stopping) {
+            sleep(Math.max(1, leaseMs / 3));
+            if (stopping) {
+                return;
+            }
+            try {
+                writeLeases(-1);
+            } catch (RuntimeException e) {
+                LOG.warn("DKG: ordering producer {}: renewing its leases failed: {} (retrying)", id, e.toString());
+            }
+        }
+    }
+
+    /** Every registered topic's lease, renewed; {@code closing} marks them closed at their announced epoch. */
+    private void writeLeases(int closing) {
+        synchronized (leaseLock) {
+            long expires = System.currentTimeMillis() + leaseMs;
+            for (TopicOrdering t : topics.values()) {
+                if (t.registered) {
+                    write(Handoff.leaseKey(t.topic, id), Handoff.lease(id, t.topic, t.firstEpoch, leaseMs, expires,
+                            closing >= 0 ? t.announced : -1));
+                }
+            }
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // Inspection.
+
+    /** This producer instance's id (32 lowercase hex digits): the {@code <producer>} of its handoff records. */
+    public String producerId() {
+        return id;
+    }
+
+    /** The router placing this producer's records (its assignments and route counters). */
+    public DkgRouter router() {
+        return router;
+    }
+
+    /** Markers written so far. */
+    public long markersWritten() {
+        return markersWritten.get();
+    }
+
+    /** Stamp windows closed so far (all at their bound: this producer does not read the groups' progress). */
+    public long stampWindowsClosed() {
+        return windowsClosed.get();
+    }
+
+    /** Changes of a topic's partition count seen so far (each moves keys outside the guarantee). */
+    public long partitionCountChanges() {
+        return partitionCountChanges.get();
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
+    // The rest of Producer: the inner client's.
+
+    @Override
+    public void flush() {
+        inner.flush();
+    }
+
+    @Override
+    public List<PartitionInfo> partitionsFor(String topic) {
+        return inner.partitionsFor(topic);
+    }
+
+    @Override
+    public Map<MetricName, ? extends Metric> metrics() {
+        return inner.metrics();
+    }
+
+    @Override
+    public Uuid clientInstanceId(Duration timeout) {
+        return inner.clientInstanceId(timeout);
+    }
+
+    @Override
+    public void registerMetricForSubscription(KafkaMetric metric) {
+        inner.registerMetricForSubscription(metric);
+    }
+
+    @Override
+    public void unregisterMetricFromSubscription(KafkaMetric metric) {
+        inner.unregisterMetricFromSubscription(metric);
+    }
+
+    /** Refused at construction ({@code transactional.id}); the inner client throws. */
+    @Override
+    public void initTransactions() {
+        inner.initTransactions();
+    }
+
+    @Override
+    public void beginTransaction() throws ProducerFencedException {
+        inner.beginTransaction();
+    }
+
+    @Override
+    public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets,
+            ConsumerGroupMetadata groupMetadata) throws ProducerFencedException {
+        inner.sendOffsetsToTransaction(offsets, groupMetadata);
+    }
+
+    @Override
+    public void commitTransaction() throws ProducerFencedException {
+        inner.commitTransaction();
+    }
+
+    @Override
+    public void abortTransaction() throws ProducerFencedException {
+        inner.abortTransaction();
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofMillis(Long.MAX_VALUE));
+    }
+
+    /**
+     * Flushes, announces what is due (the markers of the epochs in effect), marks every lease closed at its last
+     * marker's epoch (consumers then stop waiting for this producer for newer epochs at once), and closes the
+     * clients. If an announcement or a closed lease cannot be written, consumers wait for this producer until its
+     * lease expires (logged).
+     */
+    @Override
+    public void close(Duration timeout) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        stopping = true;
+        orderingThread.interrupt();
+        renewalThread.interrupt();
+        join(orderingThread);
+        join(renewalThread);
+        try {
+            inner.flush();
+            step();
+            writeLeases(1);
+            LOG.info("DKG: ordering producer {} closed ({} markers written)", id, markersWritten.get());
+        } catch (RuntimeException e) {
+            LOG.warn("DKG: ordering producer {}: closing its leases failed: {}; consumers wait for it until its "
+                    + "lease expires", id, e.toString());
+        }
+        closeAll(timeout);
+    }
+
+    private void closeAll(Duration timeout) {
+        closeQuietly(inner, timeout);
+        closeQuietly(handoff, timeout);
+        admin.close(timeout.compareTo(Duration.ofSeconds(30)) > 0 ? Duration.ofSeconds(30) : timeout);
+        if (ownsRouter) {
+            router.close();
+        }
+    }
+
+    private static void join(Thread t) {
+        try {
+            t.join(MARKER_TIMEOUT_MS + IO_TIMEOUT_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void closeQuietly(KafkaProducer<?, ?> p) {
+        closeQuietly(p, Duration.ZERO);
+    }
+
+    private static void closeQuietly(KafkaProducer<?, ?> p, Duration timeout) {
+        if (p != null) {
+            try {
+                p.close(timeout);
+            } catch (RuntimeException e) {
+                LOG.debug("DKG: closing a client: {}", e.toString());
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "DkgKafkaProducer{id=%s, handoff=%s, topics=%s}", id, handoffTopic,
+                topics.keySet());
+    }
+}
