@@ -17,13 +17,16 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.concurrent.locks.StampedLock;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -39,10 +42,13 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serializer;
 import org.slf4j.Logger;
@@ -71,11 +77,14 @@ import org.slf4j.LoggerFactory;
  * use for others (first epoch 0), renewed every third of {@link DkgConfig#LEASE_MS_CONFIG} by a thread of its own,
  * and marked closed by {@link #close()}.
  *
- * <p>Stamps: a record placed by epoch {@code E} (heavy key or bucket, not a split key's part) carries
- * {@code dkg-epoch: E} and {@code dkg-producer: <id>} while {@code E}'s stamp window is open. This producer does not
- * read the groups' progress: it treats every key as moved (the spec's unknown placement) and closes a window at its
- * bound ({@link DkgConfig#STAMP_WINDOW_MS_CONFIG}, after its marker is written). Records without a key, and records
- * with an explicit partition, pass through unplaced and uncounted, as in the Rust producer.
+ * <p>Stamps (spec 9.2.2): a record placed by epoch {@code E} (heavy key or bucket, not a split key's part) carries
+ * {@code dkg-epoch: E} and {@code dkg-producer: <id>} while {@code E}'s stamp window is open and its key's home
+ * differs from its home under a placement the open windows compare against ({@link Transition}: the predecessor of
+ * each open window; every key at start-up, after a retraction or a skipped epoch). A reader thread follows the
+ * consumer groups' progress on the handoff topic ({@link StampWindows}); a window closes once this producer
+ * announced the epoch and every followed group settled it, or at its bound ({@link DkgConfig#STAMP_WINDOW_MS_CONFIG}).
+ * Records without a key, and records with an explicit partition, pass through unplaced and uncounted, as in the
+ * Rust producer.
  *
  * <p>Settings: every {@code KafkaProducer} setting, plus {@link DkgConfig}'s. Refused, with a
  * {@link ConfigException} naming the key: {@code acks} other than {@code all}/{@code -1},
@@ -110,16 +119,24 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final long leaseMs;
     private final long stampWindowMs;
     /** Sends hold the read side while they route and count; the ordering thread takes the write side (grace). */
-    private final ReentrantReadWriteLock gate = new ReentrantReadWriteLock();
+    private final StampedLock gate = new StampedLock();
+    private final StampWindows windows;
     private final ConcurrentHashMap<String, TopicOrdering> topics = new ConcurrentHashMap<>();
     /** Held across each lease write, so that lease records land in the order they were made. */
     private final Object leaseLock = new Object();
     private final Thread orderingThread;
     private final Thread renewalThread;
+    private final Thread handoffThread;
+    private final Map<String, Object> handoffReaderConfig;
+    /** The handoff reader's consumer while it runs (woken up by {@link #close}: an interrupt would abort its close). */
+    private volatile KafkaConsumer<byte[], byte[]> handoffConsumer;
+    /** The handoff topic was read to its end once (no window closes before: a partial view of the groups). */
+    private volatile boolean handoffCaughtUp;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean stopping;
     private final AtomicLong markersWritten = new AtomicLong();
-    private final AtomicLong windowsClosed = new AtomicLong();
+    private final AtomicLong windowsSettled = new AtomicLong();
+    private final AtomicLong windowsTimedOut = new AtomicLong();
     private final AtomicLong partitionCountChanges = new AtomicLong();
 
     /**
@@ -131,8 +148,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         /** The ledger the current epoch's sends use (the fast track), and all of them by epoch. */
         volatile EpochLedger hot;
         final ConcurrentSkipListMap<Long, EpochLedger> ledgers = new ConcurrentSkipListMap<>();
-        /** Stamp windows of epochs up to this one are closed (0: none; assignment epochs start at 1). */
-        volatile long closedThrough;
+        /**
+         * The partition count sends route with (0: not known yet: the first send asks the client), refreshed by the
+         * ordering thread every round: {@code partitionsFor} per record would take the client's metadata lock twice.
+         */
+        volatile int sendCount;
         /** Registered: a lease is in the log. */
         volatile boolean registered;
         long firstEpoch;
@@ -140,9 +160,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         long announced;
         /** The latest marker's ends (empty before any). */
         long[] base = new long[0];
-        /** The epoch in effect the ordering thread last saw, and when it saw it adopted (its window's start). */
+        /** The epoch in effect the ordering thread last saw. */
         long current = -1;
-        long adoptedAtNanos;
         int partitions = -1;
 
         TopicOrdering(String topic) {
@@ -197,6 +216,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 : configured(parsed, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, settings, true);
         this.valueSerializer = valueSerializer != null ? valueSerializer
                 : configured(parsed, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, settings, false);
+        this.windows = new StampWindows(TimeUnit.MILLISECONDS.toNanos(stampWindowMs));
         this.id = Handoff.newProducerId();
         this.idBytes = id.getBytes(StandardCharsets.US_ASCII);
 
@@ -226,7 +246,14 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             throw e;
         }
         this.router = createdRouter;
+        router.trackWindows();
         this.ownsRouter = !(shared instanceof DkgRouter);
+        Map<String, Object> reader = ControlFollower.consumerConfig(settings);
+        Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
+        reader.put(ProducerConfig.CLIENT_ID_CONFIG,
+                clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
+        reader.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        this.handoffReaderConfig = reader;
         this.admin = createdAdmin;
         this.handoff = createdHandoff;
         this.inner = createdInner;
@@ -244,6 +271,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         this.orderingThread.setDaemon(true);
         this.renewalThread = new Thread(this::runRenewal, "dkg-lease-renewal-" + id.substring(0, 8));
         this.renewalThread.setDaemon(true);
+        this.handoffThread = new Thread(this::runHandoffReader, "dkg-handoff-reader-" + id.substring(0, 8));
+        this.handoffThread.setDaemon(true);
+        handoffThread.start();
         orderingThread.start();
         renewalThread.start();
         LOG.info("DKG: ordering producer {} on handoff topic {} (lease {} ms, stamp window {} ms, declared topics {})",
@@ -386,45 +416,51 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             throw new IllegalStateException("Cannot perform operation after producer has been closed");
         }
         String topic = record.topic();
-        Headers headers = new RecordHeaders(record.headers().toArray());
+        Headers headers = record.headers();
         byte[] key = keySerializer.serialize(topic, headers, record.key());
         byte[] value = valueSerializer.serialize(topic, headers, record.value());
         if (record.partition() != null || key == null) {
             return inner.send(new ProducerRecord<>(topic, record.partition(), record.timestamp(), key, value,
                     headers), callback);
         }
-        int n;
-        try {
-            // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms).
-            n = inner.partitionsFor(topic).size();
-        } catch (ApiException e) {
-            if (callback != null) {
-                callback.onCompletion(null, e);
-            }
-            return CompletableFuture.failedFuture(e);
-        }
         TopicOrdering t = topic(topic);
+        int n = t.sendCount;
+        if (n <= 0) {
+            try {
+                // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms).
+                n = inner.partitionsFor(topic).size();
+            } catch (ApiException e) {
+                if (callback != null) {
+                    callback.onCompletion(null, e);
+                }
+                return CompletableFuture.failedFuture(e);
+            }
+            t.sendCount = n;
+        }
         DkgRouter.TopicState s = router.state(topic);
         EpochLedger ledger;
-        int routed;
+        int partition;
         long epoch;
         boolean stamp;
-        Lock entered = gate.readLock();
-        entered.lock();
+        long entered = gate.readLock();
         try {
             Assignment a = s.assignment;
+            // Read after the assignment (the router writes it first): a newer one than a's counts every key as moved.
+            Transition tr = s.transition;
             s.seen(n);
-            routed = s.route(a, key, n);
+            int routed = s.route(a, key, n);
+            partition = routed ^ (routed >> 31);
             boolean placed = a != null && a.partitions() == n;
             epoch = placed ? a.epoch() : 0;
-            stamp = placed && routed >= 0 && Long.compareUnsigned(epoch, t.closedThrough) > 0;
+            stamp = placed && routed >= 0 && (tr == null || tr.moved(epoch, key, partition, n));
             ledger = t.ledger(epoch, n);
             ledger.sent();
         } finally {
-            entered.unlock();
+            gate.unlockRead(entered);
         }
-        int partition = routed ^ (routed >> 31);
         if (stamp) {
+            // A copy: the caller's record keeps its own headers.
+            headers = new RecordHeaders(headers.toArray());
             headers.add(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII));
             headers.add(PRODUCER_HEADER, idBytes);
         }
@@ -440,10 +476,12 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     /** Counts a record's outcome in its ledger exactly once, then calls the application's callback. */
     private static final class Outcome implements Callback {
+        private static final AtomicIntegerFieldUpdater<Outcome> DONE =
+                AtomicIntegerFieldUpdater.newUpdater(Outcome.class, "done");
         private final EpochLedger ledger;
         private final int partition;
         private final Callback callback;
-        private final AtomicBoolean done = new AtomicBoolean();
+        private volatile int done;
 
         Outcome(EpochLedger ledger, int partition, Callback callback) {
             this.ledger = ledger;
@@ -453,7 +491,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
-            if (done.compareAndSet(false, true)) {
+            if (DONE.compareAndSet(this, 0, 1)) {
                 if (exception == null && metadata != null && metadata.hasOffset()) {
                     ledger.acked(metadata.partition(), metadata.offset());
                 } else {
@@ -467,7 +505,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
         /** The client threw before appending the record: it is not in the log. */
         void withdrawn() {
-            if (done.compareAndSet(false, true)) {
+            if (DONE.compareAndSet(this, 0, 1)) {
                 ledger.withdrawn();
             }
         }
@@ -509,10 +547,10 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                         t.partitions, n);
             }
             t.partitions = n;
+            t.sendCount = n;
             long epoch = epochInEffect(t, n);
-            if (epoch > 0 && epoch != t.current) {
+            if (epoch > 0) {
                 t.current = epoch;
-                t.adoptedAtNanos = System.nanoTime();
             }
             if (epoch > 0 && Long.compareUnsigned(epoch, t.announced) > 0) {
                 due.add(t);
@@ -520,8 +558,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         if (!due.isEmpty()) {
             // Grace: once the write side is had, every send that routed by an older state has counted its record.
-            gate.writeLock().lock();
-            gate.writeLock().unlock();
+            gate.unlockWrite(gate.writeLock());
             for (TopicOrdering t : due) {
                 try {
                     marker(t, t.current, t.partitions);
@@ -532,7 +569,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             }
         }
         for (TopicOrdering t : topics.values()) {
-            closeWindow(t, System.nanoTime());
+            closeWindows(t, System.nanoTime());
         }
     }
 
@@ -553,7 +590,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         if (firstEpoch > 0) {
             t.current = firstEpoch;
-            t.adoptedAtNanos = System.nanoTime();
         }
         LOG.debug("DKG: ordering producer {} registered topic {} at first epoch {}", id, t.topic, firstEpoch);
     }
@@ -613,18 +649,94 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 Long.toUnsignedString(epoch), t.topic, Arrays.toString(ends));
     }
 
-    /** Closes the topic's windows through its current epoch once announced and open for the bound. */
-    private void closeWindow(TopicOrdering t, long nowNanos) {
-        long e = t.current;
-        if (!t.registered || e <= 0 || Long.compareUnsigned(e, t.closedThrough) <= 0
-                || Long.compareUnsigned(t.announced, e) < 0) {
+    /**
+     * Closes the topic's stamp windows that are due (spec 9.2.2, {@link StampWindows}): none before the handoff topic
+     * was read to its end once, none of a topic without lease.
+     */
+    private void closeWindows(TopicOrdering t, long nowNanos) {
+        Transition tr = router.transition(t.topic);
+        if (!t.registered || !handoffCaughtUp || tr == null || tr.open.isEmpty()) {
             return;
         }
-        if (nowNanos - t.adoptedAtNanos >= TimeUnit.MILLISECONDS.toNanos(stampWindowMs)) {
-            t.closedThrough = e;
-            windowsClosed.incrementAndGet();
-            LOG.debug("DKG: ordering producer {} closed the stamp window of epoch {} on {} (timed out)", id,
-                    Long.toUnsignedString(e), t.topic);
+        StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
+        if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
+            (c.reason() == StampWindows.Reason.SETTLED ? windowsSettled : windowsTimedOut).incrementAndGet();
+            LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
+                    Long.toUnsignedString(c.upto()), c.reason().label);
+        }
+    }
+
+    /**
+     * Reads the handoff topic from its beginning and follows it: the groups' {@code progress/} records, which close
+     * stamp windows. On failure the windows stay open (moved keys stay stamped: the safe side) and it starts over.
+     */
+    private void runHandoffReader() {
+        TopicPartition tp = new TopicPartition(handoffTopic, 0);
+        while (!stopping) {
+            try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(handoffReaderConfig, new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer())) {
+                handoffConsumer = c;
+                if (stopping) {
+                    return;
+                }
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                long end = c.endOffsets(List.of(tp), Duration.ofMillis(IO_TIMEOUT_MS)).get(tp);
+                while (!stopping) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                        onHandoffRecord(r.key(), r.value());
+                    }
+                    if (!handoffCaughtUp && c.position(tp) >= end) {
+                        handoffCaughtUp = true;
+                    }
+                }
+            } catch (InterruptException | WakeupException e) {
+                return;
+            } catch (RuntimeException e) {
+                LOG.warn("DKG: ordering producer {}: reading handoff topic {} failed: {} (retrying)", id,
+                        handoffTopic, e.toString());
+                sleep(1000);
+            }
+        }
+    }
+
+    /** One handoff record: progress is kept (key parsed from the right: a group may contain '/'), the rest skipped. */
+    void onHandoffRecord(byte[] rawKey, byte[] value) {
+        if (rawKey == null) {
+            return;
+        }
+        String key = new String(rawKey, StandardCharsets.UTF_8);
+        if (!key.startsWith("progress/")) {
+            return;
+        }
+        int last = key.lastIndexOf('/');
+        int before = key.lastIndexOf('/', last - 1);
+        if (before < "progress/".length()) {
+            return;
+        }
+        String group = key.substring("progress/".length(), before);
+        String topic = key.substring(before + 1, last);
+        String digits = key.substring(last + 1);
+        int partition;
+        try {
+            partition = Integer.parseInt(digits);
+        } catch (NumberFormatException e) {
+            return;
+        }
+        if (group.isEmpty() || topic.isEmpty() || partition < 0 || !digits.chars().allMatch(Character::isDigit)) {
+            return;
+        }
+        if (value == null) {
+            windows.onRemoved(group, topic, partition);
+            return;
+        }
+        try {
+            StrictJson.Progress p = StrictJson.readProgress(value);
+            if (p.group().equals(group) && p.topic().equals(topic) && p.partition() == partition) {
+                windows.onProgress(group, topic, partition, p.drained());
+            }
+        } catch (StrictJson.Malformed e) {
+            LOG.debug("DKG: skipped a malformed handoff record {}: {}", key, e.getMessage());
         }
     }
 
@@ -710,9 +822,14 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         return markersWritten.get();
     }
 
-    /** Stamp windows closed so far (all at their bound: this producer does not read the groups' progress). */
-    public long stampWindowsClosed() {
-        return windowsClosed.get();
+    /** Stamp windows closed so far because the consumer groups settled the switch ({@code reason="settled"}). */
+    public long stampWindowsSettled() {
+        return windowsSettled.get();
+    }
+
+    /** Stamp windows closed so far at their bound ({@link DkgConfig#STAMP_WINDOW_MS_CONFIG}, {@code timed_out}). */
+    public long stampWindowsTimedOut() {
+        return windowsTimedOut.get();
     }
 
     /** Changes of a topic's partition count seen so far (each moves keys outside the guarantee). */
@@ -799,8 +916,13 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         stopping = true;
         orderingThread.interrupt();
         renewalThread.interrupt();
+        KafkaConsumer<byte[], byte[]> reader = handoffConsumer;
+        if (reader != null) {
+            reader.wakeup();
+        }
         join(orderingThread);
         join(renewalThread);
+        join(handoffThread);
         try {
             inner.flush();
             step();

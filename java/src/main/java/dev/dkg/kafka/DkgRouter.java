@@ -54,6 +54,11 @@ public final class DkgRouter implements AutoCloseable {
     static final class TopicState {
         final String topic;
         volatile Assignment assignment;
+        /**
+         * The stamp windows' transition to the current assignment (written before it), while the router tracks
+         * windows ({@link DkgRouter#trackWindows()}); null otherwise, or before the first adoption tracked.
+         */
+        volatile Transition transition;
         /** The partition count the producer last routed with (for the in-effect gauge); 0 = none yet. */
         volatile int lastPartitions;
         /** The partition count of the last {@code Cluster} passed to {@link #partitionCount}; see there. */
@@ -192,6 +197,8 @@ public final class DkgRouter implements AutoCloseable {
     private final Object metricsLock = new Object();
     private PluginMetrics metrics;
     private volatile ControlFollower follower;
+    /** Whether adoptions make stamp-window transitions ({@link TopicState#transition}): an ordering producer's. */
+    private volatile boolean trackWindows;
 
     private DkgRouter(String controlTopic, int maxValueBytes, Sensor.RecordingLevel level) {
         this.controlTopic = controlTopic;
@@ -344,14 +351,24 @@ public final class DkgRouter implements AutoCloseable {
         synchronized (book) {
             u = book.apply(key, value);
             switch (u.outcome()) {
-                case ACCEPTED:
+                case ACCEPTED: {
                     documents.put(u.topic(), new Document(u.assignment().epoch(), value));
-                    state(u.topic()).assignment = u.assignment();
+                    TopicState s = state(u.topic());
+                    if (trackWindows) {
+                        Assignment prev = s.assignment;
+                        // No assignment before: Kafka's placement if records were routed by it, else not known.
+                        Transition.Before before = prev != null ? Transition.Before.of(prev)
+                                : s.lastPartitions != 0 ? Transition.Before.HASH : Transition.Before.UNKNOWN;
+                        s.transition = Transition.tracked(u.assignment().epoch(), before, s.transition);
+                    }
+                    s.assignment = u.assignment();
                     LOG.debug("DKG: adopted assignment for topic {} epoch {} from {}", u.topic(),
                             Long.toUnsignedString(u.assignment().epoch()), controlTopic);
                     break;
+                }
                 case RETRACTED:
                     documents.remove(u.topic());
+                    state(u.topic()).transition = null;
                     state(u.topic()).assignment = null;
                     LOG.info("DKG: assignment of topic {} retracted; Kafka's default placement until the next one",
                             u.topic());
@@ -360,6 +377,7 @@ public final class DkgRouter implements AutoCloseable {
                 case REREAD:
                     documents.clear();
                     for (TopicState s : topics.values()) {
+                        s.transition = null;
                         s.assignment = null;
                     }
                     LOG.warn("DKG: control topic {}: {}; every assignment dropped{}", controlTopic,
@@ -395,6 +413,44 @@ public final class DkgRouter implements AutoCloseable {
     byte[] document(String topic, long epoch) {
         Document d = documents.get(topic);
         return d != null && d.epoch == epoch ? d.value : null;
+    }
+
+    /**
+     * From now on, adoptions make stamp-window transitions (docs/spec.md 9.2.2) for {@link DkgKafkaProducer}; the
+     * assignments adopted before get the start-up window (every key counts as moved until it closes).
+     */
+    void trackWindows() {
+        synchronized (book) {
+            trackWindows = true;
+            // Assignments adopted before (read at start-up): the first window, its predecessor not known.
+            for (TopicState s : topics.values()) {
+                Assignment a = s.assignment;
+                if (a != null && s.transition == null) {
+                    s.transition = Transition.tracked(a.epoch(), Transition.Before.UNKNOWN, null);
+                }
+            }
+        }
+    }
+
+    /** {@code topic}'s transition (null: none). */
+    Transition transition(String topic) {
+        TopicState s = topics.get(topic);
+        return s == null ? null : s.transition;
+    }
+
+    /**
+     * Closes {@code topic}'s stamp windows of epochs up to {@code upto}, if its transition is still {@code seen} (a
+     * newer adoption made another, whose windows the caller has not judged yet). Returns whether it closed them.
+     */
+    boolean closeWindows(String topic, Transition seen, long upto) {
+        synchronized (book) {
+            TopicState s = topics.get(topic);
+            if (s == null || s.transition != seen || seen == null) {
+                return false;
+            }
+            s.transition = seen.closedUpTo(upto);
+            return true;
+        }
     }
 
     /** An adopted assignment's control-topic value. */

@@ -151,6 +151,79 @@ final class StrictJson {
         return new Header(format, version);
     }
 
+    /** The members of a handoff {@code progress/} value an ordering producer reads (spec 9.1). */
+    record Progress(String group, String topic, int partition, long drained) {}
+
+    /**
+     * A handoff {@code Progress} value: {@code group}, {@code topic}, {@code partition} ({@code u32}) and
+     * {@code drained} ({@code u64}) required, each once; other members skipped (handoff values ignore unknown
+     * members, spec 9.1), as the Rust {@code Progress} decoder does.
+     */
+    static Progress readProgress(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        String group = null;
+        String topic = null;
+        long partition = -1;
+        long drained = 0;
+        boolean haveDrained = false;
+        if (r.peekValueStart() != '{') {
+            throw r.error("invalid type: expected struct Progress");
+        }
+        r.pos++;
+        if (r.peekWs() == '}') {
+            r.pos++;
+        } else {
+            while (true) {
+                r.expectWs('"');
+                String key = r.readStringBody();
+                r.expectWs(':');
+                switch (key) {
+                    case "group" -> {
+                        if (group != null) {
+                            throw r.error("duplicate field `group`");
+                        }
+                        group = r.readString();
+                    }
+                    case "topic" -> {
+                        if (topic != null) {
+                            throw r.error("duplicate field `topic`");
+                        }
+                        topic = r.readString();
+                    }
+                    case "partition" -> {
+                        if (partition >= 0) {
+                            throw r.error("duplicate field `partition`");
+                        }
+                        partition = Integer.toUnsignedLong(r.readU32());
+                    }
+                    case "drained" -> {
+                        if (haveDrained) {
+                            throw r.error("duplicate field `drained`");
+                        }
+                        drained = r.readU64();
+                        haveDrained = true;
+                    }
+                    default -> r.skipValue();
+                }
+                int next = r.nextWs();
+                if (next == '}') {
+                    break;
+                }
+                if (next != ',') {
+                    throw r.error("expected `,` or `}`");
+                }
+            }
+        }
+        r.end();
+        if (group == null || topic == null || partition < 0 || !haveDrained) {
+            throw r.error("missing field of Progress (group, topic, partition, drained)");
+        }
+        if (partition > Integer.MAX_VALUE) {
+            throw r.error("partition out of range");
+        }
+        return new Progress(group, topic, (int) partition, drained);
+    }
+
     // ---------------------------------------------------------------------------------------------------------
     // Pass 2: the document.
 

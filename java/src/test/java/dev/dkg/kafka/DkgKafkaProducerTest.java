@@ -138,4 +138,105 @@ class DkgKafkaProducerTest {
         }
         assertEquals(max, top);
     }
+
+    private static final long S = 1_000_000_000L;
+
+    private static List<Transition.OpenWindow> windows(long... epochPrev) {
+        List<Transition.OpenWindow> out = new ArrayList<>();
+        for (int i = 0; i < epochPrev.length; i += 2) {
+            out.add(new Transition.OpenWindow(epochPrev[i], epochPrev[i + 1]));
+        }
+        return out;
+    }
+
+    @Test
+    void windowsCloseInOrderOnceAnnouncedWhenFollowedGroupsSettleOrAtTheBound() {
+        StampWindows w = new StampWindows(60 * S);
+        // No group at all: closes as settled once announced, not before.
+        assertEquals(null, w.due("t", windows(3, 2), 2, 4, 0));
+        assertEquals(new StampWindows.Closing(3, StampWindows.Reason.SETTLED), w.due("t", windows(3, 2), 3, 4, 0));
+        // A group that kept up (best >= prev) is waited for; one left behind long ago is not.
+        for (int p = 0; p < 4; p++) {
+            w.onProgress("live", "t", p, 3);
+            w.onProgress("gone", "t", p, 1);
+        }
+        assertEquals(null, w.due("t", windows(4, 3, 5, 4), 5, 4, S), "live has not drained 4");
+        w.onProgress("live", "t", 0, 4);
+        assertEquals(null, w.due("t", windows(4, 3, 5, 4), 5, 4, S), "one partition drained 4, three not");
+        for (int p = 1; p < 4; p++) {
+            w.onProgress("live", "t", p, 5);
+        }
+        w.onProgress("live", "t", 0, 5);
+        assertEquals(new StampWindows.Closing(5, StampWindows.Reason.SETTLED), w.due("t", windows(4, 3, 5, 4), 5, 4,
+                2 * S), "both, in order; 'gone' (best 1 < prev 3) not followed");
+        // Announced only up to 4: 5 stays open even though settled.
+        w.onProgress("live", "t", 0, 6);
+        assertEquals(new StampWindows.Closing(4, StampWindows.Reason.SETTLED), w.due("t", windows(4, 3, 6, 5), 4, 4,
+                3 * S));
+        // A group that regressed (offsets reset) stays followed and keeps the window open to its bound.
+        for (int p = 0; p < 4; p++) {
+            w.onProgress("live", "t", p, 0);
+        }
+        assertEquals(null, w.due("t", windows(6, 5), 6, 4, 10 * S), "best 5 >= prev 5: followed, now 0");
+        assertEquals(new StampWindows.Closing(6, StampWindows.Reason.TIMED_OUT),
+                w.due("t", windows(6, 5), 6, 4, 70 * S));
+        assertEquals(new StampWindows.Closing(7, StampWindows.Reason.SETTLED), w.due("t", windows(7, 6), 7, 4,
+                70 * S), "best 5 < prev 6: left behind, not followed");
+        // A partition without progress counts as 0 (5 partitions now: the fifth has none).
+        w.onProgress("x", "u", 0, 9);
+        assertEquals(null, w.due("u", windows(9, 8), 9, 2, 0));
+        w.onRemoved("x", "u", 0);
+        assertEquals(new StampWindows.Closing(9, StampWindows.Reason.SETTLED), w.due("u", windows(9, 8), 9, 2, 0),
+                "a removed group is not waited for");
+    }
+
+    @Test
+    void transitionsStampTheKeysAnOpenWindowsPlacementPutElsewhere() throws Exception {
+        Assignment a1 = Assignment.fromJson(Docs.base().topic("t").partitions(3).epoch(1).table(0, 1, 2, 0).json()
+                .getBytes(StandardCharsets.UTF_8));
+        Assignment a2 = Assignment.fromJson(Docs.base().topic("t").partitions(3).epoch(2).table(1, 1, 2, 0).json()
+                .getBytes(StandardCharsets.UTF_8));
+        Transition start = Transition.tracked(1, Transition.Before.UNKNOWN, null);
+        byte[] key = "k".getBytes(StandardCharsets.UTF_8);
+        assertTrue(start.moved(1, key, a1.partitionFor(key), 3), "start-up: every key");
+        Transition closed = start.closedUpTo(1);
+        assertTrue(closed.open.isEmpty());
+        assertEquals(false, closed.moved(1, key, a1.partitionFor(key), 3), "closed: no key");
+        Transition t2 = Transition.tracked(2, Transition.Before.of(a1), closed);
+        int moved = 0;
+        for (int i = 0; i < 200; i++) {
+            byte[] k = ("key-" + i).getBytes(StandardCharsets.UTF_8);
+            boolean m = a1.partitionFor(k) != a2.partitionFor(k);
+            assertEquals(m, t2.moved(2, k, a2.partitionFor(k), 3), "key-" + i);
+            assertTrue(t2.moved(3, k, a2.partitionFor(k), 3), "another epoch's record: moved");
+            moved += m ? 1 : 0;
+        }
+        assertTrue(moved > 0 && moved < 200, moved + " moved");
+        // Epoch 2's window still open when 4 comes (3 skipped): every key, and both windows open.
+        Transition t4 = Transition.tracked(4, Transition.Before.of(a2), t2);
+        assertEquals(List.of(new Transition.OpenWindow(2, 1), new Transition.OpenWindow(4, 2)), t4.open);
+        assertTrue(t4.moved(4, key, 0, 3) && t4.moved(4, key, 1, 3) && t4.moved(4, key, 2, 3));
+        // After a retraction (Kafka's placement before epoch 5 > 1): every key.
+        Transition t5 = Transition.tracked(5, Transition.Before.HASH, null);
+        assertTrue(t5.moved(5, key, Murmur2.kafkaPartition(key, 3), 3));
+        // Epoch 1 after Kafka's placement: the keys Kafka put elsewhere only.
+        Transition first = Transition.tracked(1, Transition.Before.HASH, null);
+        assertEquals(false, first.moved(1, key, Murmur2.kafkaPartition(key, 3), 3));
+        assertTrue(first.moved(1, key, (Murmur2.kafkaPartition(key, 3) + 1) % 3, 3));
+    }
+
+    @Test
+    void handoffProgressRecordsAreReadByKeyAndValueAndEverythingElseSkipped() throws Exception {
+        StrictJson.Progress p = StrictJson.readProgress(("{\"group\":\"g/1\",\"topic\":\"t\",\"partition\":3,"
+                + "\"drained\":7,\"passed\":{\"a\":1},\"committed_offset\":9,\"updated_at_ms\":1,\"new\":[1]}")
+                .getBytes(StandardCharsets.UTF_8));
+        assertEquals(new StrictJson.Progress("g/1", "t", 3, 7), p);
+        for (String bad : List.of("{}", "[]", "{\"group\":\"g\",\"topic\":\"t\",\"partition\":-1,\"drained\":1}",
+                "{\"group\":\"g\",\"topic\":\"t\",\"partition\":1,\"drained\":1.5}",
+                "{\"group\":\"g\",\"group\":\"h\",\"topic\":\"t\",\"partition\":1,\"drained\":1}",
+                "{\"group\":\"g\",\"topic\":\"t\",\"partition\":1,\"drained\":1} x")) {
+            assertThrows(StrictJson.Malformed.class, () -> StrictJson.readProgress(bad.getBytes(StandardCharsets.UTF_8)),
+                    bad);
+        }
+    }
 }

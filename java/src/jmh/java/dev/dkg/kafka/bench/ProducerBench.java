@@ -1,5 +1,7 @@
 package dev.dkg.kafka.bench;
 
+import dev.dkg.kafka.DkgConfig;
+import dev.dkg.kafka.DkgKafkaProducer;
 import dev.dkg.kafka.it.Broker;
 import dev.dkg.kafka.it.Doc;
 import dev.dkg.kafka.it.Plugin;
@@ -8,12 +10,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Producer-level benches against the broker of {@code DKG_TEST_BOOTSTRAP} (see java/README.md, "Tests and
@@ -26,6 +33,9 @@ import org.apache.kafka.clients.producer.ProducerRecord;
  *       ({@code -Ddkg.bench.rounds}, 5) after one untimed round of each; each round is a fresh producer, timed
  *       from the first send to the end of {@code flush()}. Prints the median of the per-round ratios B/A with min
  *       and max. Target: at least 0.97.
+ *   <li><b>ordering</b>: the same records through {@link DkgKafkaProducer} (marker mode) against a plain producer
+ *       with the same {@code acks=all} and idempotence, with the stamp window closed and open (see
+ *       {@link #ordering}). Prints the medians of the per-round ratios with min and max.
  *   <li><b>adoption</b>: {@code -Ddkg.bench.publications} (20) publications, each moving a probe key to another
  *       partition: time from the publication's acknowledgement to the plug-in reporting the new epoch (polled
  *       every 5 ms), each checked by sending the probe and finding it on the new partition. p50/p99. Target: p99
@@ -49,6 +59,7 @@ public final class ProducerBench {
         System.out.printf("producer bench: broker %s, %d records x %d rounds, %d publications%n", Broker.bootstrap(),
                 records, rounds, publications);
         throughput(records, rounds);
+        ordering(records, rounds);
         adoption(publications);
         keyless(Math.max(1, records / 10));
     }
@@ -61,9 +72,14 @@ public final class ProducerBench {
 
     /** Sends {@code n} records keyed by {@code zipf} (null = keyless) and returns records per second to the flush. */
     private static double run(Properties config, String topic, Zipf zipf, int n) {
+        return run(() -> new KafkaProducer<>(config), topic, zipf, n);
+    }
+
+    /** {@link #run(Properties, String, Zipf, int)} through the producer {@code create} makes (closed after). */
+    private static double run(Supplier<Producer<byte[], byte[]>> create, String topic, Zipf zipf, int n) {
         byte[] value = new byte[VALUE_BYTES];
         AtomicReference<Exception> failure = new AtomicReference<>();
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config)) {
+        try (Producer<byte[], byte[]> producer = create.get()) {
             long start = System.nanoTime();
             for (int i = 0; i < n; i++) {
                 byte[] key = zipf == null ? null : zipf.keyOf(zipf.nextRank());
@@ -108,6 +124,69 @@ public final class ProducerBench {
         Arrays.sort(sorted);
         System.out.printf("throughput ratio dkg/plain: median %.3f (min %.3f, max %.3f) over %d rounds; "
                 + "target >= 0.97%n", median(sorted), sorted[0], sorted[sorted.length - 1], rounds);
+    }
+
+    /**
+     * The ordering producer ({@link DkgKafkaProducer}) against a plain {@code KafkaProducer} with the same
+     * {@code acks=all} and idempotence, in interleaved rounds A B C A B C ...: B with its stamp window closed (the
+     * state outside a switch: a 1 ms bound, closed within the first 20 ms), C inside a window (every placed record
+     * stamped, as during the first minute after a switch).
+     */
+    private static void ordering(int records, int rounds) {
+        String topic = Broker.uniqueTopic("bench-ordering");
+        Broker.createTopic(topic, PARTITIONS);
+        String control = Broker.createControlTopic("bench-ordering");
+        String handoff = Broker.uniqueTopic("bench-ordering-handoff");
+        List<Doc.Heavy> heavy = new ArrayList<>();
+        for (int rank = 1; rank <= 50; rank++) {
+            heavy.add(new Doc.Heavy(Zipf.key(rank), rank % PARTITIONS));
+        }
+        try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
+            Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 64, 7, heavy));
+        }
+        Properties plain = Broker.plainProducerConfig();
+        plain.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        plain.put(ProducerConfig.ACKS_CONFIG, "all");
+        Supplier<Producer<byte[], byte[]>> a = () -> new KafkaProducer<>(plain);
+        Supplier<Producer<byte[], byte[]>> b = () -> orderingProducer(control, handoff, topic, 1);
+        Supplier<Producer<byte[], byte[]>> c = () -> orderingProducer(control, handoff, topic, 3_600_000);
+        for (Supplier<Producer<byte[], byte[]>> warm : List.of(a, b, c)) {
+            run(warm, topic, new Zipf(KEYS, 1.0, -1), records);
+        }
+        double[] closed = new double[rounds];
+        double[] open = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            double base = run(a, topic, new Zipf(KEYS, 1.0, r), records);
+            double outside = run(b, topic, new Zipf(KEYS, 1.0, r), records);
+            double inside = run(c, topic, new Zipf(KEYS, 1.0, r), records);
+            closed[r] = outside / base;
+            open[r] = inside / base;
+            System.out.printf("ordering round %d: plain acks=all %.0f rec/s, ordering %.0f rec/s (window closed), "
+                    + "%.0f rec/s (window open); ratios %.3f, %.3f%n", r + 1, base, outside, inside, closed[r],
+                    open[r]);
+        }
+        Arrays.sort(closed);
+        Arrays.sort(open);
+        System.out.printf("ordering producer / plain acks=all: window closed median %.3f (min %.3f, max %.3f), "
+                + "window open median %.3f (min %.3f, max %.3f) over %d rounds; target (Rust's) >= 0.95%n",
+                median(closed), closed[0], closed[rounds - 1], median(open), open[0], open[rounds - 1], rounds);
+    }
+
+    private static Producer<byte[], byte[]> orderingProducer(String control, String handoff, String topic,
+            long stampWindowMs) {
+        Map<String, Object> config = new HashMap<>();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
+        config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
+        config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
+        config.put(DkgConfig.TOPICS_CONFIG, topic);
+        config.put(DkgConfig.STAMP_WINDOW_MS_CONFIG, Long.toString(stampWindowMs));
+        DkgKafkaProducer<byte[], byte[]> p = new DkgKafkaProducer<>(config, new ByteArraySerializer(),
+                new ByteArraySerializer());
+        if (stampWindowMs <= 1) {
+            Broker.waitUntil("the stamp window to close", Duration.ofSeconds(10), () -> p.stampWindowsTimedOut() + p.stampWindowsSettled() >= 1);
+        }
+        return p;
     }
 
     private static void adoption(int publications) {

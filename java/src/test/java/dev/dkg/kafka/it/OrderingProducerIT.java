@@ -27,14 +27,18 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link DkgKafkaProducer} on the broker, by itself (its life under {@code DkgConsumer} groups, beside Rust
- * producers, is {@code partitioner/tests/consumer_java_producer.rs}): the lease of a declared topic at the epoch in
- * effect, stamps inside the stamp window and none after it, an epoch switch announced by the history record and a
- * marker whose ends are one past the last offset of the older epoch's records in each partition, stamps again after
- * the switch, and the lease marked closed at the last marker's epoch by {@code close()}.
+ * producers, is {@code partitioner/tests/consumer_java_producer.rs}), with one consumer group's progress written to
+ * the handoff topic by the test: the lease of a declared topic at the epoch in effect; every record stamped in the
+ * start-up window until the group announces it drained epoch 1; then no stamp; after a switch exactly the keys it
+ * moved stamped until the group drained it (closed as settled), and, for a switch the group does not drain, until
+ * the bound (timed out); each switch announced by its history record, and the last marker's ends one past the last
+ * offset of the older epochs' records in each partition; the lease marked closed at the last marker's epoch by
+ * {@code close()}.
  */
 class OrderingProducerIT {
     private static final int PARTITIONS = 6;
-    private static final long WINDOW_MS = 1_500;
+    /** The stamp windows' bound: long enough for the switch steps below on a loaded machine. */
+    private static final long WINDOW_MS = 4_000;
 
     private static String utf8(byte[] b) {
         return b == null ? null : new String(b, StandardCharsets.UTF_8);
@@ -51,14 +55,30 @@ class OrderingProducerIT {
         return out;
     }
 
+    /** The group's progress on every partition, as a {@code DkgConsumer} group announces it (spec 9.1). */
+    private static void announce(KafkaProducer<byte[], byte[]> publisher, String handoff, String group, String topic,
+            long drained) {
+        for (int p = 0; p < PARTITIONS; p++) {
+            String key = "progress/" + group + "/" + topic + "/" + p;
+            String value = "{\"group\":\"" + group + "\",\"topic\":\"" + topic + "\",\"partition\":" + p
+                    + ",\"drained\":" + drained + ",\"passed\":{},\"committed_offset\":0,\"updated_at_ms\":0}";
+            Broker.publishRaw(publisher, handoff, key.getBytes(StandardCharsets.UTF_8),
+                    value.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
     @Test
-    void stampsInsideTheWindowAnnouncesTheSwitchWithAMarkerAndClosesItsLease() {
+    void stampsMovedKeysUntilTheGroupSettlesAnnouncesTheSwitchWithAMarkerAndClosesItsLease() {
         String topic = Broker.uniqueTopic("ordering");
         Broker.createTopic(topic, PARTITIONS);
         String control = Broker.createControlTopic("ordering");
-        String handoff = Broker.uniqueTopic("ordering-handoff");
+        String handoff = Broker.createControlTopic("ordering-handoff");
+        List<Doc> docs = List.of(Doc.shuffled(topic, PARTITIONS, 1, 64, 11, List.of()),
+                Doc.shuffled(topic, PARTITIONS, 2, 64, 12, List.of()),
+                Doc.shuffled(topic, PARTITIONS, 3, 64, 13, List.of()));
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
-            Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 64, 11, List.of()));
+            Broker.publish(publisher, control, docs.get(0));
+            announce(publisher, handoff, "app", topic, 0);
             Map<String, Object> config = new HashMap<>();
             config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
             config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
@@ -72,51 +92,87 @@ class OrderingProducerIT {
                     new ByteArraySerializer())) {
                 id = p.producerId();
                 assertEquals(1, p.router().assignment(topic).epoch(), "epoch 1 read at construction");
+                // Start-up window: its predecessor is not known, every placed record is stamped until the group
+                // (followed: it announced drained 0) settles epoch 1.
                 older.addAll(sendAll(p, topic, "open"));
-                Broker.waitUntil("the stamp window of epoch 1 to close", Duration.ofSeconds(15),
-                        () -> p.stampWindowsClosed() >= 1);
+                announce(publisher, handoff, "app", topic, 1);
+                Broker.waitUntil("the start-up window to close as settled", Duration.ofSeconds(15),
+                        () -> p.stampWindowsSettled() >= 1);
                 older.addAll(sendAll(p, topic, "closed"));
-                Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 2, 64, 12, List.of()));
+                // Epoch 2: the keys it moved are stamped until the group drained it.
+                Broker.publish(publisher, control, docs.get(1));
                 Broker.waitUntil("epoch 2 adopted", Duration.ofSeconds(15),
                         () -> p.router().assignment(topic).epoch() == 2);
-                sendAll(p, topic, "switched");
+                older.addAll(sendAll(p, topic, "switched"));
                 Broker.waitUntil("the marker of epoch 2", Duration.ofSeconds(15), () -> p.markersWritten() >= 1);
+                announce(publisher, handoff, "app", topic, 2);
+                Broker.waitUntil("the window of epoch 2 to close as settled", Duration.ofSeconds(15),
+                        () -> p.stampWindowsSettled() >= 2);
+                older.addAll(sendAll(p, topic, "settled"));
+                // Epoch 3 with a group that does not drain it: its window closes at the bound.
+                Broker.publish(publisher, control, docs.get(2));
+                Broker.waitUntil("epoch 3 adopted", Duration.ofSeconds(15),
+                        () -> p.router().assignment(topic).epoch() == 3);
+                sendAll(p, topic, "stuck");
+                Broker.waitUntil("the window of epoch 3 to time out", Duration.ofSeconds(20),
+                        () -> p.stampWindowsTimedOut() >= 1);
+                sendAll(p, topic, "late");
+                assertEquals(2, p.stampWindowsSettled());
+                assertEquals(2, p.markersWritten(), "the markers of epochs 2 and 3");
             }
 
-            // The data topic: stamps exactly inside the windows, the plug-in's placement, nothing else.
+            // The data topic: every record stamped in the start-up window, the moved keys in epoch 2's and 3's.
             Map<String, Map<String, String>> headers = new LinkedHashMap<>();
-            Broker.consumeAll(topic, 180, Duration.ofSeconds(30), r -> {
+            Broker.consumeAll(topic, 360, Duration.ofSeconds(30), r -> {
                 Map<String, String> h = new HashMap<>();
                 for (Header x : r.headers()) {
                     h.put(x.key(), utf8(x.value()));
                 }
                 headers.put(utf8(r.value()), h);
             });
-            assertEquals(180, headers.size());
-            headers.forEach((value, h) -> {
-                if (value.startsWith("closed-")) {
-                    assertEquals(Map.of(), h, value + ": after the window, no header");
-                } else {
-                    String epoch = value.startsWith("open-") ? "1" : "2";
-                    assertEquals(Map.of(DkgKafkaProducer.EPOCH_HEADER, epoch, DkgKafkaProducer.PRODUCER_HEADER, id),
-                            h, value + ": inside a window, stamped");
+            assertEquals(360, headers.size());
+            Map<String, Integer> stampedPerPhase = new HashMap<>();
+            for (Map.Entry<String, Map<String, String>> e : headers.entrySet()) {
+                String value = e.getKey();
+                String phase = value.substring(0, value.indexOf('-'));
+                byte[] key = ("key-" + value.substring(value.indexOf('-') + 1)).getBytes(StandardCharsets.UTF_8);
+                int epoch = switch (phase) {
+                    case "open", "closed" -> 1;
+                    case "switched", "settled" -> 2;
+                    default -> 3;
+                };
+                boolean moved = epoch > 1
+                        && docs.get(epoch - 2).expectedPartition(key) != docs.get(epoch - 1).expectedPartition(key);
+                boolean stamped = phase.equals("open") || moved && (phase.equals("switched") || phase.equals("stuck"));
+                assertEquals(stamped ? Map.of(DkgKafkaProducer.EPOCH_HEADER, Integer.toString(epoch),
+                        DkgKafkaProducer.PRODUCER_HEADER, id) : Map.of(), e.getValue(),
+                        value + (moved ? " (its key moved by epoch " + epoch + ")" : ""));
+                if (stamped) {
+                    stampedPerPhase.merge(phase, 1, Integer::sum);
                 }
-            });
+            }
+            assertEquals(60, stampedPerPhase.get("open"));
+            for (String phase : List.of("switched", "stuck")) {
+                int n = stampedPerPhase.getOrDefault(phase, 0);
+                assertTrue(n > 10 && n < 60, phase + ": " + n + " of 60 keys moved");
+            }
 
             // The handoff topic: the lease (first epoch 1, closed at 2), the history of epoch 2, the marker.
             Map<String, String> latest = new HashMap<>();
             Broker.consumeAll(handoff, 3, Duration.ofSeconds(30), r -> latest.put(utf8(r.key()), utf8(r.value())));
             String lease = latest.get("lease2/" + topic + "/" + id);
             assertNotNull(lease, "lease2 record: " + latest.keySet());
-            assertTrue(lease.contains("\"first_epoch\":1,") && lease.contains("\"closed_at_epoch\":2,")
+            assertTrue(lease.contains("\"first_epoch\":1,") && lease.contains("\"closed_at_epoch\":3,")
                     && lease.endsWith("\"mode\":\"marker\"}"), lease);
             assertNull(latest.get("lease/" + topic + "/" + id), "no barrier-mode lease");
-            String history = latest.get("assignment/" + topic + "/2");
-            assertNotNull(history, "history of epoch 2: " + latest.keySet());
-            assertEquals(2, Assignment.fromJson(history.getBytes(StandardCharsets.UTF_8)).epoch());
+            for (int e = 2; e <= 3; e++) {
+                String history = latest.get("assignment/" + topic + "/" + e);
+                assertNotNull(history, "history of epoch " + e + ": " + latest.keySet());
+                assertEquals(e, Assignment.fromJson(history.getBytes(StandardCharsets.UTF_8)).epoch());
+            }
             String marker = latest.get("marker/" + topic + "/" + id);
             assertNotNull(marker, "marker: " + latest.keySet());
-            assertTrue(marker.startsWith("{\"producer\":\"" + id + "\",\"topic\":\"" + topic + "\",\"epoch\":2,"),
+            assertTrue(marker.startsWith("{\"producer\":\"" + id + "\",\"topic\":\"" + topic + "\",\"epoch\":3,"),
                     marker);
             long[] ends = Arrays.stream(marker.substring(marker.indexOf('[') + 1, marker.indexOf(']')).split(","))
                     .mapToLong(Long::parseLong).toArray();
@@ -124,7 +180,7 @@ class OrderingProducerIT {
             for (RecordMetadata m : older) {
                 want[m.partition()] = Math.max(want[m.partition()], m.offset() + 1);
             }
-            assertArrayEquals(want, ends, "one past the last epoch-1 record of each partition");
+            assertArrayEquals(want, ends, "one past the last record of epochs 1 and 2 in each partition");
         } catch (Exception e) {
             throw new AssertionError(e);
         }
