@@ -17,7 +17,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
 import org.apache.kafka.clients.admin.Admin;
@@ -45,6 +44,7 @@ import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.metrics.KafkaMetric;
@@ -122,6 +122,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final StampedLock gate = new StampedLock();
     private final StampWindows windows;
     private final ConcurrentHashMap<String, TopicOrdering> topics = new ConcurrentHashMap<>();
+    /**
+     * The topic the last send used, compared by identity with the caller's {@code String}: an application sends to
+     * the same instance record after record, so the map lookup is skipped. A plain field: a stale read only costs it.
+     */
+    private TopicOrdering lastTopic;
     /** Held across each lease write, so that lease records land in the order they were made. */
     private final Object leaseLock = new Object();
     private final Thread orderingThread;
@@ -423,11 +428,15 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             return inner.send(new ProducerRecord<>(topic, record.partition(), record.timestamp(), key, value,
                     headers), callback);
         }
-        TopicOrdering t = topic(topic);
-        int n = t.sendCount;
+        TopicOrdering t = lastTopic;
+        if (t == null || t.topic != topic) {
+            t = topics.get(topic);
+        }
+        int n = t == null ? 0 : t.sendCount;
         if (n <= 0) {
             try {
-                // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms).
+                // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms). Only a topic
+                // that exists gets ordering state (and a lease).
                 n = inner.partitionsFor(topic).size();
             } catch (ApiException e) {
                 if (callback != null) {
@@ -435,8 +444,10 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 }
                 return CompletableFuture.failedFuture(e);
             }
+            t = topic(topic);
             t.sendCount = n;
         }
+        lastTopic = t;
         DkgRouter.TopicState s = router.state(topic);
         EpochLedger ledger;
         int partition;
@@ -458,30 +469,34 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         } finally {
             gate.unlockRead(entered);
         }
+        Header[] own = headers.toArray();
+        Iterable<Header> out = own.length == 0 ? null : headers;
         if (stamp) {
             // A copy: the caller's record keeps its own headers.
-            headers = new RecordHeaders(headers.toArray());
-            headers.add(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII));
-            headers.add(PRODUCER_HEADER, idBytes);
+            RecordHeaders stamped = new RecordHeaders(own);
+            stamped.add(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII));
+            stamped.add(PRODUCER_HEADER, idBytes);
+            out = stamped;
         }
         Outcome outcome = new Outcome(ledger, partition, callback);
         try {
-            return inner.send(new ProducerRecord<>(topic, partition, record.timestamp(), key, value, headers),
-                    outcome);
+            // Null headers when there are none: ProducerRecord copies any it is given (a list per record).
+            return inner.send(new ProducerRecord<>(topic, partition, record.timestamp(), key, value, out), outcome);
         } catch (RuntimeException e) {
             outcome.withdrawn();
             throw e;
         }
     }
 
-    /** Counts a record's outcome in its ledger exactly once, then calls the application's callback. */
+    /**
+     * Counts a record's outcome in its ledger, then calls the application's callback. {@code KafkaProducer.send}
+     * either calls the callback (an outcome, also for errors before the append, after which it returns) or throws
+     * without calling it (never appended: {@link #withdrawn}), never both, so no guard is needed.
+     */
     private static final class Outcome implements Callback {
-        private static final AtomicIntegerFieldUpdater<Outcome> DONE =
-                AtomicIntegerFieldUpdater.newUpdater(Outcome.class, "done");
         private final EpochLedger ledger;
         private final int partition;
         private final Callback callback;
-        private volatile int done;
 
         Outcome(EpochLedger ledger, int partition, Callback callback) {
             this.ledger = ledger;
@@ -491,12 +506,10 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
-            if (DONE.compareAndSet(this, 0, 1)) {
-                if (exception == null && metadata != null && metadata.hasOffset()) {
-                    ledger.acked(metadata.partition(), metadata.offset());
-                } else {
-                    ledger.unknown(partition);
-                }
+            if (exception == null && metadata != null && metadata.hasOffset()) {
+                ledger.acked(metadata.partition(), metadata.offset());
+            } else {
+                ledger.unknown(partition);
             }
             if (callback != null) {
                 callback.onCompletion(metadata, exception);
@@ -505,9 +518,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
         /** The client threw before appending the record: it is not in the log. */
         void withdrawn() {
-            if (DONE.compareAndSet(this, 0, 1)) {
-                ledger.withdrawn();
-            }
+            ledger.withdrawn();
         }
     }
 
