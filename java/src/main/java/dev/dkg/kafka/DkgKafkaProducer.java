@@ -109,6 +109,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final KafkaProducer<byte[], byte[]> inner;
     private final Serializer<K> keySerializer;
     private final Serializer<V> valueSerializer;
+    /** The serializers made from the configuration are closed with the producer (as KafkaProducer does). */
+    private final boolean ownsKeySerializer;
+    private final boolean ownsValueSerializer;
     private final DkgRouter router;
     private final boolean ownsRouter;
     private final String id;
@@ -173,6 +176,13 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             this.topic = topic;
         }
 
+        /** The count a first send read, unless the ordering thread has set one meanwhile. */
+        synchronized void firstCount(int n) {
+            if (sendCount <= 0) {
+                sendCount = n;
+            }
+        }
+
         EpochLedger ledger(long epoch, int partitions) {
             EpochLedger h = hot;
             if (h != null && h.epoch() == epoch) {
@@ -221,6 +231,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 : configured(parsed, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, settings, true);
         this.valueSerializer = valueSerializer != null ? valueSerializer
                 : configured(parsed, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, settings, false);
+        this.ownsKeySerializer = keySerializer == null;
+        this.ownsValueSerializer = valueSerializer == null;
         this.windows = new StampWindows(TimeUnit.MILLISECONDS.toNanos(stampWindowMs));
         this.id = Handoff.newProducerId();
         this.idBytes = id.getBytes(StandardCharsets.US_ASCII);
@@ -251,7 +263,15 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             throw e;
         }
         this.router = createdRouter;
-        router.trackWindows();
+        if (!router.trackWindows()) {
+            closeQuietly(createdInner);
+            closeQuietly(createdHandoff);
+            createdAdmin.close(Duration.ZERO);
+            // Stamp windows live in the router and close by one producer's announcements: a second ordering
+            // producer's would close the first's before its markers are written.
+            throw new ConfigException(DkgConfig.ROUTER_INSTANCE_CONFIG, shared,
+                    "this router already serves another DkgKafkaProducer (share it with partitioners only)");
+        }
         this.ownsRouter = !(shared instanceof DkgRouter);
         Map<String, Object> reader = ControlFollower.consumerConfig(settings);
         Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
@@ -432,12 +452,12 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         if (t == null || t.topic != topic) {
             t = topics.get(topic);
         }
-        int n = t == null ? 0 : t.sendCount;
-        if (n <= 0) {
+        if (t == null || t.sendCount <= 0) {
+            int known;
             try {
                 // Waits for the topic's metadata as KafkaProducer.send would (bounded by max.block.ms). Only a topic
                 // that exists gets ordering state (and a lease).
-                n = inner.partitionsFor(topic).size();
+                known = inner.partitionsFor(topic).size();
             } catch (ApiException e) {
                 if (callback != null) {
                     callback.onCompletion(null, e);
@@ -445,7 +465,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 return CompletableFuture.failedFuture(e);
             }
             t = topic(topic);
-            t.sendCount = n;
+            t.firstCount(known);
         }
         lastTopic = t;
         DkgRouter.TopicState s = router.state(topic);
@@ -455,6 +475,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         boolean stamp;
         long entered = gate.readLock();
         try {
+            // Inside the gate: the ordering thread updates the count before its grace step, so a send routed by an
+            // older count is counted before the marker looks.
+            int n = t.sendCount;
             Assignment a = s.assignment;
             // Read after the assignment (the router writes it first): a newer one than a's counts every key as moved.
             Transition tr = s.transition;
@@ -545,26 +568,13 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private synchronized void step() {
         List<TopicOrdering> due = new ArrayList<>();
         for (TopicOrdering t : topics.values()) {
-            if (!t.registered) {
-                // Records may already have been routed under any epoch: first epoch 0; the marker of the current
-                // epoch follows at once.
-                register(t, 0);
-            }
-            int n = inner.partitionsFor(t.topic).size();
-            if (t.partitions > 0 && n != t.partitions) {
-                partitionCountChanges.incrementAndGet();
-                LOG.warn("DKG: topic {} went from {} to {} partitions: keys move to Kafka's placement over the new "
-                        + "count without an epoch switch (the ordering guarantee does not cover them)", t.topic,
-                        t.partitions, n);
-            }
-            t.partitions = n;
-            t.sendCount = n;
-            long epoch = epochInEffect(t, n);
-            if (epoch > 0) {
-                t.current = epoch;
-            }
-            if (epoch > 0 && Long.compareUnsigned(epoch, t.announced) > 0) {
-                due.add(t);
+            try {
+                if (due(t)) {
+                    due.add(t);
+                }
+            } catch (RuntimeException e) {
+                // One topic's failure (deleted, no access) must not hold the others' markers back.
+                LOG.warn("DKG: ordering producer {}: topic {}: {} (retrying)", id, t.topic, e.toString());
             }
         }
         if (!due.isEmpty()) {
@@ -582,6 +592,32 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         for (TopicOrdering t : topics.values()) {
             closeWindows(t, System.nanoTime());
         }
+    }
+
+    /**
+     * Registers the topic if it is new, refreshes its partition count (before the grace step, which makes sends
+     * route by it) and says whether its epoch in effect is due for a marker.
+     */
+    private boolean due(TopicOrdering t) {
+        if (!t.registered) {
+            // Records may already have been routed under any epoch: first epoch 0; the marker of the current epoch
+            // follows at once.
+            register(t, 0);
+        }
+        int n = inner.partitionsFor(t.topic).size();
+        if (t.partitions > 0 && n != t.partitions) {
+            partitionCountChanges.incrementAndGet();
+            LOG.warn("DKG: topic {} went from {} to {} partitions: keys move to Kafka's placement over the new count "
+                    + "without an epoch switch (the ordering guarantee does not cover them)", t.topic, t.partitions,
+                    n);
+        }
+        t.partitions = n;
+        t.sendCount = n;
+        long epoch = epochInEffect(t, n);
+        if (epoch > 0) {
+            t.current = epoch;
+        }
+        return epoch > 0 && Long.compareUnsigned(epoch, t.announced) > 0;
     }
 
     /** The epoch of the topic's assignment if it is in effect with {@code partitions} partitions, else -1. */
@@ -614,6 +650,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(MARKER_TIMEOUT_MS);
         for (EpochLedger l : older) {
             while (l.outstanding() > 0) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new KafkaException("interrupted waiting for acknowledgements (closing)");
+                }
                 if (System.nanoTime() > deadline) {
                     throw new KafkaException("acknowledgements before the marker of epoch "
                             + Long.toUnsignedString(epoch) + " on " + t.topic + " did not come within "
@@ -671,6 +710,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
         if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
+            windows.forget(t.topic, c.upto());
             (c.reason() == StampWindows.Reason.SETTLED ? windowsSettled : windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
                     Long.toUnsignedString(c.upto()), c.reason().label);
@@ -690,6 +730,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 if (stopping) {
                     return;
                 }
+                // From the beginning again (a restart after a failure): windows wait for the whole read again.
+                handoffCaughtUp = false;
+                windows.clearProgress();
                 c.assign(List.of(tp));
                 c.seekToBeginning(List.of(tp));
                 long end = c.endOffsets(List.of(tp), Duration.ofMillis(IO_TIMEOUT_MS)).get(tp);
@@ -917,7 +960,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
      * Flushes, announces what is due (the markers of the epochs in effect), marks every lease closed at its last
      * marker's epoch (consumers then stop waiting for this producer for newer epochs at once), and closes the
      * clients. If an announcement or a closed lease cannot be written, consumers wait for this producer until its
-     * lease expires (logged).
+     * lease expires (logged). {@code Duration.ZERO} skips the flush and the announcements (records still in flight
+     * may be lost, as with {@code KafkaProducer.close(Duration.ZERO)}); other timeouts bound the clients' close.
      */
     @Override
     public void close(Duration timeout) {
@@ -934,9 +978,16 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         join(orderingThread);
         join(renewalThread);
         join(handoffThread);
+        if (!timeout.isZero()) {
+            try {
+                inner.flush();
+                step();
+            } catch (RuntimeException e) {
+                LOG.warn("DKG: ordering producer {}: announcing its last epochs failed: {}; consumers wait for it "
+                        + "until its lease expires", id, e.toString());
+            }
+        }
         try {
-            inner.flush();
-            step();
             writeLeases(1);
             LOG.info("DKG: ordering producer {} closed ({} markers written)", id, markersWritten.get());
         } catch (RuntimeException e) {
@@ -952,6 +1003,12 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         admin.close(timeout.compareTo(Duration.ofSeconds(30)) > 0 ? Duration.ofSeconds(30) : timeout);
         if (ownsRouter) {
             router.close();
+        }
+        if (ownsKeySerializer) {
+            keySerializer.close();
+        }
+        if (ownsValueSerializer) {
+            valueSerializer.close();
         }
     }
 

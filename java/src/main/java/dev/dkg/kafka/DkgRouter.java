@@ -417,10 +417,14 @@ public final class DkgRouter implements AutoCloseable {
 
     /**
      * From now on, adoptions make stamp-window transitions (docs/spec.md 9.2.2) for {@link DkgKafkaProducer}; the
-     * assignments adopted before get the start-up window (every key counts as moved until it closes).
+     * assignments adopted before get the start-up window (every key counts as moved until it closes). False (and
+     * nothing changes) if windows are tracked already: one ordering producer per router.
      */
-    void trackWindows() {
+    boolean trackWindows() {
         synchronized (book) {
+            if (trackWindows) {
+                return false;
+            }
             trackWindows = true;
             // Assignments adopted before (read at start-up): the first window, its predecessor not known.
             for (TopicState s : topics.values()) {
@@ -429,6 +433,7 @@ public final class DkgRouter implements AutoCloseable {
                     s.transition = Transition.tracked(a.epoch(), Transition.Before.UNKNOWN, null);
                 }
             }
+            return true;
         }
     }
 

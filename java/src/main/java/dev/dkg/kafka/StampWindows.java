@@ -93,7 +93,7 @@ final class StampWindows {
     /**
      * The highest epoch of {@code topic} whose window (and every older one) may close now, and why the newest of
      * them closes; null if none. {@code open}: the topic's open windows, oldest first; {@code announced}: the
-     * highest epoch this producer announced.
+     * highest epoch this producer announced. The caller {@link #forget}s the windows it then closes.
      */
     synchronized Closing due(String topic, List<Transition.OpenWindow> open, long announced, int partitions,
             long nowNanos) {
@@ -121,10 +121,19 @@ final class StampWindows {
             }
             closing = new Closing(w.epoch(), reason);
         }
-        if (closing != null) {
-            long upto = closing.upto();
-            since.keySet().removeIf(e -> Long.compareUnsigned(e, upto) <= 0);
-        }
         return closing;
+    }
+
+    /** Windows of {@code topic} up to {@code epoch} are closed: forget when they opened. */
+    synchronized void forget(String topic, long epoch) {
+        Map<Long, Long> since = opened.get(topic);
+        if (since != null) {
+            since.keySet().removeIf(e -> Long.compareUnsigned(e, epoch) <= 0);
+        }
+    }
+
+    /** Forget every group's progress (the handoff topic is read again from its beginning). */
+    synchronized void clearProgress() {
+        progress.clear();
     }
 }

@@ -161,68 +161,24 @@ final class StrictJson {
      */
     static Progress readProgress(byte[] bytes) throws Malformed {
         StrictJson r = new StrictJson(bytes);
-        String group = null;
-        String topic = null;
-        long partition = -1;
-        long drained = 0;
-        boolean haveDrained = false;
-        if (r.peekValueStart() != '{') {
-            throw r.error("invalid type: expected struct Progress");
-        }
-        r.pos++;
-        if (r.peekWs() == '}') {
-            r.pos++;
-        } else {
-            while (true) {
-                r.expectWs('"');
-                String key = r.readStringBody();
-                r.expectWs(':');
-                switch (key) {
-                    case "group" -> {
-                        if (group != null) {
-                            throw r.error("duplicate field `group`");
-                        }
-                        group = r.readString();
-                    }
-                    case "topic" -> {
-                        if (topic != null) {
-                            throw r.error("duplicate field `topic`");
-                        }
-                        topic = r.readString();
-                    }
-                    case "partition" -> {
-                        if (partition >= 0) {
-                            throw r.error("duplicate field `partition`");
-                        }
-                        partition = Integer.toUnsignedLong(r.readU32());
-                    }
-                    case "drained" -> {
-                        if (haveDrained) {
-                            throw r.error("duplicate field `drained`");
-                        }
-                        drained = r.readU64();
-                        haveDrained = true;
-                    }
-                    default -> r.skipValue();
-                }
-                int next = r.nextWs();
-                if (next == '}') {
-                    break;
-                }
-                if (next != ',') {
-                    throw r.error("expected `,` or `}`");
-                }
+        String[] text = new String[2];
+        long[] number = new long[2];
+        int seen = r.readObjectSkippingUnknown(PROGRESS_FIELDS, field -> {
+            switch (field) {
+                case 0, 1 -> text[field] = r.readString();
+                case 2 -> number[0] = Integer.toUnsignedLong(r.readU32());
+                default -> number[1] = r.readU64();
             }
-        }
+        });
         r.end();
-        if (group == null || topic == null || partition < 0 || !haveDrained) {
-            throw r.error("missing field of Progress (group, topic, partition, drained)");
-        }
-        if (partition > Integer.MAX_VALUE) {
+        r.requireAll(PROGRESS_FIELDS, seen);
+        if (number[0] > Integer.MAX_VALUE) {
             throw r.error("partition out of range");
         }
-        return new Progress(group, topic, (int) partition, drained);
+        return new Progress(text[0], text[1], (int) number[0], number[1]);
     }
+
+    private static final String[] PROGRESS_FIELDS = {"group", "topic", "partition", "drained"};
 
     // ---------------------------------------------------------------------------------------------------------
     // Pass 2: the document.
@@ -493,6 +449,35 @@ final class StrictJson {
                 member.read(field);
             } while (moreFields());
         }
+        return seen;
+    }
+
+    /**
+     * {@link #readObject} for handoff values (spec 9.1): members not in {@code names} are skipped, not rejected; a
+     * repeated member is still an error.
+     */
+    private int readObjectSkippingUnknown(String[] names, Member member) throws Malformed {
+        expectObjectStart();
+        int seen = 0;
+        if (peekWs() == '}') {
+            pos++;
+            return seen;
+        }
+        do {
+            expectWs('"');
+            String key = readStringBody();
+            expectWs(':');
+            int field = List.of(names).indexOf(key);
+            if (field < 0) {
+                skipValue();
+                continue;
+            }
+            if ((seen & (1 << field)) != 0) {
+                throw error("duplicate field `" + key + "`");
+            }
+            seen |= 1 << field;
+            member.read(field);
+        } while (moreFields());
         return seen;
     }
 

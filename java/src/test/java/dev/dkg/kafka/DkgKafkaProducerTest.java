@@ -239,4 +239,27 @@ class DkgKafkaProducerTest {
                     bad);
         }
     }
+
+    @Test
+    void aRouterServesOneOrderingProducerAndGivesEarlierAdoptionsTheStartUpWindow() throws Exception {
+        DkgRouter router = DkgRouter.detached("c");
+        router.apply("t".getBytes(StandardCharsets.UTF_8), Docs.base().topic("t").partitions(3).epoch(1)
+                .table(0, 1, 2, 0).json().getBytes(StandardCharsets.UTF_8));
+        assertEquals(null, router.transition("t"), "no windows before tracking");
+        assertTrue(router.trackWindows());
+        Transition start = router.transition("t");
+        assertEquals(List.of(new Transition.OpenWindow(1, 0)), start.open);
+        assertTrue(start.moved(1, "k".getBytes(StandardCharsets.UTF_8), 0, 3), "start-up: every key");
+        assertEquals(false, router.trackWindows(), "a second ordering producer is refused");
+        router.apply("t".getBytes(StandardCharsets.UTF_8), Docs.base().topic("t").partitions(3).epoch(2)
+                .table(1, 1, 2, 0).json().getBytes(StandardCharsets.UTF_8));
+        Transition next = router.transition("t");
+        assertEquals(2, next.toEpoch);
+        assertEquals(List.of(new Transition.OpenWindow(1, 0), new Transition.OpenWindow(2, 1)), next.open,
+                "the start-up window is still open: carried over");
+        assertEquals(false, router.closeWindows("t", start, 1), "a transition replaced meanwhile is not closed");
+        assertTrue(router.closeWindows("t", next, 2));
+        assertTrue(router.transition("t").open.isEmpty());
+        router.close();
+    }
 }

@@ -79,6 +79,10 @@ public final class Doc {
     }
 
     /** The data topic (the document's {@code topic}, and its control-record key). */
+    public long epoch() {
+        return epoch;
+    }
+
     public String topic() {
         return topic;
     }

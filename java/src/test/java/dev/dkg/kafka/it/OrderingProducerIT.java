@@ -67,6 +67,14 @@ class OrderingProducerIT {
         }
     }
 
+    /** Publishes {@code doc} and waits until the producer routes by it. */
+    private static void adopt(KafkaProducer<byte[], byte[]> publisher, String control,
+            DkgKafkaProducer<byte[], byte[]> p, Doc doc) {
+        Broker.publish(publisher, control, doc);
+        Broker.waitUntil("epoch " + doc.epoch() + " adopted", Duration.ofSeconds(15),
+                () -> p.router().assignment(doc.topic()).epoch() == doc.epoch());
+    }
+
     @Test
     void stampsMovedKeysUntilTheGroupSettlesAnnouncesTheSwitchWithAMarkerAndClosesItsLease() {
         String topic = Broker.uniqueTopic("ordering");
@@ -100,9 +108,7 @@ class OrderingProducerIT {
                         () -> p.stampWindowsSettled() >= 1);
                 older.addAll(sendAll(p, topic, "closed"));
                 // Epoch 2: the keys it moved are stamped until the group drained it.
-                Broker.publish(publisher, control, docs.get(1));
-                Broker.waitUntil("epoch 2 adopted", Duration.ofSeconds(15),
-                        () -> p.router().assignment(topic).epoch() == 2);
+                adopt(publisher, control, p, docs.get(1));
                 older.addAll(sendAll(p, topic, "switched"));
                 Broker.waitUntil("the marker of epoch 2", Duration.ofSeconds(15), () -> p.markersWritten() >= 1);
                 announce(publisher, handoff, "app", topic, 2);
@@ -110,9 +116,7 @@ class OrderingProducerIT {
                         () -> p.stampWindowsSettled() >= 2);
                 older.addAll(sendAll(p, topic, "settled"));
                 // Epoch 3 with a group that does not drain it: its window closes at the bound.
-                Broker.publish(publisher, control, docs.get(2));
-                Broker.waitUntil("epoch 3 adopted", Duration.ofSeconds(15),
-                        () -> p.router().assignment(topic).epoch() == 3);
+                adopt(publisher, control, p, docs.get(2));
                 sendAll(p, topic, "stuck");
                 Broker.waitUntil("the window of epoch 3 to time out", Duration.ofSeconds(20),
                         () -> p.stampWindowsTimedOut() >= 1);
