@@ -78,11 +78,12 @@ public final class Doc {
         return new Doc(topic, partitions, epoch, table, heavy);
     }
 
-    /** The data topic (the document's {@code topic}, and its control-record key). */
+    /** The document's epoch. */
     public long epoch() {
         return epoch;
     }
 
+    /** The data topic (the document's {@code topic}, and its control-record key). */
     public String topic() {
         return topic;
     }
