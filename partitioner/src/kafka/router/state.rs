@@ -299,12 +299,13 @@ impl TopicState {
                     .unwrap_or_else(|| metrics.partition_counter(&self.name, p))
             })
             .collect();
-        self.view.store(Arc::new(PartitionView { count, counters }));
-        // Every change after the first known count moves keys outside the ordering guarantee.
+        // Every change after the first known count moves keys outside the ordering guarantee. Counted
+        // before the count is installed, so whoever sees the new count sees the change counted.
         let changes = metrics.count_changes(&self.name);
         if old.count != 0 {
             changes.inc();
         }
+        self.view.store(Arc::new(PartitionView { count, counters }));
         let assignment = self.assignment.load();
         match assignment.as_deref() {
             Some(a) if old.count != 0 && a.partitions() != count => warn!(

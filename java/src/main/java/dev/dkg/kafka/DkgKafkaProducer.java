@@ -4,7 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -47,10 +49,17 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.Measurable;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -146,6 +155,12 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final AtomicLong windowsSettled = new AtomicLong();
     private final AtomicLong windowsTimedOut = new AtomicLong();
     private final AtomicLong partitionCountChanges = new AtomicLong();
+    /**
+     * Its own metrics (the router's and the protocol's), reported to JMX under the client's domain
+     * ({@code kafka.producer:type=plugins,class=DkgKafkaProducer,client-id=...}) and returned by {@link #metrics()}
+     * with the inner client's. A decorator is not a plug-in: no client hands it {@code PluginMetrics}.
+     */
+    private final Metrics ownMetrics;
 
     /**
      * The ordering state of one data topic. The ledgers and {@link #closedThrough} are shared with the send path;
@@ -273,8 +288,20 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                     "this router already serves another DkgKafkaProducer (share it with partitioners only)");
         }
         this.ownsRouter = !(shared instanceof DkgRouter);
-        Map<String, Object> reader = ControlFollower.consumerConfig(settings);
         Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
+        this.ownMetrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), Time.SYSTEM,
+                new KafkaMetricsContext("kafka.producer"));
+        Map<String, String> metricTags = new LinkedHashMap<>();
+        metricTags.put("config", "dkg");
+        metricTags.put("class", "DkgKafkaProducer");
+        metricTags.put("client-id", clientId == null || clientId.toString().isEmpty() ? "dkg-" + id.substring(0, 8)
+                : clientId.toString());
+        PluginMetricsImpl pluginMetrics = new PluginMetricsImpl(ownMetrics, metricTags);
+        if (!(shared instanceof DkgRouter)) {
+            router.bindMetrics(pluginMetrics);
+        }
+        bindMetrics(pluginMetrics);
+        Map<String, Object> reader = ControlFollower.consumerConfig(settings);
         reader.put(ProducerConfig.CLIENT_ID_CONFIG,
                 clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
         reader.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
@@ -858,6 +885,24 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
     }
 
+    /** The protocol's counters in {@code metrics} (docs/spec.md section 10; Kafka's naming, as the plug-in's). */
+    private void bindMetrics(PluginMetricsImpl metrics) {
+        metrics.addMetric(metrics.metricName(DkgMetrics.MARKERS_WRITTEN_TOTAL,
+                "Offset markers written to the handoff topic (one per announced epoch switch and topic).",
+                new LinkedHashMap<>()), (Measurable) (config, now) -> markersWritten.get());
+        for (StampWindows.Reason r : StampWindows.Reason.values()) {
+            AtomicLong counter = r == StampWindows.Reason.SETTLED ? windowsSettled : windowsTimedOut;
+            LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+            tags.put("reason", r.label);
+            metrics.addMetric(metrics.metricName(DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL,
+                    "Stamp windows closed: settled (every followed consumer group drained the switch) or timed_out "
+                            + "(open for dkg.stamp.window.ms).", tags), (Measurable) (config, now) -> counter.get());
+        }
+        metrics.addMetric(metrics.metricName(DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL,
+                "Changes of a topic's partition count seen: each moves keys outside the ordering guarantee.",
+                new LinkedHashMap<>()), (Measurable) (config, now) -> partitionCountChanges.get());
+    }
+
     // ------------------------------------------------------------------------------------------------------------
     // Inspection.
 
@@ -904,9 +949,12 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         return inner.partitionsFor(topic);
     }
 
+    /** The inner client's metrics and this producer's own ({@code dkg-producer-*}, group {@code plugins}). */
     @Override
     public Map<MetricName, ? extends Metric> metrics() {
-        return inner.metrics();
+        Map<MetricName, Metric> all = new HashMap<>(inner.metrics());
+        all.putAll(ownMetrics.metrics());
+        return Collections.unmodifiableMap(all);
     }
 
     @Override
@@ -1004,6 +1052,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         if (ownsRouter) {
             router.close();
         }
+        ownMetrics.close();
         if (ownsKeySerializer) {
             keySerializer.close();
         }

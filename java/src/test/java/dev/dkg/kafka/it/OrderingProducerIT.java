@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.dkg.kafka.Assignment;
 import dev.dkg.kafka.DkgConfig;
 import dev.dkg.kafka.DkgKafkaProducer;
+import dev.dkg.kafka.DkgMetrics;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -123,6 +124,18 @@ class OrderingProducerIT {
                 sendAll(p, topic, "late");
                 assertEquals(2, p.stampWindowsSettled());
                 assertEquals(2, p.markersWritten(), "the markers of epochs 2 and 3");
+                // The same counts in the producer's metrics (JMX, group plugins), with the router's.
+                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.MARKERS_WRITTEN_TOTAL));
+                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "reason",
+                        "settled"));
+                assertEquals(1.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "reason",
+                        "timed_out"));
+                assertEquals(0.0, Broker.metric(p.metrics(), DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL));
+                assertEquals(3.0, Broker.metric(p.metrics(), DkgMetrics.EPOCH, "topic", topic));
+                assertEquals(360.0, Broker.metric(p.metrics(), DkgMetrics.RECORDS_TOTAL, "topic", topic, "route",
+                        "assigned"), "every record placed by an assignment");
+                assertEquals(360.0, Broker.metric(p.metrics(), "record-send-total", "topic", topic),
+                        "the inner client's own metrics, beside them");
             }
 
             // The data topic: every record stamped in the start-up window, the moved keys in epoch 2's and 3's.
