@@ -6,7 +6,6 @@ import dev.dkg.kafka.it.Broker;
 import dev.dkg.kafka.it.Doc;
 import dev.dkg.kafka.it.Plugin;
 import dev.dkg.kafka.it.Zipf;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -157,13 +156,7 @@ public final class ProducerBench {
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 64, 7, heavy));
             // A consumer group that never drains epoch 1: the start-up window stays open to its bound.
-            for (int p = 0; p < PARTITIONS; p++) {
-                String key = "progress/bench/" + topic + "/" + p;
-                String value = "{\"group\":\"bench\",\"topic\":\"" + topic + "\",\"partition\":" + p
-                        + ",\"drained\":0,\"passed\":{},\"committed_offset\":0,\"updated_at_ms\":0}";
-                Broker.publishRaw(publisher, handoff, key.getBytes(StandardCharsets.UTF_8),
-                        value.getBytes(StandardCharsets.UTF_8));
-            }
+            Broker.announceProgress(publisher, handoff, "bench", topic, PARTITIONS, 0);
         }
         Properties plain = Broker.plainProducerConfig();
         plain.put(ProducerConfig.LINGER_MS_CONFIG, "5");

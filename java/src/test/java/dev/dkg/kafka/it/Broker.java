@@ -201,6 +201,21 @@ public final class Broker {
         ack(publisher.send(new ProducerRecord<>(controlTopic, 0, key, value)), "control record to " + controlTopic);
     }
 
+    /**
+     * Writes, as a {@code DkgConsumer} group would after committing, that {@code group} drained {@code drained} on
+     * every partition of {@code topic} ({@code progress/<group>/<topic>/<partition>} on the handoff topic, spec
+     * 9.1): what ordering producers read to close their stamp windows.
+     */
+    public static void announceProgress(KafkaProducer<byte[], byte[]> publisher, String handoff, String group,
+            String topic, int partitions, long drained) {
+        for (int p = 0; p < partitions; p++) {
+            String key = "progress/" + group + "/" + topic + "/" + p;
+            String value = "{\"group\":\"" + group + "\",\"topic\":\"" + topic + "\",\"partition\":" + p
+                    + ",\"drained\":" + drained + ",\"passed\":{},\"committed_offset\":0,\"updated_at_ms\":0}";
+            publishRaw(publisher, handoff, Utils.utf8(key), Utils.utf8(value));
+        }
+    }
+
     /** Waits (at most 30 s) for a send's acknowledgement; fails the test naming {@code what} if it fails. */
     public static RecordMetadata ack(Future<RecordMetadata> send, String what) {
         try {

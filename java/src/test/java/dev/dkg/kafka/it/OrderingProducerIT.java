@@ -56,18 +56,6 @@ class OrderingProducerIT {
         return out;
     }
 
-    /** The group's progress on every partition, as a {@code DkgConsumer} group announces it (spec 9.1). */
-    private static void announce(KafkaProducer<byte[], byte[]> publisher, String handoff, String group, String topic,
-            long drained) {
-        for (int p = 0; p < PARTITIONS; p++) {
-            String key = "progress/" + group + "/" + topic + "/" + p;
-            String value = "{\"group\":\"" + group + "\",\"topic\":\"" + topic + "\",\"partition\":" + p
-                    + ",\"drained\":" + drained + ",\"passed\":{},\"committed_offset\":0,\"updated_at_ms\":0}";
-            Broker.publishRaw(publisher, handoff, key.getBytes(StandardCharsets.UTF_8),
-                    value.getBytes(StandardCharsets.UTF_8));
-        }
-    }
-
     /** Publishes {@code doc} and waits until the producer routes by it. */
     private static void adopt(KafkaProducer<byte[], byte[]> publisher, String control,
             DkgKafkaProducer<byte[], byte[]> p, Doc doc) {
@@ -87,7 +75,7 @@ class OrderingProducerIT {
                 Doc.shuffled(topic, PARTITIONS, 3, 64, 13, List.of()));
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, docs.get(0));
-            announce(publisher, handoff, "app", topic, 0);
+            Broker.announceProgress(publisher, handoff, "app", topic, PARTITIONS, 0);
             Map<String, Object> config = new HashMap<>();
             config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
             config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
@@ -104,7 +92,7 @@ class OrderingProducerIT {
                 // Start-up window: its predecessor is not known, every placed record is stamped until the group
                 // (followed: it announced drained 0) settles epoch 1.
                 older.addAll(sendAll(p, topic, "open"));
-                announce(publisher, handoff, "app", topic, 1);
+                Broker.announceProgress(publisher, handoff, "app", topic, PARTITIONS, 1);
                 Broker.waitUntil("the start-up window to close as settled", Duration.ofSeconds(15),
                         () -> p.stampWindowsSettled() >= 1);
                 older.addAll(sendAll(p, topic, "closed"));
@@ -112,7 +100,7 @@ class OrderingProducerIT {
                 adopt(publisher, control, p, docs.get(1));
                 older.addAll(sendAll(p, topic, "switched"));
                 Broker.waitUntil("the marker of epoch 2", Duration.ofSeconds(15), () -> p.markersWritten() >= 1);
-                announce(publisher, handoff, "app", topic, 2);
+                Broker.announceProgress(publisher, handoff, "app", topic, PARTITIONS, 2);
                 Broker.waitUntil("the window of epoch 2 to close as settled", Duration.ofSeconds(15),
                         () -> p.stampWindowsSettled() >= 2);
                 older.addAll(sendAll(p, topic, "settled"));
