@@ -237,8 +237,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         this.leaseMs = positiveLong(settings, DkgConfig.LEASE_MS_CONFIG, DkgConfig.LEASE_MS_DEFAULT);
         this.stampWindowMs = positiveLong(settings, DkgConfig.STAMP_WINDOW_MS_CONFIG,
                 DkgConfig.STAMP_WINDOW_MS_DEFAULT);
-        Object handoffName = settings.get(DkgConfig.HANDOFF_TOPIC_CONFIG);
-        this.handoffTopic = handoffName == null ? DkgConfig.HANDOFF_TOPIC_DEFAULT : handoffName.toString();
+        this.handoffTopic = DkgRouter.stringConfig(settings, DkgConfig.HANDOFF_TOPIC_CONFIG,
+                DkgConfig.HANDOFF_TOPIC_DEFAULT);
         List<String> declared = topicList(settings.get(DkgConfig.TOPICS_CONFIG));
         ProducerConfig parsed = new ProducerConfig(withByteSerializersIfMissing(settings, keySerializer,
                 valueSerializer));
@@ -364,18 +364,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     }
 
     private static long positiveLong(Map<String, ?> settings, String key, long dflt) {
-        Object v = settings.get(key);
-        if (v == null) {
-            return dflt;
-        }
-        long n;
-        try {
-            n = v instanceof Number num ? num.longValue() : Long.parseLong(v.toString().trim());
-        } catch (NumberFormatException e) {
-            throw new ConfigException(key, v, "not a number");
-        }
+        long n = DkgRouter.longConfig(settings, key, dflt);
         if (n <= 0) {
-            throw new ConfigException(key, v, "must be > 0");
+            throw new ConfigException(key, settings.get(key), "must be > 0");
         }
         return n;
     }
