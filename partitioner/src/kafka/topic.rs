@@ -500,19 +500,37 @@ impl CompactedReader {
             what: format!("reading {what} {topic:?} to its end: {detail}"),
             millis: duration_millis(timeout),
         };
-        let probe = Arc::clone(&self.consumer);
-        let name = self.topic.clone();
-        let watermarks =
-            tokio::task::spawn_blocking(move || probe.fetch_watermarks(&name, 0, timeout))
-                .await
-                .map_err(|e| timed_out(format!("watermark query task failed: {e}")))?;
-        let high = match watermarks {
-            Ok((low, high)) if high <= low => return Ok(Some(0)),
-            Ok((_, high)) => high,
-            Err(KafkaError::MetadataFetch(
-                RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
-            )) => return self.missing_or_denied(timeout).await,
-            Err(e) => return Err(e.into()),
+        let high = loop {
+            let probe = Arc::clone(&self.consumer);
+            let name = self.topic.clone();
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let watermarks =
+                tokio::task::spawn_blocking(move || probe.fetch_watermarks(&name, 0, remaining))
+                    .await
+                    .map_err(|e| timed_out(format!("watermark query task failed: {e}")))?;
+            match watermarks {
+                Ok((low, high)) if high <= low => return Ok(Some(0)),
+                Ok((_, high)) => break high,
+                Err(KafkaError::MetadataFetch(
+                    RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownPartition,
+                )) => return self.missing_or_denied(timeout).await,
+                // A topic created a moment ago (by this process or another) may still be electing
+                // its leader: seen in CI on the 3-broker cluster as `NotLeaderForPartition` from a
+                // producer built right after the control topic was created. Asked again until
+                // the deadline, like the metadata check in `ensure`.
+                Err(KafkaError::MetadataFetch(
+                    code @ (RDKafkaErrorCode::LeaderNotAvailable
+                    | RDKafkaErrorCode::NotLeaderForPartition),
+                )) if tokio::time::Instant::now() < deadline => {
+                    back_off(
+                        topic,
+                        &KafkaError::MetadataFetch(code),
+                        &mut self.last_error_log,
+                    )
+                    .await;
+                }
+                Err(e) => return Err(e.into()),
+            }
         };
         let consumer = &self.consumer;
         let at_end = || {
@@ -649,6 +667,48 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// librdkafka's mock broker answers the reader's first watermark queries as a broker whose
+    /// topic is still electing its leader does (CI saw it on the 3-broker cluster): the read waits
+    /// them out and reaches the end instead of failing the client's start.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_to_the_end_waits_out_a_leader_election() {
+        use rdkafka::mocking::MockCluster;
+        use rdkafka::producer::{FutureProducer, FutureRecord};
+        use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("ctl", 1, 1).expect("mock topic");
+        let mut connection = ClientConfig::new();
+        connection.set("bootstrap.servers", cluster.bootstrap_servers());
+        let producer: FutureProducer = connection.create().expect("producer");
+        for i in 0..3u8 {
+            producer
+                .send(
+                    FutureRecord::to("ctl").key(&[i][..]).payload(&[i][..]),
+                    Duration::from_secs(5),
+                )
+                .await
+                .expect("produce to the mock");
+        }
+        let mut reader =
+            CompactedReader::new(&connection, "ctl", "control topic", "dkg-test").expect("reader");
+        // The reader's consumer looks up its start offset with a ListOffsets request of its own:
+        // let that pass first, so the errors below meet the watermark query (two requests, low
+        // and high, each failing the query alone).
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cluster.request_errors(
+            RDKafkaApiKey::ListOffsets,
+            &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION; 2],
+        );
+        let mut offsets = Vec::new();
+        let read = reader
+            .read_to_end(Duration::from_secs(20), |offset, _, _| offsets.push(offset))
+            .await
+            .expect("read past the election");
+        assert_eq!(read, Some(3));
+        assert_eq!(offsets, [0, 1, 2]);
     }
 
     #[test]
