@@ -138,29 +138,50 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         let epoch_before = epoch(leader);
         let (generation, hot) = generation_spanning_both_halves(1);
         workload.set_generation(generation);
+        // The first epoch after the drift may come from a window still made mostly of the old
+        // generation (CI once saw epoch 2 without the rank-3 key): wait for an epoch that pins every
+        // hot key. One never comes if the leader ignores the follower's window, since only the
+        // follower consumes the partitions of some of those keys.
+        let who = |p: u32| {
+            if follower_owned.contains(&p) {
+                "follower"
+            } else {
+                "leader"
+            }
+        };
+        let mut last_missing = String::new();
         let merged = wait_for(
-            "an epoch built from both windows",
-            Duration::from_secs(20),
+            "an epoch built from both windows that pins every hot key",
+            Duration::from_secs(30),
             || {
                 let a = leader.assignment()?;
-                (a.epoch() > epoch_before).then_some(a)
+                if a.epoch() <= epoch_before {
+                    return None;
+                }
+                let missing: Vec<String> = hot
+                    .iter()
+                    .filter(|key| !a.heavy().iter().any(|h| &h.key == *key))
+                    .map(|key| {
+                        let p = kafka_partition(key, PARTITIONS);
+                        format!(
+                            "{} (partition {p}, {})",
+                            String::from_utf8_lossy(key),
+                            who(p)
+                        )
+                    })
+                    .collect();
+                if missing.is_empty() {
+                    return Some(a);
+                }
+                let line = format!("epoch {} lacks {}", a.epoch(), missing.join(", "));
+                if line != last_missing {
+                    eprintln!("{line}");
+                    last_missing = line;
+                }
+                None
             },
         );
-        for key in &hot {
-            let p = kafka_partition(key, PARTITIONS);
-            let pinned = merged.heavy().iter().any(|h| &h.key == key);
-            assert!(
-                pinned,
-                "hot key {} (partition {p}, consumed by the {}) is not a heavy key of epoch {}",
-                String::from_utf8_lossy(key),
-                if follower_owned.contains(&p) {
-                    "follower"
-                } else {
-                    "leader"
-                },
-                merged.epoch()
-            );
-        }
+        assert!(merged.epoch() > epoch_before);
         assert!(
             hot.iter()
                 .any(|k| follower_owned.contains(&kafka_partition(k, PARTITIONS))),
