@@ -150,7 +150,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
             }
         };
         let mut last_missing = String::new();
-        let merged = wait_for(
+        wait_for(
             "an epoch built from both windows that pins every hot key",
             Duration::from_secs(30),
             || {
@@ -171,7 +171,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
                     })
                     .collect();
                 if missing.is_empty() {
-                    return Some(a);
+                    return Some(());
                 }
                 let line = format!("epoch {} lacks {}", a.epoch(), missing.join(", "));
                 if line != last_missing {
@@ -181,7 +181,6 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
                 None
             },
         );
-        assert!(merged.epoch() > epoch_before);
         assert!(
             hot.iter()
                 .any(|k| follower_owned.contains(&kafka_partition(k, PARTITIONS))),
