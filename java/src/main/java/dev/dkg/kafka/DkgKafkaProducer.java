@@ -161,6 +161,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
      * with the inner client's. A decorator is not a plug-in: no client hands it {@code PluginMetrics}.
      */
     private final Metrics ownMetrics;
+    /** Where the protocol's per-topic counters are added as topics appear (the client's tags). */
+    private final PluginMetricsImpl protocolMetrics;
 
     /**
      * The ordering state of one data topic. The ledgers and {@link #closedThrough} are shared with the send path;
@@ -186,6 +188,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         /** The epoch in effect the ordering thread last saw. */
         long current = -1;
         int partitions = -1;
+        /** The protocol's counters for this topic (spec section 10 labels them by topic). */
+        final AtomicLong markers = new AtomicLong();
+        final AtomicLong windowsSettled = new AtomicLong();
+        final AtomicLong windowsTimedOut = new AtomicLong();
+        final AtomicLong countChanges = new AtomicLong();
 
         TopicOrdering(String topic) {
             this.topic = topic;
@@ -300,7 +307,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         if (!(shared instanceof DkgRouter)) {
             router.bindMetrics(pluginMetrics);
         }
-        bindMetrics(pluginMetrics);
+        this.protocolMetrics = pluginMetrics;
         Map<String, Object> reader = ControlFollower.consumerConfig(settings);
         reader.put(ProducerConfig.CLIENT_ID_CONFIG,
                 clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
@@ -565,7 +572,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     private TopicOrdering topic(String topic) {
         TopicOrdering t = topics.get(topic);
-        return t != null ? t : topics.computeIfAbsent(topic, TopicOrdering::new);
+        return t != null ? t : topics.computeIfAbsent(topic, name -> {
+            TopicOrdering created = new TopicOrdering(name);
+            bindTopicMetrics(created);
+            return created;
+        });
     }
 
     // ------------------------------------------------------------------------------------------------------------
@@ -625,6 +636,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         int n = inner.partitionsFor(t.topic).size();
         if (t.partitions > 0 && n != t.partitions) {
             partitionCountChanges.incrementAndGet();
+            t.countChanges.incrementAndGet();
             LOG.warn("DKG: topic {} went from {} to {} partitions: keys move to Kafka's placement over the new count "
                     + "without an epoch switch (the ordering guarantee does not cover them)", t.topic, t.partitions,
                     n);
@@ -713,6 +725,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             }
         }
         markersWritten.incrementAndGet();
+        t.markers.incrementAndGet();
         LOG.debug("DKG: ordering producer {} wrote the marker of epoch {} on {}: {}", id,
                 Long.toUnsignedString(epoch), t.topic, Arrays.toString(ends));
     }
@@ -729,7 +742,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
         if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
             windows.forget(t.topic, c.upto());
-            (c.reason() == StampWindows.Reason.SETTLED ? windowsSettled : windowsTimedOut).incrementAndGet();
+            boolean settled = c.reason() == StampWindows.Reason.SETTLED;
+            (settled ? windowsSettled : windowsTimedOut).incrementAndGet();
+            (settled ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
                     Long.toUnsignedString(c.upto()), c.reason().label);
         }
@@ -876,22 +891,34 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
     }
 
-    /** The protocol's counters in {@code metrics} (docs/spec.md section 10; Kafka's naming, as the plug-in's). */
-    private void bindMetrics(PluginMetricsImpl metrics) {
+    /**
+     * The protocol's counters of one topic (docs/spec.md section 10, tagged by {@code topic} as the Rust producer's
+     * are; Kafka's naming, as the plug-in's), added once when the topic first appears.
+     */
+    private void bindTopicMetrics(TopicOrdering t) {
+        PluginMetricsImpl metrics = protocolMetrics;
         metrics.addMetric(metrics.metricName(DkgMetrics.MARKERS_WRITTEN_TOTAL,
-                "Offset markers written to the handoff topic (one per announced epoch switch and topic).",
-                new LinkedHashMap<>()), (Measurable) (config, now) -> markersWritten.get());
+                "Offset markers written to the handoff topic (one per announced epoch switch).", topicTags(t, null)),
+                (Measurable) (config, now) -> t.markers.get());
         for (StampWindows.Reason r : StampWindows.Reason.values()) {
-            AtomicLong counter = r == StampWindows.Reason.SETTLED ? windowsSettled : windowsTimedOut;
-            LinkedHashMap<String, String> tags = new LinkedHashMap<>();
-            tags.put("reason", r.label);
+            AtomicLong counter = r == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut;
             metrics.addMetric(metrics.metricName(DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL,
                     "Stamp windows closed: settled (every followed consumer group drained the switch) or timed_out "
-                            + "(open for dkg.stamp.window.ms).", tags), (Measurable) (config, now) -> counter.get());
+                            + "(open for dkg.stamp.window.ms).", topicTags(t, r.label)),
+                    (Measurable) (config, now) -> counter.get());
         }
         metrics.addMetric(metrics.metricName(DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL,
-                "Changes of a topic's partition count seen: each moves keys outside the ordering guarantee.",
-                new LinkedHashMap<>()), (Measurable) (config, now) -> partitionCountChanges.get());
+                "Changes of the topic's partition count seen: each moves keys outside the ordering guarantee.",
+                topicTags(t, null)), (Measurable) (config, now) -> t.countChanges.get());
+    }
+
+    private static LinkedHashMap<String, String> topicTags(TopicOrdering t, String reason) {
+        LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+        tags.put("topic", t.topic);
+        if (reason != null) {
+            tags.put("reason", reason);
+        }
+        return tags;
     }
 
     // ------------------------------------------------------------------------------------------------------------

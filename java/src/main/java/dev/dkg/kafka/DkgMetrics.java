@@ -27,16 +27,16 @@ public final class DkgMetrics {
     /** Unexpected failures inside {@code partition()} answered by the fallback placement; a counter. */
     public static final String PARTITIONER_ERRORS_TOTAL = "dkg-producer-partitioner-errors-total";
 
-    /** {@link DkgKafkaProducer}: offset markers written to the handoff topic; a counter. */
+    /** {@link DkgKafkaProducer}: offset markers written to the handoff topic, by {@code topic}; a counter. */
     public static final String MARKERS_WRITTEN_TOTAL = "dkg-producer-markers-written-total";
     /**
-     * {@link DkgKafkaProducer}: stamp windows closed, by {@code reason} ({@code settled}, {@code timed_out}); a
-     * counter (Rust: {@code dkg_producer_stamp_windows_closed_total}, also by topic).
+     * {@link DkgKafkaProducer}: stamp windows closed, by {@code topic} and {@code reason} ({@code settled},
+     * {@code timed_out}); a counter (Rust: {@code dkg_producer_stamp_windows_closed_total}).
      */
     public static final String STAMP_WINDOWS_CLOSED_TOTAL = "dkg-producer-stamp-windows-closed-total";
     /**
-     * {@link DkgKafkaProducer}: changes of a topic's partition count seen; a counter (Rust:
-     * {@code dkg_producer_partition_count_changes_total}, also by topic).
+     * {@link DkgKafkaProducer}: changes of a topic's partition count seen, by {@code topic}; a counter (Rust:
+     * {@code dkg_producer_partition_count_changes_total}).
      */
     public static final String PARTITION_COUNT_CHANGES_TOTAL = "dkg-producer-partition-count-changes-total";
 

@@ -113,12 +113,12 @@ class OrderingProducerIT {
                 assertEquals(2, p.stampWindowsSettled());
                 assertEquals(2, p.markersWritten(), "the markers of epochs 2 and 3");
                 // The same counts in the producer's metrics (JMX, group plugins), with the router's.
-                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.MARKERS_WRITTEN_TOTAL));
-                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "reason",
-                        "settled"));
-                assertEquals(1.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "reason",
-                        "timed_out"));
-                assertEquals(0.0, Broker.metric(p.metrics(), DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL));
+                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.MARKERS_WRITTEN_TOTAL, "topic", topic));
+                assertEquals(2.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "topic", topic,
+                        "reason", "settled"));
+                assertEquals(1.0, Broker.metric(p.metrics(), DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL, "topic", topic,
+                        "reason", "timed_out"));
+                assertEquals(0.0, Broker.metric(p.metrics(), DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL, "topic", topic));
                 assertEquals(3.0, Broker.metric(p.metrics(), DkgMetrics.EPOCH, "topic", topic));
                 assertEquals(360.0, Broker.metric(p.metrics(), DkgMetrics.RECORDS_TOTAL, "topic", topic, "route",
                         "assigned"), "every record placed by an assignment");
