@@ -365,9 +365,7 @@ pub async fn validate_compacted<C: ClientContext>(
         // "0 partitions".
         match error {
             None => break found,
-            Some(
-                RDKafkaErrorCode::LeaderNotAvailable | RDKafkaErrorCode::NotLeaderForPartition,
-            ) if Instant::now() < settle => {
+            Some(code) if electing_leader(code) && Instant::now() < settle => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Some(code) => return Err(KafkaError::MetadataFetch(code).into()),
@@ -518,10 +516,9 @@ impl CompactedReader {
                 // its leader: seen in CI on the 3-broker cluster as `NotLeaderForPartition` from a
                 // producer built right after the control topic was created. Asked again until
                 // the deadline, like the metadata check in `ensure`.
-                Err(KafkaError::MetadataFetch(
-                    code @ (RDKafkaErrorCode::LeaderNotAvailable
-                    | RDKafkaErrorCode::NotLeaderForPartition),
-                )) if tokio::time::Instant::now() < deadline => {
+                Err(KafkaError::MetadataFetch(code))
+                    if electing_leader(code) && tokio::time::Instant::now() < deadline =>
+                {
                     back_off(
                         topic,
                         &KafkaError::MetadataFetch(code),
@@ -628,6 +625,15 @@ async fn back_off(topic: &str, e: &KafkaError, last_log: &mut Option<Instant>) {
         *last_log = Some(now);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// What a topic created a moment ago answers while its leaders are being elected (transient: the
+/// callers ask again, bounded).
+fn electing_leader(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::LeaderNotAvailable | RDKafkaErrorCode::NotLeaderForPartition
+    )
 }
 
 /// `d` in whole milliseconds, saturating (for [`Error::Timeout`]).

@@ -21,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.ToLongFunction;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -52,7 +53,6 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.KafkaMetricsContext;
-import org.apache.kafka.common.metrics.Measurable;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
@@ -151,10 +151,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private volatile boolean handoffCaughtUp;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean stopping;
-    private final AtomicLong markersWritten = new AtomicLong();
-    private final AtomicLong windowsSettled = new AtomicLong();
-    private final AtomicLong windowsTimedOut = new AtomicLong();
-    private final AtomicLong partitionCountChanges = new AtomicLong();
     /**
      * Its own metrics (the router's and the protocol's), reported to JMX under the client's domain
      * ({@code kafka.producer:type=plugins,class=DkgKafkaProducer,client-id=...}) and returned by {@link #metrics()}
@@ -635,7 +631,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         int n = inner.partitionsFor(t.topic).size();
         if (t.partitions > 0 && n != t.partitions) {
-            partitionCountChanges.incrementAndGet();
             t.countChanges.incrementAndGet();
             LOG.warn("DKG: topic {} went from {} to {} partitions: keys move to Kafka's placement over the new count "
                     + "without an epoch switch (the ordering guarantee does not cover them)", t.topic, t.partitions,
@@ -724,7 +719,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
                 t.ledgers.remove(l.epoch(), l);
             }
         }
-        markersWritten.incrementAndGet();
         t.markers.incrementAndGet();
         LOG.debug("DKG: ordering producer {} wrote the marker of epoch {} on {}: {}", id,
                 Long.toUnsignedString(epoch), t.topic, Arrays.toString(ends));
@@ -742,9 +736,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
         if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
             windows.forget(t.topic, c.upto());
-            boolean settled = c.reason() == StampWindows.Reason.SETTLED;
-            (settled ? windowsSettled : windowsTimedOut).incrementAndGet();
-            (settled ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
+            (c.reason() == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
                     Long.toUnsignedString(c.upto()), c.reason().label);
         }
@@ -893,32 +885,33 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     /**
      * The protocol's counters of one topic (docs/spec.md section 10, tagged by {@code topic} as the Rust producer's
-     * are; Kafka's naming, as the plug-in's), added once when the topic first appears.
+     * are; Kafka's naming, as the plug-in's), added once when the topic first appears, best effort as the router's
+     * (a failed registration, e.g. racing {@link #close}, must not fail the send that met the topic).
      */
     private void bindTopicMetrics(TopicOrdering t) {
-        PluginMetricsImpl metrics = protocolMetrics;
-        metrics.addMetric(metrics.metricName(DkgMetrics.MARKERS_WRITTEN_TOTAL,
-                "Offset markers written to the handoff topic (one per announced epoch switch).", topicTags(t, null)),
-                (Measurable) (config, now) -> t.markers.get());
+        DkgRouter.add(protocolMetrics, DkgMetrics.MARKERS_WRITTEN_TOTAL,
+                "Offset markers written to the handoff topic (one per announced epoch switch).",
+                DkgRouter.tags("topic", t.topic), (config, now) -> t.markers.get());
         for (StampWindows.Reason r : StampWindows.Reason.values()) {
             AtomicLong counter = r == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut;
-            metrics.addMetric(metrics.metricName(DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL,
+            LinkedHashMap<String, String> tags = DkgRouter.tags("topic", t.topic);
+            tags.put("reason", r.label);
+            DkgRouter.add(protocolMetrics, DkgMetrics.STAMP_WINDOWS_CLOSED_TOTAL,
                     "Stamp windows closed: settled (every followed consumer group drained the switch) or timed_out "
-                            + "(open for dkg.stamp.window.ms).", topicTags(t, r.label)),
-                    (Measurable) (config, now) -> counter.get());
+                            + "(open for dkg.stamp.window.ms).", tags, (config, now) -> counter.get());
         }
-        metrics.addMetric(metrics.metricName(DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL,
+        DkgRouter.add(protocolMetrics, DkgMetrics.PARTITION_COUNT_CHANGES_TOTAL,
                 "Changes of the topic's partition count seen: each moves keys outside the ordering guarantee.",
-                topicTags(t, null)), (Measurable) (config, now) -> t.countChanges.get());
+                DkgRouter.tags("topic", t.topic), (config, now) -> t.countChanges.get());
     }
 
-    private static LinkedHashMap<String, String> topicTags(TopicOrdering t, String reason) {
-        LinkedHashMap<String, String> tags = new LinkedHashMap<>();
-        tags.put("topic", t.topic);
-        if (reason != null) {
-            tags.put("reason", reason);
+    /** {@code counter} summed over the topics. */
+    private long total(ToLongFunction<TopicOrdering> counter) {
+        long sum = 0;
+        for (TopicOrdering t : topics.values()) {
+            sum += counter.applyAsLong(t);
         }
-        return tags;
+        return sum;
     }
 
     // ------------------------------------------------------------------------------------------------------------
@@ -936,22 +929,22 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     /** Markers written so far. */
     public long markersWritten() {
-        return markersWritten.get();
+        return total(t -> t.markers.get());
     }
 
     /** Stamp windows closed so far because the consumer groups settled the switch ({@code reason="settled"}). */
     public long stampWindowsSettled() {
-        return windowsSettled.get();
+        return total(t -> t.windowsSettled.get());
     }
 
     /** Stamp windows closed so far at their bound ({@link DkgConfig#STAMP_WINDOW_MS_CONFIG}, {@code timed_out}). */
     public long stampWindowsTimedOut() {
-        return windowsTimedOut.get();
+        return total(t -> t.windowsTimedOut.get());
     }
 
     /** Changes of a topic's partition count seen so far (each moves keys outside the guarantee). */
     public long partitionCountChanges() {
-        return partitionCountChanges.get();
+        return total(t -> t.countChanges.get());
     }
 
     // ------------------------------------------------------------------------------------------------------------
@@ -1055,7 +1048,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         try {
             writeLeases(1);
-            LOG.info("DKG: ordering producer {} closed ({} markers written)", id, markersWritten.get());
+            LOG.info("DKG: ordering producer {} closed ({} markers written)", id, markersWritten());
         } catch (RuntimeException e) {
             LOG.warn("DKG: ordering producer {}: closing its leases failed: {}; consumers wait for it until its "
                     + "lease expires", id, e.toString());

@@ -576,7 +576,8 @@ public final class DkgRouter implements AutoCloseable {
                 });
     }
 
-    private static void add(PluginMetrics m, String name, String description, LinkedHashMap<String, String> tags,
+    /** Registers one metric, best effort (also used by {@link DkgKafkaProducer} for its protocol counters). */
+    static void add(PluginMetrics m, String name, String description, LinkedHashMap<String, String> tags,
             Measurable value) {
         try {
             MetricName metricName = m.metricName(name, description, tags);
@@ -587,7 +588,7 @@ public final class DkgRouter implements AutoCloseable {
         }
     }
 
-    private static LinkedHashMap<String, String> tags(String key, String value) {
+    static LinkedHashMap<String, String> tags(String key, String value) {
         LinkedHashMap<String, String> tags = new LinkedHashMap<>();
         tags.put(key, value);
         return tags;
