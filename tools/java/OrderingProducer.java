@@ -8,10 +8,14 @@
 //   java -cp <kafka classpath>:<dir> OrderingProducer BOOTSTRAP TOPIC CONTROL HANDOFF IDX COUNT RATE LEASE_MS OUT LAST_EPOCH
 //       After its last send it waits (at most 60 s) until it has adopted LAST_EPOCH, then closes.
 //       stdout: "ready <producer id>" once constructed (control topic read, lease written), then "done <acked>"
-//       after close; OUT: one line per acknowledged record, "<seq> <key> <partition>", in send order.
+//       after close; it sends nothing before it reads a line ("go") on stdin, so the test can start its sends
+//       together with the Rust producers' and the epoch switches (a JVM starts in its own time); OUT: one line
+//       per acknowledged record, "<seq> <key> <partition>", in send order.
 //       Exits 1 on any error (printed to stderr).
 
+import java.io.BufferedReader;
 import java.io.BufferedWriter;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,11 +64,16 @@ public final class OrderingProducer {
         int[] partitions = new int[count];
         String[] keys = new String[count];
         AtomicReference<Exception> failure = new AtomicReference<>();
-        long start = System.nanoTime();
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (DkgKafkaProducer<String, String> producer =
                 new DkgKafkaProducer<>(config, new StringSerializer(), new StringSerializer())) {
             System.out.println("ready " + producer.producerId());
             System.out.flush();
+            String go = stdin.readLine();
+            if (!"go".equals(go)) {
+                throw new IllegalStateException("expected \"go\" on stdin, read " + go);
+            }
+            long start = System.nanoTime();
             for (int seq = 0; seq < count; seq++) {
                 if (seq % 50 == 0) {
                     long due = start + (long) (seq / rate * 1e9);
