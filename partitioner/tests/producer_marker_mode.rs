@@ -121,7 +121,11 @@ async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_m
         .producer_with(
             OrderingMode::Markers,
             Duration::from_secs(5),
-            &[("queue.buffering.max.messages", "1"), ("linger.ms", "3000")],
+            // The linger outlasts any stall of the test between the first send and the third.
+            &[
+                ("queue.buffering.max.messages", "1"),
+                ("linger.ms", "10000"),
+            ],
         )
         .await;
     let id = producer.producer_id().unwrap().as_str().to_owned();
@@ -209,12 +213,14 @@ async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_m
 
 /// The lease stays alive while the ordering task waits for acknowledgements: renewal runs on a
 /// task of its own. Here the only epoch-1 record lingers 12 s in librdkafka's queue after epoch 2
-/// is adopted, so the marker of 2 waits that long; a 1.5 s lease is renewed meanwhile (before
-/// the fix renewal shared the waiting task's loop, and the lease expired).
+/// is published, so the marker of 2 waits that long; the lease is renewed meanwhile (before the
+/// fix renewal shared the waiting task's loop, and the lease expired). Checked from the lease's
+/// own writes on the handoff topic, between the publication and the record's delivery: renewals
+/// happened, and the lease never lapsed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_are_renewed_while_a_marker_waits_for_acknowledgements() {
     let setup = Setup::new("marker-renewal").await;
-    let lease_ms = 1_500_u64;
+    let lease_ms = 3_000_u64;
     let producer = setup
         .producer_with(
             OrderingMode::Markers,
@@ -223,49 +229,67 @@ async fn leases_are_renewed_while_a_marker_waits_for_acknowledgements() {
         )
         .await;
     let id = producer.producer_id().unwrap().as_str().to_owned();
+    let wall_ms = || {
+        u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap()
+    };
     let sent_at = Instant::now();
     let pending = producer
         .send_result(FutureRecord::to(&setup.topic).key("k").payload("v"))
         .map_err(|(e, _)| e)
         .unwrap();
+    let published_ms = wall_ms();
     setup.publish(2).await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let into_the_wait = sent_at.elapsed();
-    let now_ms = u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap();
+    let delivery = pending.await.unwrap().unwrap();
+    let delivered_ms = wall_ms();
+    assert!(
+        sent_at.elapsed() >= Duration::from_secs(11),
+        "the record lingered, so the marker of 2 waited for it"
+    );
+    let ends = marker_of(&setup, &id, 2).await;
+    assert_eq!(ends[delivery.partition as usize], delivery.offset + 1);
+
+    // Each lease write: (written at = expiry - duration, expiry), in log order.
     let lease_key = format!("lease2/{}/{id}", setup.topic);
-    let expiries: Vec<u64> = setup
+    let writes: Vec<(u64, u64)> = setup
         .handoff_log()
         .await
         .into_iter()
         .filter(|(k, _)| *k == lease_key)
         .filter_map(|(_, v)| v)
         .map(|v| {
-            serde_json::from_slice::<serde_json::Value>(&v).unwrap()["expires_at_ms"]
+            let e = serde_json::from_slice::<serde_json::Value>(&v).unwrap()["expires_at_ms"]
                 .as_u64()
-                .unwrap()
+                .unwrap();
+            (e.saturating_sub(lease_ms), e)
         })
         .collect();
-    // Written in the last lease period before `now_ms` (a lease is written at its expiry minus
-    // its duration); later renewals, written while the log was read, do not count.
+    let during = writes
+        .iter()
+        .filter(|(at, _)| (published_ms..=delivered_ms).contains(at))
+        .count();
     assert!(
-        expiries
-            .iter()
-            .any(|&e| e > now_ms && e.saturating_sub(lease_ms) <= now_ms),
-        "a renewal in the 1.5 s before 4 s into the wait (expiries {expiries:?}, now {now_ms})"
+        during >= 2,
+        "renewals while the marker waited {} ms for the record: {during} (writes {writes:?})",
+        delivered_ms - published_ms
     );
-    let delivery = pending.await.unwrap().unwrap();
-    assert!(
-        sent_at.elapsed() >= Duration::from_secs(11) && into_the_wait < Duration::from_secs(11),
-        "the record lingered, and the lease was checked before it was delivered"
-    );
-    let ends = marker_of(&setup, &id, 2).await;
-    assert_eq!(ends[delivery.partition as usize], delivery.offset + 1);
+    // No lapse: from the publication to the delivery, each write came before the previous one's
+    // expiry.
+    for pair in writes.windows(2) {
+        let ((_, expiry), (next_at, _)) = (pair[0], pair[1]);
+        if expiry >= published_ms && next_at <= delivered_ms {
+            assert!(
+                next_at <= expiry,
+                "the lease lapsed for {} ms while the marker waited (writes {writes:?})",
+                next_at - expiry
+            );
+        }
+    }
     producer.close().await.unwrap();
 }
 
@@ -323,14 +347,15 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
         .topics([setup.topic.as_str()])
         .ordering(true)
         .lease_duration(Duration::from_secs(5))
-        .stamp_window(Duration::from_secs(4))
+        // Longer than any step below waits: only a settled group closes this producer's windows.
+        .stamp_window(Duration::from_secs(120))
         .metrics(&registry)
         .build()
         .await
         .unwrap();
     let topic = setup.topic.clone();
     // 0 until the first window of that reason closed (the series appears then).
-    let closed = |reason: &str| {
+    let closed_in = |registry: &prometheus::Registry, reason: &str| {
         let has = registry.gather().iter().any(|f| {
             f.name() == "dkg_producer_stamp_windows_closed_total"
                 && f.get_metric()
@@ -339,7 +364,7 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
         });
         if has {
             metric_value(
-                &registry,
+                registry,
                 "dkg_producer_stamp_windows_closed_total",
                 &[("topic", &topic), ("reason", reason)],
             )
@@ -347,6 +372,7 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
             0.0
         }
     };
+    let closed = |reason: &str| closed_in(&registry, reason);
     // The window of epoch 1 (in effect at build, every key counts as moved inside it) closes:
     // "live" settled 1.
     wait_until(
@@ -378,6 +404,7 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
     producer.flush(Duration::from_secs(30)).unwrap();
     let id = producer.producer_id().unwrap().as_str().to_owned();
     marker_of(&setup, &id, 2).await;
+    // Time for a wrong close to show (the bound, 120 s, is far off: this cannot pass by luck).
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(
         producer.router().route(&topic, moved.as_bytes()).moved,
@@ -395,16 +422,39 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
     send(30);
     producer.flush(Duration::from_secs(30)).unwrap();
 
-    // Epoch 3, and "live" never settles it: the window closes at its bound (4 s).
-    setup.publish(3).await;
-    wait_for_epoch(producer.router(), &topic, 3).await;
+    // Epoch 3, and "live" never settles it: a producer with a short bound (2 s) closes its window
+    // at the bound. (It starts with epoch 2 in effect, whose window "live" settled already.)
+    let short_registry = prometheus::Registry::new();
+    let mut config = client_config(&setup.bootstrap);
+    config.set("linger.ms", "5");
+    let short = DkgProducer::builder(config)
+        .control_topic(&setup.control)
+        .handoff_topic(&setup.handoff)
+        .topics([setup.topic.as_str()])
+        .ordering(true)
+        .lease_duration(Duration::from_secs(5))
+        .stamp_window(Duration::from_secs(2))
+        .metrics(&short_registry)
+        .build()
+        .await
+        .unwrap();
     wait_until(
-        "the window of epoch 3 timed out",
-        Duration::from_secs(30),
-        || closed("timed_out") >= 1.0,
+        "the short-bound producer's window of epoch 2 closed",
+        Duration::from_secs(60),
+        || closed_in(&short_registry, "settled") >= 1.0,
     )
     .await;
-    assert_eq!(closed("timed_out"), 1.0);
+    setup.publish(3).await;
+    wait_for_epoch(short.router(), &topic, 3).await;
+    wait_until(
+        "the window of epoch 3 timed out",
+        Duration::from_secs(60),
+        || closed_in(&short_registry, "timed_out") >= 1.0,
+    )
+    .await;
+    assert_eq!(closed_in(&short_registry, "timed_out"), 1.0);
+    assert_eq!(closed("timed_out"), 0.0, "the long bound did not run out");
+    short.close().await.unwrap();
     producer.close().await.unwrap();
 
     let records = read_keys_and_headers(&setup, 80).await;

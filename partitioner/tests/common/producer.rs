@@ -61,7 +61,7 @@ pub async fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() ->
 pub async fn wait_for_epoch(router: &DkgRouter, topic: &str, epoch: u64) -> Duration {
     wait_until(
         &format!("epoch {epoch} of {topic} to be adopted"),
-        Duration::from_secs(10),
+        Duration::from_secs(60),
         || router.assignment(topic).is_some_and(|a| a.epoch() == epoch),
     )
     .await

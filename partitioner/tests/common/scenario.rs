@@ -528,6 +528,17 @@ pub fn counter_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
         .sum()
 }
 
+/// Sum of a gauge over every series in `registries`.
+pub fn gauge_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
+    registries
+        .iter()
+        .flat_map(|r| r.gather())
+        .filter(|f| f.name() == name)
+        .flat_map(|f| f.get_metric().to_vec())
+        .map(|m| m.get_gauge().get_value())
+        .sum()
+}
+
 /// Wait until the members own all partitions between them (assigned minus revoked, over the
 /// members' hooks).
 pub async fn wait_for_group(hooks: &[Arc<CountingHooks>], timeout: Duration) {
@@ -810,6 +821,19 @@ impl Setup {
         )
         .await;
         Arc::try_unwrap(out).unwrap().into_inner().unwrap()
+    }
+
+    /// The wall-clock expiry (ms) of `producer`'s latest lease on the handoff topic, as written by
+    /// its last renewal.
+    pub async fn lease_expiry_ms(&self, producer: &str) -> Option<u64> {
+        let key = format!("lease2/{}/{producer}", self.topic);
+        self.handoff_log()
+            .await
+            .into_iter()
+            .filter(|(k, v)| *k == key && v.is_some())
+            .filter_map(|(_, v)| serde_json::from_slice::<serde_json::Value>(&v?).ok())
+            .filter_map(|v| v["expires_at_ms"].as_u64())
+            .next_back()
     }
 
     /// Each producer's markers on the handoff topic, in log order: `(epoch, ends)`.
