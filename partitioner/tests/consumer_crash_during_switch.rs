@@ -9,7 +9,8 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use common::scenario::{
     CountingHooks, End, Log, Member, Pace, Setup, check, finish_producers, wait_for_all,
@@ -65,6 +66,17 @@ async fn consumer_crash_during_switch() {
             members.push(Some(Member::spawn_paced(c, 3, log, pace(3))));
         }
     }
+    // The newcomer joined (the event), however long the rebalance took on this machine.
+    let joined = Instant::now() + Duration::from_secs(60);
+    let owned =
+        |h: &CountingHooks| h.assigned.load(Ordering::Relaxed) - h.revoked.load(Ordering::Relaxed);
+    while owned(&hooks[3]) == 0 {
+        assert!(
+            Instant::now() < joined,
+            "the replacement member was assigned no partition within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let sent = finish_producers(tasks, stop_tx, &producers, 2 * PER_PRODUCER).await;
 
     wait_for_all(&log, &sent, Duration::from_secs(90)).await;
@@ -75,7 +87,8 @@ async fn consumer_crash_during_switch() {
     let entries = log.entries();
     let report = check(&sent, &entries, &setup.topic, &[0, 1]);
     report.assert_holds(entries.len());
-    // The crashed member's partitions went to the others and the newcomer.
+    // The crashed member's partitions went to the others and the newcomer (which owned some,
+    // above; whether records were left for it depends on how long its rebalance took).
     let newcomer = entries.iter().filter(|e| e.member == 3).count();
-    assert!(newcomer > 0, "the replacement member processed records");
+    eprintln!("the replacement member processed {newcomer} records");
 }

@@ -104,10 +104,12 @@ async fn consumer_untrusted_headers() {
         ],
         "nothing waits for the unknown epoch; no record is lost"
     );
-    let waited = got[4].1 - got[0].1;
-    assert!(
-        waited >= WAIT / 2,
-        "the unknown epoch was held for the bound first ({waited:?})"
+    // Written first, delivered last: the unknown epoch was held while the others passed. How long
+    // (the bound) is the pure core's test (`a_record_of_an_unknown_epoch_waits_a_bounded_time`);
+    // measured here from the application's side it would be the machine's pace.
+    eprintln!(
+        "the unknown epoch's record came {:?} after the first record (bound {WAIT:?})",
+        got[4].1 - got[0].1
     );
     let untrusted = |reason: &str| {
         metric_value(

@@ -51,14 +51,15 @@ async fn catch_up_returns_at_the_end_also_after_transaction_markers() {
     // Nothing new: the second catch-up must not wait for an end-of-partition event that never comes.
     let started = Instant::now();
     let again = reader
-        .catch_up(Duration::from_secs(20), |_| {
+        .catch_up(Duration::from_secs(120), |_| {
             panic!("no new record expected")
         })
         .await
         .unwrap();
     assert_eq!(again, 0);
+    // The fault is waiting for the whole timeout: half of it is far beyond any machine's pace.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(60),
         "second catch-up took {:?}",
         started.elapsed()
     );
@@ -82,7 +83,7 @@ async fn catch_up_returns_at_the_end_also_after_transaction_markers() {
 /// Call `catch_up` until the book holds `epoch` for "orders" (each call must return within its timeout),
 /// collecting the offsets read.
 async fn catch_up_until_epoch(reader: &mut ControlTopicReader, epoch: u64, offsets: &mut Vec<i64>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while reader.book().get("orders").map(|a| a.epoch()) != Some(epoch) {
         assert!(Instant::now() < deadline, "epoch {epoch} never read");
         reader

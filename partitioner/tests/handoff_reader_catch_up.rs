@@ -65,18 +65,19 @@ async fn catch_up_returns_at_the_end_also_when_nothing_is_new() {
     assert_eq!(read, 0);
 }
 
-/// One `catch_up` with a generous timeout that must nevertheless return within a few seconds.
+/// One `catch_up` with a long timeout that must return well before it (the fault is waiting for
+/// the whole timeout; half of it is far beyond any machine's pace).
 async fn promptly(
     reader: &mut HandoffReader,
     on_record: impl FnMut(dkg_partitioner::kafka::handoff::HandoffRecord),
 ) -> usize {
     let started = Instant::now();
     let read = reader
-        .catch_up(Duration::from_secs(20), on_record)
+        .catch_up(Duration::from_secs(120), on_record)
         .await
         .unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(60),
         "catch-up took {:?}",
         started.elapsed()
     );

@@ -1,4 +1,5 @@
-//! No loss, no duplicates, exact placement: 10^6 Zipf-keyed records through `DkgProducer` while two
+//! No loss, no duplicates, exact placement: 10^6 Zipf-keyed records (a few more if the second
+//! switch is slow to take effect) through `DkgProducer` while two
 //! assignments are published mid-stream; consumed back, every record is present exactly once and
 //! sits on the partition its `dkg-epoch` header's assignment names (Kafka's default placement when
 //! it has no header).
@@ -26,6 +27,8 @@ use rdkafka::types::RDKafkaErrorCode;
 const RECORDS: u64 = 1_000_000;
 const PARTITIONS: u32 = 8;
 const KEYS: u64 = 20_000;
+/// Records routed under each of epochs 1 and 2 before the next step (see the send loop).
+const PHASE: u64 = 20_000;
 
 /// Epoch `e`: the three hottest key ids pinned, buckets rotated by `e`.
 fn epoch_assignment(topic: &str, epoch: u64) -> Assignment {
@@ -78,19 +81,45 @@ async fn producer_no_loss() {
         Ok(Err((e, _))) => failed.push(e.to_string()),
         Err(e) => failed.push(format!("canceled: {e:?}")),
     };
-    for seq in 0..RECORDS {
-        if seq == RECORDS * 3 / 10 || seq == RECORDS * 7 / 10 {
+    // Three phases, each long enough by the event, not by the stream's pace: epoch 1 is published at
+    // 30% of the records, epoch 2 once PHASE records were routed under epoch 1 (at 70% at the
+    // earliest), and the stream goes on past RECORDS until PHASE records were routed under epoch 2
+    // (within a minute).
+    let mut routed_under: HashMap<Option<u64>, u64> = HashMap::new();
+    let (mut published, mut seq) = (0_u64, 0_u64);
+    let mut overtime: Option<std::time::Instant> = None;
+    loop {
+        let epoch_now = producer.router().assignment(&topic).map(|a| a.epoch());
+        if seq >= RECORDS {
+            if routed_under.get(&Some(2)).copied().unwrap_or(0) >= PHASE {
+                break;
+            }
+            let since = *overtime.get_or_insert_with(std::time::Instant::now);
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "epoch 2 was not adopted within a minute of the stream's planned end: {routed_under:?}"
+            );
+        }
+        let due = match published {
+            0 => seq >= RECORDS * 3 / 10,
+            1 => {
+                seq >= RECORDS * 7 / 10 && routed_under.get(&Some(1)).copied().unwrap_or(0) >= PHASE
+            }
+            _ => false,
+        };
+        if due {
             // Publish mid-stream without pausing production.
-            let epoch = if seq == RECORDS * 3 / 10 { 1 } else { 2 };
+            published += 1;
             let (p, c, a) = (
                 publisher.clone(),
                 control.clone(),
-                assignments[&epoch].clone(),
+                assignments[&published].clone(),
             );
             publications.push(tokio::spawn(async move {
                 publish_assignment(&p, &c, &a, Duration::from_secs(10)).await
             }));
         }
+        *routed_under.entry(epoch_now).or_default() += 1;
         let key = ((zipf.sample(&mut rng) as u64).clamp(1, KEYS) - 1).to_string();
         let payload = seq.to_le_bytes();
         let mut record = FutureRecord::to(&topic).key(&key).payload(&payload[..]);
@@ -116,7 +145,9 @@ async fn producer_no_loss() {
             let oldest = in_flight.pop_front().unwrap();
             settle(oldest.await, &mut failed);
         }
+        seq += 1;
     }
+    let total = seq;
     for f in in_flight {
         settle(f.await, &mut failed);
     }
@@ -131,7 +162,7 @@ async fn producer_no_loss() {
     );
 
     let check = Arc::new(Mutex::new(Check {
-        seen: vec![0; RECORDS as usize],
+        seen: vec![0; total as usize],
         ..Check::default()
     }));
     let sink = Arc::clone(&check);
@@ -140,7 +171,7 @@ async fn producer_no_loss() {
         &bootstrap,
         &topic,
         PARTITIONS,
-        RECORDS as usize,
+        total as usize,
         Duration::from_secs(300),
         move |m| {
             let mut c = sink.lock().unwrap();
@@ -173,12 +204,12 @@ async fn producer_no_loss() {
     println!("read {read} records; by epoch header: {:?}", c.by_epoch);
     assert_eq!(missing, 0, "records lost");
     assert_eq!(c.duplicates, 0, "records duplicated");
-    assert_eq!(read as u64, RECORDS);
+    assert_eq!(read as u64, total);
     assert!(c.misplaced.is_empty(), "misplaced: {:?}", c.misplaced);
     // All three placements really happened.
     for epoch in [None, Some(1), Some(2)] {
         assert!(
-            c.by_epoch.get(&epoch).copied().unwrap_or(0) > 10_000,
+            c.by_epoch.get(&epoch).copied().unwrap_or(0) > PHASE / 2,
             "{:?}",
             c.by_epoch
         );

@@ -162,8 +162,10 @@ pub struct Outcome {
 
 /// Run the pipeline: `per_phase` records in each of epochs 1, 2 and 3 (a third of them `hot`),
 /// two `DkgConsumer` members counting partials, then the merge into the compacted totals topic.
-/// `slow_hot`: the application takes this long over each `hot` record of phases 1 and 2, so the
-/// key's old partitions lag while its next phase's records arrive (the transitions must wait).
+/// `slow_hot` (tests): the application takes this long over each `hot` record of phases 1 and 2,
+/// and starts on them only once the next phase's records were acknowledged, so the key's old
+/// partitions certainly lag while its next phase's records arrive (the transitions must wait,
+/// however fast or slow the machine).
 pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", bootstrap);
@@ -205,6 +207,8 @@ pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome
     let registry = prometheus::Registry::new();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let order = Arc::new(AtomicU64::new(0));
+    // The last phase whose records were all acknowledged.
+    let acked_phase = Arc::new(AtomicU64::new(0));
     let emitter: FutureProducer = config.create().expect("partials producer");
     let mut members = Vec::new();
     let mut tasks = Vec::new();
@@ -224,10 +228,11 @@ pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome
             .build()
             .await
             .expect("build a DkgConsumer");
-        let (app, seen, order) = (
+        let (app, seen, order, acked_phase) = (
             Arc::clone(&partials_hooks),
             Arc::clone(&seen),
             Arc::clone(&order),
+            Arc::clone(&acked_phase),
         );
         let (emitter, partials) = (emitter.clone(), partials.clone());
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
@@ -244,6 +249,9 @@ pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome
                             (phase.parse().expect("phase"), seq.parse().expect("seq"));
                         app.add(m.partition() as u32, &key);
                         if key == HOT && phase < 3 && !slow_hot.is_zero() {
+                            while acked_phase.load(Ordering::SeqCst) <= phase {
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
                             tokio::time::sleep(slow_hot).await;
                         }
                         seen.lock().expect("seen").push(Seen {
@@ -322,6 +330,7 @@ pub async fn run(bootstrap: &str, per_phase: u64, slow_hot: Duration) -> Outcome
             let delivery = d.await.expect("delivery").map_err(|(e, _)| e).expect("ack");
             sent.push((key, phase, seq, delivery.partition));
         }
+        acked_phase.store(phase, Ordering::SeqCst);
     }
     producer.close().await.expect("close the producer");
     let total: usize = produced.values().sum::<u64>() as usize;
