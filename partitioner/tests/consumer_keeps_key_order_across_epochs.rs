@@ -43,6 +43,10 @@ async fn consumer_keeps_key_order_across_epochs() {
         tokio::time::sleep(Duration::from_millis(1_300)).await;
         setup.publish(epoch).await;
     }
+    // Every producer adopted the last epoch before it closes (its marker of 6 is checked below).
+    for p in &producers {
+        common::producer::wait_for_epoch(p.router(), &setup.topic, 6).await;
+    }
     let sent = finish_producers(tasks, stop_tx, &producers, 2 * PER_PRODUCER).await;
 
     wait_for_all(&log, &sent, Duration::from_secs(60)).await;
