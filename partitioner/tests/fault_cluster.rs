@@ -361,9 +361,10 @@ async fn consumer_group_keeps_key_order_while_a_broker_dies() {
     // stall until a new leader is elected (broker.session.timeout 4 s, plus the client's metadata
     // refresh), and an expired lease lets consumers stop waiting for that producer's barriers (a
     // 3 s lease failed here once with 2 order and 39 residence violations, 2026-12-01). No producer
-    // dies here, so a long lease costs nothing: 120 s, which only a failover that never ends outlasts.
+    // dies here, so a long lease costs nothing: 60 s (half the consumers' max_lease clamp), which only
+    // a failover that never ends outlasts.
     let (producers, tasks) = setup
-        .start_producers(2, Duration::from_secs(120), per_producer, rate, &stop)
+        .start_producers(2, Duration::from_secs(60), per_producer, rate, &stop)
         .await;
     let span = Duration::from_secs_f64(per_producer as f64 / rate);
     tokio::time::sleep(span / 6).await;
