@@ -13,8 +13,7 @@ use std::process::Command;
 
 use dashboards_common::{
     DATASOURCE_VARIABLE_UID, GRAFANA_BUILTIN_UID, dashboards, datasource_uids,
-    prometheus_datasource_variable, provisioned_datasources, read, read_yaml,
-    repo_root,
+    prometheus_datasource_variable, provisioned_datasources, read, read_yaml, repo_root,
 };
 use serde_yaml_ng::Value as Yaml;
 

@@ -239,7 +239,10 @@ fn dashboards_import_anywhere_datasource_variable_and_topic_selectors_from_label
         let mut topic_vars = 0;
         for v in list.iter().filter(|v| v["type"] != "datasource") {
             let vname = v["name"].as_str().unwrap();
-            assert_eq!(v["type"], "query", "{name}: variable {vname} is no query variable");
+            assert_eq!(
+                v["type"], "query",
+                "{name}: variable {vname} is no query variable"
+            );
             assert_eq!(
                 v["datasource"]["uid"], DATASOURCE_VARIABLE_UID,
                 "{name}: variable {vname}"
@@ -251,7 +254,9 @@ fn dashboards_import_anywhere_datasource_variable_and_topic_selectors_from_label
             let inner = q
                 .strip_prefix("label_values(")
                 .and_then(|r| r.strip_suffix(", topic)"))
-                .unwrap_or_else(|| panic!("{name}: {vname}: {q:?} is not label_values(<metric>, topic)"));
+                .unwrap_or_else(|| {
+                    panic!("{name}: {vname}: {q:?} is not label_values(<metric>, topic)")
+                });
             assert!(
                 CONTRACT.contains(&inner.trim()),
                 "{name}: {vname}: {inner} is not in the metric contract"
