@@ -28,9 +28,11 @@ FROM debian:13-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates curl zlib1g libssl3t64 \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin dkg
+    && groupadd --system --gid 10001 dkg \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin dkg
 COPY --from=builder /out/dkg-sampler /usr/local/bin/dkg-sampler
-USER dkg
+# Numeric, so that Kubernetes can check runAsNonRoot without resolving the name (deploy/helm runs it as 10001).
+USER 10001:10001
 EXPOSE 9100
 ENV RUST_LOG=info
 ENTRYPOINT ["/usr/local/bin/dkg-sampler"]

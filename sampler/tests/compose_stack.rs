@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::Command;
 
 use dashboards_common::{
-    GRAFANA_BUILTIN_UID, dashboards, datasource_uids, provisioned_datasources, read, read_yaml,
-    repo_root,
+    DATASOURCE_VARIABLE_UID, GRAFANA_BUILTIN_UID, dashboards, datasource_uids,
+    prometheus_datasource_variable, provisioned_datasources, read, read_yaml, repo_root,
 };
 use serde_yaml_ng::Value as Yaml;
 
@@ -525,6 +525,15 @@ fn compose_mounts_exist_and_grafana_provisioning_matches() {
         flag(&flags(&prom_args), "web.listen-address").unwrap_or_else(|| "0.0.0.0:9090".into());
     assert_eq!(url, &format!("http://prometheus:{}", port_of(&listen)));
 
+    // The dashboards ask their datasource variable, which Grafana resolves to the default datasource.
+    let ds_file =
+        read_yaml(&repo_root().join("deploy/grafana/provisioning/datasources/prometheus.yml"));
+    assert_eq!(
+        ds_file["datasources"][0]["isDefault"].as_bool(),
+        Some(true),
+        "the provisioned Prometheus must be Grafana's default datasource"
+    );
+
     // Every dashboard references exactly that datasource, without export placeholders.
     for (path, dash) in dashboards() {
         let text = read(&path);
@@ -555,10 +564,18 @@ fn compose_mounts_exist_and_grafana_provisioning_matches() {
             "{}: no datasource referenced",
             path.display()
         );
+        // Panels ask the dashboard's datasource variable, which Grafana sets to its default datasource: the
+        // provisioned one is the default (isDefault), so the stack's Grafana shows its Prometheus.
+        assert_eq!(
+            prometheus_datasource_variable(&dash).as_deref(),
+            Some("datasource"),
+            "{}: no Prometheus datasource variable",
+            path.display()
+        );
         for u in uids {
             assert!(
-                &u == uid || u == GRAFANA_BUILTIN_UID,
-                "{}: datasource uid {u:?} is not the provisioned {uid:?}",
+                &u == uid || u == GRAFANA_BUILTIN_UID || u == DATASOURCE_VARIABLE_UID,
+                "{}: datasource uid {u:?} is neither the provisioned {uid:?} nor {DATASOURCE_VARIABLE_UID}",
                 path.display()
             );
         }

@@ -8,7 +8,10 @@ mod dashboards_common;
 
 use std::collections::BTreeSet;
 
-use dashboards_common::{Macros, dashboards, panels, queries, substitute, variables};
+use dashboards_common::{
+    DATASOURCE_VARIABLE_UID, GRAFANA_BUILTIN_UID, Macros, dashboards, datasource_uids, panels,
+    prometheus_datasource_variable, queries, substitute, variables,
+};
 
 /// The metric contract (team METRICS.md), plus Prometheus' own `up`.
 const CONTRACT: &[&str] = &[
@@ -210,5 +213,64 @@ fn metric_names_are_extracted_from_promql() {
     ];
     for (expr, want) in cases {
         assert_eq!(metric_names(expr), want.to_vec(), "{expr}");
+    }
+}
+
+/// Imported into any Grafana, the dashboard shows data: every query asks the datasource variable (no
+/// datasource uid of this project's Grafana, no export placeholder), and the topic selectors list the
+/// topics the samplers report (`label_values` of a contract metric), defaulting to the demo's topics.
+#[test]
+fn dashboards_import_anywhere_datasource_variable_and_topic_selectors_from_label_values() {
+    for (path, dash) in dashboards() {
+        let name = path.display().to_string();
+        let var = prometheus_datasource_variable(&dash)
+            .unwrap_or_else(|| panic!("{name}: no datasource variable of type prometheus"));
+        assert_eq!(format!("${{{var}}}"), DATASOURCE_VARIABLE_UID, "{name}");
+        for u in datasource_uids(&dash) {
+            assert!(
+                u == DATASOURCE_VARIABLE_UID || u == GRAFANA_BUILTIN_UID,
+                "{name}: datasource {u:?} is not {DATASOURCE_VARIABLE_UID}"
+            );
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("${DS_"), "{name}: export placeholder");
+        assert!(dash.get("__inputs").is_none(), "{name}: __inputs");
+        let list = dash["templating"]["list"].as_array().unwrap();
+        let mut topic_vars = 0;
+        for v in list.iter().filter(|v| v["type"] != "datasource") {
+            let vname = v["name"].as_str().unwrap();
+            assert_eq!(
+                v["type"], "query",
+                "{name}: variable {vname} is no query variable"
+            );
+            assert_eq!(
+                v["datasource"]["uid"], DATASOURCE_VARIABLE_UID,
+                "{name}: variable {vname}"
+            );
+            let q = v["query"]["query"]
+                .as_str()
+                .or_else(|| v["query"].as_str())
+                .unwrap_or_else(|| panic!("{name}: variable {vname} has no query"));
+            let inner = q
+                .strip_prefix("label_values(")
+                .and_then(|r| r.strip_suffix(", topic)"))
+                .unwrap_or_else(|| {
+                    panic!("{name}: {vname}: {q:?} is not label_values(<metric>, topic)")
+                });
+            assert!(
+                CONTRACT.contains(&inner.trim()),
+                "{name}: {vname}: {inner} is not in the metric contract"
+            );
+            topic_vars += 1;
+        }
+        assert!(topic_vars >= 2, "{name}: the DKG and hash topic selectors");
+        assert_eq!(
+            variables(&dash),
+            vec![
+                ("dkg_topic".to_string(), "orders-dkg".to_string()),
+                ("hash_topic".to_string(), "orders-hash".to_string())
+            ],
+            "{name}: defaults are the compose stack's topics"
+        );
     }
 }

@@ -111,12 +111,14 @@ pub fn queries(name: &str, dash: &Json) -> Vec<PanelQuery> {
     out
 }
 
-/// The dashboard's template variables with their current (default) values.
+/// The dashboard's template variables that queries use, with their current (default) values: the
+/// datasource variable (which Prometheus to ask, `${datasource}` in the datasource references) is left out.
 pub fn variables(dash: &Json) -> Vec<(String, String)> {
     dash["templating"]["list"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|v| v["type"] != "datasource")
         .map(|v| {
             let name = v["name"]
                 .as_str()
@@ -193,6 +195,21 @@ pub fn datasource_uids(dash: &Json) -> Vec<String> {
 
 /// Grafana's built-in annotation datasource (not a provisioned one).
 pub const GRAFANA_BUILTIN_UID: &str = "-- Grafana --";
+
+/// The datasource reference of every query: the dashboard's datasource variable, so that the dashboard
+/// imports into any Grafana (it picks the default Prometheus datasource, or the one the user chooses).
+pub const DATASOURCE_VARIABLE_UID: &str = "${datasource}";
+
+/// The name of the dashboard's template variable of type `datasource` for Prometheus, if it has one.
+pub fn prometheus_datasource_variable(dash: &Json) -> Option<String> {
+    dash["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["type"] == "datasource" && v["query"] == "prometheus")
+        .and_then(|v| v["name"].as_str())
+        .map(str::to_string)
+}
 
 /// The datasources provisioned from `deploy/grafana/provisioning/datasources/*.yml`: (uid, type, url).
 pub fn provisioned_datasources() -> Vec<(String, String, String)> {
