@@ -19,6 +19,9 @@ const (
 	ReasonGenerationMismatch
 )
 
+// NumReasons is the number of reject reasons.
+const NumReasons = 10
+
 // AllReasons lists every Reason in label order.
 var AllReasons = []Reason{
 	ReasonBadKey, ReasonOversize, ReasonMalformedJSON, ReasonUnsupportedVersion, ReasonOutOfRange,
