@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"math"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -104,15 +105,20 @@ type Assignment struct {
 	PredictedLoad []float64
 	Generation    string // "" when absent
 
-	// The index: bucket b's heavy keys are entries[start[b]:start[b+1]] (at most 16, a bounded scan).
-	start   []uint32
+	// The index, one word per bucket so a light key costs one load: the bucket's partition (bits
+	// 0-31), the first of its heavy keys in entries (bits 32-55) and their count (bits 56-63, at
+	// most 16: a bounded scan).
+	slots   []uint64
 	entries []entry
 	splits  []*splitKey
+	// fastmod multiplier of len(Table) (Lemire, Kaser, Kurz 2019): the bucket without a division.
+	mult uint64
 }
 
 // entry: a heavy key and its answer, the partition (>= 0) or -1-s for split key s.
 type entry struct {
 	key    string
+	hash   uint32 // murmur2(key, seed): most misses end at this compare
 	answer int32
 }
 
@@ -304,10 +310,15 @@ func build(d *document, keys [][]byte) (*Assignment, error) {
 // index builds the bucket -> heavy keys index and checks step 18 bucket by bucket (ascending): at
 // most 16 heavy keys, then no key twice (byte-equal keys share a bucket).
 func (a *Assignment) index(splitCount int) error {
+	buckets := uint32(len(a.Table))
+	a.mult = ^uint64(0)/uint64(buckets) + 1
+	a.slots = make([]uint64, buckets)
+	for b, p := range a.Table {
+		a.slots[b] = uint64(p)
+	}
 	if len(a.Heavy) == 0 {
 		return nil
 	}
-	buckets := uint32(len(a.Table))
 	bucketOf := make([]uint32, len(a.Heavy))
 	start := make([]uint32, buckets+1)
 	for i, h := range a.Heavy {
@@ -337,13 +348,15 @@ func (a *Assignment) index(splitCount int) error {
 			}
 		}
 	}
-	a.start = start
+	for b := uint32(0); b < buckets; b++ {
+		a.slots[b] |= uint64(start[b])<<32 | uint64(start[b+1]-start[b])<<56
+	}
 	a.entries = make([]entry, len(a.Heavy))
 	a.splits = make([]*splitKey, 0, splitCount)
 	schedules := map[string][]uint8{}
 	for at, i := range sorted {
 		h := a.Heavy[i]
-		a.entries[at] = entry{key: string(h.Key), answer: int32(h.Partition)}
+		a.entries[at] = entry{key: string(h.Key), hash: Murmur2(h.Key, a.Seed), answer: int32(h.Partition)}
 	}
 	// Split keys are numbered in document order.
 	splitIndex := make([]int32, len(a.Heavy))
@@ -407,33 +420,50 @@ func Schedule(weights []uint32) []uint8 {
 // Lookup is the placement of key by this assignment (spec 5, the assignment in effect): the
 // partition and its route. For a split key each call counts one record of the key. Never panics.
 func (a *Assignment) Lookup(key []byte) (int32, Route) {
-	b := ToPositive(Murmur2(key, a.Seed)) % uint32(len(a.Table))
-	if a.start != nil {
-		for _, e := range a.entries[a.start[b]:a.start[b+1]] {
-			if len(e.key) == len(key) && e.key == string(key) {
-				if e.answer >= 0 {
-					return e.answer, RouteHeavy
-				}
-				s := a.splits[-1-e.answer]
-				n := s.n.Add(1) - 1
-				return int32(s.parts[s.order[n%uint64(len(s.order))]]), RouteSplit
+	h := Murmur2(key, a.Seed)
+	slot := a.slot(h)
+	if slot>>56 != 0 {
+		if e := a.heavyIn(slot, h, key); e != nil {
+			if e.answer >= 0 {
+				return e.answer, RouteHeavy
 			}
+			s := a.splits[-1-e.answer]
+			n := s.n.Add(1) - 1
+			return int32(s.parts[s.order[n%uint64(len(s.order))]]), RouteSplit
 		}
 	}
-	return int32(a.Table[b]), RouteBucket
+	return int32(uint32(slot)), RouteBucket
+}
+
+// slot is the index word of the bucket of hash h (murmur2 of the key with the seed).
+func (a *Assignment) slot(h uint32) uint64 {
+	// to_positive(h) % buckets by multiplication: exact for every 32-bit value (fastmod).
+	b, _ := bits.Mul64(a.mult*uint64(ToPositive(h)), uint64(len(a.slots)))
+	return a.slots[b]
+}
+
+// heavyIn finds key among its bucket's heavy keys (slot's run), or nil.
+func (a *Assignment) heavyIn(slot uint64, h uint32, key []byte) *entry {
+	from := (slot >> 32) & 0xffffff
+	for i := from; i < from+slot>>56; i++ {
+		e := &a.entries[i]
+		if e.hash == h && len(e.key) == len(key) && e.key == string(key) {
+			return e
+		}
+	}
+	return nil
 }
 
 // RouteOf is the route Lookup takes for key, counting nothing.
 func (a *Assignment) RouteOf(key []byte) Route {
-	b := ToPositive(Murmur2(key, a.Seed)) % uint32(len(a.Table))
-	if a.start != nil {
-		for _, e := range a.entries[a.start[b]:a.start[b+1]] {
-			if e.key == string(key) {
-				if e.answer >= 0 {
-					return RouteHeavy
-				}
-				return RouteSplit
+	h := Murmur2(key, a.Seed)
+	slot := a.slot(h)
+	if slot>>56 != 0 {
+		if e := a.heavyIn(slot, h, key); e != nil {
+			if e.answer >= 0 {
+				return RouteHeavy
 			}
+			return RouteSplit
 		}
 	}
 	return RouteBucket

@@ -3,7 +3,7 @@ module dkg.dev/dkg-go
 go 1.26.0
 
 require (
-	github.com/IBM/sarama v1.62.0
+	github.com/IBM/sarama v1.61.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twmb/franz-go v1.22.3
