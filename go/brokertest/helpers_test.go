@@ -53,6 +53,8 @@ func admin(t *testing.T) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
+func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }
+
 func createTopic(t *testing.T, name string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
