@@ -105,10 +105,13 @@ type Assignment struct {
 	PredictedLoad []float64
 	Generation    string // "" when absent
 
-	// The index, one word per bucket so a light key costs one load: the bucket's partition (bits
-	// 0-31), the first of its heavy keys in entries (bits 32-55) and their count (bits 56-63, at
-	// most 16: a bounded scan).
+	// The index, one word per bucket, so a light key costs one load and one compare: the murmur2
+	// hash of the bucket's single heavy key (bits 0-31; for a bucket without one, a hash that cannot
+	// fall in the bucket), the bucket's partition (bits 32-62) and bit 63 for a bucket of several
+	// heavy keys. A hash match or bit 63 takes the slow path: entries[start[b]:start[b+1]], at most 16
+	// (a bounded scan), compared by hash, length and bytes.
 	slots   []uint64
+	start   []uint32
 	entries []entry
 	splits  []*splitKey
 	// fastmod multiplier of len(Table) (Lemire, Kaser, Kurz 2019): the bucket without a division.
@@ -314,7 +317,9 @@ func (a *Assignment) index(splitCount int) error {
 	a.mult = ^uint64(0)/uint64(buckets) + 1
 	a.slots = make([]uint64, buckets)
 	for b, p := range a.Table {
-		a.slots[b] = uint64(p)
+		// A hash no key of bucket b has (its bucket is b+1); with one bucket any value will do,
+		// the slow path then finds no heavy key.
+		a.slots[b] = uint64(p)<<32 | uint64((uint32(b)+1)%buckets)
 	}
 	if len(a.Heavy) == 0 {
 		return nil
@@ -348,9 +353,6 @@ func (a *Assignment) index(splitCount int) error {
 			}
 		}
 	}
-	for b := uint32(0); b < buckets; b++ {
-		a.slots[b] |= uint64(start[b])<<32 | uint64(start[b+1]-start[b])<<56
-	}
 	a.entries = make([]entry, len(a.Heavy))
 	a.splits = make([]*splitKey, 0, splitCount)
 	schedules := map[string][]uint8{}
@@ -381,6 +383,16 @@ func (a *Assignment) index(splitCount int) error {
 	for at, i := range sorted {
 		if a.Heavy[i].Split != nil {
 			a.entries[at].answer = -1 - splitIndex[i]
+		}
+	}
+	a.start = start
+	for b := uint32(0); b < buckets; b++ {
+		switch start[b+1] - start[b] {
+		case 0:
+		case 1:
+			a.slots[b] = uint64(a.Table[b])<<32 | uint64(a.entries[start[b]].hash)
+		default:
+			a.slots[b] = uint64(a.Table[b])<<32 | 1<<63
 		}
 	}
 	return nil
@@ -421,31 +433,29 @@ func Schedule(weights []uint32) []uint8 {
 // partition and its route. For a split key each call counts one record of the key. Never panics.
 func (a *Assignment) Lookup(key []byte) (int32, Route) {
 	h := Murmur2(key, a.Seed)
-	slot := a.slot(h)
-	if slot>>56 != 0 {
-		if e := a.heavyIn(slot, h, key); e != nil {
-			if e.answer >= 0 {
-				return e.answer, RouteHeavy
-			}
-			s := a.splits[-1-e.answer]
-			n := s.n.Add(1) - 1
-			return int32(s.parts[s.order[n%uint64(len(s.order))]]), RouteSplit
-		}
-	}
-	return int32(uint32(slot)), RouteBucket
-}
-
-// slot is the index word of the bucket of hash h (murmur2 of the key with the seed).
-func (a *Assignment) slot(h uint32) uint64 {
 	// to_positive(h) % buckets by multiplication: exact for every 32-bit value (fastmod).
 	b, _ := bits.Mul64(a.mult*uint64(ToPositive(h)), uint64(len(a.slots)))
-	return a.slots[b]
+	slot := a.slots[b]
+	if uint32(slot) != h && int64(slot) >= 0 {
+		return int32(slot >> 32), RouteBucket
+	}
+	if e := a.heavyIn(b, h, key); e != nil {
+		if e.answer >= 0 {
+			return e.answer, RouteHeavy
+		}
+		s := a.splits[-1-e.answer]
+		n := s.n.Add(1) - 1
+		return int32(s.parts[s.order[n%uint64(len(s.order))]]), RouteSplit
+	}
+	return int32((slot >> 32) & 0x7fffffff), RouteBucket
 }
 
-// heavyIn finds key among its bucket's heavy keys (slot's run), or nil.
-func (a *Assignment) heavyIn(slot uint64, h uint32, key []byte) *entry {
-	from := (slot >> 32) & 0xffffff
-	for i := from; i < from+slot>>56; i++ {
+// heavyIn finds key among bucket b's heavy keys, or nil.
+func (a *Assignment) heavyIn(b uint64, h uint32, key []byte) *entry {
+	if a.start == nil {
+		return nil
+	}
+	for i := a.start[b]; i < a.start[b+1]; i++ {
 		e := &a.entries[i]
 		if e.hash == h && len(e.key) == len(key) && e.key == string(key) {
 			return e
@@ -457,14 +467,12 @@ func (a *Assignment) heavyIn(slot uint64, h uint32, key []byte) *entry {
 // RouteOf is the route Lookup takes for key, counting nothing.
 func (a *Assignment) RouteOf(key []byte) Route {
 	h := Murmur2(key, a.Seed)
-	slot := a.slot(h)
-	if slot>>56 != 0 {
-		if e := a.heavyIn(slot, h, key); e != nil {
-			if e.answer >= 0 {
-				return RouteHeavy
-			}
-			return RouteSplit
+	b, _ := bits.Mul64(a.mult*uint64(ToPositive(h)), uint64(len(a.slots)))
+	if e := a.heavyIn(b, h, key); e != nil {
+		if e.answer >= 0 {
+			return RouteHeavy
 		}
+		return RouteSplit
 	}
 	return RouteBucket
 }
