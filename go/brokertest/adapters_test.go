@@ -79,6 +79,7 @@ func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 		"--alpha", "1.1", "--keys", "2000", "--count", "20000", "--seed", "3", "--value-prefix", "rust")
 	// The Rust stream in send order (values are rust:SEQ:...).
 	stream := make([][]byte, 20000)
+	rustPartition := make([]int32, len(stream))
 	seen := 0
 	for _, rec := range readAll(t, topic) {
 		if bytes.HasPrefix(rec.Value, []byte("rust:")) {
@@ -87,6 +88,7 @@ func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 				t.Fatalf("rust value %q", rec.Value)
 			}
 			stream[n] = rec.Key
+			rustPartition[n] = rec.Partition
 			seen++
 		}
 	}
@@ -95,6 +97,11 @@ func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 	}
 	const perAdapter = 4000
 	stream = stream[:perAdapter]
+	// Where the Rust producer put these records, per partition: each Go adapter must match it exactly.
+	var rustParts [partitions]int
+	for _, p := range rustPartition[:perAdapter] {
+		rustParts[p]++
+	}
 
 	// Phase 3: the same keys through each Go adapter.
 	kcl := producer(t, kgo.RecordPartitioner(r.Partitioner()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
@@ -173,6 +180,9 @@ func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 		}
 		if tl.routes[dkg.RouteHeavy] == 0 || tl.routes[dkg.RouteBucket] == 0 {
 			t.Errorf("%s: routes %v (the stream should hit heavy and bucket routes)", who, tl.routes)
+		}
+		if who != "rust" && tl.parts != rustParts {
+			t.Errorf("%s per partition %v, the Rust producer's for the same keys %v", who, tl.parts, rustParts)
 		}
 		t.Logf("%s: %d records, routes %v, per partition %v", who, tl.n, tl.routes, tl.parts)
 	}

@@ -133,6 +133,18 @@ func TestSwitchesAreAdoptedAndHostileRecordsChangeNothing(t *testing.T) {
 	if got := fresh.Assignment(topic); got == nil || !got.Equal(a) || fresh.Epoch(sentinel) != 1 {
 		t.Fatalf("a fresh router disagrees: %v", got)
 	}
+	// PartitionFor (clients without a partitioner hook) learns the count from metadata, then places
+	// like the adapters.
+	waitUntil(t, "PartitionFor to know the partition count", 30*time.Second, func() bool {
+		_, ok := r.PartitionFor(topic, []byte("hot"))
+		return ok
+	})
+	for _, k := range []string{"hot", "warm", "", "k1", "k2", "k3"} {
+		p, ok := r.PartitionFor(topic, []byte(k))
+		if want, _ := dkg.Place(a, partitions, []byte(k)); !ok || int(p) != want {
+			t.Fatalf("PartitionFor(%q) = %d %v, want %d", k, p, ok, want)
+		}
+	}
 	// A tombstone retracts: Kafka's placement again.
 	publish(t, pub, control, []byte(topic), nil)
 	waitUntil(t, "the retraction", 30*time.Second, func() bool { return r.Assignment(topic) == nil })
