@@ -2,11 +2,14 @@ package brokertest
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,16 +40,40 @@ func BenchmarkProduceThroughput(b *testing.B) {
 	for i := range keys {
 		keys[i] = []byte("user-" + strconv.FormatUint(zipf.Uint64(), 10))
 	}
+	// Like a sampler's: every partition the same share of buckets, the hot keys spread greedily by
+	// weight (a random table would skew the load and measure the placement, not the partitioner).
+	heavyKeys := 50
+	weight := func(k int) float64 { return math.Pow(float64(1+k), -1.1) }
+	total, heavyShare := 0.0, 0.0
+	for k := 0; k < 10000; k++ {
+		total += weight(k)
+		if k < heavyKeys {
+			heavyShare += weight(k)
+		}
+	}
+	load := make([]float64, partitions)
+	for p := range load {
+		load[p] = (total - heavyShare) / partitions
+	}
 	var heavy []string
-	for i := 0; i < 50; i++ {
-		heavy = append(heavy, "user-"+strconv.Itoa(i))
+	var heavyPart []int
+	for k := 0; k < heavyKeys; k++ {
+		best := 0
+		for p := range load {
+			if load[p] < load[best] {
+				best = p
+			}
+		}
+		load[best] += weight(k)
+		heavy = append(heavy, "user-"+strconv.Itoa(k))
+		heavyPart = append(heavyPart, best)
 	}
 	pub, err := kgo.NewClient(kgo.SeedBrokers(bs))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := pub.ProduceSync(ctx, &kgo.Record{Topic: control, Key: []byte(topic), Value: document(topic, partitions, 1, heavy, 1)}).FirstErr(); err != nil {
+	if err := pub.ProduceSync(ctx, &kgo.Record{Topic: control, Key: []byte(topic), Value: balancedDocument(topic, partitions, heavy, heavyPart)}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
 	pub.Close()
@@ -147,4 +174,21 @@ func createTopicB(b *testing.B, bs, name string, partitions int32) {
 	if _, err := kadmClient(cl).CreateTopic(ctx, partitions, 1, configs, name); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// balancedDocument: 32 buckets per partition, bucket b on partition b % partitions, heavy[i] on heavyPart[i].
+func balancedDocument(topic string, partitions int, heavy []string, heavyPart []int) []byte {
+	table := make([]string, 32*partitions)
+	for i := range table {
+		table[i] = strconv.Itoa(i % partitions)
+	}
+	entries := make([]string, len(heavy))
+	for i, k := range heavy {
+		entries[i] = fmt.Sprintf(`{"key_b64":%q,"partition":%d,"weight":%d}`, base64.StdEncoding.EncodeToString([]byte(k)), heavyPart[i], 1000-i)
+	}
+	load := strings.TrimSuffix(strings.Repeat("0.08,", partitions), ",")
+	return []byte(fmt.Sprintf(`{"format":"dkg.assignment","version":1,"topic":%q,"partitions":%d,"epoch":1,`+
+		`"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":%d,"table":[%s],"heavy":[%s],`+
+		`"params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"created_at_ms":0,"predicted_load":[%s]}`,
+		topic, partitions, len(table), strings.Join(table, ","), strings.Join(entries, ","), load))
 }

@@ -56,15 +56,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if !t.used.Load() {
 			return true
 		}
+		var routes [4]uint64
+		routes[dkg.RouteFallback] = t.unknown.Load() // left to the client: fallback under no partition (spec 10)
+		if cells := t.cells.Load(); cells != nil {
+			for p := 0; p < len(*cells)/4; p++ {
+				sum := uint64(0)
+				for route := 0; route < 4; route++ {
+					n := (*cells)[4*p+route].Load()
+					routes[route] += n
+					sum += n
+				}
+				ch <- prometheus.MustNewConstMetric(descPartitionRecords, prometheus.CounterValue,
+					float64(sum), t.name, strconv.Itoa(p))
+			}
+		}
 		for _, route := range []dkg.Route{dkg.RouteHeavy, dkg.RouteBucket, dkg.RouteSplit, dkg.RouteFallback} {
 			ch <- prometheus.MustNewConstMetric(descRecords, prometheus.CounterValue,
-				float64(t.routes[route].Load()), t.name, route.String())
-		}
-		if parts := t.parts.Load(); parts != nil {
-			for p, n := range *parts {
-				ch <- prometheus.MustNewConstMetric(descPartitionRecords, prometheus.CounterValue,
-					float64(n.Load()), t.name, strconv.Itoa(p))
-			}
+				float64(routes[route]), t.name, route.String())
 		}
 		ch <- prometheus.MustNewConstMetric(descCountChanges, prometheus.CounterValue, float64(t.changes.Load()), t.name)
 		a := t.assignment.Load()

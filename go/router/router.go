@@ -72,12 +72,15 @@ type topicState struct {
 	name       string
 	assignment atomic.Pointer[dkg.Assignment]
 	used       atomic.Bool
-	routes     [4]atomic.Uint64
-	count      atomic.Int64 // last partition count seen, 0 = none
-	changes    atomic.Uint64
-	partsMu    sync.Mutex
-	parts      atomic.Pointer[[]*atomic.Uint64]
-	metaCount  atomic.Int64 // PartitionFor's count from metadata, 0 = unknown
+	// unknown counts records left to the client while the count was unknown (PartitionFor).
+	unknown atomic.Uint64
+	count   atomic.Int64 // last partition count seen, 0 = none
+	changes atomic.Uint64
+	partsMu sync.Mutex
+	// cells[4*p+route] counts records placed on partition p by route: one atomic add per record
+	// serves both dkg_producer_records_total and dkg_producer_partition_records_total.
+	cells     atomic.Pointer[[]*atomic.Uint64]
+	metaCount atomic.Int64 // PartitionFor's count from metadata, 0 = unknown
 }
 
 // New starts a Router: it reads the control topic to its end (an error after StartupTimeout), then
@@ -297,8 +300,7 @@ func (r *Router) Place(topic string, key []byte, partitions int) (int, dkg.Route
 func (t *topicState) place(key []byte, n int) (int, dkg.Route) {
 	p, route := dkg.Place(t.assignment.Load(), n, key)
 	t.count1(n)
-	t.routes[route].Add(1)
-	t.partition(p).Add(1)
+	t.cell(4*p + int(route)).Add(1)
 	return p, route
 }
 
@@ -317,24 +319,24 @@ func (t *topicState) count1(n int) {
 	}
 }
 
-func (t *topicState) partition(p int) *atomic.Uint64 {
-	if parts := t.parts.Load(); parts != nil && p < len(*parts) {
-		return (*parts)[p]
+func (t *topicState) cell(p int) *atomic.Uint64 {
+	if cells := t.cells.Load(); cells != nil && p < len(*cells) {
+		return (*cells)[p]
 	}
 	t.partsMu.Lock()
 	defer t.partsMu.Unlock()
 	var old []*atomic.Uint64
-	if parts := t.parts.Load(); parts != nil {
-		old = *parts
+	if cells := t.cells.Load(); cells != nil {
+		old = *cells
 	}
 	if p < len(old) {
 		return old[p]
 	}
 	grown := append(make([]*atomic.Uint64, 0, p+1), old...)
-	for len(grown) <= p {
+	for len(grown) <= p || len(grown)%4 != 0 { // whole partitions: 4 routes each
 		grown = append(grown, new(atomic.Uint64))
 	}
-	t.parts.Store(&grown)
+	t.cells.Store(&grown)
 	return grown[p]
 }
 
@@ -353,7 +355,7 @@ func (r *Router) PartitionFor(topic string, key []byte) (partition int32, ok boo
 			default:
 			}
 		}
-		t.routes[dkg.RouteFallback].Add(1)
+		t.unknown.Add(1)
 		return 0, false
 	}
 	p, _ := t.place(key, int(n))
