@@ -29,7 +29,10 @@ func NewBalancer(r *router.Router, topic string) *Balancer { return &Balancer{r:
 // Balance places keyed messages by the spec; keyless ones round-robin, untouched and uncounted.
 // kafka-go passes partitions 0..n-1 in order.
 func (b *Balancer) Balance(msg kafka.Message, partitions ...int) int {
-	if msg.Key == nil || len(partitions) == 0 {
+	if len(partitions) == 0 {
+		return 0 // kafka-go never asks without partitions; never panic if it does
+	}
+	if msg.Key == nil {
 		return b.keyless.Balance(msg, partitions...)
 	}
 	topic := msg.Topic

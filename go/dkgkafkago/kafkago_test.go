@@ -50,4 +50,7 @@ func TestAssignmentAndTopicOfMessage(t *testing.T) {
 	if p := b.Balance(kafka.Message{}, 0, 1, 2); p < 0 || p > 2 {
 		t.Fatalf("keyless: %d", p)
 	}
+	if p := b.Balance(kafka.Message{Key: []byte("k")}); p != 0 {
+		t.Fatalf("no partitions: %d", p)
+	}
 }
