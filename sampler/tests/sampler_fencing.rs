@@ -3,9 +3,13 @@
 //! zombie's next publish fails, it says so (log and /healthz) and stops publishing for good, and the epochs
 //! producers see (read_committed) never conflict.
 //!
-//! The second sampler runs with a huge `--imbalance-threshold`, so it holds the transactional id without
-//! republishing on drift; that makes the zombie the one that tries (deterministically). A retraction then
-//! makes the second sampler publish.
+//! Every step is triggered by an event, not by the stream's noise or the machine's pace. Both samplers run
+//! with a huge `--imbalance-threshold`: with an assignment in force neither ever republishes, so the zombie
+//! cannot have tried (and found out) before the test makes it. The trigger is a retraction: with no
+//! assignment the zombie publishes a first epoch at once and is fenced, while the usurper, started with an
+//! unreachable `--first-epoch-noise`, holds the transactional id and waits (its first-epoch wait is 300 s).
+//! Then the usurper restarts with the suite's first-epoch rule (same group, same transactional id) and
+//! publishes the next epoch; the zombie follows it and stays fenced.
 
 mod common;
 
@@ -39,79 +43,74 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
             .unwrap_or(-1.0)
     };
     let epoch = |s: &Sampler| s.health().and_then(|h| h["epoch"].as_u64()).unwrap_or(0);
-
-    let a = Sampler::start(
-        "zombie",
-        &topic,
-        &[
+    let flags = |group: &str, first_epoch_noise: &'static str| {
+        [
             "--interval-secs",
             "1",
             "--group-id",
-            &group_a,
-            "--transactional-id",
-            &txn,
-        ],
-    );
-    tokio::task::block_in_place(|| {
-        wait_for("A's first assignment", Duration::from_secs(30), || {
-            (epoch(&a) >= 1).then_some(())
-        });
-    });
-    let b = Sampler::start(
-        "usurper",
-        &topic,
-        &[
-            "--interval-secs",
-            "1",
-            "--group-id",
-            &group_b,
+            group,
             "--transactional-id",
             &txn,
             "--imbalance-threshold",
             "1000",
-        ],
-    );
+            "--first-epoch-noise",
+            first_epoch_noise,
+        ]
+        .map(str::to_owned)
+    };
+    let start = |name: &str, flags: &[String]| {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        Sampler::start(name, &topic, &flags)
+    };
+
+    // The suite's first-epoch rule (DKG_FIRST_EPOCH_NOISE=1): a first epoch on --min-samples.
+    let a = start("zombie", &flags(&group_a, "1"));
+    tokio::task::block_in_place(|| {
+        wait_for("A's first assignment", Duration::from_secs(60), || {
+            (epoch(&a) >= 1).then_some(())
+        });
+    });
+    let mut b = start("usurper", &flags(&group_b, "0.000001"));
     tokio::task::block_in_place(|| {
         wait_for(
             "B to hold the transactional id",
-            Duration::from_secs(30),
+            Duration::from_secs(60),
             || (publisher(&b)? == "active").then_some(()),
         );
+        // Deterministic: with an assignment in force A never republishes (its threshold).
         assert_eq!(
             publisher(&a).as_deref(),
             Some("active"),
             "A does not know yet: it has not tried to publish"
         );
-        let a_publishes = publishes(&a);
-        assert_eq!(a_publishes, 1.0);
+        assert_eq!(publishes(&a), 1.0);
+    });
 
-        // Drift: A wants to publish and finds out.
-        workload.set_generation(1);
-        wait_for("A to be fenced", Duration::from_secs(30), || {
+    // A retraction: A wants to publish a first epoch and finds out; B waits for a window it never
+    // gets.
+    retract_raw(&topic).await;
+    tokio::task::block_in_place(|| {
+        wait_for("A to be fenced", Duration::from_secs(60), || {
             (publisher(&a)? == "fenced").then_some(())
         });
         assert!(
             a.log().contains("FENCED"),
             "the zombie says clearly that it was fenced"
         );
-        assert_eq!(
-            publishes(&a),
-            a_publishes,
-            "the fenced attempt is not a publish"
-        );
-        assert_eq!(
-            publishes(&b),
-            0.0,
-            "B's policy keeps the current assignment"
-        );
+        assert_eq!(publishes(&a), 1.0, "the fenced attempt is not a publish");
+        assert_eq!(publishes(&b), 0.0, "B's first-epoch rule keeps it waiting");
+        assert_eq!(publisher(&b).as_deref(), Some("active"));
+        let status = b.terminate(Duration::from_secs(60));
+        assert!(status.success(), "B stops gracefully: {status}");
     });
 
-    // A retraction: B (the holder) publishes the next epoch; A at most logs that it would.
-    retract_raw(&topic).await;
+    // B again, with the suite's first-epoch rule: the holder publishes the next epoch; A at most
+    // logs that it would.
+    let b = start("usurper-again", &flags(&group_b, "1"));
     tokio::task::block_in_place(|| {
         wait_for(
             "B's publish after the retraction",
-            Duration::from_secs(30),
+            Duration::from_secs(60),
             || (publishes(&b) >= 1.0).then_some(()),
         );
         let b_epoch = epoch(&b);
@@ -119,11 +118,13 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
             b_epoch, 2,
             "epochs continue after a retraction, above every epoch ever read"
         );
-        wait_for("A to follow B's epoch", Duration::from_secs(10), || {
+        wait_for("A to follow B's epoch", Duration::from_secs(60), || {
             (a.assignment()?.epoch() == b_epoch).then_some(())
         });
-        wait_for("A to keep running", Duration::from_secs(10), || {
-            (a.intervals() > 5).then_some(())
+        // Two more of A's decisions after it saw B's epoch: it keeps running, still fenced.
+        let seen_at = a.intervals();
+        wait_for("A to keep running", Duration::from_secs(60), || {
+            (a.intervals() >= seen_at + 2).then_some(())
         });
         assert_eq!(
             publisher(&a).as_deref(),

@@ -16,6 +16,8 @@ use rdkafka::ClientConfig;
 use rdkafka::producer::FutureRecord;
 
 const PARTITIONS: u32 = 1000;
+/// Records on the topic before the sampler starts.
+const BACKLOG: i64 = 80_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_partition_assignment_fits_default_limits_and_the_producer_follows_it() {
@@ -38,8 +40,10 @@ async fn a_thousand_partition_assignment_fits_default_limits_and_the_producer_fo
         seed: 16,
     })
     .await;
-    // A backlog first: a consumer of 1,000 partitions needs seconds to start fetching them all.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // A backlog first: a consumer of 1,000 partitions needs seconds to start fetching them all. The
+    // backlog is a number of records on the topic (4 s of the workload at its rate), not a time: a
+    // starved producer makes a time window's backlog too thin to learn from.
+    tokio::task::block_in_place(|| EndOffsets::new(&topic, PARTITIONS).wait_total(BACKLOG));
     let published = tokio::task::block_in_place(|| {
         let mut sampler = Sampler::start(
             "thousand",
@@ -94,9 +98,11 @@ async fn a_thousand_partition_assignment_fits_default_limits_and_the_producer_fo
         .await
         .expect("build DkgProducer");
     tokio::task::block_in_place(|| {
+        // Event-based: the producer's first control-topic read; the bound (60 s) only a producer
+        // that never reads it reaches.
         wait_for(
             "the producer to adopt the assignment",
-            Duration::from_secs(15),
+            Duration::from_secs(60),
             || {
                 producer
                     .router()

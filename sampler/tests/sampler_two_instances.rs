@@ -72,13 +72,13 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         let a = Sampler::start("a", &topic, &args);
         wait_for(
             "A alone with every partition and an assignment",
-            Duration::from_secs(30),
+            Duration::from_secs(60),
             || (owned(&a)?.len() == PARTITIONS as usize && epoch(&a) >= 1).then_some(()),
         );
         let mut samplers = [a, Sampler::start("b", &topic, &args)];
         wait_for(
             "the group to split the partitions",
-            Duration::from_secs(45),
+            Duration::from_secs(60),
             || {
                 let (oa, ob) = (owned(&samplers[0])?, owned(&samplers[1])?);
                 let all: BTreeSet<u32> = oa.union(&ob).copied().collect();
@@ -89,7 +89,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
                     .then_some(())
             },
         );
-        let (li, fi) = wait_for("one leader", Duration::from_secs(10), || {
+        let (li, fi) = wait_for("one leader", Duration::from_secs(60), || {
             match (role(&samplers[0])?.as_str(), role(&samplers[1])?.as_str()) {
                 ("leader", "member") => Some((0, 1)),
                 ("member", "leader") => Some((1, 0)),
@@ -102,7 +102,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         assert!(leader_owned.contains(&0), "the leader owns partition 0");
         wait_for(
             "the leader to merge two windows",
-            Duration::from_secs(15),
+            Duration::from_secs(60),
             || (leader.health()?["members"].as_u64()? == 2).then_some(()),
         );
 
@@ -152,7 +152,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         let mut last_missing = String::new();
         wait_for(
             "an epoch built from both windows that pins every hot key",
-            Duration::from_secs(30),
+            Duration::from_secs(60),
             || {
                 let a = leader.assignment()?;
                 if a.epoch() <= epoch_before {
@@ -192,10 +192,10 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         // epochs from there.
         let leader_publishes = publishes(&samplers[li]);
         assert!(leader_publishes >= 1.0);
-        let status = samplers[li].terminate(Duration::from_secs(30));
+        let status = samplers[li].terminate(Duration::from_secs(60));
         assert!(status.success(), "graceful shutdown exits 0: {status}");
         let survivor = &samplers[fi];
-        wait_for("the survivor to lead", Duration::from_secs(45), || {
+        wait_for("the survivor to lead", Duration::from_secs(60), || {
             (role(survivor)? == "leader" && owned(survivor)?.len() == PARTITIONS as usize)
                 .then_some(())
         });
@@ -204,7 +204,7 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         workload.set_generation(generation);
         wait_for(
             "the survivor's first epoch",
-            Duration::from_secs(30),
+            Duration::from_secs(60),
             || (epoch(survivor) > epoch_at_failover && publishes(survivor) >= 1.0).then_some(()),
         );
         assert!(

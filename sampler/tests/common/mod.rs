@@ -236,7 +236,12 @@ pub struct Workload {
     generation: Arc<AtomicU64>,
     produced: Arc<AtomicU64>,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Records after which sending pauses (u64::MAX: never).
+    hold: Arc<AtomicU64>,
     handle: Option<tokio::task::JoinHandle<()>>,
+    /// The `DkgProducer`'s router (a `dkg` workload): what it has adopted, an event tests wait for.
+    router: Option<dkg_partitioner::kafka::DkgRouter>,
+    topic: String,
 }
 
 impl Workload {
@@ -245,8 +250,19 @@ impl Workload {
         Self::start_on(&bootstrap(), spec).await
     }
 
+    /// [`Workload::start`], holding (sending nothing more) once `records` were handed over, until
+    /// [`Workload::release`]: a test can make the topic hold exactly what a scenario needs, whatever
+    /// the machine's pace.
+    pub async fn start_held(spec: WorkloadSpec, records: u64) -> Self {
+        Self::start_inner(&bootstrap(), spec, records).await
+    }
+
     /// [`Workload::start`] against `bootstrap`.
     pub async fn start_on(bootstrap: &str, spec: WorkloadSpec) -> Self {
+        Self::start_inner(bootstrap, spec, u64::MAX).await
+    }
+
+    async fn start_inner(bootstrap: &str, spec: WorkloadSpec, hold: u64) -> Self {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", bootstrap)
@@ -262,26 +278,43 @@ impl Workload {
         } else {
             Sender::Plain(config.create().expect("plain producer"))
         };
+        let router = match &sender {
+            Sender::Dkg(p) => Some(p.router().clone()),
+            Sender::Plain(_) => None,
+        };
+        let topic = spec.topic.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let generation = Arc::new(AtomicU64::new(0));
         let produced = Arc::new(AtomicU64::new(0));
+        let hold = Arc::new(AtomicU64::new(hold));
         let errors = Arc::new(Mutex::new(Vec::new()));
-        let (s, g, n, e) = (
+        let (s, g, n, e, h) = (
             Arc::clone(&stop),
             Arc::clone(&generation),
             Arc::clone(&produced),
             Arc::clone(&errors),
+            Arc::clone(&hold),
         );
         let handle = tokio::spawn(async move {
             let zipf = Zipf::new(spec.keys as f64, spec.alpha).expect("zipf");
             let mut rng = SmallRng::seed_from_u64(spec.seed);
             let value = [b'v'; 100];
             let batch = (spec.records_per_second / 100).max(1);
-            let started = Instant::now();
+            // Paced from (instant, records sent then): reset after a hold, so a released workload
+            // goes on at its rate rather than catching up in a burst.
+            let mut paced_from = (Instant::now(), 0u64);
             let mut sent: u64 = 0;
             while !s.load(Ordering::Relaxed) {
+                if sent >= h.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    paced_from = (Instant::now(), sent);
+                    continue;
+                }
                 let gen_now = g.load(Ordering::Relaxed);
                 for _ in 0..batch {
+                    if sent >= h.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let rank = zipf.sample(&mut rng) as u64;
                     let key = zipf_key(gen_now, rank);
                     let record = FutureRecord::to(&spec.topic)
@@ -301,8 +334,10 @@ impl Workload {
                 }
                 n.store(sent, Ordering::Relaxed);
                 // Pace to the target rate.
-                let due = Duration::from_secs_f64(sent as f64 / spec.records_per_second as f64);
-                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                let due = Duration::from_secs_f64(
+                    (sent - paced_from.1) as f64 / spec.records_per_second as f64,
+                );
+                if let Some(wait) = due.checked_sub(paced_from.0.elapsed()) {
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -316,13 +351,30 @@ impl Workload {
             generation,
             produced,
             errors,
+            hold,
             handle: Some(handle),
+            router,
+            topic,
         }
+    }
+
+    /// The epoch of the assignment the workload's `DkgProducer` routes by (None: none adopted, or a
+    /// plain workload).
+    pub fn adopted_epoch(&self) -> Option<u64> {
+        self.router
+            .as_ref()?
+            .assignment(&self.topic)
+            .map(|a| a.epoch())
     }
 
     /// Make other keys hot from now on.
     pub fn set_generation(&self, generation: u64) {
         self.generation.store(generation, Ordering::Relaxed);
+    }
+
+    /// Send on (after [`Workload::start_held`]).
+    pub fn release(&self) {
+        self.hold.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// Records handed to the producer so far.
@@ -579,27 +631,65 @@ impl EndOffsets {
     /// a second on a loaded machine, which at the tests' rates is several percent of a partition's
     /// records between two snapshots (PANICS when it cannot be fetched).
     pub fn read(&self) -> Vec<i64> {
+        self.try_read().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`EndOffsets::read`], or why it failed (e.g. partitions of a topic just created, whose
+    /// leaders the broker is still electing).
+    pub fn try_read(&self) -> Result<Vec<i64>, String> {
         let mut latest = TopicPartitionList::new();
         for p in 0..self.partitions as i32 {
             latest
                 .add_partition_offset(&self.topic, p, Offset::End)
-                .unwrap_or_else(|e| panic!("end offset of {}/{p}: {e}", self.topic));
+                .map_err(|e| format!("end offset of {}/{p}: {e}", self.topic))?;
         }
         let answer = self
             .consumer
             .offsets_for_times(latest, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("end offsets of {}: {e}", self.topic));
+            .map_err(|e| format!("end offsets of {}: {e}", self.topic))?;
         (0..self.partitions as i32)
             .map(|p| {
                 match answer
                     .find_partition(&self.topic, p)
                     .map(|e| (e.offset(), e.error()))
                 {
-                    Some((Offset::Offset(o), Ok(()))) => o,
-                    other => panic!("end offset of {}/{p}: {other:?}", self.topic),
+                    Some((Offset::Offset(o), Ok(()))) => Ok(o),
+                    other => Err(format!("end offset of {}/{p}: {other:?}", self.topic)),
                 }
             })
             .collect()
+    }
+
+    /// The records on the topic: the sum of [`EndOffsets::read`] (a topic without transactions or
+    /// deletions, whose offsets count records).
+    pub fn total(&self) -> i64 {
+        self.read().iter().sum()
+    }
+
+    /// Wait until the topic holds at least `records` records, and return that snapshot. The bound
+    /// (60 s) only a fault reaches: the tests produce thousands of records a second.
+    pub fn wait_total(&self, records: i64) -> Vec<i64> {
+        wait_for(
+            &format!("{records} records on {}", self.topic),
+            Duration::from_secs(60),
+            || {
+                // A failed read (each is printed) is retried up to the bound.
+                let now = self
+                    .try_read()
+                    .map_err(|e| eprintln!("reading end offsets (retried): {e}"))
+                    .ok()?;
+                (now.iter().sum::<i64>() >= records).then_some(now)
+            },
+        )
+    }
+
+    /// A record-count window: the snapshot now, and the first one at least `records` records later.
+    /// Windows defined by what arrived, not by time, judge placement the same on a quiet and on a
+    /// loaded machine (a time window of a starved producer holds too few records to judge).
+    pub fn window(&self, records: i64) -> (Vec<i64>, Vec<i64>) {
+        let from = self.read();
+        let to = self.wait_total(from.iter().sum::<i64>() + records);
+        (from, to)
     }
 }
 
