@@ -40,6 +40,8 @@ pub struct SamplerMetrics {
     pub epoch: GaugeVec,
     /// dkg_sampler_publishes_total{topic}
     pub publishes: IntCounterVec,
+    /// dkg_sampler_epochs_exhausted{topic}
+    pub epochs_exhausted: GaugeVec,
     /// dkg_sampler_moved_load_share_ratio{topic}
     pub moved_share: GaugeVec,
     /// dkg_sampler_gained_imbalance_ratio{topic}
@@ -158,6 +160,14 @@ impl SamplerMetrics {
                 "Assignments this sampler published (in --dry-run: would have published).",
                 &["topic"],
             )?,
+            epochs_exhausted: gauge(
+                r,
+                "dkg_sampler_epochs_exhausted",
+                "1 when the control topic holds the largest epoch (2^53 - 1) for the topic, so no \
+                 higher one can be published: the sampler stopped publishing (recover with a new \
+                 control-topic generation, docs/spec.md 6.2); else 0.",
+                &["topic"],
+            )?,
             moved_share: gauge(
                 r,
                 "dkg_sampler_moved_load_share_ratio",
@@ -213,6 +223,7 @@ impl SamplerMetrics {
         };
         // Series that exist from the start, so dashboards see 0 rather than nothing.
         m.epoch.with_label_values(&[topic]).set(0.0);
+        m.epochs_exhausted.with_label_values(&[topic]).set(0.0);
         m.weight_info
             .with_label_values(&[topic, weight.as_str()])
             .set(1.0);

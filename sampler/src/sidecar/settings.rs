@@ -61,7 +61,10 @@ pub struct Args {
 
     /// Learn for one interval, publish (regardless of hysteresis), exit. The interval starts at the first
     /// record (waiting for it at most one interval). Exits non-zero if the interval held fewer than
-    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
+    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`). Never fences a
+    /// running sidecar: it publishes without taking the sidecar's transactional id (it uses
+    /// `<transactional-id>.once.<member-id>`), with an epoch above every one on the control topic; a
+    /// running sidecar reads that epoch and keeps publishing above it.
     #[arg(long, env = "DKG_ONCE")]
     pub once: bool,
 
@@ -364,6 +367,14 @@ impl Settings {
             .transactional_id
             .clone()
             .unwrap_or_else(|| format!("dkg-sampler.{}", args.cluster.topic));
+        // A one-shot run never takes over a live sidecar: a transactional id of its own fences
+        // nobody (finding 2 of issue 31); its epoch is above every one on the control topic, and a
+        // running sidecar reads it and goes on from it.
+        let transactional_id = if args.once {
+            format!("{transactional_id}.once.{member_id}")
+        } else {
+            transactional_id
+        };
         let connection = args
             .cluster
             .client_config(&format!("dkg-sampler-{member_id}"))
