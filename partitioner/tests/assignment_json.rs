@@ -4,7 +4,9 @@
 use dkg_partitioner::assignment::{
     MAX_BUCKETS, MAX_FORMAT_VERSION, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
-use dkg_partitioner::{Assignment, BucketHash, Error, HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_EPOCH, Params};
+use dkg_partitioner::{
+    Assignment, BucketHash, Error, HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_EPOCH, Params,
+};
 use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -641,7 +643,7 @@ fn errors_read_well() {
 }
 
 fn arb_parts() -> impl Strategy<Value = dkg_partitioner::AssignmentParts> {
-    (1_u32..=40, 1_usize..=64, any::<u32>(), any::<u64>()).prop_flat_map(
+    (1_u32..=40, 1_usize..=64, any::<u32>(), 0..=MAX_EPOCH).prop_flat_map(
         |(partitions, buckets, seed, epoch)| {
             (
                 prop::collection::vec(0..partitions, buckets),

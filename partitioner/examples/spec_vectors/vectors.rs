@@ -2081,7 +2081,10 @@ fn v2_reject_cases() -> Vec<Reject> {
             "epoch_out_of_range_after_partitions_over_max_v2",
             I,
             "partitions 1000001 and epoch 2^53 in a version 2 document: the partition limit (step 9, invalid) first.",
-            edit_v2(r#""partitions":3,"epoch":7"#, r#""partitions":1000001,"epoch":9007199254740992"#),
+            edit_v2(
+                r#""partitions":3,"epoch":7"#,
+                r#""partitions":1000001,"epoch":9007199254740992"#,
+            ),
         ),
         reject(
             "heavy_key_too_long_v2",

@@ -214,9 +214,10 @@ impl<'a> Driver<'a> {
     fn epochs_exhausted(&mut self, control: &ControlState) -> String {
         let topic = self.topic();
         let control_topic = &self.s.args.cluster.control_topic;
-        let at = control
-            .max_epoch_offset
-            .map_or_else(|| "a retraction document".to_owned(), |o| format!("offset {o}"));
+        let at = control.max_epoch_offset.map_or_else(
+            || "a retraction document".to_owned(),
+            |o| format!("offset {o}"),
+        );
         let why = format!(
             "epochs exhausted: the control topic {control_topic:?} holds epoch {} for topic {topic:?} \
              at {at}, the largest (2^53 - 1), so no higher epoch can be published; this sampler \
@@ -528,12 +529,16 @@ impl<'a> Driver<'a> {
         let m = self.metrics().clone();
         if view.window.total() == 0 {
             m.predicted_imbalance.reset();
-            return end_or_fail(self.once(), || {
-                format!(
-                    "no keyed records in the interval of {:.1} s on topic {topic:?}; nothing published",
-                    me.elapsed
-                )
-            });
+            let why = format!(
+                "no keyed records in the interval of {:.1} s on topic {topic:?}; nothing published",
+                me.elapsed
+            );
+            if !self.once() {
+                // Once per interval, so an idle sidecar says why it never publishes.
+                tracing::info!(topic = %topic, "{why}");
+                self.http.update_health(|h| h.message = Some(why.clone()));
+            }
+            return end_or_fail(self.once(), || why);
         }
         if self.once() && view.window_samples < self.s.policy.min_samples as f64 {
             // Before taking the transactional id: a failed --once must not fence a running sampler.
@@ -546,7 +551,7 @@ impl<'a> Driver<'a> {
         else {
             return Ok(None);
         };
-        let current = self.current(control.current);
+        let current = self.current(control.current.clone());
         // The max epoch includes a retraction document's floor (v2), so epochs never repeat.
         let Some(epoch) = next_epoch(
             control.max_epoch,

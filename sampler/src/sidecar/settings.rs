@@ -190,6 +190,12 @@ pub struct Args {
     /// Cap of the exponential backoff while the broker is unreachable or the topic missing.
     #[arg(long, env = "DKG_MAX_BACKOFF_SECS", default_value_t = 30.0)]
     pub max_backoff_secs: f64,
+
+    /// With --once: give up after this many seconds when the broker does not answer or the topic
+    /// (or the control topic) is not ready, exiting non-zero with one line naming the broker and the
+    /// cause. The sidecar (without --once) keeps retrying instead, not ready on /healthz, saying why.
+    #[arg(long, env = "DKG_STARTUP_TIMEOUT_SECS", default_value_t = 30.0)]
+    pub startup_timeout_secs: f64,
 }
 
 /// `--split-keys`.
@@ -246,6 +252,8 @@ pub struct Settings {
     pub policy: Policy,
     pub connection: ClientConfig,
     pub max_backoff: Duration,
+    /// `--once`: how long start-up may wait for the broker and the topics (`None`: for ever).
+    pub startup_timeout: Option<Duration>,
     /// Leader by construction (--once, --dry-run: standalone, own group).
     pub standalone: bool,
 }
@@ -263,6 +271,7 @@ impl std::fmt::Debug for Settings {
             .field("policy", &self.policy)
             .field("connection", &RedactedConfig(&self.connection))
             .field("max_backoff", &self.max_backoff)
+            .field("startup_timeout", &self.startup_timeout)
             .field("standalone", &self.standalone)
             .finish()
     }
@@ -321,6 +330,12 @@ impl Settings {
         }
         if !(args.first_epoch_max_wait_secs.is_finite() && args.first_epoch_max_wait_secs >= 0.0) {
             return Err(invalid("first-epoch-max-wait-secs", "must be >= 0"));
+        }
+        if !(args.startup_timeout_secs.is_finite() && args.startup_timeout_secs > 0.0) {
+            return Err(invalid(
+                "startup-timeout-secs",
+                "must be a positive number of seconds",
+            ));
         }
         if !(args.max_backoff_secs.is_finite() && args.max_backoff_secs >= 0.1) {
             return Err(invalid("max-backoff-secs", "must be >= 0.1"));
@@ -395,6 +410,9 @@ impl Settings {
             },
             connection,
             max_backoff: Duration::from_secs_f64(args.max_backoff_secs),
+            startup_timeout: args
+                .once
+                .then(|| Duration::from_secs_f64(args.startup_timeout_secs)),
             standalone: args.once || args.dry_run,
             args,
         })
