@@ -139,7 +139,10 @@ impl Retry<'_, '_> {
             let e = match attempt {
                 Ok(Ok(v)) => return Some(v),
                 Ok(Err(e)) => e,
-                Err(_) => "no answer".to_owned(),
+                Err(_) => format!(
+                    "no answer from the Kafka broker at {}",
+                    self.s.args.cluster.bootstrap_servers
+                ),
             };
             if std::time::Instant::now() + backoff.next >= deadline {
                 let secs = self.s.startup_timeout.map_or(0.0, |t| t.as_secs_f64());
