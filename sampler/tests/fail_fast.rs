@@ -44,7 +44,14 @@ fn one_shot_commands_give_up_on_an_unreachable_broker_naming_it() {
     let cases: [(&str, Vec<&str>); 3] = [
         (
             "once",
-            vec!["run", "--once", "--topic", "t", "--metrics-addr", "127.0.0.1:0"],
+            vec![
+                "run",
+                "--once",
+                "--topic",
+                "t",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ],
         ),
         ("inspect", vec!["inspect", "--topic", "t"]),
         ("retract", vec!["retract", "--topic", "t"]),
@@ -99,7 +106,13 @@ async fn inspect_names_a_control_topic_that_does_not_exist() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sidecar_keeps_retrying_and_says_why_it_is_not_ready() {
-    let s = Sampler::start_on(UNREACHABLE, "unreachable", "t", &["--interval-secs", "1"], &[]);
+    let s = Sampler::start_on(
+        UNREACHABLE,
+        "unreachable",
+        "t",
+        &["--interval-secs", "1"],
+        &[],
+    );
     tokio::task::block_in_place(|| {
         let h = wait_for("/healthz to say why", Duration::from_secs(30), || {
             s.health().filter(|h| h["message"].is_string())
@@ -117,7 +130,12 @@ async fn the_sidecar_keeps_retrying_and_says_why_it_is_not_ready() {
     let idle = Sampler::start("idle", &topic, &["--interval-secs", "1"]);
     tokio::task::block_in_place(|| {
         wait_for("three idle intervals", Duration::from_secs(60), || {
-            (idle.log().matches("no keyed records in the interval").count() >= 3).then_some(())
+            (idle
+                .log()
+                .matches("no keyed records in the interval")
+                .count()
+                >= 3)
+                .then_some(())
         });
         let h = idle.health().expect("health");
         assert!(
