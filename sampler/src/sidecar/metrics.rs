@@ -42,6 +42,8 @@ pub struct SamplerMetrics {
     pub publishes: IntCounterVec,
     /// dkg_sampler_epochs_exhausted{topic}
     pub epochs_exhausted: GaugeVec,
+    /// dkg_sampler_sketches_rejected_total{topic}
+    pub sketches_rejected: IntCounterVec,
     /// dkg_sampler_moved_load_share_ratio{topic}
     pub moved_share: GaugeVec,
     /// dkg_sampler_gained_imbalance_ratio{topic}
@@ -168,6 +170,14 @@ impl SamplerMetrics {
                  control-topic generation, docs/spec.md 6.2); else 0.",
                 &["topic"],
             )?,
+            sketches_rejected: counter(
+                r,
+                "dkg_sampler_sketches_rejected_total",
+                "Documents on the sketches topic not merged: malformed, of another format, or \
+                 forged (a timestamp ahead of this clock by more than 60 s, counts above the \
+                 window total they claim, non-finite rates).",
+                &["topic"],
+            )?,
             moved_share: gauge(
                 r,
                 "dkg_sampler_moved_load_share_ratio",
@@ -224,6 +234,7 @@ impl SamplerMetrics {
         // Series that exist from the start, so dashboards see 0 rather than nothing.
         m.epoch.with_label_values(&[topic]).set(0.0);
         m.epochs_exhausted.with_label_values(&[topic]).set(0.0);
+        m.sketches_rejected.with_label_values(&[topic]);
         m.weight_info
             .with_label_values(&[topic, weight.as_str()])
             .set(1.0);

@@ -74,7 +74,11 @@ pub(super) async fn run_sampler(
     // 4. The consumer thread; 5. cluster plumbing.
     let shared = Arc::new(Shared::default());
     let (consumer, consumer_thread) = start_consumer(s, partitions, &shared)?;
-    let peers = Arc::new(Peers::default());
+    let peers = Arc::new(Peers::counting(
+        http.metrics
+            .sketches_rejected
+            .with_label_values(&[s.args.cluster.topic.as_str()]),
+    ));
     let shipper = start_cluster(s, &connection, &peers, stop)?;
     let publisher = if s.args.dry_run {
         Publisher::dry_run(&connection, &s.args.cluster.control_topic)
