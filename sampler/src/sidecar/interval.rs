@@ -194,7 +194,9 @@ impl<'a> Driver<'a> {
             h.state = if let Some(why) = exhausted {
                 h.message = Some(why);
                 "exhausted"
-            } else if matches!(publisher, PublisherState::Fenced { .. }) {
+            } else if matches!(publisher, PublisherState::Fenced { .. }) && h.role == "leader" {
+                // The leader of its group, yet another instance holds the id: nobody in this
+                // group publishes. (A member fenced in a leadership change is not reported.)
                 h.message = Some(format!(
                     "fenced: another instance took the transactional id {id:?}; this one stopped \
                      publishing until its group makes it the leader again (restart it if no other \
