@@ -442,6 +442,8 @@ impl<'a> Driver<'a> {
             fresh_peers.iter().map(|p| p.owned.as_slice()),
         );
         if !missing.is_empty() {
+            let why = format!("not deciding: no fresh member consumes partitions {missing:?} yet");
+            self.http.update_health(|h| h.message = Some(why));
             if !self.uncovered_logged {
                 tracing::info!(topic = %topic, uncovered = ?missing, "not deciding: no fresh member consumes these partitions yet");
                 self.uncovered_logged = true;
