@@ -88,10 +88,10 @@ pub use dkg_core::{assignment, dkg, error, hash, lpt, space_saving};
 pub use dkg_core::{
     Assignment, AssignmentParts, BucketHash, Build, Counter, DEFAULT_BUCKET_SEED,
     DEFAULT_LIMITS_DOCUMENT_BYTES, DEFAULT_MU, DEFAULT_MU_FLOOR, DkgConfig, DkgConfigBuilder,
-    Error, FORMAT_NAME, FORMAT_VERSION, HeavyKey, KAFKA_MURMUR2_SEED, MAX_ASSIGNMENT_BYTES, Params,
-    Result, Route, Schedule, Sketch, SpaceSaving, StickySchedule, default_mu, default_theta,
-    imbalance, kafka_partition, lpt_sticky, lpt_sticky_with_slack, murmur2, murmur2_seeded,
-    to_positive,
+    Error, FORMAT_NAME, FORMAT_VERSION, HeavyKey, KAFKA_MURMUR2_SEED, MAX_ASSIGNMENT_BYTES,
+    MAX_EPOCH, Params, Result, Route, Schedule, Sketch, SpaceSaving, StickySchedule, default_mu,
+    default_theta, imbalance, kafka_partition, lpt_sticky, lpt_sticky_with_slack, murmur2,
+    murmur2_seeded, to_positive,
 };
 #[cfg(feature = "kafka")]
 pub use kafka::{

@@ -4,7 +4,9 @@
 use dkg_partitioner::assignment::{
     MAX_BUCKETS, MAX_FORMAT_VERSION, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
-use dkg_partitioner::{Assignment, BucketHash, Error, HeavyKey, MAX_ASSIGNMENT_BYTES, Params};
+use dkg_partitioner::{
+    Assignment, BucketHash, Error, HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_EPOCH, Params,
+};
 use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -341,16 +343,24 @@ fn huge_numbers() {
         ),
         "{r:?}"
     );
+    // An epoch above 2^53 - 1 is out of range (spec 4.4 step 11b), 2^53 - 1 itself is fine.
+    for epoch in [MAX_EPOCH + 1, u64::MAX] {
+        let r = edited(|v| v["epoch"] = json!(epoch));
+        assert!(
+            matches!(r, Err(Error::EpochOutOfRange { epoch: e, .. }) if e == epoch),
+            "{r:?}"
+        );
+    }
     // The largest legal values pass.
     let r = edited(|v| {
-        v["epoch"] = json!(u64::MAX);
+        v["epoch"] = json!(MAX_EPOCH);
         v["created_at_ms"] = json!(u64::MAX);
         v["heavy"][0]["weight"] = json!(u64::MAX);
         v["params"]["window_records"] = json!(u64::MAX);
         v["bucket_hash"]["seed"] = json!(u32::MAX);
     });
     let a = r.expect("max integers are fine");
-    assert_eq!(a.epoch(), u64::MAX);
+    assert_eq!(a.epoch(), MAX_EPOCH);
     assert_eq!(Assignment::from_json(&a.to_json()).expect("round trip"), a);
 }
 
@@ -633,7 +643,7 @@ fn errors_read_well() {
 }
 
 fn arb_parts() -> impl Strategy<Value = dkg_partitioner::AssignmentParts> {
-    (1_u32..=40, 1_usize..=64, any::<u32>(), any::<u64>()).prop_flat_map(
+    (1_u32..=40, 1_usize..=64, any::<u32>(), 0..=MAX_EPOCH).prop_flat_map(
         |(partitions, buckets, seed, epoch)| {
             (
                 prop::collection::vec(0..partitions, buckets),

@@ -204,3 +204,25 @@ def test_a_document_of_another_generation_rewinds_the_reader_and_the_new_one_is_
     assert adopted is not None and adopted.epoch == 2
     assert router.rejected()["generation_mismatch"] == 0
     assert consumer.assigned == [[("ctl", 0, OFFSET_BEGINNING)]], "one re-read"
+
+
+def test_records_rejected_at_start_up_are_summarised_per_topic(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Old rejected records read at start-up give one warning per topic, not one per record;
+    live rejections are still logged one by one (issue 31)."""
+    router = Router({"bootstrap.servers": "127.0.0.1:1"})
+    with caplog.at_level("WARNING", logger="dkg_kafka"):
+        for key, value in [(b"t", b"not json"), (b"t", b"[]"), (b"u", b"{}"), (b"t", b"null")]:
+            router._apply(key, value)
+        assert not caplog.records, "nothing logged record by record at start-up"
+        router._live = True
+        router._log_startup_rejects()
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 2, lines
+        assert "3 control-topic records for topic 't'" in lines[0]
+        assert "malformed_json: 3" in lines[0]
+        caplog.clear()
+        router._apply(b"t", b"not json")
+        assert len(caplog.records) == 1
+    assert router.rejected()["malformed_json"] == 5

@@ -9,9 +9,13 @@
 //! (`sasl.jaas.config`-style values, broker lists). The variable is split on newlines, not commas,
 //! because commas occur in values and newlines never do.
 //!
-//! Settings whose key looks secret ([`is_secret_key`]) are shown as `<redacted>` wherever the
-//! sampler shows configuration: its start-up log ([`KafkaConfigArgs::describe`]), `Debug` output and
-//! the errors about malformed entries. `--help` never shows a variable's value.
+//! A setting's value is shown only if its key is on the allowlist of known non-secret settings
+//! ([`is_secret_key`] is false); every other value, unknown and misspelt keys included, is
+//! `<redacted>` wherever the sampler shows configuration: its start-up log
+//! ([`KafkaConfigArgs::describe`]), `Debug` output and the errors about malformed entries. Texts the
+//! sampler does not compose (librdkafka's errors and logs, which echo a rejected property's value)
+//! are scrubbed of those values on their way out ([`ScrubbedStderr`], [`scrubbed`]). `--help` never
+//! shows a variable's value.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -138,6 +142,56 @@ pub enum BadKafkaConfig {
 
 pub use dkg_partitioner::kafka::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 
+/// The values of every setting not on the allowlist ([`is_secret_key`]) this process was given:
+/// the log writer and the final error line scrub them from texts the sampler does not compose
+/// (librdkafka's errors and log lines echo a rejected property's key and value).
+static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Add `settings`' secret values to [`SECRETS`].
+fn remember_secrets(settings: &[(String, String)]) {
+    let fresh = dkg_partitioner::kafka::secret_values(
+        settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    if fresh.is_empty() {
+        return;
+    }
+    let mut all = SECRETS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.extend(fresh);
+    all.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    all.dedup();
+}
+
+/// `text` without any secret value this process was given.
+pub fn scrubbed(text: &str) -> String {
+    let secrets = SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if secrets.is_empty() {
+        text.to_owned()
+    } else {
+        dkg_partitioner::kafka::scrub(text, &secrets)
+    }
+}
+
+/// stderr, every line scrubbed of secret values ([`scrubbed`]): the writer of the log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScrubbedStderr;
+
+impl std::io::Write for ScrubbedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The fmt layer writes one formatted event per call.
+        let text = scrubbed(&String::from_utf8_lossy(buf));
+        std::io::stderr().write_all(text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 /// `key=value` with [`shown_value`].
 fn shown_entry(entry: &str) -> String {
     match entry.split_once('=') {
@@ -172,6 +226,7 @@ impl KafkaConfigArgs {
                 }
             }
         }
+        remember_secrets(&out);
         Ok(out)
     }
 
@@ -373,7 +428,8 @@ mod tests {
             .expect_err("novalue has no '='");
         assert_eq!(
             e.to_string(),
-            "--kafka-config entry 2 (novalue) is not KEY=VALUE"
+            "--kafka-config entry 2 (<redacted>) is not KEY=VALUE",
+            "an entry without '=' may be a mistyped secret"
         );
         let e = kafka(&["sasl.password:hunter2"], None)
             .settings()

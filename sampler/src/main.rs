@@ -75,7 +75,7 @@ fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| cli::ScrubbedStderr)
         .init();
     Ok(())
 }
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", cli::scrubbed(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }

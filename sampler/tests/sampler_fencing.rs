@@ -131,6 +131,11 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
             Some("fenced"),
             "no ping-pong: A stays fenced"
         );
+        // Nothing A does reaches a producer: not "running" on /healthz (issue 31, finding 2).
+        let h = a.health().expect("health");
+        assert_eq!(h["state"], "fenced", "{h}");
+        assert_eq!(a.get("/healthz").map(|(code, _)| code), Some(503));
+        assert_eq!(b.health().expect("health")["state"], "running");
         assert_eq!(publisher(&b).as_deref(), Some("active"));
         assert_eq!(publishes(&a), 1.0);
     });

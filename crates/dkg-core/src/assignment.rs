@@ -122,6 +122,10 @@ pub const MAX_HEAVY_KEY_BYTES_TOTAL: usize = 256 * 1024 * 1024;
 pub const COMPACT_TABLE_ABOVE_BYTES: usize = 256 * 1024;
 /// Longest legal Kafka topic name.
 pub const MAX_TOPIC_LEN: usize = 249;
+/// Largest epoch a document may carry, 2^53 - 1 (`docs/spec.md` 4.4 step 11b): exact in a float64
+/// gauge, in JavaScript and in any JSON decoder. A larger one is `out_of_range`, so one forged record
+/// cannot exhaust a topic's epochs (a `u64::MAX` epoch would leave no higher one to publish).
+pub const MAX_EPOCH: u64 = (1 << 53) - 1;
 
 /// How [`Assignment::route`] placed a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -258,7 +262,7 @@ impl Assignment {
     /// Validate `parts` and build the lookup index.
     ///
     /// Checks: the topic is a legal Kafka topic name; `1 <= partitions <= MAX_PARTITIONS`;
-    /// `1 <= table.len() <= MAX_BUCKETS`; every table entry and heavy partition `< partitions`;
+    /// `1 <= table.len() <= MAX_BUCKETS`; `epoch <= MAX_EPOCH`; every table entry and heavy partition `< partitions`;
     /// at most [`MAX_HEAVY_KEYS`] heavy keys, each at most [`MAX_KEY_BYTES`] long, no key twice, at
     /// most [`MAX_HEAVY_KEYS_PER_BUCKET`] in one bucket;
     /// `predicted_load.len() == partitions`, every share finite and `>= 0`; params finite and `>= 0`.
@@ -291,6 +295,7 @@ impl Assignment {
                 MAX_BUCKETS.into(),
             ));
         }
+        check_epoch(parts.epoch)?;
         let out_of_range = |partition: u32| Error::PartitionOutOfRange {
             topic: parts.topic.clone(),
             partition,
@@ -1711,12 +1716,25 @@ fn decode_retraction(bytes: &[u8]) -> Result<ControlDocument> {
     if let Some(g) = &r.generation {
         validate_generation(g)?;
     }
+    check_epoch(r.epoch)?;
     Ok(ControlDocument::Retraction(Retraction {
         topic: r.topic.into_owned(),
         epoch: r.epoch,
         generation: r.generation,
         created_at_ms: r.created_at_ms,
     }))
+}
+
+/// `epoch <= MAX_EPOCH` ([`Error::EpochOutOfRange`], reject reason `out_of_range`, otherwise).
+fn check_epoch(epoch: u64) -> Result<()> {
+    if epoch <= MAX_EPOCH {
+        Ok(())
+    } else {
+        Err(Error::EpochOutOfRange {
+            epoch,
+            max: MAX_EPOCH,
+        })
+    }
 }
 
 /// A generation id: exactly 32 lowercase hex digits (`invalid` otherwise).

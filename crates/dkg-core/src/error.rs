@@ -62,6 +62,15 @@ pub enum Error {
         partitions: u32,
     },
 
+    /// The document's epoch is above the largest allowed (2^53 - 1, `docs/spec.md` 4.4 step 11b).
+    #[error("epoch {epoch} out of range (at most {max})")]
+    EpochOutOfRange {
+        /// The epoch found.
+        epoch: u64,
+        /// The largest allowed epoch.
+        max: u64,
+    },
+
     /// The bucket table does not have one entry per bucket.
     #[error("bucket table has {actual} entries, expected {expected}")]
     TableLength {

@@ -45,8 +45,8 @@ pub mod space_saving;
 
 pub use assignment::{
     Assignment, AssignmentParts, DEFAULT_LIMITS_DOCUMENT_BYTES, FORMAT_NAME, FORMAT_VERSION,
-    HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_SPLIT_PARTS, MAX_SPLIT_WEIGHT_SUM, MAX_SPLIT_WEIGHT_TOTAL,
-    Params, Route, SplitPart,
+    HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_EPOCH, MAX_SPLIT_PARTS, MAX_SPLIT_WEIGHT_SUM,
+    MAX_SPLIT_WEIGHT_TOTAL, Params, Route, SplitPart,
 };
 pub use dkg::{
     Build, DEFAULT_MU, DEFAULT_MU_FLOOR, DEFAULT_SPLIT_SLACK, DkgConfig, DkgConfigBuilder, Sketch,

@@ -14,8 +14,8 @@
 //! - a missing or non-UTF-8 key (`bad_key`);
 //! - a value over the size limit, checked before parsing (`oversize`);
 //! - malformed JSON or a foreign document (`malformed_json`), an unknown format version
-//!   (`unsupported_version`), a partition outside the document's own partition count
-//!   (`out_of_range`), any other invariant [`Assignment::from_json`] checks (`invalid`);
+//!   (`unsupported_version`), a partition outside the document's own partition count or an
+//!   epoch above 2^53 - 1 (`out_of_range`), any other invariant [`Assignment::from_json`] checks (`invalid`);
 //! - a key that differs from the document's `topic` (`topic_mismatch`): a record cannot retarget
 //!   another topic's producers;
 //! - an epoch below the current one (`stale_epoch`), or equal to it with different content
@@ -116,7 +116,9 @@ impl RejectReason {
                 RejectReason::MalformedJson
             }
             Error::UnsupportedVersion { .. } => RejectReason::UnsupportedVersion,
-            Error::PartitionOutOfRange { .. } => RejectReason::OutOfRange,
+            Error::PartitionOutOfRange { .. } | Error::EpochOutOfRange { .. } => {
+                RejectReason::OutOfRange
+            }
             _ => RejectReason::Invalid,
         }
     }

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use dkg_partitioner::assignment::{
-    MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
+    MAX_EPOCH, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
 use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate};
 use dkg_partitioner::{
@@ -628,7 +628,7 @@ fn lookup_file() -> String {
     ));
 
     let one = assignment(AssignmentParts {
-        epoch: u64::MAX,
+        epoch: MAX_EPOCH,
         ..document(
             1,
             1,
@@ -642,8 +642,8 @@ fn lookup_file() -> String {
     keys.extend(text_keys("k", 0..10));
     cases.push(lookup_case(
         "one_partition",
-        "1 partition, 1 bucket, heavy keys \"hot\" and the empty key; epoch 18446744073709551615 \
-         (the largest). Everything goes to partition 0.",
+        "1 partition, 1 bucket, heavy keys \"hot\" and the empty key; epoch 9007199254740991 \
+         (2^53 - 1, the largest). Everything goes to partition 0.",
         doc_json(&one),
         1,
         &keys,
@@ -919,6 +919,13 @@ fn reject_cases() -> Vec<Reject> {
         reject("epoch_float", M, "epoch 7.5.", edit(r#""epoch":7"#, r#""epoch":7.5"#)),
         reject("epoch_overflow", M, "epoch 2^64.", edit(r#""epoch":7"#, r#""epoch":18446744073709551616"#)),
         reject("epoch_string", M, "epoch \"7\".", edit(r#""epoch":7"#, r#""epoch":"7""#)),
+        // The epoch's range (step 11b): after the shape and the invalid/oversize steps 5-11, before the table entries.
+        reject("epoch_2_pow_53", R, "epoch 2^53 = 9007199254740992 (the largest is 2^53 - 1).", edit(r#""epoch":7"#, r#""epoch":9007199254740992"#)),
+        reject("epoch_max_u64", R, "epoch 18446744073709551615 (a u64, but above 2^53 - 1).", edit(r#""epoch":7"#, r#""epoch":18446744073709551615"#)),
+        reject("epoch_out_of_range_after_invalid_topic", I, "An illegal topic and epoch 2^53: the topic (step 7) is checked first.", edit(r#""topic":"orders","partitions":3,"epoch":7"#, r#""topic":"..","partitions":3,"epoch":9007199254740992"#)),
+        reject("epoch_out_of_range_after_buckets", I, "buckets 5 with a table of 4 and epoch 2^53: the table length (step 5) is checked first.", edit(r#""epoch":7,"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":4"#, r#""epoch":9007199254740992,"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":5"#)),
+        reject("epoch_out_of_range_after_partitions_over_max", O, "partitions 1000001 and epoch 2^53: the partition limit (step 9, oversize in version 1) is checked first.", edit(r#""partitions":3,"epoch":7"#, r#""partitions":1000001,"epoch":9007199254740992"#)),
+        reject("epoch_out_of_range_before_predicted_load", R, "epoch 2^53 and a predicted_load of 2 entries: the epoch (step 11b) is checked before predicted_load (step 16).", edit(r#""epoch":7,"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":4,"table":[0,1,2,0],"heavy":[{"key_b64":"aG90","partition":1,"weight":1200}],"params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"created_at_ms":1700000000000,"predicted_load":[0.5,0.25,0.25]"#, r#""epoch":9007199254740992,"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":4,"table":[0,1,2,0],"heavy":[{"key_b64":"aG90","partition":1,"weight":1200}],"params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"created_at_ms":1700000000000,"predicted_load":[0.5,0.5]"#)),
         reject("buckets_negative", M, "buckets -4.", edit(r#""buckets":4"#, r#""buckets":-4"#)),
         reject("table_object", M, "table as an object.", edit(r#""table":[0,1,2,0]"#, r#""table":{"0":0}"#)),
         reject("table_entry_negative", M, "A table entry -1.", edit("[0,1,2,0]", "[0,-1,2,0]")),
@@ -1095,6 +1102,14 @@ fn control_doc(topic: &str, epoch: u64, table: &[u32]) -> String {
         ..document(3, table.len() as u32, DEFAULT_BUCKET_SEED, &[], 0).into_parts()
     });
     doc_json(&a)
+}
+
+/// `document` (at epoch [`MAX_EPOCH`]) with its epoch replaced by `epoch` as text: an epoch over
+/// the limit cannot be built through [`Assignment::new`].
+fn over_max_epoch(document: &str, epoch: u64) -> String {
+    let at = format!(r#""epoch":{MAX_EPOCH}"#);
+    assert_eq!(document.matches(&at).count(), 1, "one epoch {MAX_EPOCH}");
+    document.replacen(&at, &format!(r#""epoch":{epoch}"#), 1)
 }
 
 fn put(key: &str, value: String) -> Record {
@@ -1376,6 +1391,42 @@ fn control_file() -> String {
                 ("accepted", Some(0)),
                 ("unchanged", Some(0)),
                 ("accepted", Some(1)),
+            ],
+        ),
+        control_case(
+            "epoch_limit",
+            "Epoch 2^53 - 1 (the largest) is accepted; 2^53 and 18446744073709551615 are rejected \
+             (out_of_range) and the assignment at 2^53 - 1 stays; a tombstone clears the floor and \
+             epoch 1 is accepted (the only way on after the largest epoch, with a new control-topic \
+             generation, spec 6.4).",
+            vec![
+                put("orders", o(MAX_EPOCH)),
+                put("orders", over_max_epoch(&o(MAX_EPOCH), MAX_EPOCH + 1)),
+                put("orders", over_max_epoch(&o(MAX_EPOCH), u64::MAX)),
+                tombstone("orders"),
+                put("orders", o(1)),
+            ],
+            &[
+                ("accepted", Some(MAX_EPOCH)),
+                ("rejected:out_of_range", Some(MAX_EPOCH)),
+                ("rejected:out_of_range", Some(MAX_EPOCH)),
+                ("retracted", None),
+                ("accepted", Some(1)),
+            ],
+        ),
+        control_case(
+            "epoch_out_of_range_keeps_the_assignment",
+            "Epoch 5, then a well-formed document at epoch 18446744073709551615 with another table \
+             (rejected, out_of_range: producers keep epoch 5's placement), then epoch 6 is adopted.",
+            vec![
+                put("orders", o(5)),
+                put("orders", over_max_epoch(&o_other(MAX_EPOCH), u64::MAX)),
+                put("orders", o(6)),
+            ],
+            &[
+                ("accepted", Some(5)),
+                ("rejected:out_of_range", Some(5)),
+                ("accepted", Some(6)),
             ],
         ),
         control_case(
@@ -2021,6 +2072,21 @@ fn v2_reject_cases() -> Vec<Reject> {
             edit_v2(r#""partitions":3"#, r#""partitions":1000001"#),
         ),
         reject(
+            "epoch_2_pow_53_v2",
+            R,
+            "epoch 2^53 in a version 2 document: out_of_range, as in version 1.",
+            edit_v2(r#""epoch":7"#, r#""epoch":9007199254740992"#),
+        ),
+        reject(
+            "epoch_out_of_range_after_partitions_over_max_v2",
+            I,
+            "partitions 1000001 and epoch 2^53 in a version 2 document: the partition limit (step 9, invalid) first.",
+            edit_v2(
+                r#""partitions":3,"epoch":7"#,
+                r#""partitions":1000001,"epoch":9007199254740992"#,
+            ),
+        ),
+        reject(
             "heavy_key_too_long_v2",
             I,
             "A heavy key of 65537 bytes in a version 2 document: invalid (gap G2).",
@@ -2389,6 +2455,35 @@ fn v2_control_file() -> String {
                 ("accepted", Some(5)),
                 ("rejected:epoch_conflict", Some(5)),
                 ("rejected:stale_epoch", Some(5)),
+            ],
+        ),
+        control_case(
+            "retraction_epoch_limit",
+            "A retraction at 2^53 or 18446744073709551615 is rejected (out_of_range) and changes \
+             nothing; one at 2^53 - 1 (the largest) sets the floor; a retraction with an illegal \
+             topic and epoch 2^53 is invalid (the topic is checked first).",
+            vec![
+                put("orders", gen_doc(5, None)),
+                put("orders", retraction(MAX_EPOCH + 1, None)),
+                put("orders", retraction(u64::MAX, None)),
+                put(
+                    "orders",
+                    retraction(MAX_EPOCH + 1, None).replacen(
+                        r#""topic":"orders""#,
+                        r#""topic":"..""#,
+                        1,
+                    ),
+                ),
+                put("orders", retraction(MAX_EPOCH, None)),
+                put("orders", gen_doc(6, None)),
+            ],
+            &[
+                ("accepted", Some(5)),
+                ("rejected:out_of_range", Some(5)),
+                ("rejected:out_of_range", Some(5)),
+                ("rejected:invalid", Some(5)),
+                ("retracted", None),
+                ("rejected:stale_epoch", None),
             ],
         ),
         control_case(

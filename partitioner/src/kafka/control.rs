@@ -327,13 +327,17 @@ impl ControlTopicReader {
         let Self { reader, book } = self;
         let control_topic = reader.topic().to_owned();
         let mut total = 0;
+        // Old rejected records: one line per topic at the end, not one per record (every client
+        // start would otherwise repeat the whole history of every topic on the control topic).
+        let mut rejected = RejectedSummary::default();
         let read = loop {
             // A document of an unknown generation asks for a re-read from the beginning (spec
             // 6.4); the book allows one per generation, so this loop ends.
             let mut reread = false;
             let read = reader
                 .read_to_end(timeout, |offset, key, value| {
-                    let record = apply(book, &control_topic, offset, key, value);
+                    let record = apply_quietly(book, &control_topic, offset, key, value);
+                    rejected.add(&record);
                     reread |= rereads(&record);
                     on_record(&record);
                 })
@@ -344,6 +348,7 @@ impl ControlTopicReader {
             }
             reader.rewind()?;
         };
+        rejected.log(&control_topic);
         if read.is_none() {
             warn!(
                 control_topic = %control_topic,
@@ -376,9 +381,80 @@ impl ControlTopicReader {
     }
 }
 
+/// Rejected records of a catch-up, per record key: how many, by reason, and the last one's offset
+/// and detail.
+#[derive(Default)]
+struct RejectedSummary {
+    topics: std::collections::BTreeMap<String, TopicRejects>,
+}
+
+#[derive(Default)]
+struct TopicRejects {
+    count: u64,
+    reasons: std::collections::BTreeMap<&'static str, u64>,
+    last_offset: i64,
+    last_detail: String,
+}
+
+impl RejectedSummary {
+    fn add(&mut self, record: &ControlRecord) {
+        if let ControlUpdate::Rejected {
+            topic,
+            reason,
+            detail,
+        } = &record.update
+        {
+            // The key is untrusted: shown as at most a topic name's length.
+            let key: String = topic
+                .as_deref()
+                .unwrap_or("<none>")
+                .chars()
+                .take(249)
+                .collect();
+            let t = self.topics.entry(key).or_default();
+            t.count += 1;
+            *t.reasons.entry(reason.as_str()).or_default() += 1;
+            t.last_offset = record.offset;
+            t.last_detail.clone_from(detail);
+        }
+    }
+
+    fn log(&self, control_topic: &str) {
+        for (topic, t) in &self.topics {
+            let reasons: Vec<String> = t.reasons.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+            warn!(
+                control_topic,
+                topic = %topic,
+                rejected = t.count,
+                reasons = %reasons.join(", "),
+                last_offset = t.last_offset,
+                last_error = %t.last_detail,
+                "control-topic records rejected when reading the topic up to its end (summary of \
+                 the topic's history); the last good assignment stays"
+            );
+        }
+    }
+}
+
 /// The record asks for the control topic to be read again from the beginning.
 fn rereads(record: &ControlRecord) -> bool {
     matches!(record.update, ControlUpdate::Reset { reread: true, .. })
+}
+
+/// [`apply`] without the per-record warning of a rejected record (the catch-up summarises them).
+fn apply_quietly(
+    book: &mut AssignmentBook,
+    control_topic: &str,
+    offset: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> ControlRecord {
+    let update = book.apply(key, value);
+    if matches!(update, ControlUpdate::Rejected { .. }) {
+        return ControlRecord { offset, update };
+    }
+    log_update(control_topic, offset, &update);
+    ControlRecord { offset, update }
 }
 
 /// Apply one record to `book` and log what it did.
@@ -390,7 +466,12 @@ fn apply(
     value: Option<&[u8]>,
 ) -> ControlRecord {
     let update = book.apply(key, value);
-    match &update {
+    log_update(control_topic, offset, &update);
+    ControlRecord { offset, update }
+}
+
+fn log_update(control_topic: &str, offset: i64, update: &ControlUpdate) {
+    match update {
         ControlUpdate::Rejected {
             topic,
             reason,
@@ -426,7 +507,6 @@ fn apply(
         ),
         ControlUpdate::Unchanged { .. } => {}
     }
-    ControlRecord { offset, update }
 }
 
 #[cfg(test)]
@@ -434,6 +514,32 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn old_rejected_records_are_summarised_per_topic() {
+        let mut book = AssignmentBook::new();
+        let mut summary = RejectedSummary::default();
+        let records: [(&[u8], &[u8]); 4] = [
+            (b"orders", b"not json"),
+            (b"orders", b"[]"),
+            (b"payments", b"{}"),
+            (b"orders", b"null"),
+        ];
+        for (offset, (key, value)) in (0_i64..).zip(records) {
+            summary.add(&apply_quietly(
+                &mut book,
+                "c",
+                offset,
+                Some(key),
+                Some(value),
+            ));
+        }
+        let orders = &summary.topics["orders"];
+        assert_eq!((orders.count, orders.last_offset), (3, 3));
+        assert_eq!(orders.reasons.get("malformed_json"), Some(&3));
+        assert_eq!(summary.topics["payments"].count, 1);
+        assert_eq!(summary.topics.len(), 2, "one line per topic");
+    }
 
     #[test]
     fn connection_config_keeps_only_connection_settings() {

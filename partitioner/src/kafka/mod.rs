@@ -114,7 +114,9 @@ pub use producer::{
     DEFAULT_STAMP_WINDOW, DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode,
     ProducerConfig, producer_config,
 };
-pub use redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
+pub use redact::{
+    MIN_SCRUBBED_LEN, REDACTED, RedactedConfig, is_secret_key, scrub, secret_values, shown_value,
+};
 pub use router::{
     DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,
     PartitionCountSource, RouteKind, RouterConfig, Routing, epoch_of, stamp_epoch,

@@ -116,6 +116,9 @@ class Router:
         self._current: dict[str, _native.Assignment] = {}
         self._before: dict[str, tuple[_native.Assignment | None, bool]] = {}
         self._live = False
+        # Records rejected while reading the control topic at start-up, per record key: reason ->
+        # count. Logged as one line per topic once read (not one line per old record).
+        self._startup_rejects: dict[str | None, dict[str, int]] = {}
         # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
         self._adopted_at: dict[str, tuple[int, float]] = {}
 
@@ -136,6 +139,7 @@ class Router:
             consumer.assign([TopicPartition(self.control_topic, 0, OFFSET_BEGINNING)])
             self._read_to_end(consumer, time.monotonic() + self._startup_timeout)
             self._live = True
+            self._log_startup_rejects()
             self._refresh_counts(metadata, self._wanted_topics())
         except BaseException:
             self._consumer = None
@@ -268,6 +272,11 @@ class Router:
                 self._replace(update.topic)
                 self._changed.notify_all()
         if update.outcome == "rejected":
+            if not self._live:
+                reasons = self._startup_rejects.setdefault(update.topic, {})
+                reason = update.reason or "invalid"
+                reasons[reason] = reasons.get(reason, 0) + 1
+                return update
             _log.warning(
                 "rejected a control-topic record for topic %r (%s): %s; the last good "
                 "assignment stays",
@@ -276,6 +285,17 @@ class Router:
                 update.detail,
             )
         return update
+
+    def _log_startup_rejects(self) -> None:
+        for topic, reasons in sorted(self._startup_rejects.items(), key=lambda t: str(t[0])):
+            _log.warning(
+                "%d control-topic records for topic %r rejected when reading the control topic "
+                "at start (%s); the last good assignment stays",
+                sum(reasons.values()),
+                topic,
+                ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items())),
+            )
+        self._startup_rejects.clear()
 
     def _read_to_end(self, consumer: Consumer, deadline: float) -> int:
         tp = TopicPartition(self.control_topic, 0)

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dkg_partitioner::assignment::Assignment;
+use dkg_partitioner::assignment::{Assignment, MAX_EPOCH};
 use dkg_partitioner::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
 
 use super::metrics::key_label;
@@ -52,9 +52,14 @@ pub(super) fn uncovered<'p>(
 }
 
 /// The next epoch: above everything on the control topic, everything this instance published and the
-/// current assignment.
-pub(super) fn next_epoch(control_max: u64, last_published: u64, current: u64) -> u64 {
-    control_max.max(last_published).max(current) + 1
+/// current assignment. `None` when that would exceed [`MAX_EPOCH`] (2^53 - 1, `docs/spec.md` 6.2):
+/// the epochs are exhausted, never wrapped.
+pub(super) fn next_epoch(control_max: u64, last_published: u64, current: u64) -> Option<u64> {
+    control_max
+        .max(last_published)
+        .max(current)
+        .checked_add(1)
+        .filter(|&e| e <= MAX_EPOCH)
 }
 
 /// What the window says about the current assignment.
@@ -248,10 +253,14 @@ mod tests {
 
     #[test]
     fn the_next_epoch_exceeds_every_known_one() {
-        assert_eq!(next_epoch(0, 0, 0), 1);
-        assert_eq!(next_epoch(7, 3, 5), 8);
-        assert_eq!(next_epoch(2, 9, 5), 10);
-        assert_eq!(next_epoch(2, 3, 11), 12);
+        assert_eq!(next_epoch(0, 0, 0), Some(1));
+        assert_eq!(next_epoch(7, 3, 5), Some(8));
+        assert_eq!(next_epoch(2, 9, 5), Some(10));
+        assert_eq!(next_epoch(2, 3, 11), Some(12));
+        // Bounded, never wrapped: 2^53 - 2 is the last epoch with a successor.
+        assert_eq!(next_epoch(MAX_EPOCH - 1, 0, 0), Some(MAX_EPOCH));
+        assert_eq!(next_epoch(MAX_EPOCH, 0, 0), None);
+        assert_eq!(next_epoch(0, 0, u64::MAX), None);
     }
 
     #[test]

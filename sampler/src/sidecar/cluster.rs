@@ -47,6 +47,12 @@ pub const SKETCH_VERSION: u64 = 1;
 pub const FRESH_INTERVALS: f64 = 2.5;
 /// Largest shipped sketch (the topic is created with a larger `max.message.bytes`).
 pub const MAX_SKETCH_BYTES: usize = 16 * 1024 * 1024;
+/// How far a shipped sketch's `created_at_ms` may be ahead of the reader's clock: more is a forged
+/// (or badly skewed) document, which would otherwise stay "fresh" for as long as it is ahead.
+pub const MAX_CLOCK_SKEW_MS: u64 = 60_000;
+/// Largest window total a shipped sketch may claim (2^53: exact in a float64, as epochs): a
+/// `u64::MAX` count would drown every honest member's window in the merge.
+pub const MAX_SKETCH_TOTAL: u64 = 1 << 53;
 
 /// One instance's window and observations, as shipped to the sketches topic.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,6 +92,61 @@ impl ShippedSketch {
     /// The record key: `<topic>/<member-id>`.
     pub fn key(topic: &str, member_id: &str) -> String {
         format!("{topic}/{member_id}")
+    }
+
+    /// Why this document cannot be merged at `now_ms`, if it cannot: a timestamp ahead of the
+    /// reader's clock by more than [`MAX_CLOCK_SKEW_MS`], counts above the records the window
+    /// claims (a counter above the window total, bucket weights summing to more than it, a total
+    /// over [`MAX_SKETCH_TOTAL`]), or rates and sample counts that are not finite and `>= 0`.
+    /// (The decoder already checked the sketch's own shape: `Sketch`'s `Deserialize`.)
+    pub fn invalid(&self, now_ms: u64) -> Option<String> {
+        if self.created_at_ms > now_ms.saturating_add(MAX_CLOCK_SKEW_MS) {
+            return Some(format!(
+                "created_at_ms {} is {} ms ahead of this clock (at most {MAX_CLOCK_SKEW_MS})",
+                self.created_at_ms,
+                self.created_at_ms - now_ms
+            ));
+        }
+        if self.interval_ms == 0 {
+            return Some("interval_ms is 0".to_owned());
+        }
+        let finite = |x: &f64| x.is_finite() && *x >= 0.0;
+        if !finite(&self.window_samples)
+            || !self.partition_rates.values().all(finite)
+            || !self.partition_byte_rates.values().all(finite)
+        {
+            return Some("a rate or the sample count is not a finite number >= 0".to_owned());
+        }
+        let total = self.sketch.total();
+        if total > MAX_SKETCH_TOTAL {
+            return Some(format!("window total {total} over {MAX_SKETCH_TOTAL}"));
+        }
+        if let Some(c) = self
+            .sketch
+            .summary()
+            .top(1)
+            .first()
+            .filter(|c| c.count > total)
+        {
+            return Some(format!(
+                "a counter of {} over the window total {total}",
+                c.count
+            ));
+        }
+        // Decay rounds each bucket and the total separately: allow one unit per bucket and decay.
+        let buckets: u128 = self
+            .sketch
+            .bucket_weights()
+            .iter()
+            .map(|&w| u128::from(w))
+            .sum();
+        let slack = 64 * self.sketch.bucket_weights().len() as u128;
+        if buckets > u128::from(total) + slack {
+            return Some(format!(
+                "bucket weights sum to {buckets}, over the window total {total}"
+            ));
+        }
+        None
     }
 
     /// Whether this document is fresh at `now_ms`.
@@ -193,9 +254,26 @@ impl Shipper {
 #[derive(Debug, Default)]
 pub struct Peers {
     latest: Mutex<HashMap<String, Arc<ShippedSketch>>>,
+    /// `dkg_sampler_sketches_rejected_total{topic}`, if exported.
+    rejected: Option<prometheus::IntCounter>,
 }
 
 impl Peers {
+    /// No documents yet; rejected ones are counted on `rejected`.
+    pub fn counting(rejected: prometheus::IntCounter) -> Self {
+        Self {
+            latest: Mutex::default(),
+            rejected: Some(rejected),
+        }
+    }
+
+    fn reject(&self, key: &str, why: &str) {
+        tracing::warn!(key, "ignoring a sketch document: {why}");
+        if let Some(c) = &self.rejected {
+            c.inc();
+        }
+    }
+
     /// Fresh documents of `group_id` for `partitions`, other than `self_member`'s.
     pub fn fresh(
         &self,
@@ -244,15 +322,21 @@ impl Peers {
                     && doc.topic == topic
                     && doc.member_id == member =>
             {
-                latest.insert(member.to_owned(), Arc::new(doc));
+                match doc.invalid(super::now_ms()) {
+                    None => {
+                        latest.insert(member.to_owned(), Arc::new(doc));
+                    }
+                    Some(why) => self.reject(key, &why),
+                }
             }
-            Ok(doc) => tracing::warn!(
+            Ok(doc) => self.reject(
                 key,
-                format = %doc.format,
-                version = doc.version,
-                "ignoring a sketch document of another format, version, topic or member"
+                &format!(
+                    "another format, version, topic or member ({} version {})",
+                    doc.format, doc.version
+                ),
             ),
-            Err(e) => tracing::warn!(key, "ignoring a malformed sketch document: {e}"),
+            Err(e) => self.reject(key, &format!("malformed: {e}")),
         }
     }
 }
@@ -544,5 +628,67 @@ mod tests {
         let back: ShippedSketch = serde_json::from_slice(&serde_json::to_vec(&d).unwrap()).unwrap();
         assert_eq!(back.sketch.total(), 3);
         assert_eq!(back.member_id, "m");
+    }
+
+    /// A document edited as JSON (forged on the sketches topic), applied to `peers` under `m`.
+    fn apply_edited(peers: &Peers, edit: impl FnOnce(&mut serde_json::Value)) {
+        let now = super::super::now_ms();
+        let mut v = serde_json::to_value(doc("m", 4, now, &[b"k", b"k", b"j"])).unwrap();
+        edit(&mut v);
+        peers.apply("t", b"t/m", Some(&serde_json::to_vec(&v).unwrap()));
+    }
+
+    #[test]
+    fn forged_sketches_are_rejected_and_counted() {
+        let counter = prometheus::IntCounter::new("c", "c").unwrap();
+        let peers = Peers::counting(counter.clone());
+        let now = super::super::now_ms();
+        let count = |peers: &Peers| peers.fresh("g", 4, "x", now + 1).len();
+        apply_edited(&peers, |_| {});
+        assert_eq!(count(&peers), 1, "an honest document is merged");
+        type Forge = Box<dyn Fn(&mut serde_json::Value)>;
+        let forgeries: [(&str, Forge); 6] = [
+            (
+                "in the future",
+                Box::new(move |v| v["created_at_ms"] = (now + 3_600_000).into()),
+            ),
+            (
+                "a counter of u64::MAX",
+                Box::new(|v| v["sketch"]["summary"]["counters"][0][1] = u64::MAX.into()),
+            ),
+            (
+                "a total of u64::MAX",
+                Box::new(|v| {
+                    v["sketch"]["summary"]["total"] = u64::MAX.into();
+                    v["sketch"]["summary"]["counters"][0][1] = u64::MAX.into();
+                }),
+            ),
+            (
+                "bucket weights over the total",
+                Box::new(|v| v["sketch"]["bucket_weights"][0] = (1_u64 << 40).into()),
+            ),
+            ("interval 0", Box::new(|v| v["interval_ms"] = 0.into())),
+            (
+                "not JSON",
+                Box::new(|v| *v = serde_json::Value::String("x".into())),
+            ),
+        ];
+        for (i, (what, forge)) in forgeries.into_iter().enumerate() {
+            let fresh = Peers::counting(counter.clone());
+            apply_edited(&fresh, forge);
+            assert_eq!(count(&fresh), 0, "{what} is not merged");
+            assert_eq!(counter.get(), i as u64 + 1, "{what} is counted");
+        }
+        // A clock up to a minute ahead is tolerated.
+        let peers = Peers::counting(counter.clone());
+        apply_edited(&peers, move |v| v["created_at_ms"] = (now + 30_000).into());
+        assert_eq!(peers.fresh("g", 4, "x", now + 30_000).len(), 1);
+    }
+
+    #[test]
+    fn the_fuzz_seed_of_the_sketch_decoder_decodes() {
+        let seed = include_bytes!("../../../fuzz/seeds/sketch_decode/small.json");
+        let sketch: Sketch = serde_json::from_slice(seed).unwrap();
+        assert_eq!((sketch.partitions(), sketch.total()), (2, 6));
     }
 }

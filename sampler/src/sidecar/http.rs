@@ -3,7 +3,9 @@
 //! - `GET /assignment`: the topic's current assignment JSON (in `--dry-run`: what the sampler would have
 //!   published), `404` when there is none;
 //! - `GET /healthz`: a JSON status document; `200` while the sampler runs and its intervals tick, `503`
-//!   while it waits for the broker or the topic, or when no interval completed for three intervals.
+//!   while it waits for the broker or the topic, when no interval completed for three intervals, while
+//!   its publisher is fenced by another instance (`"state":"fenced"`), or when the topic's epochs
+//!   are exhausted (`"state":"exhausted"`, `docs/spec.md` 6.2).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -21,7 +23,7 @@ use super::{RunError, now_ms};
 /// The status document of `/healthz`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Health {
-    /// starting | waiting | running | stopping.
+    /// starting | waiting | running | fenced | exhausted | stopping (only `running` is 200).
     pub state: &'static str,
     /// Why it waits, or the last problem.
     pub message: Option<String>,

@@ -77,6 +77,9 @@ pub(super) struct Driver<'a> {
     last_published: u64,
     publishes: u64,
     intervals: u64,
+    /// The control topic holds the largest epoch for the topic: why nothing is published (logged
+    /// once, shown on `/healthz`).
+    exhausted: Option<String>,
 }
 
 /// How an interval ended.
@@ -146,6 +149,7 @@ impl<'a> Driver<'a> {
             last_published: 0,
             publishes: 0,
             intervals: 0,
+            exhausted: None,
         }
     }
 
@@ -175,9 +179,64 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// The publisher's state on `/healthz`; a fenced publisher or exhausted epochs are not
+    /// "running" (503): nothing this instance does reaches the producers.
     fn show_publisher_state(&self) {
-        let state = self.io.publisher.state().as_str();
-        self.http.update_health(|h| h.publisher = state);
+        let publisher = self.io.publisher.state();
+        let id = self.io.publisher.transactional_id();
+        let exhausted = self.exhausted.clone();
+        self.http.update_health(|h| {
+            h.publisher = publisher.as_str();
+            if !matches!(h.state, "running" | "fenced" | "exhausted") {
+                return;
+            }
+            let was = h.state;
+            h.state = if let Some(why) = exhausted {
+                h.message = Some(why);
+                "exhausted"
+            } else if matches!(publisher, PublisherState::Fenced { .. }) && h.role == "leader" {
+                // The leader of its group, yet another instance holds the id: nobody in this
+                // group publishes. (A member fenced in a leadership change is not reported.)
+                h.message = Some(format!(
+                    "fenced: another instance took the transactional id {id:?}; this one stopped \
+                     publishing until its group makes it the leader again (restart it if no other \
+                     sampler of the topic should run)"
+                ));
+                "fenced"
+            } else {
+                "running"
+            };
+            if was != "running" && h.state == "running" {
+                h.message = None;
+            }
+        });
+    }
+
+    /// The next epoch would exceed 2^53 - 1: stop publishing, say so once, and report it.
+    fn epochs_exhausted(&mut self, control: &ControlState) -> String {
+        let topic = self.topic();
+        let control_topic = &self.s.args.cluster.control_topic;
+        let at = control.max_epoch_offset.map_or_else(
+            || "a retraction document".to_owned(),
+            |o| format!("offset {o}"),
+        );
+        let why = format!(
+            "epochs exhausted: the control topic {control_topic:?} holds epoch {} for topic {topic:?} \
+             at {at}, the largest (2^53 - 1), so no higher epoch can be published; this sampler \
+             stops publishing. Recover with a new control-topic generation (docs/spec.md 6.2, 6.4): \
+             delete and recreate {control_topic:?}, then restart this sampler with \
+             --control-format v2",
+            control.max_epoch
+        );
+        if self.exhausted.is_none() {
+            tracing::error!(topic = %topic, epoch = control.max_epoch, "{why}");
+            self.metrics()
+                .epochs_exhausted
+                .with_label_values(&[topic])
+                .set(1.0);
+        }
+        self.exhausted = Some(why.clone());
+        why
     }
 
     async fn snapshot(&self) -> Result<IntervalSnapshot, RunError> {
@@ -383,6 +442,8 @@ impl<'a> Driver<'a> {
             fresh_peers.iter().map(|p| p.owned.as_slice()),
         );
         if !missing.is_empty() {
+            let why = format!("not deciding: no fresh member consumes partitions {missing:?} yet");
+            self.http.update_health(|h| h.message = Some(why));
             if !self.uncovered_logged {
                 tracing::info!(topic = %topic, uncovered = ?missing, "not deciding: no fresh member consumes these partitions yet");
                 self.uncovered_logged = true;
@@ -472,12 +533,16 @@ impl<'a> Driver<'a> {
         let m = self.metrics().clone();
         if view.window.total() == 0 {
             m.predicted_imbalance.reset();
-            return end_or_fail(self.once(), || {
-                format!(
-                    "no keyed records in the interval of {:.1} s on topic {topic:?}; nothing published",
-                    me.elapsed
-                )
-            });
+            let why = format!(
+                "no keyed records in the interval of {:.1} s on topic {topic:?}; nothing published",
+                me.elapsed
+            );
+            if !self.once() {
+                // Once per interval, so an idle sidecar says why it never publishes.
+                tracing::info!(topic = %topic, "{why}");
+                self.http.update_health(|h| h.message = Some(why.clone()));
+            }
+            return end_or_fail(self.once(), || why);
         }
         if self.once() && view.window_samples < self.s.policy.min_samples as f64 {
             // Before taking the transactional id: a failed --once must not fence a running sampler.
@@ -490,13 +555,16 @@ impl<'a> Driver<'a> {
         else {
             return Ok(None);
         };
-        let current = self.current(control.current);
+        let current = self.current(control.current.clone());
         // The max epoch includes a retraction document's floor (v2), so epochs never repeat.
-        let epoch = next_epoch(
+        let Some(epoch) = next_epoch(
             control.max_epoch,
             self.last_published,
             current.as_ref().map_or(0, |a| a.epoch()),
-        );
+        ) else {
+            let why = self.epochs_exhausted(&control);
+            return end_or_fail(self.once(), || why);
+        };
         let window = &view.window;
         let build = window
             .build(topic, epoch, me.now, current.as_deref())

@@ -40,6 +40,10 @@ pub struct SamplerMetrics {
     pub epoch: GaugeVec,
     /// dkg_sampler_publishes_total{topic}
     pub publishes: IntCounterVec,
+    /// dkg_sampler_epochs_exhausted{topic}
+    pub epochs_exhausted: GaugeVec,
+    /// dkg_sampler_sketches_rejected_total{topic}
+    pub sketches_rejected: IntCounterVec,
     /// dkg_sampler_moved_load_share_ratio{topic}
     pub moved_share: GaugeVec,
     /// dkg_sampler_gained_imbalance_ratio{topic}
@@ -158,6 +162,22 @@ impl SamplerMetrics {
                 "Assignments this sampler published (in --dry-run: would have published).",
                 &["topic"],
             )?,
+            epochs_exhausted: gauge(
+                r,
+                "dkg_sampler_epochs_exhausted",
+                "1 when the control topic holds the largest epoch (2^53 - 1) for the topic, so no \
+                 higher one can be published: the sampler stopped publishing (recover with a new \
+                 control-topic generation, docs/spec.md 6.2); else 0.",
+                &["topic"],
+            )?,
+            sketches_rejected: counter(
+                r,
+                "dkg_sampler_sketches_rejected_total",
+                "Documents on the sketches topic not merged: malformed, of another format, or \
+                 forged (a timestamp ahead of this clock by more than 60 s, counts above the \
+                 window total they claim, non-finite rates).",
+                &["topic"],
+            )?,
             moved_share: gauge(
                 r,
                 "dkg_sampler_moved_load_share_ratio",
@@ -213,6 +233,8 @@ impl SamplerMetrics {
         };
         // Series that exist from the start, so dashboards see 0 rather than nothing.
         m.epoch.with_label_values(&[topic]).set(0.0);
+        m.epochs_exhausted.with_label_values(&[topic]).set(0.0);
+        m.sketches_rejected.with_label_values(&[topic]);
         m.weight_info
             .with_label_values(&[topic, weight.as_str()])
             .set(1.0);

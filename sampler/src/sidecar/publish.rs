@@ -60,6 +60,9 @@ pub struct ControlState {
     /// The highest epoch ever read for the topic (survives a retraction), a retraction document's
     /// floor included (`docs/spec.md` 6.4), so the next epoch is above it also after compaction.
     pub max_epoch: u64,
+    /// The control-topic offset of the assignment that set `max_epoch` (None: none, or a retraction
+    /// document's floor, whose offset the book does not report).
+    pub max_epoch_offset: Option<i64>,
     /// Control-topic records read.
     pub records: u64,
     /// The control topic's generation in force (the last `@generation` record read), if any.
@@ -151,7 +154,10 @@ impl ControlView {
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        s.max_epoch = s.max_epoch.max(fresh.max_epoch);
+        if fresh.max_epoch >= s.max_epoch {
+            s.max_epoch = fresh.max_epoch;
+            s.max_epoch_offset = fresh.max_epoch_offset.or(s.max_epoch_offset);
+        }
         s.records = s.records.max(fresh.records);
         // What the log says now is authoritative (it may be a retraction, or a new generation).
         s.current = fresh.current;
@@ -203,8 +209,13 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord
     }
     s.end_offset = record.offset + 1;
     match &record.update {
+        // Only accepted documents count: the book rejects an epoch above 2^53 - 1 (out_of_range),
+        // so a forged one never moves the next epoch.
         ControlUpdate::Adopted(a) if a.topic() == topic => {
-            s.max_epoch = s.max_epoch.max(a.epoch());
+            if a.epoch() >= s.max_epoch {
+                s.max_epoch = a.epoch();
+                s.max_epoch_offset = Some(record.offset);
+            }
             s.current = Some(Arc::clone(a));
         }
         ControlUpdate::Retracted { topic: t } if t == topic => {
@@ -227,7 +238,10 @@ fn fold_book(state: &Mutex<ControlState>, topic: &str, book: &AssignmentBook) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(floor) = book.retraction(topic) {
-        s.max_epoch = s.max_epoch.max(floor.epoch);
+        if floor.epoch > s.max_epoch {
+            s.max_epoch = floor.epoch;
+            s.max_epoch_offset = None;
+        }
     }
     // Never back to none here: a reader asked to re-read has none until it meets the record again,
     // and the publisher writes a generation only after a fresh read found none (interval.rs).

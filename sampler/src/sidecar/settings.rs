@@ -61,7 +61,10 @@ pub struct Args {
 
     /// Learn for one interval, publish (regardless of hysteresis), exit. The interval starts at the first
     /// record (waiting for it at most one interval). Exits non-zero if the interval held fewer than
-    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`).
+    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`). Never fences a
+    /// running sidecar: it publishes without taking the sidecar's transactional id (it uses
+    /// `<transactional-id>.once.<member-id>`), with an epoch above every one on the control topic; a
+    /// running sidecar reads that epoch and keeps publishing above it.
     #[arg(long, env = "DKG_ONCE")]
     pub once: bool,
 
@@ -187,6 +190,12 @@ pub struct Args {
     /// Cap of the exponential backoff while the broker is unreachable or the topic missing.
     #[arg(long, env = "DKG_MAX_BACKOFF_SECS", default_value_t = 30.0)]
     pub max_backoff_secs: f64,
+
+    /// With --once: give up after this many seconds when the broker does not answer or the topic
+    /// (or the control topic) is not ready, exiting non-zero with one line naming the broker and the
+    /// cause. The sidecar (without --once) keeps retrying instead, not ready on /healthz, saying why.
+    #[arg(long, env = "DKG_STARTUP_TIMEOUT_SECS", default_value_t = 30.0)]
+    pub startup_timeout_secs: f64,
 }
 
 /// `--split-keys`.
@@ -243,6 +252,8 @@ pub struct Settings {
     pub policy: Policy,
     pub connection: ClientConfig,
     pub max_backoff: Duration,
+    /// `--once`: how long start-up may wait for the broker and the topics (`None`: for ever).
+    pub startup_timeout: Option<Duration>,
     /// Leader by construction (--once, --dry-run: standalone, own group).
     pub standalone: bool,
 }
@@ -260,6 +271,7 @@ impl std::fmt::Debug for Settings {
             .field("policy", &self.policy)
             .field("connection", &RedactedConfig(&self.connection))
             .field("max_backoff", &self.max_backoff)
+            .field("startup_timeout", &self.startup_timeout)
             .field("standalone", &self.standalone)
             .finish()
     }
@@ -319,6 +331,12 @@ impl Settings {
         if !(args.first_epoch_max_wait_secs.is_finite() && args.first_epoch_max_wait_secs >= 0.0) {
             return Err(invalid("first-epoch-max-wait-secs", "must be >= 0"));
         }
+        if !(args.startup_timeout_secs.is_finite() && args.startup_timeout_secs > 0.0) {
+            return Err(invalid(
+                "startup-timeout-secs",
+                "must be a positive number of seconds",
+            ));
+        }
         if !(args.max_backoff_secs.is_finite() && args.max_backoff_secs >= 0.1) {
             return Err(invalid("max-backoff-secs", "must be >= 0.1"));
         }
@@ -364,6 +382,14 @@ impl Settings {
             .transactional_id
             .clone()
             .unwrap_or_else(|| format!("dkg-sampler.{}", args.cluster.topic));
+        // A one-shot run never takes over a live sidecar: a transactional id of its own fences
+        // nobody (finding 2 of issue 31); its epoch is above every one on the control topic, and a
+        // running sidecar reads it and goes on from it.
+        let transactional_id = if args.once {
+            format!("{transactional_id}.once.{member_id}")
+        } else {
+            transactional_id
+        };
         let connection = args
             .cluster
             .client_config(&format!("dkg-sampler-{member_id}"))
@@ -384,6 +410,9 @@ impl Settings {
             },
             connection,
             max_backoff: Duration::from_secs_f64(args.max_backoff_secs),
+            startup_timeout: args
+                .once
+                .then(|| Duration::from_secs_f64(args.startup_timeout_secs)),
             standalone: args.once || args.dry_run,
             args,
         })

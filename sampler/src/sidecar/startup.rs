@@ -43,19 +43,25 @@ pub(super) async fn run_sampler(
     let admin = Arc::new(admin);
 
     // 1. The broker and the topic; 2. the control topic (and the sketches topic for sampler groups).
-    let mut retry = Retry { s, stop, http };
+    let mut retry = Retry {
+        s,
+        stop,
+        http,
+        deadline: s.startup_timeout.map(|t| std::time::Instant::now() + t),
+        gave_up: None,
+    };
     let Some(partitions) = retry.wait_for_topic(&admin).await else {
-        return Ok(());
+        return retry.stopped();
     };
     tracing::info!(topic = %topic, partitions, "topic found");
     if !retry.prepare_topics(&admin).await? {
-        return Ok(());
+        return retry.stopped();
     }
 
     // 3. The control topic view.
     let connection = control::connection_config(&s.connection);
     let Some(control_view) = retry.open_control_view(&connection).await else {
-        return Ok(());
+        return retry.stopped();
     };
     let initial = control_view.state();
     tracing::info!(
@@ -68,7 +74,11 @@ pub(super) async fn run_sampler(
     // 4. The consumer thread; 5. cluster plumbing.
     let shared = Arc::new(Shared::default());
     let (consumer, consumer_thread) = start_consumer(s, partitions, &shared)?;
-    let peers = Arc::new(Peers::default());
+    let peers = Arc::new(Peers::counting(
+        http.metrics
+            .sketches_rejected
+            .with_label_values(&[s.args.cluster.topic.as_str()]),
+    ));
     let shipper = start_cluster(s, &connection, &peers, stop)?;
     let publisher = if s.args.dry_run {
         Publisher::dry_run(&connection, &s.args.cluster.control_topic)
@@ -107,15 +117,60 @@ struct Retry<'a, 'b> {
     s: &'a Settings,
     stop: &'b mut watch::Receiver<bool>,
     http: &'a HttpState,
+    /// `--once`: give up at this instant (`--startup-timeout-secs`).
+    deadline: Option<std::time::Instant>,
+    /// Why it gave up at the deadline: the last failure.
+    gave_up: Option<String>,
 }
 
 impl Retry<'_, '_> {
-    async fn with_backoff<T, F, Fut>(&mut self, what: &str, f: F) -> Option<T>
+    async fn with_backoff<T, F, Fut>(&mut self, what: &str, mut f: F) -> Option<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, String>>,
     {
-        with_backoff(what, self.s.max_backoff, self.stop, self.http, f).await
+        let Some(deadline) = self.deadline else {
+            return with_backoff(what, self.s.max_backoff, self.stop, self.http, f).await;
+        };
+        // A person waits (--once): retry until the deadline, then one line naming the cause.
+        let mut backoff = Backoff::new(self.s.max_backoff.min(Duration::from_secs(2)));
+        loop {
+            if *self.stop.borrow() {
+                return None;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let attempt = tokio::time::timeout(left.max(Duration::from_millis(1)), f()).await;
+            let e = match attempt {
+                Ok(Ok(v)) => return Some(v),
+                Ok(Err(e)) => e,
+                Err(_) => format!(
+                    "no answer from the Kafka broker at {}",
+                    self.s.args.cluster.bootstrap_servers
+                ),
+            };
+            if std::time::Instant::now() + backoff.next >= deadline {
+                let secs = self.s.startup_timeout.map_or(0.0, |t| t.as_secs_f64());
+                self.gave_up = Some(format!(
+                    "{what}: gave up after {secs:.0} s (--startup-timeout-secs): {e}"
+                ));
+                return None;
+            }
+            tracing::warn!(
+                "{what}: {e}; retrying in {:.1} s",
+                backoff.next.as_secs_f64()
+            );
+            if !backoff.wait(self.stop).await {
+                return None;
+            }
+        }
+    }
+
+    /// A start-up step ended without its result: stopped (fine), or `--once` gave up (an error).
+    fn stopped(&mut self) -> Result<(), RunError> {
+        match self.gave_up.take() {
+            Some(why) => Err(RunError::Once(why)),
+            None => Ok(()),
+        }
     }
 
     /// Wait until the broker answers and the data topic exists; its partition count.

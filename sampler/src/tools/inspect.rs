@@ -44,6 +44,27 @@ pub enum InspectError {
         /// Records read from the control topic.
         records: usize,
     },
+    /// The broker did not answer within the timeout (`--timeout-secs`).
+    #[error("cannot reach the Kafka broker at {bootstrap} within {secs} s: {cause}")]
+    Unreachable {
+        /// `--bootstrap-servers`.
+        bootstrap: String,
+        /// Seconds waited.
+        secs: u64,
+        /// The client's error.
+        cause: String,
+    },
+    /// The control topic does not exist (a misspelt `--control-topic`, or nothing was published).
+    #[error(
+        "control topic {control_topic:?} does not exist on {bootstrap} (check --control-topic; the \
+         sampler creates it at its first start)"
+    )]
+    MissingControlTopic {
+        /// The control topic.
+        control_topic: String,
+        /// `--bootstrap-servers`.
+        bootstrap: String,
+    },
     /// Reading the control topic failed.
     #[error("reading control topic {control_topic:?}: {source}")]
     Read {
@@ -92,10 +113,66 @@ pub(crate) async fn read_control_topic(
         source,
     };
     let connection = cluster.client_config(client_id)?;
+    probe_control_topic(cluster, &connection, timeout).await?;
     let mut reader =
         ControlTopicReader::new(&connection, &cluster.control_topic).map_err(read_error)?;
     let records = reader.catch_up(timeout, |_| {}).await.map_err(read_error)?;
     Ok((reader, records))
+}
+
+/// Fail fast, naming the broker: is it reachable, and does the control topic exist? A metadata
+/// request of a reader (`allow.auto.create.topics=false`, so it never creates the topic; the
+/// reader's own ACLs suffice), bounded by `timeout`.
+async fn probe_control_topic(
+    cluster: &ClusterArgs,
+    connection: &rdkafka::ClientConfig,
+    timeout: Duration,
+) -> Result<(), InspectError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let bootstrap = cluster.bootstrap_servers.clone();
+    let config = dkg_partitioner::kafka::topic::reader_config(
+        &dkg_partitioner::kafka::control::connection_config(connection),
+        "dkg-control-reader",
+    );
+    let consumer: BaseConsumer = config.create().map_err(|e| InspectError::Unreachable {
+        bootstrap: bootstrap.clone(),
+        secs: 0,
+        cause: e.to_string(),
+    })?;
+    let topic = cluster.control_topic.clone();
+    let probe = tokio::task::spawn_blocking(move || {
+        consumer.fetch_metadata(Some(&topic), timeout).map(|md| {
+            md.topics()
+                .iter()
+                .find(|t| t.name() == topic)
+                .map(|t| (t.error(), t.partitions().len()))
+        })
+    })
+    .await
+    .map_err(|e| InspectError::Unreachable {
+        bootstrap: bootstrap.clone(),
+        secs: timeout.as_secs(),
+        cause: format!("metadata task: {e}"),
+    })?;
+    match probe {
+        Ok(Some((None, n))) if n > 0 => Ok(()),
+        Ok(Some((Some(e), _)))
+            if e != rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART =>
+        {
+            // Authorization and the like: the reader names it below.
+            tracing::debug!("control topic metadata: {e:?}");
+            Ok(())
+        }
+        Ok(_) => Err(InspectError::MissingControlTopic {
+            control_topic: cluster.control_topic.clone(),
+            bootstrap,
+        }),
+        Err(e) => Err(InspectError::Unreachable {
+            bootstrap,
+            secs: timeout.as_secs(),
+            cause: e.to_string(),
+        }),
+    }
 }
 
 async fn current_assignment_json(args: &Args) -> Result<String, InspectError> {

@@ -80,6 +80,8 @@ public final class Assignment implements ControlValue {
     public static final int MAX_PARTITIONS = 1_000_000;
     /** Largest bucket count accepted. */
     public static final int MAX_BUCKETS = 1 << 22;
+    /** Largest epoch accepted, 2^53 - 1 (spec 4.4 step 11b: exact in a double gauge and in every JSON decoder). */
+    public static final long MAX_EPOCH = (1L << 53) - 1;
     /** Largest number of heavy keys accepted. */
     public static final int MAX_HEAVY_KEYS = 1_000_000;
     /**
@@ -179,6 +181,7 @@ public final class Assignment implements ControlValue {
         if (table.length > MAX_BUCKETS) {
             throw tooLarge(d, "buckets", table.length, MAX_BUCKETS);
         }
+        checkEpoch(d.epoch);
         for (int p : table) {
             if (Integer.compareUnsigned(p, d.partitions) >= 0) {
                 throw outOfRange(d.topic, p, d.partitions);
@@ -447,6 +450,7 @@ public final class Assignment implements ControlValue {
             case StrictJson.KIND_RETRACTION:
                 validateTopic(doc.topic);
                 validateGeneration(doc.generation);
+                checkEpoch(doc.epoch);
                 return new ControlValue.Retraction(doc.topic, doc.epoch, doc.generation, doc.createdAtMs);
             case StrictJson.KIND_GENERATION:
                 validateGeneration(doc.generation);
@@ -986,6 +990,14 @@ public final class Assignment implements ControlValue {
     private static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
         RejectReason reason = d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID;
         return tooLarge(reason, what, actual, limit);
+    }
+
+    /** Spec 4.4 step 11b: an epoch (unsigned) above {@value #MAX_EPOCH} is {@code out_of_range}. */
+    private static void checkEpoch(long epoch) throws AssignmentException {
+        if (Long.compareUnsigned(epoch, MAX_EPOCH) > 0) {
+            throw new AssignmentException(RejectReason.OUT_OF_RANGE, "epoch " + Long.toUnsignedString(epoch)
+                    + " out of range (at most " + MAX_EPOCH + ")");
+        }
     }
 
     private static AssignmentException outOfRange(String topic, int partition, int partitions) {

@@ -65,10 +65,12 @@ class AssignmentBookTest {
     void epochsCompareUnsigned() {
         AssignmentBook book = new AssignmentBook();
         byte[] t = Docs.utf8("t");
-        assertEquals(Outcome.ACCEPTED, book.apply(t, doc("t", Long.MAX_VALUE, 0)).outcome());
-        // 2^63 is above 2^63 - 1 as an unsigned 64-bit epoch (negative as a Java long).
-        assertEquals(Outcome.ACCEPTED, book.apply(t, doc("t", Long.MIN_VALUE, 0)).outcome());
-        assertEquals(RejectReason.STALE_EPOCH, book.apply(t, doc("t", Long.MAX_VALUE, 0)).reason());
+        assertEquals(Outcome.ACCEPTED, book.apply(t, doc("t", Assignment.MAX_EPOCH, 0)).outcome());
+        // Above 2^53 - 1 (spec 4.4 step 11b), 2^63 (negative as a Java long) and 2^64 - 1 included: out_of_range.
+        for (long epoch : new long[] {Assignment.MAX_EPOCH + 1, Long.MAX_VALUE, Long.MIN_VALUE, -1L}) {
+            assertEquals(RejectReason.OUT_OF_RANGE, book.apply(t, doc("t", epoch, 0)).reason());
+        }
+        assertEquals(RejectReason.STALE_EPOCH, book.apply(t, doc("t", 1, 0)).reason());
     }
 
     @Test
