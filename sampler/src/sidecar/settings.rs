@@ -63,8 +63,9 @@ pub struct Args {
     /// record (waiting for it at most one interval). Exits non-zero if the interval held fewer than
     /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`). Never fences a
     /// running sidecar: it publishes without taking the sidecar's transactional id (it uses
-    /// `<transactional-id>.once.<member-id>`), with an epoch above every one on the control topic; a
-    /// running sidecar reads that epoch and keeps publishing above it.
+    /// `<transactional-id>.once`, shared by one-shot runs, so each aborts what a killed predecessor
+    /// left open), with an epoch above every one on the control topic; a running sidecar reads that
+    /// epoch and keeps publishing above it.
     #[arg(long, env = "DKG_ONCE")]
     pub once: bool,
 
@@ -384,9 +385,12 @@ impl Settings {
             .unwrap_or_else(|| format!("dkg-sampler.{}", args.cluster.topic));
         // A one-shot run never takes over a live sidecar: a transactional id of its own fences
         // nobody (finding 2 of issue 31); its epoch is above every one on the control topic, and a
-        // running sidecar reads it and goes on from it.
+        // running sidecar reads it and goes on from it. One id for all one-shot runs, not one per
+        // run: the next run's init_transactions aborts a transaction a killed run left open, which
+        // would otherwise hold every read_committed reader of the control topic (producers) back
+        // until the transaction timed out (fault_sampler_kill).
         let transactional_id = if args.once {
-            format!("{transactional_id}.once.{member_id}")
+            format!("{transactional_id}.once")
         } else {
             transactional_id
         };
