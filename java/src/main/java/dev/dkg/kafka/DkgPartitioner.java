@@ -1,13 +1,12 @@
 package dev.dkg.kafka;
 
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.producer.Partitioner;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.metrics.Monitorable;
-import org.apache.kafka.common.metrics.PluginMetrics;
 
 /**
  * A Kafka producer partitioner that places every keyed record exactly where the Rust {@code DkgProducer} does.
@@ -23,14 +22,21 @@ import org.apache.kafka.common.metrics.PluginMetrics;
  * partition (an unknown topic or an empty {@code Cluster}, which {@code KafkaProducer} never passes: it waits for
  * the topic's metadata first) it returns 0.
  *
- * <p>Metrics go to the producer's own metrics ({@link Monitorable}; names in {@link DkgMetrics}).
+ * <p>Loads on every kafka-clients from 3.0 (it uses no class a 3.x client lacks). Its metrics (names in
+ * {@link DkgMetrics}) go to a registry of its own reported to JMX in the producer's domain:
+ * {@code kafka.producer:type=plugins,config=partitioner.class,class=DkgPartitioner,client-id=<client.id>,...}.
+ * On kafka-clients 4.1+, {@link dev.dkg.kafka.kip877.DkgPartitioner} puts the same metrics into the producer's
+ * own metrics instead (KIP-877: its {@code metrics()} and {@code metric.reporters}).
  */
-public final class DkgPartitioner implements Partitioner, Monitorable {
+public class DkgPartitioner implements Partitioner {
     /** Kafka's default {@code batch.size}. */
     static final int DEFAULT_BATCH_SIZE = 16384;
 
     private DkgRouter router;
     private boolean ownsRouter;
+    /** Whether the client hands this instance its metrics (KIP-877 subclass): then no own registry is made. */
+    private final boolean clientMetrics;
+    private DkgMetrics.OwnRegistry ownMetrics;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private final ConcurrentHashMap<String, StickyPartition> sticky = new ConcurrentHashMap<>();
     /**
@@ -42,10 +48,21 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
     private DkgRouter.IndexEntry first;
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
-    public DkgPartitioner() {}
+    public DkgPartitioner() {
+        this(false);
+    }
+
+    /**
+     * For {@link dev.dkg.kafka.kip877.DkgPartitioner}: {@code clientMetrics} = the client binds the router's
+     * metrics (through {@link #bindRouterMetrics}), so {@link #configure} makes no registry of its own.
+     */
+    protected DkgPartitioner(boolean clientMetrics) {
+        this.clientMetrics = clientMetrics;
+    }
 
     /** A partitioner over an existing router (not closed by {@link #close()}) with the given {@code batch.size}. */
     public DkgPartitioner(DkgRouter router, int batchSize) {
+        this.clientMetrics = false;
         this.router = router;
         this.batchSize = Math.max(1, batchSize);
     }
@@ -73,14 +90,22 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
         } else {
             router = DkgRouter.start(configs);
             ownsRouter = true;
+            if (!clientMetrics) {
+                Object clientId = configs.get(ProducerConfig.CLIENT_ID_CONFIG);
+                LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+                tags.put("config", ProducerConfig.PARTITIONER_CLASS_CONFIG);
+                tags.put("class", "DkgPartitioner");
+                tags.put("client-id", clientId == null ? "" : clientId.toString());
+                ownMetrics = DkgMetrics.ownRegistry("kafka.producer", tags);
+                router.bindMetrics(ownMetrics);
+            }
         }
     }
 
-    /** Registers the metrics in the producer's metrics (Kafka calls this after {@link #configure}). */
-    @Override
-    public void withPluginMetrics(PluginMetrics metrics) {
+    /** Binds the router's metrics to {@code registrar} if this partitioner started the router (KIP-877 path). */
+    protected final void bindRouterMetrics(DkgMetrics.Registrar registrar) {
         if (ownsRouter && router != null) {
-            router.bindMetrics(metrics);
+            router.bindMetrics(registrar);
         }
     }
 
@@ -138,6 +163,9 @@ public final class DkgPartitioner implements Partitioner, Monitorable {
     public void close() {
         if (ownsRouter && router != null) {
             router.close();
+        }
+        if (ownMetrics != null) {
+            ownMetrics.close();
         }
     }
 }

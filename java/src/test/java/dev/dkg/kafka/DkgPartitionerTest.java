@@ -15,7 +15,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -42,7 +41,7 @@ class DkgPartitionerTest {
         Cluster cluster = Clusters.of(TOPIC, 7);
         for (int i = 0; i < 1000; i++) {
             byte[] k = key(i);
-            assertEquals(BuiltInPartitioner.partitionForKey(k, 7), partitioner.partition(TOPIC, null, k, null, null, cluster));
+            assertEquals(Clusters.kafkaPartition(k, 7), partitioner.partition(TOPIC, null, k, null, null, cluster));
         }
         assertEquals(1000, router.records(TOPIC, Route.FALLBACK));
         assertEquals(0, router.records(TOPIC, Route.ASSIGNED));
@@ -69,16 +68,16 @@ class DkgPartitionerTest {
         Set<Integer> seen = new HashSet<>();
         for (int i = 0; i < 200; i++) {
             int p = partitioner.partition(TOPIC, null, key(i), null, null, six);
-            assertEquals(BuiltInPartitioner.partitionForKey(key(i), 6), p);
+            assertEquals(Clusters.kafkaPartition(key(i), 6), p);
             seen.add(p);
         }
         assertTrue(seen.size() > 1);
         assertEquals(200, router.records(TOPIC, Route.FALLBACK));
         // A tombstone returns to the default placement; other topics were never affected.
         router.apply(Docs.utf8(TOPIC), null);
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 partitioner.partition(TOPIC, null, key(1), null, null, four));
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 partitioner.partition("other", null, key(1), null, null, Clusters.of("other", 4)));
     }
 
@@ -115,7 +114,7 @@ class DkgPartitionerTest {
         assertEquals(0, partitioner.partition(TOPIC, null, key(1), null, null, null));
         assertEquals(1, router.errors());
         // A partitioner never configured (no router): still an answer.
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 new DkgPartitioner().partition(TOPIC, null, key(1), null, null, cluster));
     }
 
@@ -205,7 +204,7 @@ class DkgPartitionerTest {
         List<Set<Integer>> allowed = new ArrayList<>();
         for (int i = 0; i < keys; i++) {
             allowed.add(new HashSet<>(List.of(a.partitionFor(key(i)), b.partitionFor(key(i)),
-                    BuiltInPartitioner.partitionForKey(key(i), n))));
+                    Clusters.kafkaPartition(key(i), n))));
         }
         AtomicBoolean stop = new AtomicBoolean();
         ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
