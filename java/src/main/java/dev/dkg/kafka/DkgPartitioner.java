@@ -46,6 +46,24 @@ public class DkgPartitioner implements Partitioner {
      * {@link DkgRouter#state}'s index.
      */
     private DkgRouter.IndexEntry first;
+    /**
+     * Set by the first {@link #onNewBatch} (kafka-clients 3.x calls it; 4.0 removed it): from then on each thread's
+     * last answer is kept, so that the second {@code partition()} call a 3.x {@code KafkaProducer} makes for the same
+     * record once it needs a new batch returns the first call's answer, uncounted (else every such record would be
+     * counted twice, advance a split key's schedule twice and count twice towards the sticky run). A plain field:
+     * a thread that sees it late counts one record twice. Never set on 4.x: the hot path pays one field read.
+     */
+    private boolean newBatchRepeats;
+    private final ThreadLocal<LastCall> lastCall = ThreadLocal.withInitial(LastCall::new);
+
+    /** A thread's last placement (identity of the record's serialized key and value) and a pending repeat. */
+    private static final class LastCall {
+        String topic;
+        byte[] key;
+        byte[] value;
+        int partition;
+        boolean repeatPending;
+    }
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
     public DkgPartitioner() {
@@ -112,6 +130,46 @@ public class DkgPartitioner implements Partitioner {
     @Override
     public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
             Cluster cluster) {
+        if (!newBatchRepeats) {
+            return place(topic, keyBytes, valueBytes, cluster);
+        }
+        LastCall last = lastCall.get();
+        if (last.repeatPending) {
+            last.repeatPending = false;
+            // The same record again (KafkaProducer 3.x passes the same arrays): the answer it already has.
+            if (last.topic == topic && last.key == keyBytes && last.value == valueBytes) {
+                return last.partition;
+            }
+        }
+        int p = place(topic, keyBytes, valueBytes, cluster);
+        last.topic = topic;
+        last.key = keyBytes;
+        last.value = valueBytes;
+        last.partition = p;
+        return p;
+    }
+
+    /**
+     * kafka-clients 3.x calls this when the record just placed needs a new batch, then calls {@link #partition}
+     * again for it (4.0 removed both the method and the second call, hence no {@code @Override}). The second call
+     * answers the first's partition without counting again (see {@code newBatchRepeats}); the keyless sticky run is
+     * kept (its length is counted in bytes, not batches).
+     *
+     * @param topic the record's topic
+     * @param cluster the producer's cluster
+     * @param prevPartition the partition the record was placed on
+     */
+    public void onNewBatch(String topic, Cluster cluster, int prevPartition) {
+        if (!newBatchRepeats) {
+            // The call before was not remembered: this once, the repeat is placed and counted again.
+            newBatchRepeats = true;
+            return;
+        }
+        LastCall last = lastCall.get();
+        last.repeatPending = last.topic == topic && last.partition == prevPartition;
+    }
+
+    private int place(String topic, byte[] keyBytes, byte[] valueBytes, Cluster cluster) {
         int n = 0;
         try {
             DkgRouter.IndexEntry e = first;
