@@ -47,13 +47,13 @@ public class DkgPartitioner implements Partitioner {
      */
     private DkgRouter.IndexEntry first;
     /**
-     * Set by the first {@link #onNewBatch} (kafka-clients 3.x calls it; 4.0 removed it): from then on each thread's
-     * last answer is kept, so that the second {@code partition()} call a 3.x {@code KafkaProducer} makes for the same
-     * record once it needs a new batch returns the first call's answer, uncounted (else every such record would be
-     * counted twice, advance a split key's schedule twice and count twice towards the sticky run). A plain field:
-     * a thread that sees it late counts one record twice. Never set on 4.x: the hot path pays one field read.
+     * Whether the client calls {@link #onNewBatch} (kafka-clients 3.x; 4.0 removed it from {@code Partitioner}): then
+     * each thread's last answer is kept, so that the second {@code partition()} call a 3.x {@code KafkaProducer}
+     * makes for the same record once it needs a new batch returns the first call's answer, uncounted (else every
+     * such record would be counted twice, advance a split key's schedule twice and count twice towards the sticky
+     * run). A constant: on 4.x the JIT drops the branch.
      */
-    private boolean newBatchRepeats;
+    private static final boolean NEW_BATCH_REPEATS = clientCallsOnNewBatch();
     private final ThreadLocal<LastCall> lastCall = ThreadLocal.withInitial(LastCall::new);
 
     /** A thread's last placement (identity of the record's serialized key and value) and a pending repeat. */
@@ -130,7 +130,7 @@ public class DkgPartitioner implements Partitioner {
     @Override
     public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
             Cluster cluster) {
-        if (!newBatchRepeats) {
+        if (!NEW_BATCH_REPEATS) {
             return place(topic, keyBytes, valueBytes, cluster);
         }
         LastCall last = lastCall.get();
@@ -152,7 +152,7 @@ public class DkgPartitioner implements Partitioner {
     /**
      * kafka-clients 3.x calls this when the record just placed needs a new batch, then calls {@link #partition}
      * again for it (4.0 removed both the method and the second call, hence no {@code @Override}). The second call
-     * answers the first's partition without counting again (see {@code newBatchRepeats}); the keyless sticky run is
+     * answers the first's partition without counting again (see {@code NEW_BATCH_REPEATS}); the keyless sticky run is
      * kept (its length is counted in bytes, not batches).
      *
      * @param topic the record's topic
@@ -160,13 +160,21 @@ public class DkgPartitioner implements Partitioner {
      * @param prevPartition the partition the record was placed on
      */
     public void onNewBatch(String topic, Cluster cluster, int prevPartition) {
-        if (!newBatchRepeats) {
-            // The call before was not remembered: this once, the repeat is placed and counted again.
-            newBatchRepeats = true;
-            return;
+        if (NEW_BATCH_REPEATS) {
+            LastCall last = lastCall.get();
+            // Else the record that needed the batch had an explicit partition (no partition() call of ours).
+            last.repeatPending = last.topic == topic && last.partition == prevPartition;
         }
-        LastCall last = lastCall.get();
-        last.repeatPending = last.topic == topic && last.partition == prevPartition;
+    }
+
+    /** Whether this kafka-clients' {@code Partitioner} has {@code onNewBatch} (3.x), which its producer calls. */
+    private static boolean clientCallsOnNewBatch() {
+        try {
+            Partitioner.class.getMethod("onNewBatch", String.class, Cluster.class, int.class);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
     }
 
     private int place(String topic, byte[] keyBytes, byte[] valueBytes, Cluster cluster) {

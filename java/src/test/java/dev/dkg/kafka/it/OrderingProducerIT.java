@@ -21,11 +21,13 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -84,15 +86,18 @@ class OrderingProducerIT {
                     "a 3.x Producer has the method");
         }
         Method call = viaInterface;
+        // Not empty: some 3.x clients return early on no offsets, before they check for transactions.
+        Map<TopicPartition, OffsetAndMetadata> offsets = Map.of(new TopicPartition("legacy", 0),
+                new OffsetAndMetadata(0));
         Throwable thrown = assertThrows(Throwable.class, () -> {
             if (call != null) {
                 try {
-                    call.invoke(p, Map.of(), "legacy-group");
+                    call.invoke(p, offsets, "legacy-group");
                 } catch (InvocationTargetException e) {
                     throw e.getCause();
                 }
             } else {
-                p.sendOffsetsToTransaction(Map.of(), "legacy-group");
+                p.sendOffsetsToTransaction(offsets, "legacy-group");
             }
         });
         // 4.x: "Cannot use transactional methods without ... transactional.id ..."; 3.0: "Transactional method
