@@ -1,5 +1,7 @@
 package dev.dkg.kafka;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,15 +56,55 @@ public class DkgPartitioner implements Partitioner {
      * run). A constant: on 4.x the JIT drops the branch.
      */
     private static final boolean NEW_BATCH_REPEATS = clientCallsOnNewBatch();
-    private final ThreadLocal<LastCall> lastCall = ThreadLocal.withInitial(LastCall::new);
+    /**
+     * Each thread's {@link LastCall} (3.x clients only), direct-mapped by thread id like {@link RouteCounters}: a
+     * slot is claimed once by compare-and-set and then read and written by its owner only (plain accesses, no
+     * fence). A thread whose slot another owns uses {@link #lastCallFallback}.
+     */
+    private final LastCall[] lastCalls = NEW_BATCH_REPEATS ? new LastCall[LAST_CALL_SLOTS] : null;
+    private final ThreadLocal<LastCall> lastCallFallback = ThreadLocal.withInitial(() -> new LastCall(-1));
+    private static final int LAST_CALL_SLOTS = 64;
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(LastCall[].class);
 
     /** A thread's last placement (identity of the record's serialized key and value) and a pending repeat. */
     private static final class LastCall {
+        final long owner;
         String topic;
         byte[] key;
         byte[] value;
         int partition;
         boolean repeatPending;
+        /** Keeps two threads' slots off one cache line (the object header and fields above are about 40 bytes). */
+        long pad0;
+        long pad1;
+        long pad2;
+        long pad3;
+        long pad4;
+
+        LastCall(long owner) {
+            this.owner = owner;
+        }
+    }
+
+    /** The calling thread's {@link LastCall}. */
+    private LastCall lastCall() {
+        long tid = Thread.currentThread().getId();
+        int at = (int) tid & (LAST_CALL_SLOTS - 1);
+        LastCall l = lastCalls[at];
+        if (l != null && l.owner == tid) {
+            return l;
+        }
+        if (l == null) {
+            LastCall mine = new LastCall(tid);
+            if (SLOT.compareAndSet(lastCalls, at, (LastCall) null, mine)) {
+                return mine;
+            }
+            l = (LastCall) SLOT.getVolatile(lastCalls, at);
+            if (l.owner == tid) {
+                return l;
+            }
+        }
+        return lastCallFallback.get();
     }
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
@@ -133,7 +175,7 @@ public class DkgPartitioner implements Partitioner {
         if (!NEW_BATCH_REPEATS) {
             return place(topic, keyBytes, valueBytes, cluster);
         }
-        LastCall last = lastCall.get();
+        LastCall last = lastCall();
         if (last.repeatPending) {
             last.repeatPending = false;
             // The same record again (KafkaProducer 3.x passes the same arrays): the answer it already has.
@@ -161,7 +203,7 @@ public class DkgPartitioner implements Partitioner {
      */
     public void onNewBatch(String topic, Cluster cluster, int prevPartition) {
         if (NEW_BATCH_REPEATS) {
-            LastCall last = lastCall.get();
+            LastCall last = lastCall();
             // Else the record that needed the batch had an explicit partition (no partition() call of ours).
             last.repeatPending = last.topic == topic && last.partition == prevPartition;
         }
