@@ -36,6 +36,7 @@ async fn consumer_crash_during_switch_consumer_protocol() {
 }
 
 async fn crash_during_switch(protocol: GroupProtocol) {
+    let _serial = common::scenario::one_at_a_time().await;
     let setup = Setup::with_protocol("crash", protocol).await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();

@@ -37,6 +37,7 @@ async fn consumer_keeps_key_order_across_epochs_consumer_protocol() {
 }
 
 async fn keeps_key_order(protocol: GroupProtocol) {
+    let _serial = common::scenario::one_at_a_time().await;
     let setup = Setup::with_protocol("order", protocol).await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();

@@ -63,6 +63,9 @@ async fn two_samplers_share_the_topic_under_the_consumer_group_protocol() {
 }
 
 async fn two_samplers(protocol_args: &[&str]) {
+    // One at a time: the two protocols' runs would otherwise share the cores (and the broker) side by side.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _serial = SERIAL.lock().await;
     let topic = unique_topic("sampler-two");
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {

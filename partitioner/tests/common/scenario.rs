@@ -592,6 +592,14 @@ impl PlainView {
     }
 }
 
+/// Holds the test binary's scenarios one at a time (a test run under both group protocols is two tests
+/// in one binary, which cargo would otherwise run side by side: their members and producers would then
+/// share the 2 cores, and the hold-time bounds would measure that).
+pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}
+
 /// The consumer group protocol the members join with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupProtocol {
