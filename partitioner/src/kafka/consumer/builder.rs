@@ -415,7 +415,7 @@ pub(super) fn default_member(config: &ClientConfig) -> String {
 /// protocol: `group.protocol=consumer` in `config`, else librdkafka's default (`classic` in
 /// librdkafka 2.12, documented to become `consumer`). Under it the broker assigns partitions and
 /// librdkafka refuses a configured `partition.assignment.strategy`, `session.timeout.ms` or
-/// `heartbeat.interval.ms` at creation, so [`DkgConsumer`](super::DkgConsumer) and the sampler
+/// `heartbeat.interval.ms` at creation, so [`DkgConsumer`] and the sampler
 /// set none of them then; with `classic` they set their strategy as before.
 pub fn uses_consumer_group_protocol(config: &ClientConfig) -> bool {
     let value = match config.get("group.protocol") {

@@ -619,6 +619,16 @@ public final class Assignment implements ControlValue {
         return splitParts[s][order[(int) Long.remainderUnsigned(n, order.length)]];
     }
 
+    /** Whether {@code partition} is one of split key {@code SPLIT_BASE + s}'s parts (no counter is touched). */
+    boolean splitHasPart(int answer, int partition) {
+        for (int q : splitParts[answer - SPLIT_BASE]) {
+            if (q == partition) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The bucket of {@code key} (heavy or not): {@code toPositive(murmur2(key, seed)) % buckets()}. */
     public int bucket(byte[] key) {
         return Murmur2.toPositive(Murmur2.hash(key, seed)) % table.length;

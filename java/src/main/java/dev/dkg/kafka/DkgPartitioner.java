@@ -1,10 +1,9 @@
 package dev.dkg.kafka;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.apache.kafka.clients.producer.Partitioner;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Cluster;
@@ -49,63 +48,29 @@ public class DkgPartitioner implements Partitioner {
      */
     private DkgRouter.IndexEntry first;
     /**
-     * Whether the client calls {@link #onNewBatch} (kafka-clients 3.x; 4.0 removed it from {@code Partitioner}): then
-     * each thread's last answer is kept, so that the second {@code partition()} call a 3.x {@code KafkaProducer}
-     * makes for the same record once it needs a new batch returns the first call's answer, uncounted (else every
-     * such record would be counted twice, advance a split key's schedule twice and count twice towards the sticky
-     * run). A constant: on 4.x the JIT drops the branch.
+     * Whether the client calls {@link #onNewBatch} (kafka-clients 3.x; 4.0 removed it from {@code Partitioner}). A
+     * 3.x {@code KafkaProducer} then calls {@code partition()} again for the record that needed a new batch; that
+     * repeat gets the first answer and is not counted again (else such records would be counted twice, advance a
+     * split key's schedule twice and count twice towards the keyless run). A constant: on 4.x the JIT drops it all.
      */
     private static final boolean NEW_BATCH_REPEATS = clientCallsOnNewBatch();
     /**
-     * Each thread's {@link LastCall} (3.x clients only), direct-mapped by thread id like {@link RouteCounters}: a
-     * slot is claimed once by compare-and-set and then read and written by its owner only (plain accesses, no
-     * fence). A thread whose slot another owns uses {@link #lastCallFallback}.
+     * Threads whose {@link #onNewBatch} has not been followed by a {@code partition()} call yet: 0 nearly always
+     * (the repeat comes right after, on the same thread), so the hot path only reads it.
      */
-    private final LastCall[] lastCalls = NEW_BATCH_REPEATS ? new LastCall[LAST_CALL_SLOTS] : null;
-    private final ThreadLocal<LastCall> lastCallFallback = ThreadLocal.withInitial(() -> new LastCall(-1));
-    private static final int LAST_CALL_SLOTS = 64;
-    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(LastCall[].class);
+    private volatile int pendingRepeats;
+    /** Updates {@link #pendingRepeats} atomically; a field of its own so that the hot path reads one int. */
+    private static final AtomicIntegerFieldUpdater<DkgPartitioner> PENDING =
+            AtomicIntegerFieldUpdater.newUpdater(DkgPartitioner.class, "pendingRepeats");
+    private final ThreadLocal<Pending> pending = ThreadLocal.withInitial(Pending::new);
 
-    /** A thread's last placement (identity of the record's serialized key and value) and a pending repeat. */
-    private static final class LastCall {
-        final long owner;
+    /** A thread's onNewBatch waiting for its repeat: the record's topic and the partition it was given. */
+    private static final class Pending {
+        boolean set;
         String topic;
-        byte[] key;
-        byte[] value;
         int partition;
-        boolean repeatPending;
-        /** Keeps two threads' slots off one cache line (the object header and fields above are about 40 bytes). */
-        long pad0;
-        long pad1;
-        long pad2;
-        long pad3;
-        long pad4;
-
-        LastCall(long owner) {
-            this.owner = owner;
-        }
     }
 
-    /** The calling thread's {@link LastCall}. */
-    private LastCall lastCall() {
-        long tid = Thread.currentThread().getId();
-        int at = (int) tid & (LAST_CALL_SLOTS - 1);
-        LastCall l = lastCalls[at];
-        if (l != null && l.owner == tid) {
-            return l;
-        }
-        if (l == null) {
-            LastCall mine = new LastCall(tid);
-            if (SLOT.compareAndSet(lastCalls, at, (LastCall) null, mine)) {
-                return mine;
-            }
-            l = (LastCall) SLOT.getVolatile(lastCalls, at);
-            if (l.owner == tid) {
-                return l;
-            }
-        }
-        return lastCallFallback.get();
-    }
 
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
     public DkgPartitioner() {
@@ -172,30 +137,20 @@ public class DkgPartitioner implements Partitioner {
     @Override
     public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
             Cluster cluster) {
-        if (!NEW_BATCH_REPEATS) {
-            return place(topic, keyBytes, valueBytes, cluster);
-        }
-        LastCall last = lastCall();
-        if (last.repeatPending) {
-            last.repeatPending = false;
-            // The same record again (KafkaProducer 3.x passes the same arrays): the answer it already has.
-            if (last.topic == topic && last.key == keyBytes && last.value == valueBytes) {
-                return last.partition;
+        if (NEW_BATCH_REPEATS && pendingRepeats != 0) {
+            int first = repeated(topic, keyBytes, cluster);
+            if (first >= 0) {
+                return first;
             }
         }
-        int p = place(topic, keyBytes, valueBytes, cluster);
-        last.topic = topic;
-        last.key = keyBytes;
-        last.value = valueBytes;
-        last.partition = p;
-        return p;
+        return place(topic, keyBytes, valueBytes, cluster);
     }
 
     /**
      * kafka-clients 3.x calls this when the record just placed needs a new batch, then calls {@link #partition}
-     * again for it (4.0 removed both the method and the second call, hence no {@code @Override}). The second call
-     * answers the first's partition without counting again (see {@code NEW_BATCH_REPEATS}); the keyless sticky run is
-     * kept (its length is counted in bytes, not batches).
+     * again for it (4.0 removed both the method and the second call, hence no {@code @Override}): that call gets
+     * this partition again, uncounted (see {@link #repeated}). The keyless sticky run is kept (it is counted in
+     * bytes, not batches).
      *
      * @param topic the record's topic
      * @param cluster the producer's cluster
@@ -203,11 +158,47 @@ public class DkgPartitioner implements Partitioner {
      */
     public void onNewBatch(String topic, Cluster cluster, int prevPartition) {
         if (NEW_BATCH_REPEATS) {
-            LastCall last = lastCall();
-            // Else the record that needed the batch had an explicit partition (no partition() call of ours).
-            last.repeatPending = last.topic == topic && last.partition == prevPartition;
+            Pending p = pending.get();
+            if (!p.set) {
+                p.set = true;
+                PENDING.incrementAndGet(this);
+            }
+            p.topic = topic;
+            p.partition = prevPartition;
         }
     }
+
+    /**
+     * After this thread's {@link #onNewBatch}: the partition it named if this call is the repeat of that record,
+     * else -1 (place it as usual). A record is taken for the repeat when its topic is the same and that partition
+     * is where it goes now (for a split key: one of its parts; a keyless record: any), found without counting or
+     * advancing anything. The record that needed the batch may instead have had an explicit partition (no
+     * partition() call of ours before it): then the next record of the same topic on this thread, if it goes to
+     * that partition, is taken for the repeat and not counted (its placement is still right; a split key's record
+     * gets that part out of its schedule's turn, a keyless one that partition).
+     */
+    private int repeated(String topic, byte[] keyBytes, Cluster cluster) {
+        Pending p = pending.get();
+        if (!p.set) {
+            return -1;
+        }
+        p.set = false;
+        PENDING.decrementAndGet(this);
+        if (!topic.equals(p.topic)) {
+            return -1;
+        }
+        int prev = p.partition;
+        if (keyBytes == null) {
+            return prev;
+        }
+        try {
+            DkgRouter.TopicState s = router.state(topic);
+            return s.places(keyBytes, s.partitionCount(cluster), prev) ? prev : -1;
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
 
     /** Whether this kafka-clients' {@code Partitioner} has {@code onNewBatch} (3.x), which its producer calls. */
     private static boolean clientCallsOnNewBatch() {

@@ -102,6 +102,29 @@ public final class DkgRouter implements AutoCloseable {
         }
 
         /**
+         * Whether {@code key} goes to {@code partition} now, without counting or advancing anything (for a split key:
+         * whether {@code partition} is one of its parts): how {@link DkgPartitioner} recognises kafka-clients 3.x's
+         * repeated call for a record.
+         */
+        boolean places(byte[] key, int numPartitions, int partition) {
+            if (numPartitions <= 0) {
+                return partition == 0;
+            }
+            Assignment a = assignment;
+            if (a != null && a.partitions() == numPartitions) {
+                int r = a.lookup(key);
+                int p = r ^ (r >> 31);
+                if (p < numPartitions) {
+                    return p == partition;
+                }
+                if (p >= Assignment.SPLIT_BASE) {
+                    return a.splitHasPart(p, partition);
+                }
+            }
+            return Murmur2.kafkaPartition(key, numPartitions) == partition;
+        }
+
+        /**
          * {@link #partition(byte[], int)} for a count already {@link #seen} (the partitioner's path: its count comes
          * from {@link #partitionCount}, which notes every new count).
          */
