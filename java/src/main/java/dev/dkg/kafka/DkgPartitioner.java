@@ -71,7 +71,6 @@ public class DkgPartitioner implements Partitioner {
         int partition;
     }
 
-
     /** The instance Kafka creates from {@code partitioner.class}; {@link #configure} starts it. */
     public DkgPartitioner() {
         this(false);
