@@ -14,8 +14,11 @@
 //!
 //! ```text
 //! scripts/kafka start
-//! cargo run -p dkg-partitioner --example keyed_counts -- [records] [bootstrap]
+//! cargo run -p dkg-partitioner --example keyed_counts -- [records] [bootstrap] [KEY=VALUE...]
 //! ```
+//!
+//! `KEY=VALUE` arguments are librdkafka settings for the two members, e.g. `group.protocol=consumer`
+//! (the KIP-848 group protocol: the broker assigns the partitions).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -128,6 +131,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let records: u64 = args.next().map_or(Ok(30_000), |a| a.parse())?;
     let bootstrap = args.next().unwrap_or_else(|| "127.0.0.1:9092".to_owned());
+    let member_settings: Vec<(String, String)> = args
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) => Ok((k.to_owned(), v.to_owned())),
+            None => Err(format!("expected KEY=VALUE, got {a:?}")),
+        })
+        .collect::<Result<_, _>>()?;
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &bootstrap);
 
@@ -160,6 +169,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         let mut c = config.clone();
         c.set("auto.offset.reset", "earliest");
+        for (k, v) in &member_settings {
+            c.set(k, v);
+        }
         let mut consumer = DkgConsumer::builder(c)
             .topic(&topic)
             .group(format!("keyed-counts-{run}"))

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::scenario::{
-    CountingHooks, End, Log, Member, Pace, Setup, check, finish_producers, wait_for_all,
-    wait_for_group,
+    CountingHooks, End, GroupProtocol, Log, Member, Pace, Setup, check, finish_producers,
+    wait_for_all, wait_for_group,
 };
 use tokio::sync::watch;
 
@@ -26,7 +26,19 @@ const KILL_AFTER_MS: u64 = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_crash_during_switch() {
-    let setup = Setup::new("crash").await;
+    crash_during_switch(GroupProtocol::Classic).await;
+}
+
+/// The same under KIP-848 (`group.protocol=consumer`): the broker reassigns the crashed member's
+/// partitions and the newcomer's share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consumer_crash_during_switch_consumer_protocol() {
+    crash_during_switch(GroupProtocol::Consumer).await;
+}
+
+async fn crash_during_switch(protocol: GroupProtocol) {
+    let _serial = common::scenario::one_at_a_time().await;
+    let setup = Setup::with_protocol("crash", protocol).await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();
     let hooks: Vec<Arc<CountingHooks>> = (0..4).map(|_| Arc::default()).collect();

@@ -15,7 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    End, Log, Setup, check, counter_sum, finish_producers, hold_histogram, wait_for_all,
+    End, GroupProtocol, Log, Setup, check, counter_sum, finish_producers, hold_histogram,
+    wait_for_all,
 };
 use tokio::sync::watch;
 
@@ -25,7 +26,19 @@ const RATE: f64 = 2_500.0;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn consumer_keeps_key_order_across_epochs() {
-    let setup = Setup::new("order").await;
+    keeps_key_order(GroupProtocol::Classic).await;
+}
+
+/// The same under KIP-848 (`group.protocol=consumer`, broker-side assignment): the members set
+/// nothing of the group's but the protocol.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consumer_keeps_key_order_across_epochs_consumer_protocol() {
+    keeps_key_order(GroupProtocol::Consumer).await;
+}
+
+async fn keeps_key_order(protocol: GroupProtocol) {
+    let _serial = common::scenario::one_at_a_time().await;
+    let setup = Setup::with_protocol("order", protocol).await;
     let log = Arc::new(Log::default());
     let registry = prometheus::Registry::new();
     // Members stutter at different rates, so their partitions lag behind each other.

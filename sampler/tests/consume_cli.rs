@@ -156,17 +156,30 @@ fn summary(out: &Output, topic: &str) -> Summary {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_processes_every_record_once_and_stops_at_count() {
+    every_record_once(&[]).await;
+}
+
+/// The same with the members on the KIP-848 consumer group protocol (`--kafka-config
+/// group.protocol=consumer`, nothing else of the group's set): they join, share the partitions the
+/// broker assigns, and commit where a later run resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_under_the_consumer_group_protocol() {
+    every_record_once(&["--kafka-config", "group.protocol=consumer"]).await;
+}
+
+async fn every_record_once(protocol_args: &[&str]) {
     let topic = unique_topic("consume-count");
     let group = format!("{topic}-group");
     create_topic(&bootstrap(), &topic, 6, &[]).await;
     let produced = produce(&topic, 3000).await;
 
     tokio::task::block_in_place(|| {
-        let child = consume(
-            &topic,
-            &group,
-            &["--members", "3", "--count", "3000", "--member-prefix", "m"],
-        );
+        let args: Vec<&str> = ["--members", "3", "--count", "3000", "--member-prefix", "m"]
+            .iter()
+            .chain(protocol_args)
+            .copied()
+            .collect();
+        let child = consume(&topic, &group, &args);
         let s = summary(&finish(child, &topic, Duration::from_secs(90)), &topic);
         assert_eq!(s.total, 3000, "{s:?}");
         assert_eq!(s.partitions, produced, "records per partition: {s:?}");
@@ -182,7 +195,12 @@ async fn consume_processes_every_record_once_and_stops_at_count() {
     // gets the new records and none of the old ones (which would show in the per-partition counts).
     let more = produce(&topic, 200).await;
     tokio::task::block_in_place(|| {
-        let child = consume(&topic, &group, &["--count", "200"]);
+        let args: Vec<&str> = ["--count", "200"]
+            .iter()
+            .chain(protocol_args)
+            .copied()
+            .collect();
+        let child = consume(&topic, &group, &args);
         let again = summary(&finish(child, &topic, Duration::from_secs(60)), &topic);
         assert_eq!(again.total, 200, "{again:?}");
         assert_eq!(

@@ -51,6 +51,21 @@ fn generation_spanning_both_halves(from: u64) -> (u64, Vec<Vec<u8>>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_epoch() {
+    two_samplers(&[]).await;
+}
+
+/// The same with both instances on the KIP-848 consumer group protocol (`--kafka-config
+/// group.protocol=consumer`): they join, the broker splits the partitions, the owner of partition 0
+/// publishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_samplers_share_the_topic_under_the_consumer_group_protocol() {
+    two_samplers(&["--kafka-config", "group.protocol=consumer"]).await;
+}
+
+async fn two_samplers(protocol_args: &[&str]) {
+    // One at a time: the two protocols' runs would otherwise share the cores (and the broker) side by side.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _serial = SERIAL.lock().await;
     let topic = unique_topic("sampler-two");
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
@@ -62,7 +77,11 @@ async fn two_samplers_share_the_topic_merge_their_windows_and_publish_once_per_e
         seed: 11,
     })
     .await;
-    let args = ["--interval-secs", "1"];
+    let args: Vec<&str> = ["--interval-secs", "1"]
+        .iter()
+        .chain(protocol_args)
+        .copied()
+        .collect();
     let publishes = |s: &Sampler| {
         s.metric("dkg_sampler_publishes_total", &[("topic", &topic)])
             .unwrap_or(0.0)

@@ -99,6 +99,7 @@ pub mod topic;
 pub use consumer::{
     ConsumerConfig, ConsumerHooks, DEFAULT_MAX_HELD_RECORDS, DkgConsumer, DkgConsumerBuilder,
     DkgContext, DkgMessage, DkgRecord, EpochChange, NoHooks, SplitChange,
+    uses_consumer_group_protocol,
 };
 pub use control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,

@@ -603,8 +603,27 @@ impl PlainView {
     }
 }
 
+/// Holds the test binary's scenarios one at a time (a test run under both group protocols is two tests
+/// in one binary, which cargo would otherwise run side by side: their members and producers would then
+/// share the 2 cores, and the hold-time bounds would measure that).
+pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}
+
+/// The consumer group protocol the members join with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupProtocol {
+    /// The classic protocol (librdkafka's default): client-side cooperative-sticky assignment.
+    Classic,
+    /// KIP-848 (`group.protocol=consumer`): the broker assigns; the members set nothing else of
+    /// the group's (no session timeout, heartbeat interval or strategy: librdkafka refuses them).
+    Consumer,
+}
+
 pub struct Setup {
     pub bootstrap: String,
+    pub protocol: GroupProtocol,
     pub topic: String,
     pub control: String,
     pub handoff: String,
@@ -615,10 +634,17 @@ pub struct Setup {
 impl Setup {
     /// Create the data topic on the test broker and publish epoch 1.
     pub async fn new(prefix: &str) -> Self {
+        Self::with_protocol(prefix, GroupProtocol::Classic).await
+    }
+
+    /// [`Setup::new`] whose members join with `protocol`.
+    pub async fn with_protocol(prefix: &str, protocol: GroupProtocol) -> Self {
         let bootstrap = super::bootstrap();
         let topic = super::unique_topic(prefix);
         super::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
-        Self::with_topic(bootstrap, topic, prefix, 1).await
+        let mut setup = Self::with_topic(bootstrap, topic, prefix, 1).await;
+        setup.protocol = protocol;
+        setup
     }
 
     /// The same on the 3-broker fault-test cluster: data and control topics replicated 3 times
@@ -636,6 +662,7 @@ impl Setup {
             group: super::unique_topic(&format!("{prefix}-group")),
             publisher: raw_publisher(&bootstrap),
             bootstrap,
+            protocol: GroupProtocol::Classic,
             topic,
         };
         let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
@@ -661,10 +688,17 @@ impl Setup {
         hooks: Arc<CountingHooks>,
     ) -> DkgConsumer {
         let mut config = client_config(&self.bootstrap);
-        config
-            .set("auto.offset.reset", "earliest")
-            .set("session.timeout.ms", "6000")
-            .set("heartbeat.interval.ms", "500");
+        config.set("auto.offset.reset", "earliest");
+        match self.protocol {
+            GroupProtocol::Classic => {
+                config
+                    .set("session.timeout.ms", "6000")
+                    .set("heartbeat.interval.ms", "500");
+            }
+            GroupProtocol::Consumer => {
+                config.set("group.protocol", "consumer");
+            }
+        }
         DkgConsumer::builder(config)
             .topic(&self.topic)
             .group(&self.group)

@@ -239,7 +239,10 @@ impl ConsumerContext for SamplerContext {
 
 /// The consumer configuration of a sampler: `base` (connection settings and user overrides) plus the
 /// group, offsets and fetch settings. Offsets are committed automatically (a sampler only estimates, so
-/// at-most-once is fine) and once more on shutdown.
+/// at-most-once is fine) and once more on shutdown. `partition.assignment.strategy=range` only under
+/// the classic group protocol: with `group.protocol=consumer` (KIP-848) librdkafka refuses it and the
+/// broker's assignor (the group's, or `group.remote.assignor`) places partitions; a sampler needs no
+/// particular assignment, only that each partition has one member.
 pub fn consumer_config(
     base: &ClientConfig,
     group_id: &str,
@@ -253,7 +256,6 @@ pub fn consumer_config(
         .set("enable.auto.offset.store", "true")
         .set("auto.offset.reset", auto_offset_reset)
         .set("enable.partition.eof", "false")
-        .set("partition.assignment.strategy", "range")
         .set("statistics.interval.ms", stats_ms.to_string())
         .set("allow.auto.create.topics", "false")
         // New partitions are noticed (and rebalanced onto the group) within 10 s, not librdkafka's 5 min.
@@ -267,6 +269,11 @@ pub fn consumer_config(
         if let Some(v) = base.get(k) {
             c.set(k, v);
         }
+    }
+    if !dkg_partitioner::kafka::uses_consumer_group_protocol(&c)
+        && c.get("partition.assignment.strategy").is_none()
+    {
+        c.set("partition.assignment.strategy", "range");
     }
     c
 }
@@ -654,6 +661,32 @@ mod tests {
     use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
 
     use super::*;
+
+    #[test]
+    fn range_strategy_only_under_the_classic_group_protocol() {
+        let mut base = ClientConfig::new();
+        base.set("bootstrap.servers", "127.0.0.1:1");
+        let classic = consumer_config(&base, "g", "earliest", 1000);
+        assert_eq!(classic.get("partition.assignment.strategy"), Some("range"));
+        // The user's strategy wins under classic.
+        base.set("partition.assignment.strategy", "roundrobin");
+        let own = consumer_config(&base, "g", "earliest", 1000);
+        assert_eq!(own.get("partition.assignment.strategy"), Some("roundrobin"));
+        // KIP-848: nothing librdkafka refuses, and the consumer can be created.
+        let mut base = ClientConfig::new();
+        base.set("bootstrap.servers", "127.0.0.1:1")
+            .set("group.protocol", "consumer");
+        let kip848 = consumer_config(&base, "g", "earliest", 1000);
+        for key in [
+            "partition.assignment.strategy",
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+        ] {
+            assert_eq!(kip848.get(key), None, "{key}");
+        }
+        let created: rdkafka::error::KafkaResult<rdkafka::consumer::BaseConsumer> = kip848.create();
+        assert!(created.is_ok(), "{:?}", created.err());
+    }
 
     #[test]
     fn record_bytes_counts_key_value_and_headers() {

@@ -169,7 +169,11 @@ impl DkgConsumerBuilder {
     /// The user's config is passed to librdkafka with `group.id`,
     /// `partition.assignment.strategy=cooperative-sticky` (another strategy is overridden with a
     /// warning), `enable.auto.commit=false`, `enable.auto.offset.store=false` and, if unset,
-    /// `statistics.interval.ms=5000` (for the lag gauge). Needs a tokio runtime.
+    /// `statistics.interval.ms=5000` (for the lag gauge). Under the KIP-848 consumer group
+    /// protocol (`group.protocol=consumer`, see [`uses_consumer_group_protocol`]) no assignment
+    /// strategy is set: the broker assigns, incrementally, which is what the cooperative protocol
+    /// gave (the server-side assignor is the group's, `group.remote.assignor` if the user sets one).
+    /// Needs a tokio runtime.
     pub async fn build(self) -> Result<DkgConsumer> {
         let (topic, group) = self.names()?;
         let s = &self.settings;
@@ -274,14 +278,18 @@ impl DkgConsumerBuilder {
             .set("group.id", group)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false");
-        match config.get("partition.assignment.strategy") {
-            Some("cooperative-sticky") | None => {}
-            Some(other) => warn!(
-                strategy = other,
-                "DkgConsumer uses partition.assignment.strategy=cooperative-sticky (overriding)"
-            ),
+        // KIP-848: librdkafka refuses a client-side strategy (the broker assigns); the user's own
+        // classic-only keys are theirs to drop, and librdkafka names them.
+        if !uses_consumer_group_protocol(&config) {
+            match config.get("partition.assignment.strategy") {
+                Some("cooperative-sticky") | None => {}
+                Some(other) => warn!(
+                    strategy = other,
+                    "DkgConsumer uses partition.assignment.strategy=cooperative-sticky (overriding)"
+                ),
+            }
+            config.set("partition.assignment.strategy", "cooperative-sticky");
         }
-        config.set("partition.assignment.strategy", "cooperative-sticky");
         if config.get("statistics.interval.ms").is_none() {
             config.set("statistics.interval.ms", "5000");
         }
@@ -401,4 +409,73 @@ pub(super) fn default_member(config: &ClientConfig) -> String {
         },
         str::to_owned,
     )
+}
+
+/// Whether a consumer created from `config` joins its group with the KIP-848 consumer group
+/// protocol: `group.protocol=consumer` in `config`, else librdkafka's default (`classic` in
+/// librdkafka 2.12, documented to become `consumer`). Under it the broker assigns partitions and
+/// librdkafka refuses a configured `partition.assignment.strategy`, `session.timeout.ms` or
+/// `heartbeat.interval.ms` at creation, so [`DkgConsumer`] and the sampler
+/// set none of them then; with `classic` they set their strategy as before.
+pub fn uses_consumer_group_protocol(config: &ClientConfig) -> bool {
+    let value = match config.get("group.protocol") {
+        Some(v) => v.to_owned(),
+        // librdkafka's own default, so that a changed default is followed, not fought.
+        None => ClientConfig::new()
+            .create_native_config()
+            .and_then(|c| c.get("group.protocol"))
+            .unwrap_or_default(),
+    };
+    value.trim().eq_ignore_ascii_case("consumer")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder(extra: &[(&str, &str)]) -> DkgConsumerBuilder {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", "127.0.0.1:1");
+        for (k, v) in extra {
+            config.set(*k, *v);
+        }
+        DkgConsumer::builder(config).topic("t").group("g")
+    }
+
+    #[test]
+    fn classic_protocol_gets_the_cooperative_strategy() {
+        for extra in [&[][..], &[("group.protocol", "classic")][..]] {
+            let c = builder(extra).client_config("g");
+            assert_eq!(
+                c.get("partition.assignment.strategy"),
+                Some("cooperative-sticky")
+            );
+        }
+        // librdkafka 2.12's default is classic.
+        assert!(!uses_consumer_group_protocol(&ClientConfig::new()));
+    }
+
+    /// KIP-848: nothing librdkafka refuses under `group.protocol=consumer`; the config creates a
+    /// consumer (librdkafka checks the combination at creation, without a broker).
+    #[test]
+    fn consumer_protocol_sets_no_classic_only_key_and_creates() {
+        for value in ["consumer", " Consumer "] {
+            let c = builder(&[("group.protocol", value)]).client_config("g");
+            assert!(uses_consumer_group_protocol(&c), "{value:?}");
+            for key in [
+                "partition.assignment.strategy",
+                "session.timeout.ms",
+                "heartbeat.interval.ms",
+            ] {
+                assert_eq!(c.get(key), None, "{key}");
+            }
+        }
+        let c = builder(&[("group.protocol", "consumer")]).client_config("g");
+        let created: KafkaResult<BaseConsumer> = c.create();
+        assert!(created.is_ok(), "{:?}", created.err());
+        // The refusal this avoids, with the same librdkafka.
+        let mut refused = builder(&[("group.protocol", "consumer")]).client_config("g");
+        refused.set("partition.assignment.strategy", "cooperative-sticky");
+        assert!(refused.create::<BaseConsumer>().is_err());
+    }
 }

@@ -51,7 +51,7 @@ use self::message::DkgHeaders;
 pub use self::message::{DkgMessage, DkgRecord};
 use self::metrics::ConsumerMetrics;
 
-pub use self::builder::{ConsumerConfig, DkgConsumerBuilder};
+pub use self::builder::{ConsumerConfig, DkgConsumerBuilder, uses_consumer_group_protocol};
 pub use self::context::DkgContext;
 use self::context::{Note, Shared};
 use self::driver::Inner;

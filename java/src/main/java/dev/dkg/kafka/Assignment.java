@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.stream.Collectors;
 
 /**
  * A validated DKG assignment (document format {@code dkg.assignment}, version 1 or 2) and its O(1) lookup;
@@ -278,7 +279,7 @@ public final class Assignment implements ControlValue {
                 int[] w = splitWeightsOf[i];
                 splitParts[s] = splitPartitionsOf[i];
                 // Keys with equal weights share a schedule (a hot topic's split keys tend to: 1:1, 2:1, ...).
-                splitOrder[s++] = schedules.computeIfAbsent(Arrays.stream(w).boxed().toList(), k -> schedule(w));
+                splitOrder[s++] = schedules.computeIfAbsent(Arrays.stream(w).boxed().collect(Collectors.toList()), k -> schedule(w));
             }
         }
 
@@ -620,6 +621,16 @@ public final class Assignment implements ControlValue {
         long n = splitCounters.getAndIncrement(s * COUNTER_STRIDE);
         byte[] order = splitOrder[s];
         return splitParts[s][order[(int) Long.remainderUnsigned(n, order.length)]];
+    }
+
+    /** Whether {@code partition} is one of split key {@code SPLIT_BASE + s}'s parts (no counter is touched). */
+    boolean splitHasPart(int answer, int partition) {
+        for (int q : splitParts[answer - SPLIT_BASE]) {
+            if (q == partition) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The bucket of {@code key} (heavy or not): {@code toPositive(murmur2(key, seed)) % buckets()}. */

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -232,9 +231,11 @@ final class ControlFollower implements Runnable {
         }
     }
 
+    // close(Duration) is deprecated from 4.1 for close(CloseOptions), which a 3.x or 4.0 client does not have.
+    @SuppressWarnings("deprecation")
     private static void closeQuietly(KafkaConsumer<?, ?> c) {
         try {
-            c.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+            c.close(Duration.ofSeconds(5));
         } catch (RuntimeException e) {
             LOG.debug("DKG: closing the control-topic consumer: {}", e.toString());
         }

@@ -1,15 +1,72 @@
 package dev.dkg.kafka;
 
 /**
- * What one control-topic record did to an {@link AssignmentBook} (the Rust {@code ControlUpdate}).
- *
- * @param outcome what happened
- * @param topic the data topic (the record key), {@code null} if the key was missing or not UTF-8
- * @param assignment the adopted assignment ({@link Outcome#ACCEPTED} of an assignment), else {@code null}
- * @param reason why it was rejected ({@link Outcome#REJECTED} only), else {@code null}
- * @param detail a human-readable explanation for the log ({@link Outcome#REJECTED} only), else {@code null}
+ * What one control-topic record did to an {@link AssignmentBook} (the Rust {@code ControlUpdate}): an immutable
+ * value (a record before the Java 11 level).
  */
-public record ControlUpdate(Outcome outcome, String topic, Assignment assignment, RejectReason reason, String detail) {
+public final class ControlUpdate {
+    private final Outcome outcome;
+    private final String topic;
+    private final Assignment assignment;
+    private final RejectReason reason;
+    private final String detail;
+
+    /** An update; see the class description for the fields. */
+    public ControlUpdate(Outcome outcome, String topic, Assignment assignment, RejectReason reason, String detail) {
+        this.outcome = outcome;
+        this.topic = topic;
+        this.assignment = assignment;
+        this.reason = reason;
+        this.detail = detail;
+    }
+
+    /** What happened. */
+    public Outcome outcome() {
+        return outcome;
+    }
+
+    /** The data topic (the record key), {@code null} if the key was missing or not UTF-8. */
+    public String topic() {
+        return topic;
+    }
+
+    /** The adopted assignment ({@link Outcome#ACCEPTED} of an assignment), else {@code null}. */
+    public Assignment assignment() {
+        return assignment;
+    }
+
+    /** Why it was rejected ({@link Outcome#REJECTED} only), else {@code null}. */
+    public RejectReason reason() {
+        return reason;
+    }
+
+    /** A human-readable explanation for the log ({@link Outcome#REJECTED} only), else {@code null}. */
+    public String detail() {
+        return detail;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (!(o instanceof ControlUpdate)) {
+            return false;
+        }
+        ControlUpdate u = (ControlUpdate) o;
+        return outcome == u.outcome && java.util.Objects.equals(topic, u.topic)
+                && java.util.Objects.equals(assignment, u.assignment) && reason == u.reason
+                && java.util.Objects.equals(detail, u.detail);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(outcome, topic, assignment, reason, detail);
+    }
+
+    @Override
+    public String toString() {
+        return "ControlUpdate[outcome=" + outcome + ", topic=" + topic + ", assignment=" + assignment + ", reason="
+                + reason + ", detail=" + detail + "]";
+    }
+
     /** The effect of a control-topic record. */
     public enum Outcome {
         /** A new assignment is current for its topic. */

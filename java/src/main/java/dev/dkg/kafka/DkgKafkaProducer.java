@@ -49,17 +49,10 @@ import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetric;
-import org.apache.kafka.common.metrics.KafkaMetricsContext;
-import org.apache.kafka.common.metrics.MetricConfig;
-import org.apache.kafka.common.metrics.Metrics;
-import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serializer;
-import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -156,9 +149,9 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
      * ({@code kafka.producer:type=plugins,class=DkgKafkaProducer,client-id=...}) and returned by {@link #metrics()}
      * with the inner client's. A decorator is not a plug-in: no client hands it {@code PluginMetrics}.
      */
-    private final Metrics ownMetrics;
+    private final DkgMetrics.OwnRegistry ownMetrics;
     /** Where the protocol's per-topic counters are added as topics appear (the client's tags). */
-    private final PluginMetricsImpl protocolMetrics;
+    private final DkgMetrics.Registrar protocolMetrics;
 
     /**
      * The ordering state of one data topic. The ledgers and {@link #closedThrough} are shared with the send path;
@@ -261,7 +254,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         KafkaProducer<byte[], byte[]> createdInner = null;
         DkgRouter createdRouter = null;
         try {
-            createdRouter = shared instanceof DkgRouter r ? r : DkgRouter.start(settings);
+            createdRouter = shared instanceof DkgRouter ? (DkgRouter) shared : DkgRouter.start(settings);
             Map<String, Object> connection = ControlFollower.connectionSettings(settings);
             createdAdmin = Admin.create(connection);
             Handoff.ensureTopic(createdAdmin, handoffTopic, IO_TIMEOUT_MS);
@@ -292,14 +285,13 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         this.ownsRouter = !(shared instanceof DkgRouter);
         Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
-        this.ownMetrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), Time.SYSTEM,
-                new KafkaMetricsContext("kafka.producer"));
         Map<String, String> metricTags = new LinkedHashMap<>();
         metricTags.put("config", "dkg");
         metricTags.put("class", "DkgKafkaProducer");
         metricTags.put("client-id", clientId == null || clientId.toString().isEmpty() ? "dkg-" + id.substring(0, 8)
                 : clientId.toString());
-        PluginMetricsImpl pluginMetrics = new PluginMetricsImpl(ownMetrics, metricTags);
+        DkgMetrics.OwnRegistry pluginMetrics = DkgMetrics.ownRegistry("kafka.producer", metricTags);
+        this.ownMetrics = pluginMetrics;
         if (!(shared instanceof DkgRouter)) {
             router.bindMetrics(pluginMetrics);
         }
@@ -354,15 +346,42 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         for (String refused : List.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, ProducerConfig.PARTITIONER_CLASS_CONFIG,
                 ProducerConfig.INTERCEPTOR_CLASSES_CONFIG)) {
             Object v = settings.get(refused);
-            if (v != null && !v.toString().isEmpty() && !(v instanceof List<?> l && l.isEmpty())) {
+            if (v != null && !v.toString().isEmpty() && !(v instanceof List<?> && ((List<?>) v).isEmpty())) {
                 throw new ConfigException(refused, v, "not supported by DkgKafkaProducer: "
-                        + switch (refused) {
-                            case ProducerConfig.TRANSACTIONAL_ID_CONFIG -> "transactions are not part of the "
-                                    + "ordering protocol in this release";
-                            case ProducerConfig.PARTITIONER_CLASS_CONFIG -> "it places records itself";
-                            default -> "its inner client sees serialized records only";
-                        });
+                        + refusal(refused));
             }
+        }
+    }
+
+    /** A stamp header (Kafka's own {@code Header} implementation is internal). */
+    private static final class StampHeader implements Header {
+        private final String key;
+        private final byte[] value;
+
+        StampHeader(String key, byte[] value) {
+            this.key = key;
+            this.value = value;
+        }
+
+        @Override
+        public String key() {
+            return key;
+        }
+
+        @Override
+        public byte[] value() {
+            return value;
+        }
+    }
+
+    private static String refusal(String key) {
+        switch (key) {
+            case ProducerConfig.TRANSACTIONAL_ID_CONFIG:
+                return "transactions are not part of the ordering protocol in this release";
+            case ProducerConfig.PARTITIONER_CLASS_CONFIG:
+                return "it places records itself";
+            default:
+                return "its inner client sees serialized records only";
         }
     }
 
@@ -376,8 +395,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     private static List<String> topicList(Object v) {
         List<String> out = new ArrayList<>();
-        if (v instanceof List<?> l) {
-            l.forEach(x -> out.add(x.toString().trim()));
+        if (v instanceof List<?>) {
+            ((List<?>) v).forEach(x -> out.add(x.toString().trim()));
         } else if (v != null) {
             out.addAll(Arrays.asList(v.toString().split(",")));
         }
@@ -517,9 +536,10 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         Iterable<Header> out = own.length == 0 ? null : headers;
         if (stamp) {
             // A copy: the caller's record keeps its own headers.
-            RecordHeaders stamped = new RecordHeaders(own);
-            stamped.add(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII));
-            stamped.add(PRODUCER_HEADER, idBytes);
+            List<Header> stamped = new ArrayList<>(own.length + 2);
+            Collections.addAll(stamped, own);
+            stamped.add(new StampHeader(EPOCH_HEADER, Long.toUnsignedString(epoch).getBytes(StandardCharsets.US_ASCII)));
+            stamped.add(new StampHeader(PRODUCER_HEADER, idBytes));
             out = stamped;
         }
         Outcome outcome = new Outcome(ledger, partition, callback);
@@ -968,17 +988,21 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         return Collections.unmodifiableMap(all);
     }
 
-    @Override
+    // No @Override on the methods below that some supported client versions lack in Producer (this class is
+    // compiled against the pinned 4.x and must load and link on 3.0+): KIP-714's clientInstanceId (3.7+) and
+    // KIP-1076's metric subscription (4.0+) exist on the inner client only where the caller's Producer has them.
+
+    /** The inner client's ({@code Producer.clientInstanceId}, kafka-clients 3.7+). */
     public Uuid clientInstanceId(Duration timeout) {
         return inner.clientInstanceId(timeout);
     }
 
-    @Override
+    /** The inner client's ({@code Producer.registerMetricForSubscription}, kafka-clients 4.0+). */
     public void registerMetricForSubscription(KafkaMetric metric) {
         inner.registerMetricForSubscription(metric);
     }
 
-    @Override
+    /** The inner client's ({@code Producer.unregisterMetricFromSubscription}, kafka-clients 4.0+). */
     public void unregisterMetricFromSubscription(KafkaMetric metric) {
         inner.unregisterMetricFromSubscription(metric);
     }
@@ -998,6 +1022,20 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets,
             ConsumerGroupMetadata groupMetadata) throws ProducerFencedException {
         inner.sendOffsetsToTransaction(offsets, groupMetadata);
+    }
+
+    /**
+     * The 3.x {@code Producer} method 4.0 removed, kept so that 3.x callers link against this class: the inner
+     * client's {@code sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(consumerGroupId))}, which is what
+     * {@code KafkaProducer} 3.x does with it. Transactions are refused at construction, so the inner client throws.
+     *
+     * @deprecated as in kafka-clients 3.x: use {@link #sendOffsetsToTransaction(Map, ConsumerGroupMetadata)}
+     */
+    @Deprecated
+    @SuppressWarnings("removal") // ConsumerGroupMetadata(String), as the 3.x client itself did
+    public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets, String consumerGroupId)
+            throws ProducerFencedException {
+        inner.sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(consumerGroupId));
     }
 
     @Override

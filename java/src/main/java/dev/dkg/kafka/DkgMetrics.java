@@ -1,12 +1,89 @@
 package dev.dkg.kafka;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.Measurable;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.utils.Time;
+
 /**
- * Names of the metrics a {@link DkgRouter} registers in the client's metrics (through
- * {@link org.apache.kafka.common.metrics.PluginMetrics}: group {@code plugins}, with the client's tags
- * {@code config=partitioner.class} and {@code class=DkgPartitioner}). Each matches a Rust producer metric
+ * Names of the metrics a {@link DkgRouter} registers (group {@code plugins}, with the tags
+ * {@code config=partitioner.class} and {@code class=DkgPartitioner}), and where they go ({@link Registrar}): the
+ * plug-in's own registry with a {@code JmxReporter} in the client's JMX domain ({@link #ownRegistry}, every client
+ * version) or the client's metrics through KIP-877's {@code PluginMetrics}
+ * ({@link dev.dkg.kafka.kip877.DkgPartitioner}, kafka-clients 4.1+). Each name matches a Rust producer metric
  * ({@code partitioner/src/kafka/metrics.rs}): {@code dkg_producer_X} there is {@code dkg-producer-X} here.
  */
 public final class DkgMetrics {
+    /** The metric group, as KIP-877 names plug-in metrics. */
+    public static final String GROUP = "plugins";
+
+    /**
+     * Where a router's metrics are registered. Implementations need only the kafka-clients classes every
+     * supported version has (3.0+), so that the registrar a client cannot load is never loaded on it.
+     */
+    public interface Registrar {
+        /**
+         * Registers one metric, best effort: a failure (a duplicate, closed metrics) is logged, never thrown.
+         *
+         * @param name the metric name (one of this class's constants)
+         * @param description what it measures
+         * @param tags the metric's own tags (e.g. {@code topic}), in order
+         * @param value its current value
+         */
+        void add(String name, String description, Map<String, String> tags, Measurable value);
+    }
+
+    /**
+     * A registry of the plug-in's own: its metrics in group {@value #GROUP} with {@code fixedTags} (e.g.
+     * {@code config}, {@code class}, {@code client-id}) before each metric's tags, reported to JMX in
+     * {@code jmxDomain} ({@code kafka.producer}: {@code kafka.producer:type=plugins,config=...,class=...,
+     * client-id=...,topic=...}). Close it with the client.
+     */
+    public static OwnRegistry ownRegistry(String jmxDomain, Map<String, String> fixedTags) {
+        return new OwnRegistry(jmxDomain, fixedTags);
+    }
+
+    /** The plug-in's own metrics registry ({@link #ownRegistry}). */
+    public static final class OwnRegistry implements Registrar, AutoCloseable {
+        private final Metrics metrics;
+        private final Map<String, String> fixedTags;
+
+        private OwnRegistry(String jmxDomain, Map<String, String> fixedTags) {
+            this.metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), Time.SYSTEM,
+                    new KafkaMetricsContext(jmxDomain));
+            this.fixedTags = new LinkedHashMap<>(fixedTags);
+        }
+
+        @Override
+        public void add(String name, String description, Map<String, String> tags, Measurable value) {
+            try {
+                LinkedHashMap<String, String> all = new LinkedHashMap<>(fixedTags);
+                all.putAll(tags);
+                MetricName metricName = metrics.metricName(name, GROUP, description, all);
+                metrics.addMetric(metricName, value);
+            } catch (RuntimeException e) {
+                DkgRouter.metricNotAdded(name, tags, e);
+            }
+        }
+
+        /** The registry's metrics (a live view). */
+        public Map<MetricName, ? extends org.apache.kafka.common.Metric> metrics() {
+            return metrics.metrics();
+        }
+
+        /** Unregisters every metric (and its MBeans). */
+        @Override
+        public void close() {
+            metrics.close();
+        }
+    }
+
     /**
      * Records placed, by {@code topic} and {@code route} (heavy, bucket, split, fallback, keyless); a counter. Exact:
      * per-thread cells without atomic read-modify-write ({@code RouteCounters}); a read may miss only increments still

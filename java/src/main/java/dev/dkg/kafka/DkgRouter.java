@@ -7,10 +7,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.common.Cluster;
-import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.Measurable;
-import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -101,6 +99,29 @@ public final class DkgRouter implements AutoCloseable {
         int partition(byte[] key, int numPartitions) {
             seen(numPartitions);
             return route(key, numPartitions);
+        }
+
+        /**
+         * Whether {@code key} goes to {@code partition} now, without counting or advancing anything (for a split key:
+         * whether {@code partition} is one of its parts): how {@link DkgPartitioner} recognises kafka-clients 3.x's
+         * repeated call for a record.
+         */
+        boolean places(byte[] key, int numPartitions, int partition) {
+            if (numPartitions <= 0) {
+                return partition == 0;
+            }
+            Assignment a = assignment;
+            if (a != null && a.partitions() == numPartitions) {
+                int r = a.lookup(key);
+                int p = r ^ (r >> 31);
+                if (p < numPartitions) {
+                    return p == partition;
+                }
+                if (p >= Assignment.SPLIT_BASE) {
+                    return a.splitHasPart(p, partition);
+                }
+            }
+            return Murmur2.kafkaPartition(key, numPartitions) == partition;
         }
 
         /**
@@ -195,7 +216,7 @@ public final class DkgRouter implements AutoCloseable {
     private final LongAdder[] rejected = new LongAdder[REASONS.length];
     private final LongAdder errors = new LongAdder();
     private final Object metricsLock = new Object();
-    private PluginMetrics metrics;
+    private DkgMetrics.Registrar metrics;
     private volatile ControlFollower follower;
     /** Whether adoptions make stamp-window transitions ({@link TopicState#transition}): an ordering producer's. */
     private volatile boolean trackWindows;
@@ -459,7 +480,15 @@ public final class DkgRouter implements AutoCloseable {
     }
 
     /** An adopted assignment's control-topic value. */
-    private record Document(long epoch, byte[] value) {}
+    private static final class Document {
+        final long epoch;
+        final byte[] value;
+
+        Document(long epoch, byte[] value) {
+            this.epoch = epoch;
+            this.value = value;
+        }
+    }
 
     /** The adopted assignments by topic (an immutable snapshot). */
     public Map<String, Assignment> assignments() {
@@ -498,10 +527,12 @@ public final class DkgRouter implements AutoCloseable {
     // Metrics.
 
     /**
-     * Registers this router's metrics in a client's metrics (see {@link DkgMetrics}). Per-topic metrics appear for
-     * every topic routed or assigned. Call at most once.
+     * Registers this router's metrics (see {@link DkgMetrics}): in the plug-in's own registry
+     * ({@link DkgMetrics#ownRegistry}, any client) or the client's ({@code dev.dkg.kafka.kip877.DkgPartitioner
+     * .registrar(pluginMetrics)}, kafka-clients 4.1+). Per-topic metrics appear for every topic routed or assigned.
+     * Call at most once.
      */
-    public void bindMetrics(PluginMetrics pluginMetrics) {
+    public void bindMetrics(DkgMetrics.Registrar pluginMetrics) {
         synchronized (metricsLock) {
             if (metrics != null) {
                 throw new IllegalStateException("DkgRouter metrics are already bound");
@@ -540,7 +571,7 @@ public final class DkgRouter implements AutoCloseable {
         }
     }
 
-    private static void registerTopic(PluginMetrics m, TopicState s) {
+    private static void registerTopic(DkgMetrics.Registrar m, TopicState s) {
         s.registered = true;
         for (Route route : ROUTES) {
             if (!exported(route, s.routeDetail)) {
@@ -577,15 +608,18 @@ public final class DkgRouter implements AutoCloseable {
     }
 
     /** Registers one metric, best effort (also used by {@link DkgKafkaProducer} for its protocol counters). */
-    static void add(PluginMetrics m, String name, String description, LinkedHashMap<String, String> tags,
+    static void add(DkgMetrics.Registrar m, String name, String description, LinkedHashMap<String, String> tags,
             Measurable value) {
         try {
-            MetricName metricName = m.metricName(name, description, tags);
-            m.addMetric(metricName, value);
+            m.add(name, description, tags, value);
         } catch (RuntimeException e) {
-            // Closed metrics (the producer is closing) or a duplicate: metrics are best effort, routing is not.
-            LOG.debug("DKG: could not register metric {} {}: {}", name, tags, e.toString());
+            metricNotAdded(name, tags, e);
         }
+    }
+
+    /** Closed metrics (the producer is closing) or a duplicate: metrics are best effort, routing is not. */
+    static void metricNotAdded(String name, Map<String, String> tags, RuntimeException e) {
+        LOG.debug("DKG: could not register metric {} {}: {}", name, tags, e.toString());
     }
 
     static LinkedHashMap<String, String> tags(String key, String value) {

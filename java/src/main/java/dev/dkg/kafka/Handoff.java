@@ -1,5 +1,6 @@
 package dev.dkg.kafka;
 
+import java.lang.reflect.InvocationTargetException;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.Collection;
@@ -12,9 +13,11 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DescribeTopicsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -156,13 +159,35 @@ final class Handoff {
         }
     }
 
+    /**
+     * {@code allTopicNames()} (kafka-clients 3.1+), else {@code all()} (3.0; removed in 4.0): no one method of
+     * {@code DescribeTopicsResult} exists on every supported client, so the one there is is found by name.
+     */
+    @SuppressWarnings("unchecked")
+    static KafkaFuture<Map<String, TopicDescription>> byName(DescribeTopicsResult r) {
+        for (String method : new String[] {"allTopicNames", "all"}) {
+            try {
+                return (KafkaFuture<Map<String, TopicDescription>>) DescribeTopicsResult.class.getMethod(method)
+                        .invoke(r);
+            } catch (NoSuchMethodException e) {
+                // The other one.
+            } catch (IllegalAccessException e) {
+                throw new KafkaException(e);
+            } catch (InvocationTargetException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof RuntimeException ? (RuntimeException) cause : new KafkaException(cause);
+            }
+        }
+        throw new KafkaException("DescribeTopicsResult has neither allTopicNames() nor all()");
+    }
+
     /** A topic's description, asked again for a while: a topic created a moment ago may not be known yet. */
     private static TopicDescription describe(Admin admin, String name, long timeoutMs)
             throws InterruptedException, ExecutionException, TimeoutException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         while (true) {
             try {
-                Collection<TopicDescription> all = admin.describeTopics(List.of(name)).allTopicNames()
+                Collection<TopicDescription> all = byName(admin.describeTopics(List.of(name)))
                         .get(timeoutMs, TimeUnit.MILLISECONDS).values();
                 return all.iterator().next();
             } catch (ExecutionException e) {

@@ -34,10 +34,80 @@ final class StampWindows {
     }
 
     /** Windows up to {@code upto} may close, the newest of them for {@code reason}. */
-    record Closing(long upto, Reason reason) {}
+    static final class Closing {
+        private final long upto;
+        private final Reason reason;
+
+        Closing(long upto, Reason reason) {
+            this.upto = upto;
+            this.reason = reason;
+        }
+
+        long upto() {
+            return upto;
+        }
+
+        Reason reason() {
+            return reason;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof Closing)) {
+                return false;
+            }
+            Closing o = (Closing) other;
+            return upto == o.upto && reason == o.reason;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(upto, reason);
+        }
+
+        @Override
+        public String toString() {
+            return "Closing[" + "upto=" + upto + ", " + "reason=" + reason + "]";
+        }
+    }
 
     /** A group's settled epochs over a topic's partitions: now, and the best it ever reached. */
-    record Settled(long now, long best) {}
+    static final class Settled {
+        private final long now;
+        private final long best;
+
+        Settled(long now, long best) {
+            this.now = now;
+            this.best = best;
+        }
+
+        long now() {
+            return now;
+        }
+
+        long best() {
+            return best;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof Settled)) {
+                return false;
+            }
+            Settled o = (Settled) other;
+            return now == o.now && best == o.best;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(now, best);
+        }
+
+        @Override
+        public String toString() {
+            return "Settled[" + "now=" + now + ", " + "best=" + best + "]";
+        }
+    }
 
     private final long maxOpenNanos;
     /** topic -> group -> partition -> {drained now, highest drained announced}. */

@@ -46,13 +46,111 @@ final class StrictJson {
     }
 
     /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
-    record Header(String format, long version) {}
+    static final class Header {
+        private final String format;
+        private final long version;
+
+        Header(String format, long version) {
+            this.format = format;
+            this.version = version;
+        }
+
+        String format() {
+            return format;
+        }
+
+        long version() {
+            return version;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof Header)) {
+                return false;
+            }
+            Header o = (Header) other;
+            return java.util.Objects.equals(format, o.format) && version == o.version;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(format, version);
+        }
+
+        @Override
+        public String toString() {
+            return "Header[" + "format=" + format + ", " + "version=" + version + "]";
+        }
+    }
 
     /** The heavy keys as read: key text still base64; {@code split} null for a whole key (else version 2's parts). */
-    record HeavyIn(String keyB64, int partition, long weight, SplitIn[] split) {}
+    static final class HeavyIn {
+        private final String keyB64;
+        private final int partition;
+        private final long weight;
+        private final SplitIn[] split;
+
+        HeavyIn(String keyB64, int partition, long weight, SplitIn[] split) {
+            this.keyB64 = keyB64;
+            this.partition = partition;
+            this.weight = weight;
+            this.split = split;
+        }
+
+        String keyB64() {
+            return keyB64;
+        }
+
+        int partition() {
+            return partition;
+        }
+
+        long weight() {
+            return weight;
+        }
+
+        SplitIn[] split() {
+            return split;
+        }
+    }
 
     /** One part of a split heavy key (version 2), as read. */
-    record SplitIn(int partition, int weight) {}
+    static final class SplitIn {
+        private final int partition;
+        private final int weight;
+
+        SplitIn(int partition, int weight) {
+            this.partition = partition;
+            this.weight = weight;
+        }
+
+        int partition() {
+            return partition;
+        }
+
+        int weight() {
+            return weight;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof SplitIn)) {
+                return false;
+            }
+            SplitIn o = (SplitIn) other;
+            return partition == o.partition && weight == o.weight;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(partition, weight);
+        }
+
+        @Override
+        public String toString() {
+            return "SplitIn[" + "partition=" + partition + ", " + "weight=" + weight + "]";
+        }
+    }
 
     /**
      * The second pass: every field, unvalidated beyond its JSON type and integer range, and which kind of
@@ -152,7 +250,54 @@ final class StrictJson {
     }
 
     /** The members of a handoff {@code progress/} value an ordering producer reads (spec 9.1). */
-    record Progress(String group, String topic, int partition, long drained) {}
+    static final class Progress {
+        private final String group;
+        private final String topic;
+        private final int partition;
+        private final long drained;
+
+        Progress(String group, String topic, int partition, long drained) {
+            this.group = group;
+            this.topic = topic;
+            this.partition = partition;
+            this.drained = drained;
+        }
+
+        String group() {
+            return group;
+        }
+
+        String topic() {
+            return topic;
+        }
+
+        int partition() {
+            return partition;
+        }
+
+        long drained() {
+            return drained;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof Progress)) {
+                return false;
+            }
+            Progress o = (Progress) other;
+            return java.util.Objects.equals(group, o.group) && java.util.Objects.equals(topic, o.topic) && partition == o.partition && drained == o.drained;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(group, topic, partition, drained);
+        }
+
+        @Override
+        public String toString() {
+            return "Progress[" + "group=" + group + ", " + "topic=" + topic + ", " + "partition=" + partition + ", " + "drained=" + drained + "]";
+        }
+    }
 
     /**
      * A handoff {@code Progress} value: {@code group}, {@code topic}, {@code partition} ({@code u32}) and
@@ -165,9 +310,16 @@ final class StrictJson {
         long[] number = new long[2];
         int seen = r.readObjectSkippingUnknown(PROGRESS_FIELDS, field -> {
             switch (field) {
-                case 0, 1 -> text[field] = r.readString();
-                case 2 -> number[0] = Integer.toUnsignedLong(r.readU32());
-                default -> number[1] = r.readU64();
+                case 0:
+                case 1:
+                    text[field] = r.readString();
+                    break;
+                case 2:
+                    number[0] = Integer.toUnsignedLong(r.readU32());
+                    break;
+                default:
+                    number[1] = r.readU64();
+                    break;
             }
         });
         r.end();

@@ -60,7 +60,42 @@ final class Transition {
     }
 
     /** An open window: the epoch adopted and the epoch of the placement before it (0: Kafka's, or not known). */
-    record OpenWindow(long epoch, long prev) {}
+    static final class OpenWindow {
+        private final long epoch;
+        private final long prev;
+
+        OpenWindow(long epoch, long prev) {
+            this.epoch = epoch;
+            this.prev = prev;
+        }
+
+        long epoch() {
+            return epoch;
+        }
+
+        long prev() {
+            return prev;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            if (!(other instanceof OpenWindow)) {
+                return false;
+            }
+            OpenWindow o = (OpenWindow) other;
+            return epoch == o.epoch && prev == o.prev;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(epoch, prev);
+        }
+
+        @Override
+        public String toString() {
+            return "OpenWindow[" + "epoch=" + epoch + ", " + "prev=" + prev + "]";
+        }
+    }
 
     final long toEpoch;
     /** Empty once the current epoch's window closed (nothing counts as moved). */

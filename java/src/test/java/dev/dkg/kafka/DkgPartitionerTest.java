@@ -15,7 +15,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -35,6 +34,51 @@ class DkgPartitionerTest {
         return Docs.base().topic(TOPIC).partitions(partitions).epoch(epoch).table(table).heavy("hot", 0);
     }
 
+    /**
+     * kafka-clients 3.x calls onNewBatch when a record needs a new batch and then partition() again for that record:
+     * the repeat gets the first answer and is not counted again (a split key's schedule does not skip a part); a
+     * different record after onNewBatch (one with an explicit partition
+     * needed the batch) is placed and counted as usual.
+     */
+    private static boolean hasOnNewBatch() {
+        try {
+            org.apache.kafka.clients.producer.Partitioner.class.getMethod("onNewBatch", String.class,
+                    Cluster.class, int.class);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    @Test
+    void theRepeatCallOfA3xClientAfterOnNewBatchIsAnsweredOnceAndCountedOnce() {
+        DkgRouter router = DkgRouter.detached("_dkg.assignments");
+        router.apply(Docs.utf8(TOPIC), Docs.base().split("warm", new int[] {2, 0}, new int[] {1, 1}).bytes());
+        DkgPartitioner p = new DkgPartitioner(router, 16384);
+        Cluster cluster = Clusters.of(TOPIC, 3);
+        byte[] value = new byte[10];
+        byte[] first = Docs.utf8("warm");
+        // The split key alternates 2, 0, 2, 0, ... over its records.
+        assertEquals(2, p.partition(TOPIC, null, first, null, value, cluster));
+        p.onNewBatch(TOPIC, cluster, 2);
+        // On 4.x no client calls onNewBatch and the partitioner does not look for repeats: a second call is a record.
+        boolean threeX = hasOnNewBatch();
+        assertEquals(threeX ? 2 : 0, p.partition(TOPIC, null, first, null, value, cluster), "the repeat");
+        assertEquals(threeX ? 0 : 2, p.partition(TOPIC, null, Docs.utf8("warm"), null, value, cluster),
+                "the schedule went on");
+        assertEquals(threeX ? 2 : 3, router.records(TOPIC, Route.SPLIT));
+        // onNewBatch for a record the partitioner did not place (explicit partition): the next record is new.
+        p.onNewBatch(TOPIC, cluster, 1);
+        assertEquals(threeX ? 2 : 0, p.partition(TOPIC, null, Docs.utf8("warm"), null, value, cluster));
+        assertEquals(threeX ? 3 : 4, router.records(TOPIC, Route.SPLIT));
+        // Keyless records too: the repeat is not counted twice.
+        byte[] keyless = new byte[100];
+        int k = p.partition(TOPIC, null, null, null, keyless, cluster);
+        p.onNewBatch(TOPIC, cluster, k);
+        assertEquals(k, p.partition(TOPIC, null, null, null, keyless, cluster));
+        assertEquals(threeX ? 1 : 2, router.records(TOPIC, Route.KEYLESS));
+    }
+
     @Test
     void withoutAssignmentKeysGoWhereKafkasDefaultPartitionerPutsThem() {
         DkgRouter router = DkgRouter.detached("_dkg.assignments");
@@ -42,7 +86,7 @@ class DkgPartitionerTest {
         Cluster cluster = Clusters.of(TOPIC, 7);
         for (int i = 0; i < 1000; i++) {
             byte[] k = key(i);
-            assertEquals(BuiltInPartitioner.partitionForKey(k, 7), partitioner.partition(TOPIC, null, k, null, null, cluster));
+            assertEquals(Clusters.kafkaPartition(k, 7), partitioner.partition(TOPIC, null, k, null, null, cluster));
         }
         assertEquals(1000, router.records(TOPIC, Route.FALLBACK));
         assertEquals(0, router.records(TOPIC, Route.ASSIGNED));
@@ -69,16 +113,16 @@ class DkgPartitionerTest {
         Set<Integer> seen = new HashSet<>();
         for (int i = 0; i < 200; i++) {
             int p = partitioner.partition(TOPIC, null, key(i), null, null, six);
-            assertEquals(BuiltInPartitioner.partitionForKey(key(i), 6), p);
+            assertEquals(Clusters.kafkaPartition(key(i), 6), p);
             seen.add(p);
         }
         assertTrue(seen.size() > 1);
         assertEquals(200, router.records(TOPIC, Route.FALLBACK));
         // A tombstone returns to the default placement; other topics were never affected.
         router.apply(Docs.utf8(TOPIC), null);
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 partitioner.partition(TOPIC, null, key(1), null, null, four));
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 partitioner.partition("other", null, key(1), null, null, Clusters.of("other", 4)));
     }
 
@@ -115,7 +159,7 @@ class DkgPartitionerTest {
         assertEquals(0, partitioner.partition(TOPIC, null, key(1), null, null, null));
         assertEquals(1, router.errors());
         // A partitioner never configured (no router): still an answer.
-        assertEquals(BuiltInPartitioner.partitionForKey(key(1), 4),
+        assertEquals(Clusters.kafkaPartition(key(1), 4),
                 new DkgPartitioner().partition(TOPIC, null, key(1), null, null, cluster));
     }
 
@@ -205,7 +249,7 @@ class DkgPartitionerTest {
         List<Set<Integer>> allowed = new ArrayList<>();
         for (int i = 0; i < keys; i++) {
             allowed.add(new HashSet<>(List.of(a.partitionFor(key(i)), b.partitionFor(key(i)),
-                    BuiltInPartitioner.partitionForKey(key(i), n))));
+                    Clusters.kafkaPartition(key(i), n))));
         }
         AtomicBoolean stop = new AtomicBoolean();
         ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();

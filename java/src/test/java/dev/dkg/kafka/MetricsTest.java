@@ -13,7 +13,6 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Sensor;
-import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.junit.jupiter.api.Test;
 
 class MetricsTest {
@@ -34,6 +33,15 @@ class MetricsTest {
         return metrics.metrics().containsKey(metricName(name, tags));
     }
 
+    /** Registers in {@code metrics} as KIP-877's PluginMetrics does: group plugins, the plug-in's tags first. */
+    static DkgMetrics.Registrar registrar(Metrics metrics, Map<String, String> pluginTags) {
+        return (name, description, tags, value) -> {
+            Map<String, String> all = new LinkedHashMap<>(pluginTags);
+            all.putAll(tags);
+            metrics.addMetric(metrics.metricName(name, DkgMetrics.GROUP, description, all), value);
+        };
+    }
+
     private static Map<String, String> pluginTags() {
         Map<String, String> tags = new LinkedHashMap<>();
         tags.put("config", "partitioner.class");
@@ -51,7 +59,7 @@ class MetricsTest {
             DkgRouter router = DkgRouter.detached("_dkg.assignments", Sensor.RecordingLevel.DEBUG);
             assertTrue(router.countsRouteDetail());
             DkgPartitioner partitioner = new DkgPartitioner(router, 16384);
-            router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags()));
+            router.bindMetrics(registrar(metrics, pluginTags()));
             router.apply(Docs.utf8("orders"), Docs.base().heavy("hot", 1).bytes());
             var cluster = Clusters.of("orders", 3);
             for (String key : new String[] {"hot", "cold", "cold2", "hot"}) {
@@ -86,8 +94,8 @@ class MetricsTest {
             // A topic routed before the metrics were bound gets its metrics at binding time.
             router.partition("early", Docs.utf8("k"), 3);
             DkgPartitioner partitioner = new DkgPartitioner(router, 16384);
-            router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags));
-            assertThrows(IllegalStateException.class, () -> router.bindMetrics(new PluginMetricsImpl(metrics, pluginTags)));
+            router.bindMetrics(registrar(metrics, pluginTags));
+            assertThrows(IllegalStateException.class, () -> router.bindMetrics(registrar(metrics, pluginTags)));
 
             long created = System.currentTimeMillis() - 60_000;
             router.apply(Docs.utf8("orders"), Docs.base().epoch(9).createdAtMs(created).heavy("hot", 1)

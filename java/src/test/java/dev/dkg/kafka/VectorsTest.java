@@ -20,7 +20,6 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.utils.Utils;
 import org.junit.jupiter.api.Test;
@@ -62,7 +61,7 @@ class VectorsTest {
             for (Map.Entry<String, JsonNode> e : c.get("partitions").properties()) {
                 int n = Integer.parseInt(e.getKey());
                 assertEquals(e.getValue().intValue(), Murmur2.kafkaPartition(key, n), c + " n=" + n);
-                assertEquals(e.getValue().intValue(), BuiltInPartitioner.partitionForKey(key, n));
+                assertEquals(e.getValue().intValue(), Clusters.kafkaPartition(key, n));
                 checked++;
             }
         }

@@ -14,6 +14,8 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * topic's DKG assignment ({@link DkgRouter#partition}), with the same fallback to Kafka's default placement.
  * Keyless records (and keys the serializer turns into null) are left to the producer ({@code Optional.empty()}).
  *
+ * <p>Works with Kafka Streams 3.0 and newer: 3.0 to 3.3 call {@link #partition}, 3.4 and newer {@link #partitions}.
+ *
  * <p>DKG placement is not co-partitioned with anything hash-placed: a join between a DKG-placed topic and
  * another topic needs a repartition or a GlobalKTable (see the README).
  *
@@ -45,20 +47,36 @@ public final class DkgStreamPartitioner<K, V> implements StreamPartitioner<K, V>
 
     @Override
     public Optional<Set<Integer>> partitions(String topic, K key, V value, int numPartitions) {
+        int p = place(topic, key, numPartitions);
+        return p < 0 ? Optional.empty() : answer(p);
+    }
+
+    /**
+     * The single-partition method of Kafka Streams 3.0 to 3.3 ({@code StreamPartitioner.partitions} arrived in
+     * 3.4, and 4.0 removed this one; so no {@code @Override}): what {@link #partitions} answers, as a partition, or
+     * null (the producer places the record) where that is empty. Streams 3.4+ calls {@link #partitions} instead.
+     */
+    public Integer partition(String topic, K key, V value, int numPartitions) {
+        int p = place(topic, key, numPartitions);
+        return p < 0 ? null : p;
+    }
+
+    /** The key's partition, or -1 to leave the record to the producer. */
+    private int place(String topic, K key, int numPartitions) {
         if (key == null) {
-            return Optional.empty();
+            return -1;
         }
         byte[] bytes;
         try {
             bytes = keySerializer.serialize(topic, key);
         } catch (RuntimeException e) {
             // Streams serializes the key again when sending and reports the failure through its own handler.
-            return Optional.empty();
+            return -1;
         }
         if (bytes == null) {
-            return Optional.empty();
+            return -1;
         }
-        return answer(router.partition(topic, bytes, numPartitions));
+        return router.partition(topic, bytes, numPartitions);
     }
 
     private Optional<Set<Integer>> answer(int p) {

@@ -22,6 +22,7 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeTopicsResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -34,6 +35,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
@@ -136,11 +138,31 @@ public final class Broker {
         }
     }
 
+    /**
+     * {@code describeTopics(topic)} by name: {@code allTopicNames()} (kafka-clients 3.1+), else {@code all()} (3.0;
+     * removed in 4.0), so that the tests run on every client of the range.
+     */
+    @SuppressWarnings("unchecked")
+    static KafkaFuture<Map<String, TopicDescription>> describe(Admin admin, String topic) {
+        DescribeTopicsResult r = admin.describeTopics(List.of(topic));
+        for (String method : new String[] {"allTopicNames", "all"}) {
+            try {
+                return (KafkaFuture<Map<String, TopicDescription>>) DescribeTopicsResult.class.getMethod(method)
+                        .invoke(r);
+            } catch (NoSuchMethodException e) {
+                // The other one.
+            } catch (ReflectiveOperationException e) {
+                throw new AssertionError(e);
+            }
+        }
+        throw new AssertionError("DescribeTopicsResult has neither allTopicNames() nor all()");
+    }
+
     private static void waitForPartitions(Admin admin, String topic, int partitions) {
         waitUntil("topic " + topic + " to have " + partitions + " partitions with leaders", Duration.ofSeconds(30),
                 () -> {
                     try {
-                        TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(5,
+                        TopicDescription d = describe(admin, topic).get(5,
                                 TimeUnit.SECONDS).get(topic);
                         return d.partitions().size() == partitions
                                 && d.partitions().stream().allMatch(p -> p.leader() != null);
@@ -289,7 +311,7 @@ public final class Broker {
     /** The end offset of every partition of {@code topic}, by partition number. */
     public static long[] endOffsets(String topic) {
         try (Admin admin = admin()) {
-            int n = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic)
+            int n = describe(admin, topic).get(10, TimeUnit.SECONDS).get(topic)
                     .partitions().size();
             Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
             for (int i = 0; i < n; i++) {

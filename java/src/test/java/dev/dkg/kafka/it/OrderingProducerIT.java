@@ -4,12 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dkg.kafka.Assignment;
 import dev.dkg.kafka.DkgConfig;
 import dev.dkg.kafka.DkgKafkaProducer;
 import dev.dkg.kafka.DkgMetrics;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,12 +21,16 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.AppInfoParser;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -62,6 +69,42 @@ class OrderingProducerIT {
         Broker.publish(publisher, control, doc);
         Broker.waitUntil("epoch " + doc.epoch() + " adopted", Duration.ofSeconds(15),
                 () -> p.router().assignment(doc.topic()).epoch() == doc.epoch());
+    }
+
+    /**
+     * kafka-clients 3.x's {@code Producer.sendOffsetsToTransaction(Map, String)} (removed in 4.0) links and reaches the
+     * inner client, which refuses it as a 3.x {@code KafkaProducer} without a transactional.id does. On a 3.x client
+     * it is called through that client's {@code Producer} interface, as a 3.x caller's code does.
+     */
+    @SuppressWarnings("deprecation")
+    private static void legacyOffsetsGoToTheInnerClient(DkgKafkaProducer<byte[], byte[]> p) {
+        Method viaInterface = null;
+        try {
+            viaInterface = Producer.class.getMethod("sendOffsetsToTransaction", Map.class, String.class);
+        } catch (NoSuchMethodException e) {
+            assertTrue(Plugin.hasMonitorable() || !AppInfoParser.getVersion().startsWith("3."),
+                    "a 3.x Producer has the method");
+        }
+        Method call = viaInterface;
+        // Not empty: some 3.x clients return early on no offsets, before they check for transactions.
+        Map<TopicPartition, OffsetAndMetadata> offsets = Map.of(new TopicPartition("legacy", 0),
+                new OffsetAndMetadata(0));
+        Throwable thrown = assertThrows(Throwable.class, () -> {
+            if (call != null) {
+                try {
+                    call.invoke(p, offsets, "legacy-group");
+                } catch (InvocationTargetException e) {
+                    throw e.getCause();
+                }
+            } else {
+                p.sendOffsetsToTransaction(offsets, "legacy-group");
+            }
+        });
+        // 4.x: "Cannot use transactional methods without ... transactional.id ..."; 3.0: "Transactional method
+        // invoked on a non-transactional producer."
+        assertTrue(thrown instanceof IllegalStateException
+                && thrown.getMessage().toLowerCase(java.util.Locale.ROOT).contains("transactional"),
+                "the inner client's refusal: " + thrown);
     }
 
     @Test
@@ -124,6 +167,7 @@ class OrderingProducerIT {
                         "assigned"), "every record placed by an assignment");
                 assertEquals(360.0, Broker.metric(p.metrics(), "record-send-total", "topic", topic),
                         "the inner client's own metrics, beside them");
+                legacyOffsetsGoToTheInnerClient(p);
             }
 
             // The data topic: every record stamped in the start-up window, the moved keys in epoch 2's and 3's.

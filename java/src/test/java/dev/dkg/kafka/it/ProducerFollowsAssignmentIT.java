@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dkg.kafka.DkgMetrics;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -58,6 +59,12 @@ class ProducerFollowsAssignmentIT {
 
         Properties config = Broker.dkgProducerConfig(control);
         config.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "500");
+        // On 4.1+ this test runs the KIP-877 partitioner (metrics in the producer's own), the other ITs the
+        // default one (its own registry, read from JMX): both paths on the pinned client, the default on 3.x.
+        boolean kip877 = Plugin.hasMonitorable();
+        if (kip877) {
+            config.put(ProducerConfig.PARTITIONER_CLASS_CONFIG, "dev.dkg.kafka.kip877.DkgPartitioner");
+        }
         Map<String, Integer> expected = new HashMap<>();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config);
                 KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
@@ -68,6 +75,8 @@ class ProducerFollowsAssignmentIT {
                 expected.put("before-" + i, before.get(i));
             }
             assertEquals(0, Plugin.epoch(producer, topic), "no assignment yet");
+            assertEquals(kip877, Broker.metric(producer.metrics(), DkgMetrics.EPOCH, "topic", topic) != null,
+                    "the plug-in's metrics are in the producer's own metrics exactly with the KIP-877 partitioner");
 
             // 2. The assignment: heavy key pinned, every other key by its bucket.
             Broker.publish(publisher, control, doc);
@@ -82,9 +91,9 @@ class ProducerFollowsAssignmentIT {
                 expected.put("during-" + i, during.get(i));
             }
             assertEquals(hotPartition, during.get(keys.size() - 1), "the heavy key");
-            assertEquals(keys.size(), Plugin.records(producer.metrics(), topic, "fallback"), "fallback before");
+            assertEquals(keys.size(), Plugin.records(Plugin.metrics(producer), topic, "fallback"), "fallback before");
             // Recording level INFO (the client's default): heavy and bucket records count as one route.
-            assertEquals(keys.size(), Plugin.records(producer.metrics(), topic, "assigned"), "assigned route");
+            assertEquals(keys.size(), Plugin.records(Plugin.metrics(producer), topic, "assigned"), "assigned route");
             // A shuffled table moves about 5/6 of the keys; far fewer would mean the table was not used.
             assertTrue(differs > keys.size() / 2, differs + " of " + keys.size() + " keys moved");
 

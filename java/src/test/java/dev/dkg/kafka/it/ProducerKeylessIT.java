@@ -39,7 +39,7 @@ class ProducerKeylessIT {
                 producer.send(new ProducerRecord<>(topic, null, value));
             }
             producer.flush();
-            assertEquals(RECORDS, Plugin.records(producer.metrics(), topic, "keyless"));
+            assertEquals(RECORDS, Plugin.records(Plugin.metrics(producer), topic, "keyless"));
             perRequest = Broker.metric(producer.metrics(), "records-per-request-avg");
         }
         long[] end = Broker.endOffsets(topic);

@@ -90,15 +90,15 @@ class ProducerRejectsHostileIT {
             }
             Broker.waitUntil("every hostile record to be rejected", Duration.ofSeconds(20),
                     () -> wanted.entrySet().stream()
-                            .allMatch(e -> Plugin.rejected(producer.metrics(), e.getKey()) >= e.getValue()));
+                            .allMatch(e -> Plugin.rejected(Plugin.metrics(producer), e.getKey()) >= e.getValue()));
             stop.set(true);
             List<Integer> during = sending.get(60, TimeUnit.SECONDS);
             assertTrue(during.stream().allMatch(p -> p == 3), "records sent meanwhile follow epoch 5: " + during);
 
             for (Map.Entry<String, Long> e : wanted.entrySet()) {
-                assertEquals(e.getValue(), Plugin.rejected(producer.metrics(), e.getKey()), e.getKey());
+                assertEquals(e.getValue(), Plugin.rejected(Plugin.metrics(producer), e.getKey()), e.getKey());
             }
-            assertEquals(0, Plugin.rejected(producer.metrics(), "invalid"));
+            assertEquals(0, Plugin.rejected(Plugin.metrics(producer), "invalid"));
             // The last good assignment is still in force, and no other topic was hijacked.
             assertEquals(5, Plugin.epoch(producer, topic));
             assertEquals(0, Plugin.epoch(producer, otherTopic));
@@ -117,7 +117,7 @@ class ProducerRejectsHostileIT {
             assertEquals(6, Plugin.epoch(late, topic));
             assertEquals(0, Plugin.epoch(late, otherTopic));
             for (Map.Entry<String, Long> e : wanted.entrySet()) {
-                assertEquals(e.getValue(), Plugin.rejected(late.metrics(), e.getKey()), "late producer: " + e.getKey());
+                assertEquals(e.getValue(), Plugin.rejected(Plugin.metrics(late), e.getKey()), "late producer: " + e.getKey());
             }
         }
     }

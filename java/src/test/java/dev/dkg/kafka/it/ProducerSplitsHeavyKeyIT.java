@@ -108,9 +108,9 @@ class ProducerSplitsHeavyKeyIT {
                     }
                 }
                 assertArrayEquals(want, got, "the split key's records follow its schedule");
-                assertEquals(hotRecords, Plugin.records(producer.metrics(), topic, "split"));
+                assertEquals(hotRecords, Plugin.records(Plugin.metrics(producer), topic, "split"));
                 assertEquals(1, pinnedSent);
-                assertEquals(otherWant.size(), Plugin.records(producer.metrics(), topic, "assigned"));
+                assertEquals(otherWant.size(), Plugin.records(Plugin.metrics(producer), topic, "assigned"));
 
                 // A retraction document: Kafka's placement for every key; its epoch stays the floor.
                 String retraction = "{\"format\":\"dkg.assignment\",\"version\":2,\"kind\":\"retraction\",\"topic\":\""
@@ -121,7 +121,7 @@ class ProducerSplitsHeavyKeyIT {
                 Broker.publishRaw(publisher, control, Utils.utf8(topic), Utils.utf8(v2.replace("\"epoch\":4,",
                         "\"epoch\":8,")));
                 Broker.waitUntil("the stale document rejected", ADOPTION,
-                        () -> Plugin.rejected(producer.metrics(), "stale_epoch") == 1);
+                        () -> Plugin.rejected(Plugin.metrics(producer), "stale_epoch") == 1);
                 for (int n = 0; n < 12; n++) {
                     String value = "after-" + n;
                     int p = Broker.ack(producer.send(new ProducerRecord<>(topic, hot, Utils.utf8(value))), value)
@@ -137,8 +137,8 @@ class ProducerSplitsHeavyKeyIT {
                 Broker.publishRaw(publisher, control, Utils.utf8(topic), Utils.utf8(v2.replace("\"epoch\":4,",
                         "\"epoch\":10,").replace(GENERATION, "0".repeat(32))));
                 Broker.waitUntil("the foreign generation rejected after a re-read", ADOPTION,
-                        () -> Plugin.rejected(producer.metrics(), "generation_mismatch") == 1);
-                assertEquals(2, Plugin.rejected(producer.metrics(), "stale_epoch"), "the log was read again");
+                        () -> Plugin.rejected(Plugin.metrics(producer), "generation_mismatch") == 1);
+                assertEquals(2, Plugin.rejected(Plugin.metrics(producer), "stale_epoch"), "the log was read again");
                 assertEquals(0, Plugin.epoch(producer, topic), "the retraction is in force again");
             }
         }

@@ -91,7 +91,7 @@ class SamplerLearnsJavaTopicIT {
             produce(producer, topic, zipf, PHASE_RECORDS);
             long[] hashed = Broker.endOffsets(topic);
             double hashImbalance = Broker.imbalance(start, hashed);
-            assertTrue(Plugin.records(producer.metrics(), topic, "fallback") >= PHASE_RECORDS,
+            assertTrue(Plugin.records(Plugin.metrics(producer), topic, "fallback") >= PHASE_RECORDS,
                     "phase 1 was hash-placed");
 
             // The sampler learns phase 1 from the beginning of the topic and publishes. It catches up on a backlog
