@@ -11,9 +11,6 @@ use std::time::Duration;
 
 use common::*;
 use dkg_partitioner::Assignment;
-use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
-use rdkafka::client::DefaultClientContext;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {
@@ -65,18 +62,7 @@ async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {
         epoch
     });
 
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .create()
-        .expect("admin");
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in admin
-        .create_partitions([&NewPartitions::new(&topic, 5)], &opts)
-        .await
-        .expect("CreatePartitions")
-    {
-        r.unwrap_or_else(|(t, e)| panic!("CreatePartitions {t}: {e}"));
-    }
+    grow_partitions(&topic, 5).await;
     let grown = tokio::task::block_in_place(|| {
         wait_for(
             "the sidecar's assignment for 5 partitions",

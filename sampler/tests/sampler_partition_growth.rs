@@ -7,9 +7,6 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
-use rdkafka::client::DefaultClientContext;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_count() {
@@ -32,18 +29,7 @@ async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_coun
     });
     assert_eq!(first.partitions(), 3);
 
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .create()
-        .expect("admin");
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in admin
-        .create_partitions([&NewPartitions::new(&topic, 6)], &opts)
-        .await
-        .expect("CreatePartitions")
-    {
-        r.unwrap_or_else(|(t, e)| panic!("CreatePartitions {t}: {e}"));
-    }
+    grow_partitions(&topic, 6).await;
 
     let grown = tokio::task::block_in_place(|| {
         wait_for(

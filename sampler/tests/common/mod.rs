@@ -704,3 +704,20 @@ pub fn imbalance_between(from: &[i64], to: &[i64]) -> f64 {
     );
     counts.iter().copied().fold(0.0, f64::max) / mean - 1.0
 }
+
+/// Grow `topic` to `partitions` partitions (CreatePartitions), failing the test on any error.
+pub async fn grow_partitions(topic: &str, partitions: usize) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .expect("admin");
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for r in admin
+        .create_partitions([&NewPartitions::new(topic, partitions)], &opts)
+        .await
+        .expect("CreatePartitions")
+    {
+        r.unwrap_or_else(|(t, e)| panic!("CreatePartitions {t}: {e}"));
+    }
+}
