@@ -149,7 +149,7 @@ class JmxExporterRulesIT {
             Broker.publishRaw(publisher, control, topic.getBytes(StandardCharsets.UTF_8),
                     "{not json".getBytes(StandardCharsets.UTF_8));
             Broker.waitUntil("the malformed document to be rejected", Duration.ofSeconds(15),
-                    () -> Plugin.rejected(producer.metrics(), "malformed_json") == 1);
+                    () -> Plugin.rejected(Plugin.metrics(producer), "malformed_json") == 1);
 
             List<Sample> mine = checkedSeries(clientId);
             Map<String, String> t = Map.of("topic", topic);
