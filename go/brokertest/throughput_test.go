@@ -73,7 +73,14 @@ func BenchmarkProduceThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := pub.ProduceSync(ctx, &kgo.Record{Topic: control, Key: []byte(topic), Value: balancedDocument(topic, partitions, heavy, heavyPart)}).FirstErr(); err != nil {
+	doc := balancedDocument(topic, partitions, heavy, heavyPart)
+	if os.Getenv("DKG_BENCH_PLACEMENT") == "kafka" {
+		// The same placement as the default partitioner's (spec 3.4: one bucket per partition, the
+		// identity table, Kafka's seed), so the two runs differ only by the partitioner's own cost,
+		// not by how the load spreads over the partitions (which changes the batches).
+		doc = kafkaPlacementDocument(topic, partitions)
+	}
+	if err := pub.ProduceSync(ctx, &kgo.Record{Topic: control, Key: []byte(topic), Value: doc}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
 	pub.Close()
@@ -191,4 +198,18 @@ func balancedDocument(topic string, partitions int, heavy []string, heavyPart []
 		`"bucket_hash":{"function":"murmur2","seed":625341585},"buckets":%d,"table":[%s],"heavy":[%s],`+
 		`"params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"created_at_ms":0,"predicted_load":[%s]}`,
 		topic, partitions, len(table), strings.Join(table, ","), strings.Join(entries, ","), load))
+}
+
+// kafkaPlacementDocument places every key where Kafka's default partitioner does: one bucket per
+// partition, the identity table and Kafka's murmur2 seed (spec 3.4), no heavy keys.
+func kafkaPlacementDocument(topic string, partitions int) []byte {
+	table := make([]string, partitions)
+	for i := range table {
+		table[i] = strconv.Itoa(i)
+	}
+	load := strings.TrimSuffix(strings.Repeat("0.08,", partitions), ",")
+	return []byte(fmt.Sprintf(`{"format":"dkg.assignment","version":1,"topic":%q,"partitions":%d,"epoch":1,`+
+		`"bucket_hash":{"function":"murmur2","seed":2538058380},"buckets":%d,"table":[%s],"heavy":[],`+
+		`"params":{"theta":0.01,"epsilon":0.005,"mu":4.0,"window_records":100000},"created_at_ms":0,"predicted_load":[%s]}`,
+		topic, partitions, partitions, strings.Join(table, ","), load))
 }
