@@ -26,6 +26,16 @@ use tokio::sync::watch;
 
 const HOOK_LINE: &str = "test hook: pausing inside the publish transaction";
 const PAUSE_MS: u64 = 1_500;
+
+/// Each run in a consumer group of its own: a SIGKILLed run stays a member of its group until its
+/// session times out, and the rebalance that removes it, landing inside the next run's one
+/// interval, once left that run too few samples to publish (CI, 2026-12-06). The transactional id,
+/// which the test is about, stays the same for every run.
+fn run_args(group: &str) -> Vec<&str> {
+    let mut args = SAMPLER_ARGS.to_vec();
+    args.extend(["--group-id", group]);
+    args
+}
 /// The first run's pause: the transaction it holds open outlasts any delay in seeing the hook line.
 const FIRST_PAUSE_MS: u64 = 60_000;
 const KILLS: usize = 4;
@@ -107,11 +117,12 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
             // open transaction by construction, not by timing; the next start's init_transactions
             // aborts it without waiting for the pause.
             let pause = if i == 0 { FIRST_PAUSE_MS } else { PAUSE_MS }.to_string();
+            let group = format!("{topic}.killed-{i}");
             let mut s = Sampler::start_on(
                 &bootstrap,
                 &format!("killed-{i}"),
                 &topic,
-                SAMPLER_ARGS,
+                &run_args(&group),
                 &[("DKG_TEST_PAUSE_BEFORE_COMMIT_MS", &pause)],
             );
             wait_for(
@@ -132,7 +143,8 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
             assert_strictly_increasing(&committed);
         }
         // A last, undisturbed run publishes (and proves the transactional id was recovered).
-        let mut s = Sampler::start_on(&bootstrap, "final", &topic, SAMPLER_ARGS, &[]);
+        let group = format!("{topic}.final");
+        let mut s = Sampler::start_on(&bootstrap, "final", &topic, &run_args(&group), &[]);
         let status = s.wait_exit(Duration::from_secs(120));
         assert!(
             status.success(),
