@@ -1,4 +1,4 @@
-"""Type stubs of the Rust extension ``dkg_kafka._native`` (``python/src/lib.rs``, ``book.rs``)."""
+"""Type stubs of the Rust extension ``dkg_kafka._native`` (``python/rust/lib.rs``, ``python/rust/book.rs``)."""
 
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, final

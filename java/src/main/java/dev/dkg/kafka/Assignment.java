@@ -19,7 +19,7 @@ import java.util.stream.Collectors;
  * <p>DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing Systems",
  * DEBS 2015) places a key at {@code heavy[key]} if it is a heavy hitter, else at {@code table[bucket(key)]} with
  * {@code bucket(key) = toPositive(murmur2(key, seed)) % buckets}. A key is heavy only if all its bytes equal a
- * heavy key's. Reference: {@code partitioner/src/assignment.rs} ({@code Assignment::from_json},
+ * heavy key's. Reference: {@code crates/dkg-core/src/assignment.rs} ({@code Assignment::from_json},
  * {@code Assignment::new}, {@code Assignment::route}) and {@code docs/spec.md}; this class must accept, reject and
  * route exactly as they do (the golden vectors under {@code spec/vectors} check it).
  *

@@ -13,7 +13,7 @@ import java.util.stream.IntStream;
 
 /**
  * A small, strict reader of the assignment document (format {@code dkg.assignment}, versions 1 and 2) that accepts and
- * rejects exactly what the Rust decoder does ({@code Assignment::from_json} in {@code partitioner/src/assignment.rs},
+ * rejects exactly what the Rust decoder does ({@code Assignment::from_json} in {@code crates/dkg-core/src/assignment.rs},
  * which is serde_json 1.x with {@code deny_unknown_fields} and {@code float_roundtrip}).
  *
  * <p>Why not a general JSON library: none is on kafka-clients' classpath for users, and the rules that matter here
