@@ -361,7 +361,7 @@ fn compose_topics_and_workloads_are_twins() {
     // The story needs a cost per record: the hash topic's hottest partition must exceed one
     // member's capacity (1e6 / work-us records/s) while a DKG partition (~1/12 of the rate) stays
     // under it. With Zipf(1) over many keys the hottest key alone is ~8% of the records and hashing
-    // puts ~20% on the hottest partition (README's demo); require a margin of 25% both ways.
+    // puts ~20% on the hottest partition (docs/lab.md, the compose stack); require a margin of 25% both ways.
     let work_us: f64 = flag(&cons_dkg, "work-us")
         .expect("consumer-dkg --work-us")
         .parse()

@@ -264,6 +264,18 @@ fn table_is_the_default_output() {
         lines[1].starts_with("zipf") && lines[2].starts_with("zipf"),
         "{stdout}"
     );
+    // The output explains its own columns: every algorithm column and the `:split` counts have a `#`
+    // legend line above the table.
+    for column in lines[0].split_whitespace().skip(3) {
+        let explained = match column.split_once(':') {
+            Some((_, suffix)) => format!("#   <a>:{suffix} "),
+            None => format!("#   {column:<10} "),
+        };
+        assert!(
+            stdout.contains(&explained),
+            "column {column} unexplained: {stdout}"
+        );
+    }
 }
 
 /// Keys heavy in bytes are not the keys heavy in records (sizes drawn per key, independently of rank):

@@ -1,10 +1,13 @@
 # scripts/lib/tool.sh: what scripts/demo, scripts/e2e and scripts/soak share (sourced, not run). Each sets
 # ROOT, TOOL (the dkg-sampler subcommand, also the prefix of messages) and KEEP_BROKER, collects its own
 # arguments in ARGS and HELP, then calls:
-#   tool_build       build dkg-sampler (release) and set BIN; with HELP=1 print the script's header
-#                    comment and the subcommand's --help, and exit
-#   tool_broker      start the local broker (scripts/kafka start; DKG_KAFKA_PORT etc. are honoured), set
-#                    BOOTSTRAP, and stop it at exit if this script started it (unless KEEP_BROKER=1)
+#   tool_build       build dkg-sampler (release; DKG_BUILD_PROFILE=dev builds and runs the debug binary, as
+#                    the CI smoke run of scripts/demo does, which finds it built) and set BIN; with HELP=1
+#                    print the script's header comment and the subcommand's --help, and exit
+#   tool_broker      set BOOTSTRAP: DKG_BOOTSTRAP_SERVERS when set (a broker of yours, or the one scripts/test
+#                    runs; scripts/kafka is then not touched), else start the local broker (scripts/kafka start;
+#                    DKG_KAFKA_PORT etc. are honoured) and stop it at exit if this script started it (unless
+#                    KEEP_BROKER=1)
 # shellcheck shell=bash
 
 tool_die() {
@@ -29,12 +32,18 @@ tool_build() {
   command -v cargo >/dev/null 2>&1 || tool_die "cargo not found: install Rust (https://rustup.rs)"
   command -v java >/dev/null 2>&1 ||
     tool_die "java not found: install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)"
-  echo "$TOOL: building dkg-sampler (release; the first build compiles librdkafka and takes a few minutes)" >&2
-  cargo build --release --locked -p dkg-sampler --bin dkg-sampler --manifest-path "$ROOT/Cargo.toml" >&2
+  local profile=${DKG_BUILD_PROFILE:-release} dir
+  case "$profile" in
+    release) dir=release ;;
+    dev) dir=debug ;;
+    *) tool_die "DKG_BUILD_PROFILE must be release or dev, got '$profile'" ;;
+  esac
+  echo "$TOOL: building dkg-sampler ($profile; the first build compiles librdkafka and takes a few minutes)" >&2
+  cargo build --profile "$profile" --locked -p dkg-sampler --bin dkg-sampler --manifest-path "$ROOT/Cargo.toml" >&2
   local target_dir
   target_dir=$(cargo metadata --format-version 1 --no-deps --manifest-path "$ROOT/Cargo.toml" |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-  BIN="${target_dir:-$ROOT/target}/release/dkg-sampler"
+  BIN="${target_dir:-$ROOT/target}/$dir/dkg-sampler"
   [[ -x "$BIN" ]] || tool_die "built binary not found at $BIN"
   if ((HELP)); then
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -46,6 +55,10 @@ tool_build() {
 
 tool_broker() {
   TOOL_STARTED_BROKER=0
+  if [[ -n "${DKG_BOOTSTRAP_SERVERS:-}" ]]; then
+    BOOTSTRAP=$DKG_BOOTSTRAP_SERVERS
+    return
+  fi
   if ! bash "$ROOT/scripts/kafka" status >/dev/null 2>&1; then
     TOOL_STARTED_BROKER=1
   fi

@@ -1,4 +1,4 @@
-//! The 3-broker KRaft cluster of `scripts/kafka cluster` (README "Local Kafka"), for the fault tests:
+//! The 3-broker KRaft cluster of `scripts/kafka cluster` (docs/operations.md, "Local Kafka"), for the fault tests:
 //! started once per test binary if it is not running, brokers killed (SIGKILL), stopped and started
 //! by number, partition leaders and ISRs read from the metadata, and a client context that counts
 //! what librdkafka reported (the proof that a client saw the outage).

@@ -1,4 +1,4 @@
-//! The SASL/SCRAM broker of `scripts/kafka sasl` (README "Local Kafka", `docs/security.md`): its
+//! The SASL/SCRAM broker of `scripts/kafka sasl` (docs/operations.md "Local Kafka", `docs/security.md`): its
 //! client listener is SASL_PLAINTEXT with SCRAM-SHA-512, the StandardAuthorizer enforces ACLs and a
 //! principal without one is denied (`allow.everyone.if.no.acl.found=false`).
 //!

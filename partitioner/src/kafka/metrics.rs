@@ -1,7 +1,7 @@
 //! Producer-side metrics, registered in the caller's [`prometheus::Registry`]. The names are
 //! normative for every producer implementation: `docs/spec.md` section 10.
 //!
-//! Names follow `dkg_<what>_<unit>[_total]` with bounded labels (README, "Metrics and dashboards"):
+//! Names follow `dkg_<what>_<unit>[_total]` with bounded labels (`docs/metrics.md`):
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|

@@ -1,6 +1,6 @@
 //! Consumer-side metrics, registered in the caller's [`prometheus::Registry`].
 //!
-//! Names follow the README's "Metrics and dashboards" table. Every series carries the constant label
+//! Names follow the table of `docs/metrics.md`. Every series carries the constant label
 //! `member` (the builder's [`member`](super::DkgConsumerBuilder::member) name), so several
 //! consumers of one process can share a registry and dashboards can `sum by (partition)`:
 //!

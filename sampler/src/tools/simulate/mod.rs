@@ -587,6 +587,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             out,
             "# lambda = max partition load / mean - 1, percent: mean (worst) over seeds"
         )?;
+        let sized = rows.iter().any(|r| r.lambda_bytes_mean_pct().is_some());
+        let splitting = rows.iter().any(|r| r.split_keys_mean().is_some());
+        write!(
+            out,
+            "{}",
+            report::legend(&plan.algorithms, sized, splitting)
+        )?;
         report::write_table(&mut out, &rows, &plan.algorithms)?;
     }
     out.flush()?;

@@ -203,6 +203,48 @@ pub fn write_json(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What each column of the table means, as `#` lines printed above it (so that a reader needs no other
+/// document, and a parser that skips `#` lines is unaffected).
+pub fn legend(algorithms: &[Algorithm], sized: bool, splitting: bool) -> String {
+    let mut text = String::from("# columns (lambda of each algorithm, or the reference value):\n");
+    for algorithm in algorithms {
+        let meaning = match algorithm {
+            Algorithm::Hash => "Kafka's default placement, toPositive(murmur2(key)) % k",
+            Algorithm::DkgPaper => {
+                "DKG with the paper's parameters (theta 0.1, mu 2, epsilon theta/2)"
+            }
+            Algorithm::Dkg => {
+                "DKG with the project's defaults or --theta/--mu (what `dkg-sampler run` does)"
+            }
+            Algorithm::DkgSplit => {
+                "dkg with --split-keys auto: keys over a fair share spread over partitions"
+            }
+            Algorithm::LptLearn => {
+                "LPT on the exact key counts of the learning prefix, unseen keys hashed"
+            }
+            Algorithm::LptFull => {
+                "LPT on the exact key counts of the whole stream (the practical optimum)"
+            }
+            Algorithm::Bound => {
+                "key-grouping lower bound max(1, k * p1) - 1 (p1: top key's share); no key grouping goes below"
+            }
+            Algorithm::Pkg => {
+                "partial key grouping, two hash choices (splits keys; a reference only)"
+            }
+        };
+        text.push_str(&format!("#   {:<10} {meaning}\n", algorithm.name()));
+    }
+    if sized {
+        text.push_str("#   <a>:bytes  the same lambda in bytes (--value-bytes)\n");
+    }
+    if splitting {
+        text.push_str(
+            "#   <a>:split  a count, not a percentage: mean keys whose records went to several partitions\n",
+        );
+    }
+    text
+}
+
 fn format_alpha(alpha: Option<f64>) -> String {
     alpha.map_or_else(|| "-".to_string(), |a| format!("{a:?}"))
 }
@@ -378,6 +420,21 @@ mod tests {
         }
         assert_eq!(lines[0]["algorithm"], "dkg");
         assert_eq!(lines[1]["theta"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn legend_names_every_column() {
+        let all = legend(&Algorithm::ALL, true, true);
+        for a in Algorithm::ALL {
+            assert!(
+                all.contains(&format!("#   {:<10} ", a.name())),
+                "{a}: {all}"
+            );
+        }
+        assert!(all.contains(":bytes") && all.contains(":split"), "{all}");
+        assert!(all.lines().all(|l| l.starts_with('#')), "{all}");
+        let plain = legend(&[Algorithm::Hash], false, false);
+        assert_eq!(plain.lines().count(), 2, "{plain}");
     }
 
     #[test]
