@@ -34,7 +34,7 @@ final class StampWindows {
     }
 
     /** Windows up to {@code upto} may close, the newest of them for {@code reason}. */
-    static final class Closing {
+    static final class Closing extends Value {
         private final long upto;
         private final Reason reason;
 
@@ -52,22 +52,8 @@ final class StampWindows {
         }
 
         @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Closing)) {
-                return false;
-            }
-            Closing o = (Closing) other;
-            return upto == o.upto && reason == o.reason;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(upto, reason);
-        }
-
-        @Override
-        public String toString() {
-            return "Closing[" + "upto=" + upto + ", " + "reason=" + reason + "]";
+        Object[] components() {
+            return new Object[] {upto, reason};
         }
     }
 
@@ -87,25 +73,6 @@ final class StampWindows {
 
         long best() {
             return best;
-        }
-
-        @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Settled)) {
-                return false;
-            }
-            Settled o = (Settled) other;
-            return now == o.now && best == o.best;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(now, best);
-        }
-
-        @Override
-        public String toString() {
-            return "Settled[" + "now=" + now + ", " + "best=" + best + "]";
         }
     }
 

@@ -60,7 +60,7 @@ final class Transition {
     }
 
     /** An open window: the epoch adopted and the epoch of the placement before it (0: Kafka's, or not known). */
-    static final class OpenWindow {
+    static final class OpenWindow extends Value {
         private final long epoch;
         private final long prev;
 
@@ -78,22 +78,8 @@ final class Transition {
         }
 
         @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof OpenWindow)) {
-                return false;
-            }
-            OpenWindow o = (OpenWindow) other;
-            return epoch == o.epoch && prev == o.prev;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(epoch, prev);
-        }
-
-        @Override
-        public String toString() {
-            return "OpenWindow[" + "epoch=" + epoch + ", " + "prev=" + prev + "]";
+        Object[] components() {
+            return new Object[] {epoch, prev};
         }
     }
 
