@@ -430,16 +430,16 @@ public final class Assignment implements ControlValue {
         try {
             // Format and version first, so a newer document reports its version rather than its shape.
             StrictJson.Header header = StrictJson.readHeader(bytes);
-            if (!FORMAT_NAME.equals(header.format())) {
+            if (!FORMAT_NAME.equals(header.format)) {
                 throw new AssignmentException(RejectReason.MALFORMED_JSON, "not a DKG assignment: format \""
-                        + display(header.format()) + "\", expected \"" + FORMAT_NAME + "\"");
+                        + display(header.format) + "\", expected \"" + FORMAT_NAME + "\"");
             }
-            if (header.version() != FORMAT_VERSION && header.version() != MAX_FORMAT_VERSION) {
+            if (header.version != FORMAT_VERSION && header.version != MAX_FORMAT_VERSION) {
                 throw new AssignmentException(RejectReason.UNSUPPORTED_VERSION, "unsupported assignment format version "
-                        + Long.toUnsignedString(header.version()) + " (this build reads versions " + FORMAT_VERSION
+                        + Long.toUnsignedString(header.version) + " (this build reads versions " + FORMAT_VERSION
                         + " and " + MAX_FORMAT_VERSION + ")");
             }
-            doc = StrictJson.readDocument(bytes, header.version());
+            doc = StrictJson.readDocument(bytes, header.version);
         } catch (StrictJson.Malformed e) {
             throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
         }

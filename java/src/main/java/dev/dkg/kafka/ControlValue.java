@@ -20,32 +20,16 @@ interface ControlValue {
      * <p>{@code createdAtMs}: creation time, Unix milliseconds (informational)
      */
     final class Retraction extends Value implements ControlValue {
-        private final String topic;
-        private final long epoch;
-        private final String generation;
-        private final long createdAtMs;
+        final String topic;
+        final long epoch;
+        final String generation;
+        final long createdAtMs;
 
         Retraction(String topic, long epoch, String generation, long createdAtMs) {
             this.topic = topic;
             this.epoch = epoch;
             this.generation = generation;
             this.createdAtMs = createdAtMs;
-        }
-
-        String topic() {
-            return topic;
-        }
-
-        long epoch() {
-            return epoch;
-        }
-
-        String generation() {
-            return generation;
-        }
-
-        long createdAtMs() {
-            return createdAtMs;
         }
 
         @Override
@@ -66,14 +50,10 @@ interface ControlValue {
      * <p>{@code id}: 32 lowercase hex digits
      */
     final class Generation extends Value implements ControlValue {
-        private final String id;
+        final String id;
 
         Generation(String id) {
             this.id = id;
-        }
-
-        String id() {
-            return id;
         }
 
         @Override

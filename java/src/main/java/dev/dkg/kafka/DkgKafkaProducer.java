@@ -753,11 +753,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             return;
         }
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
-        if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
-            windows.forget(t.topic, c.upto());
-            (c.reason() == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
+        if (c != null && router.closeWindows(t.topic, tr, c.upto)) {
+            windows.forget(t.topic, c.upto);
+            (c.reason == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
-                    Long.toUnsignedString(c.upto()), c.reason().label);
+                    Long.toUnsignedString(c.upto), c.reason.label);
         }
     }
 
@@ -830,8 +830,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         try {
             StrictJson.Progress p = StrictJson.readProgress(value);
-            if (p.group().equals(group) && p.topic().equals(topic) && p.partition() == partition) {
-                windows.onProgress(group, topic, partition, p.drained());
+            if (p.group.equals(group) && p.topic.equals(topic) && p.partition == partition) {
+                windows.onProgress(group, topic, partition, p.drained);
             }
         } catch (StrictJson.Malformed e) {
             LOG.debug("DKG: skipped a malformed handoff record {}: {}", key, e.getMessage());

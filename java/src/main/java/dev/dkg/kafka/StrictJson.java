@@ -47,20 +47,12 @@ final class StrictJson {
 
     /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
     static final class Header {
-        private final String format;
-        private final long version;
+        final String format;
+        final long version;
 
         Header(String format, long version) {
             this.format = format;
             this.version = version;
-        }
-
-        String format() {
-            return format;
-        }
-
-        long version() {
-            return version;
         }
     }
 
@@ -183,32 +175,16 @@ final class StrictJson {
 
     /** The members of a handoff {@code progress/} value an ordering producer reads (spec 9.1). */
     static final class Progress extends Value {
-        private final String group;
-        private final String topic;
-        private final int partition;
-        private final long drained;
+        final String group;
+        final String topic;
+        final int partition;
+        final long drained;
 
         Progress(String group, String topic, int partition, long drained) {
             this.group = group;
             this.topic = topic;
             this.partition = partition;
             this.drained = drained;
-        }
-
-        String group() {
-            return group;
-        }
-
-        String topic() {
-            return topic;
-        }
-
-        int partition() {
-            return partition;
-        }
-
-        long drained() {
-            return drained;
         }
 
         @Override

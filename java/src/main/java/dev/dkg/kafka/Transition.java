@@ -61,20 +61,12 @@ final class Transition {
 
     /** An open window: the epoch adopted and the epoch of the placement before it (0: Kafka's, or not known). */
     static final class OpenWindow extends Value {
-        private final long epoch;
-        private final long prev;
+        final long epoch;
+        final long prev;
 
         OpenWindow(long epoch, long prev) {
             this.epoch = epoch;
             this.prev = prev;
-        }
-
-        long epoch() {
-            return epoch;
-        }
-
-        long prev() {
-            return prev;
         }
 
         @Override
@@ -144,7 +136,7 @@ final class Transition {
     Transition closedUpTo(long upto) {
         List<OpenWindow> still = new ArrayList<>();
         for (OpenWindow w : open) {
-            if (Long.compareUnsigned(w.epoch(), upto) > 0) {
+            if (Long.compareUnsigned(w.epoch, upto) > 0) {
                 still.add(w);
             }
         }
