@@ -48,8 +48,13 @@ var routeLabels = [...]string{"fallback", "heavy", "bucket", "split"}
 
 // String is the metric label.
 func (r Route) String() string {
-	if r >= 0 && int(r) < len(routeLabels) {
-		return routeLabels[r]
+	return labelOf(routeLabels[:], int(r))
+}
+
+// labelOf is value i's label of an enumeration whose labels are labels, "unknown" outside them.
+func labelOf(labels []string, i int) string {
+	if i >= 0 && i < len(labels) {
+		return labels[i]
 	}
 	return "unknown"
 }

@@ -25,10 +25,7 @@ var outcomeLabels = [...]string{"accepted", "unchanged", "retracted", "rejected"
 
 // String is the vectors' label.
 func (o Outcome) String() string {
-	if o >= 0 && int(o) < len(outcomeLabels) {
-		return outcomeLabels[o]
-	}
-	return "unknown"
+	return labelOf(outcomeLabels[:], int(o))
 }
 
 // Update is the result of Book.Apply.

@@ -48,11 +48,8 @@ func runBin(t *testing.T, timeout time.Duration, bin string, args ...string) {
 // the golden vectors) puts it, so the Go adapters and the Rust producer agree record by record.
 func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 	bin := samplerBin(t)
-	b := bootstrap(t)
 	const partitions = 6
-	topic := unique("adapters")
-	createTopic(t, topic, partitions, nil)
-	control := createControlTopic(t)
+	b, topic, control := dataAndControl(t, "adapters", partitions)
 
 	// Phase 1: Kafka's placement (the Rust plain producer), learned by the sampler, which publishes once.
 	runBin(t, 60*time.Second, bin, "loadgen", "--bootstrap-servers", b, "--topic", topic, "--plain",

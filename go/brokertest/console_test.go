@@ -26,12 +26,9 @@ func buildConsoleProducer(t *testing.T) string {
 // The console producer places a keyed stream exactly as the spec says under a published assignment,
 // and exits non-zero when records are not acknowledged.
 func TestConsoleProducerPlacesByTheSpec(t *testing.T) {
-	b := bootstrap(t)
 	bin := buildConsoleProducer(t)
 	const partitions = 5
-	topic := unique("console")
-	createTopic(t, topic, partitions, nil)
-	control := createControlTopic(t)
+	b, topic, control := dataAndControl(t, "console", partitions)
 	heavy := []string{"hot", "warm", "user-7"}
 	publish(t, producer(t), control, []byte(topic), document(topic, partitions, 3, heavy, 9))
 	a, err := dkg.DecodeAssignment(document(topic, partitions, 3, heavy, 9))

@@ -21,11 +21,8 @@ import (
 // the control topic leave placement unchanged and are counted by reason; a router started after
 // all of it reads the same state.
 func TestSwitchesAreAdoptedAndHostileRecordsChangeNothing(t *testing.T) {
-	b := bootstrap(t)
 	const partitions = 3
-	topic := unique("switch")
-	createTopic(t, topic, partitions, nil)
-	control := createControlTopic(t)
+	b, topic, control := dataAndControl(t, "switch", partitions)
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()
 	r, err := router.New(ctx, router.Config{Seeds: []string{b}, ControlTopic: control, Registerer: reg, Topics: []string{topic}})

@@ -13,8 +13,7 @@ import (
 // A missing control topic reads as empty (New returns) and is followed once it exists (spec 7.3).
 func TestMissingControlTopicIsFollowedOnceCreated(t *testing.T) {
 	b := bootstrap(t)
-	topic := unique("late")
-	createTopic(t, topic, 3, nil)
+	topic := newTopic(t, "late", 3)
 	control := unique("control-late")
 	start := time.Now()
 	r, err := router.New(context.Background(), router.Config{Seeds: []string{b}, ControlTopic: control, StartupTimeout: 20 * time.Second})
@@ -34,10 +33,7 @@ func TestMissingControlTopicIsFollowedOnceCreated(t *testing.T) {
 // beginning (the re-read meets the same document: generation_mismatch), then the topic's new
 // generation record puts it in force and the next document is adopted.
 func TestGenerationResetAndReread(t *testing.T) {
-	b := bootstrap(t)
-	topic := unique("gen")
-	createTopic(t, topic, 3, nil)
-	control := createControlTopic(t)
+	b, topic, control := dataAndControl(t, "gen", 3)
 	pub := producer(t)
 	g1, g2 := "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 	v2 := func(epoch uint64, gen string) []byte {

@@ -65,6 +65,21 @@ func createTopic(t *testing.T, name string, partitions int32, configs map[string
 	}
 }
 
+// dataAndControl is most broker tests' start: the bootstrap servers, a new data topic named after
+// prefix and a new control topic.
+func dataAndControl(t *testing.T, prefix string, partitions int32) (b, topic, control string) {
+	t.Helper()
+	return bootstrap(t), newTopic(t, prefix, partitions), createControlTopic(t)
+}
+
+// newTopic creates a data topic named after prefix; returns its unique name.
+func newTopic(t *testing.T, prefix string, partitions int32) string {
+	t.Helper()
+	name := unique(prefix)
+	createTopic(t, name, partitions, nil)
+	return name
+}
+
 // createControlTopic: one partition, cleanup.policy=compact, room for an 8 MiB document (spec 6.1).
 func createControlTopic(t *testing.T) string {
 	name := unique("control")

@@ -1,12 +1,12 @@
 package dkgkafkago
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/segmentio/kafka-go"
 
 	dkg "dkg.dev/dkg-go"
+	"dkg.dev/dkg-go/internal/adaptertest"
 	"dkg.dev/dkg-go/router"
 )
 
@@ -16,22 +16,10 @@ func TestFallbackIsKafkaPlacementNotFNV(t *testing.T) {
 	r, _ := router.NewOffline(nil)
 	b := NewBalancer(r, "orders")
 	parts := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
-	moved := 0
-	const keys = 10000
-	for i := 0; i < keys; i++ {
-		m := kafka.Message{Key: []byte(fmt.Sprintf("user-%d", i))}
-		p := b.Balance(m, parts...)
-		if p != dkg.KafkaPartition(m.Key, len(parts)) {
-			t.Fatalf("%s: %d", m.Key, p)
-		}
-		if p != (&kafka.Hash{}).Balance(m, parts...) {
-			moved++
-		}
-	}
-	if moved < keys*8/10 {
-		t.Fatalf("only %d of %d keys differ from kafka-go's FNV-1a", moved, keys)
-	}
-	t.Logf("%d of %d keys move at adoption (kafka-go Hash FNV-1a -> murmur2)", moved, keys)
+	moved := adaptertest.KafkaFallbackMoves(t, len(parts),
+		func(key []byte) int { return b.Balance(kafka.Message{Key: key}, parts...) },
+		func(key []byte) int { return (&kafka.Hash{}).Balance(kafka.Message{Key: key}, parts...) })
+	t.Logf("%d keys move at adoption (kafka-go Hash FNV-1a -> murmur2)", moved)
 }
 
 func TestAssignmentAndTopicOfMessage(t *testing.T) {

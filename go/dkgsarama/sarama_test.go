@@ -1,12 +1,11 @@
 package dkgsarama
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/IBM/sarama"
 
-	dkg "dkg.dev/dkg-go"
+	"dkg.dev/dkg-go/internal/adaptertest"
 	"dkg.dev/dkg-go/router"
 )
 
@@ -16,28 +15,18 @@ func TestFallbackIsKafkaPlacementNotSaramasFNV(t *testing.T) {
 	r, _ := router.NewOffline(nil)
 	dkgPart := NewPartitioner(r)("orders")
 	saramaDefault := sarama.NewHashPartitioner("orders")
-	const n, keys = 12, 10000
-	moved := 0
-	for i := 0; i < keys; i++ {
-		key := sarama.StringEncoder(fmt.Sprintf("user-%d", i))
-		m := &sarama.ProducerMessage{Topic: "orders", Key: key}
-		p, err := dkgPart.Partition(m, n)
+	const n = 12
+	partition := func(p sarama.Partitioner, key []byte) int {
+		q, err := p.Partition(&sarama.ProducerMessage{Topic: "orders", Key: sarama.ByteEncoder(key)}, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int(p) != dkg.KafkaPartition([]byte(key), n) {
-			t.Fatalf("%s: %d, want Kafka's %d", key, p, dkg.KafkaPartition([]byte(key), n))
-		}
-		q, _ := saramaDefault.Partition(m, n)
-		if p != q {
-			moved++
-		}
+		return int(q)
 	}
-	// About (n-1)/n of the keys land elsewhere than under FNV-1a.
-	if moved < keys*8/10 {
-		t.Fatalf("only %d of %d keys differ from sarama's FNV-1a placement", moved, keys)
-	}
-	t.Logf("%d of %d keys move at adoption (sarama FNV-1a -> murmur2)", moved, keys)
+	moved := adaptertest.KafkaFallbackMoves(t, n,
+		func(key []byte) int { return partition(dkgPart, key) },
+		func(key []byte) int { return partition(saramaDefault, key) })
+	t.Logf("%d keys move at adoption (sarama FNV-1a -> murmur2)", moved)
 }
 
 func TestKeylessAndConsistency(t *testing.T) {

@@ -206,19 +206,15 @@ public final class Assignment implements ControlValue {
                 throw tooLarge(d, "heavy key bytes", keys[i].length, MAX_KEY_BYTES);
             }
             StrictJson.HeavyIn h = heavy[i];
-            if (h.split() == null && Integer.compareUnsigned(h.partition(), d.partitions) >= 0) {
-                throw outOfRange(d.topic, h.partition(), d.partitions);
+            if (h.splitPartitions == null && Integer.compareUnsigned(h.partition, d.partitions) >= 0) {
+                throw outOfRange(d.topic, h.partition, d.partitions);
             }
-            heavyPartitions[i] = h.partition();
-            heavyAnswers[i] = h.partition();
-            if (h.split() != null) {
-                validateSplit(d, h.split());
-                int[] parts = new int[h.split().length];
-                int[] weights = new int[parts.length];
-                for (int j = 0; j < parts.length; j++) {
-                    parts[j] = h.split()[j].partition();
-                    weights[j] = h.split()[j].weight();
-                }
+            heavyPartitions[i] = h.partition;
+            heavyAnswers[i] = h.partition;
+            if (h.splitPartitions != null) {
+                int[] parts = h.splitPartitions;
+                int[] weights = h.splitWeights;
+                validateSplit(d, parts, weights);
                 splitPartitionsOf[i] = parts;
                 splitWeightsOf[i] = weights;
                 for (int w : weights) {
@@ -227,7 +223,7 @@ public final class Assignment implements ControlValue {
                 heavyPartitions[i] = parts[0];
                 heavyAnswers[i] = SPLIT_BASE + splitCount++;
             }
-            heavyWeights[i] = h.weight();
+            heavyWeights[i] = h.weight;
             keyBytes += keys[i].length;
         }
         if (keyBytes > MAX_HEAVY_KEY_BYTES_TOTAL) {
@@ -434,16 +430,16 @@ public final class Assignment implements ControlValue {
         try {
             // Format and version first, so a newer document reports its version rather than its shape.
             StrictJson.Header header = StrictJson.readHeader(bytes);
-            if (!FORMAT_NAME.equals(header.format())) {
+            if (!FORMAT_NAME.equals(header.format)) {
                 throw new AssignmentException(RejectReason.MALFORMED_JSON, "not a DKG assignment: format \""
-                        + display(header.format()) + "\", expected \"" + FORMAT_NAME + "\"");
+                        + display(header.format) + "\", expected \"" + FORMAT_NAME + "\"");
             }
-            if (header.version() != FORMAT_VERSION && header.version() != MAX_FORMAT_VERSION) {
+            if (header.version != FORMAT_VERSION && header.version != MAX_FORMAT_VERSION) {
                 throw new AssignmentException(RejectReason.UNSUPPORTED_VERSION, "unsupported assignment format version "
-                        + Long.toUnsignedString(header.version()) + " (this build reads versions " + FORMAT_VERSION
+                        + Long.toUnsignedString(header.version) + " (this build reads versions " + FORMAT_VERSION
                         + " and " + MAX_FORMAT_VERSION + ")");
             }
-            doc = StrictJson.readDocument(bytes, header.version());
+            doc = StrictJson.readDocument(bytes, header.version);
         } catch (StrictJson.Malformed e) {
             throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
         }
@@ -469,7 +465,7 @@ public final class Assignment implements ControlValue {
         StrictJson.HeavyIn[] heavy = doc.heavy;
         byte[][] keys = new byte[heavy.length][];
         for (int i = 0; i < heavy.length; i++) {
-            keys[i] = decodeKey(i, heavy[i].keyB64());
+            keys[i] = decodeKey(i, heavy[i].keyB64);
         }
         validateGeneration(doc.generation);
         return new Assignment(doc, keys);
@@ -510,25 +506,25 @@ public final class Assignment implements ControlValue {
      * part by part in range, no partition twice, weight at least 1; then the weights' sum at most
      * {@value #MAX_SPLIT_WEIGHT_SUM}.
      */
-    private static void validateSplit(StrictJson.Document d, StrictJson.SplitIn[] split) throws AssignmentException {
-        if (split.length < 2 || split.length > MAX_SPLIT_PARTS) {
-            throw invalid("a split key has " + split.length + " parts, it must have 2 to " + MAX_SPLIT_PARTS);
+    private static void validateSplit(StrictJson.Document d, int[] parts, int[] weights) throws AssignmentException {
+        if (parts.length < 2 || parts.length > MAX_SPLIT_PARTS) {
+            throw invalid("a split key has " + parts.length + " parts, it must have 2 to " + MAX_SPLIT_PARTS);
         }
         long sum = 0;
-        for (int j = 0; j < split.length; j++) {
-            int p = split[j].partition();
+        for (int j = 0; j < parts.length; j++) {
+            int p = parts[j];
             if (Integer.compareUnsigned(p, d.partitions) >= 0) {
                 throw outOfRange(d.topic, p, d.partitions);
             }
             for (int k = 0; k < j; k++) {
-                if (split[k].partition() == p) {
+                if (parts[k] == p) {
                     throw invalid("a split key names partition " + p + " twice");
                 }
             }
-            if (split[j].weight() == 0) {
+            if (weights[j] == 0) {
                 throw invalid("a split part's weight must be at least 1");
             }
-            sum += split[j].weight() & 0xffff_ffffL;
+            sum += weights[j] & 0xffff_ffffL;
         }
         if (sum > MAX_SPLIT_WEIGHT_SUM) {
             throw invalid("a split key's weights sum to " + sum + ", at most " + MAX_SPLIT_WEIGHT_SUM + " are allowed");

@@ -72,7 +72,7 @@ public final class AssignmentBook {
     /** The epoch floor a retraction document left on {@code topic} (unsigned), or empty. */
     public OptionalLong retractedAt(String topic) {
         ControlValue.Retraction r = retracted.get(topic);
-        return r == null ? OptionalLong.empty() : OptionalLong.of(r.epoch());
+        return r == null ? OptionalLong.empty() : OptionalLong.of(r.epoch);
     }
 
     /** The control topic generation in force (the last {@value #GENERATION_KEY} record's), or null. */
@@ -124,7 +124,7 @@ public final class AssignmentBook {
             return ControlUpdate.rejected(topic, RejectReason.INVALID, "decoder failure: " + e);
         }
         if (decoded instanceof ControlValue.Generation) {
-            return applyGeneration(topic, ((ControlValue.Generation) decoded).id());
+            return applyGeneration(topic, ((ControlValue.Generation) decoded).id);
         }
         String docTopic;
         String docGeneration;
@@ -136,9 +136,9 @@ public final class AssignmentBook {
             epoch = a.epoch();
         } else {
             ControlValue.Retraction r = (ControlValue.Retraction) decoded;
-            docTopic = r.topic();
-            docGeneration = r.generation();
-            epoch = r.epoch();
+            docTopic = r.topic;
+            docGeneration = r.generation;
+            epoch = r.epoch;
         }
         if (!docTopic.equals(topic)) {
             return ControlUpdate.rejected(topic, RejectReason.TOPIC_MISMATCH, "record key \"" + Assignment.display(topic)
@@ -161,7 +161,7 @@ public final class AssignmentBook {
         Assignment now = current.get(topic);
         ControlValue floor = now != null ? now : retracted.get(topic);
         if (floor != null) {
-            long floorEpoch = now != null ? now.epoch() : ((ControlValue.Retraction) floor).epoch();
+            long floorEpoch = now != null ? now.epoch() : ((ControlValue.Retraction) floor).epoch;
             int order = Long.compareUnsigned(epoch, floorEpoch);
             if (order < 0) {
                 return ControlUpdate.rejected(topic, RejectReason.STALE_EPOCH, "epoch " + Long.toUnsignedString(epoch)

@@ -1,7 +1,5 @@
 package dev.dkg.kafka;
 
-import java.util.Objects;
-
 /**
  * A decoded control-topic value ({@link Assignment#decode}): an {@link Assignment} (versions 1 and 2), or one of
  * version 2's other kinds, a {@link Retraction} that keeps its epoch or the control topic's {@link Generation}
@@ -21,11 +19,11 @@ interface ControlValue {
      * <p>{@code generation}: the control topic generation it was written under, or null
      * <p>{@code createdAtMs}: creation time, Unix milliseconds (informational)
      */
-    final class Retraction implements ControlValue {
-        private final String topic;
-        private final long epoch;
-        private final String generation;
-        private final long createdAtMs;
+    final class Retraction extends Value implements ControlValue {
+        final String topic;
+        final long epoch;
+        final String generation;
+        final long createdAtMs;
 
         Retraction(String topic, long epoch, String generation, long createdAtMs) {
             this.topic = topic;
@@ -34,41 +32,9 @@ interface ControlValue {
             this.createdAtMs = createdAtMs;
         }
 
-        String topic() {
-            return topic;
-        }
-
-        long epoch() {
-            return epoch;
-        }
-
-        String generation() {
-            return generation;
-        }
-
-        long createdAtMs() {
-            return createdAtMs;
-        }
-
         @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Retraction)) {
-                return false;
-            }
-            Retraction r = (Retraction) o;
-            return topic.equals(r.topic) && epoch == r.epoch && Objects.equals(generation, r.generation)
-                    && createdAtMs == r.createdAtMs;
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(topic, epoch, generation, createdAtMs);
-        }
-
-        @Override
-        public String toString() {
-            return "Retraction[topic=" + topic + ", epoch=" + Long.toUnsignedString(epoch) + ", generation="
-                    + generation + ", createdAtMs=" + createdAtMs + "]";
+        Object[] components() {
+            return new Object[] {topic, epoch, generation, createdAtMs};
         }
 
         @Override
@@ -83,30 +49,16 @@ interface ControlValue {
      *
      * <p>{@code id}: 32 lowercase hex digits
      */
-    final class Generation implements ControlValue {
-        private final String id;
+    final class Generation extends Value implements ControlValue {
+        final String id;
 
         Generation(String id) {
             this.id = id;
         }
 
-        String id() {
-            return id;
-        }
-
         @Override
-        public boolean equals(Object o) {
-            return o instanceof Generation && id.equals(((Generation) o).id);
-        }
-
-        @Override
-        public int hashCode() {
-            return id.hashCode();
-        }
-
-        @Override
-        public String toString() {
-            return "Generation[id=" + id + "]";
+        Object[] components() {
+            return new Object[] {id};
         }
 
         @Override

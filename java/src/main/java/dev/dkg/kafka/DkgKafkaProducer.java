@@ -23,7 +23,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
 import java.util.function.ToLongFunction;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -754,11 +753,11 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             return;
         }
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
-        if (c != null && router.closeWindows(t.topic, tr, c.upto())) {
-            windows.forget(t.topic, c.upto());
-            (c.reason() == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
+        if (c != null && router.closeWindows(t.topic, tr, c.upto)) {
+            windows.forget(t.topic, c.upto);
+            (c.reason == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
-                    Long.toUnsignedString(c.upto()), c.reason().label);
+                    Long.toUnsignedString(c.upto), c.reason.label);
         }
     }
 
@@ -831,8 +830,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         try {
             StrictJson.Progress p = StrictJson.readProgress(value);
-            if (p.group().equals(group) && p.topic().equals(topic) && p.partition() == partition) {
-                windows.onProgress(group, topic, partition, p.drained());
+            if (p.group.equals(group) && p.topic.equals(topic) && p.partition == partition) {
+                windows.onProgress(group, topic, partition, p.drained);
             }
         } catch (StrictJson.Malformed e) {
             LOG.debug("DKG: skipped a malformed handoff record {}: {}", key, e.getMessage());
@@ -842,28 +841,29 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     /** The end (high watermark) of a partition, from the broker. */
     private long logEnd(String topic, int partition) {
         TopicPartition tp = new TopicPartition(topic, partition);
-        try {
-            ListOffsetsResult.ListOffsetsResultInfo info = admin.listOffsets(Map.of(tp, OffsetSpec.latest()))
-                    .partitionResult(tp).get(IO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-            return info.offset();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new KafkaException("interrupted reading the end of " + tp, e);
-        } catch (ExecutionException | TimeoutException e) {
-            throw new KafkaException("could not read the end of " + tp + ": " + e, e);
-        }
+        return await(admin.listOffsets(Map.of(tp, OffsetSpec.latest())).partitionResult(tp),
+                "reading the end of " + tp).offset();
     }
 
     /** One handoff record, written and acknowledged. */
     private void write(byte[] key, byte[] value) {
+        await(handoff.send(new ProducerRecord<>(handoffTopic, 0, key, value)),
+                "writing to handoff topic " + handoffTopic);
+    }
+
+    /**
+     * The result of {@code future} within {@link #IO_TIMEOUT_MS}; its failure (the cause), the timeout or an
+     * interrupt as a {@link KafkaException} that says what it was {@code doing}.
+     */
+    private static <T> T await(Future<T> future, String doing) {
         try {
-            handoff.send(new ProducerRecord<>(handoffTopic, 0, key, value)).get(IO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            return future.get(IO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new KafkaException("interrupted writing to handoff topic " + handoffTopic, e);
+            throw new KafkaException("interrupted " + doing, e);
         } catch (ExecutionException | TimeoutException e) {
             Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
-            throw new KafkaException("could not write to handoff topic " + handoffTopic + ": " + cause, cause);
+            throw new KafkaException("failed " + doing + ": " + cause, cause);
         }
     }
 

@@ -34,78 +34,29 @@ final class StampWindows {
     }
 
     /** Windows up to {@code upto} may close, the newest of them for {@code reason}. */
-    static final class Closing {
-        private final long upto;
-        private final Reason reason;
+    static final class Closing extends Value {
+        final long upto;
+        final Reason reason;
 
         Closing(long upto, Reason reason) {
             this.upto = upto;
             this.reason = reason;
         }
 
-        long upto() {
-            return upto;
-        }
-
-        Reason reason() {
-            return reason;
-        }
-
         @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Closing)) {
-                return false;
-            }
-            Closing o = (Closing) other;
-            return upto == o.upto && reason == o.reason;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(upto, reason);
-        }
-
-        @Override
-        public String toString() {
-            return "Closing[" + "upto=" + upto + ", " + "reason=" + reason + "]";
+        Object[] components() {
+            return new Object[] {upto, reason};
         }
     }
 
     /** A group's settled epochs over a topic's partitions: now, and the best it ever reached. */
     static final class Settled {
-        private final long now;
-        private final long best;
+        final long now;
+        final long best;
 
         Settled(long now, long best) {
             this.now = now;
             this.best = best;
-        }
-
-        long now() {
-            return now;
-        }
-
-        long best() {
-            return best;
-        }
-
-        @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Settled)) {
-                return false;
-            }
-            Settled o = (Settled) other;
-            return now == o.now && best == o.best;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(now, best);
-        }
-
-        @Override
-        public String toString() {
-            return "Settled[" + "now=" + now + ", " + "best=" + best + "]";
         }
     }
 
@@ -169,27 +120,27 @@ final class StampWindows {
             long nowNanos) {
         Map<Long, Long> since = opened.computeIfAbsent(topic, t -> new HashMap<>());
         // Windows gone without closing here (a retraction, a reset) are forgotten: a reused epoch starts its own clock.
-        since.keySet().removeIf(e -> open.stream().noneMatch(w -> w.epoch() == e));
+        since.keySet().removeIf(e -> open.stream().noneMatch(w -> w.epoch == e));
         for (Transition.OpenWindow w : open) {
-            since.putIfAbsent(w.epoch(), nowNanos);
+            since.putIfAbsent(w.epoch, nowNanos);
         }
         List<Settled> groups = settled(topic, partitions);
         Closing closing = null;
         for (Transition.OpenWindow w : open) {
-            if (Long.compareUnsigned(announced, w.epoch()) < 0) {
+            if (Long.compareUnsigned(announced, w.epoch) < 0) {
                 break;
             }
-            boolean settled = groups.stream().allMatch(g -> Long.compareUnsigned(g.best(), w.prev()) < 0
-                    || Long.compareUnsigned(g.now(), w.epoch()) >= 0);
+            boolean settled = groups.stream().allMatch(g -> Long.compareUnsigned(g.best, w.prev) < 0
+                    || Long.compareUnsigned(g.now, w.epoch) >= 0);
             Reason reason;
             if (settled) {
                 reason = Reason.SETTLED;
-            } else if (nowNanos - since.get(w.epoch()) >= maxOpenNanos) {
+            } else if (nowNanos - since.get(w.epoch) >= maxOpenNanos) {
                 reason = Reason.TIMED_OUT;
             } else {
                 break;
             }
-            closing = new Closing(w.epoch(), reason);
+            closing = new Closing(w.epoch, reason);
         }
         return closing;
     }

@@ -47,108 +47,32 @@ final class StrictJson {
 
     /** The first pass: the format name and version ({@code version} as unsigned 64-bit bits). */
     static final class Header {
-        private final String format;
-        private final long version;
+        final String format;
+        final long version;
 
         Header(String format, long version) {
             this.format = format;
             this.version = version;
         }
-
-        String format() {
-            return format;
-        }
-
-        long version() {
-            return version;
-        }
-
-        @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Header)) {
-                return false;
-            }
-            Header o = (Header) other;
-            return java.util.Objects.equals(format, o.format) && version == o.version;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(format, version);
-        }
-
-        @Override
-        public String toString() {
-            return "Header[" + "format=" + format + ", " + "version=" + version + "]";
-        }
     }
 
-    /** The heavy keys as read: key text still base64; {@code split} null for a whole key (else version 2's parts). */
+    /**
+     * A heavy key as read: key text still base64; {@code splitPartitions} and {@code splitWeights} null for a whole
+     * key, else version 2's parts in document order.
+     */
     static final class HeavyIn {
-        private final String keyB64;
-        private final int partition;
-        private final long weight;
-        private final SplitIn[] split;
+        final String keyB64;
+        final int partition;
+        final long weight;
+        final int[] splitPartitions;
+        final int[] splitWeights;
 
-        HeavyIn(String keyB64, int partition, long weight, SplitIn[] split) {
+        HeavyIn(String keyB64, int partition, long weight, int[] splitPartitions, int[] splitWeights) {
             this.keyB64 = keyB64;
             this.partition = partition;
             this.weight = weight;
-            this.split = split;
-        }
-
-        String keyB64() {
-            return keyB64;
-        }
-
-        int partition() {
-            return partition;
-        }
-
-        long weight() {
-            return weight;
-        }
-
-        SplitIn[] split() {
-            return split;
-        }
-    }
-
-    /** One part of a split heavy key (version 2), as read. */
-    static final class SplitIn {
-        private final int partition;
-        private final int weight;
-
-        SplitIn(int partition, int weight) {
-            this.partition = partition;
-            this.weight = weight;
-        }
-
-        int partition() {
-            return partition;
-        }
-
-        int weight() {
-            return weight;
-        }
-
-        @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof SplitIn)) {
-                return false;
-            }
-            SplitIn o = (SplitIn) other;
-            return partition == o.partition && weight == o.weight;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(partition, weight);
-        }
-
-        @Override
-        public String toString() {
-            return "SplitIn[" + "partition=" + partition + ", " + "weight=" + weight + "]";
+            this.splitPartitions = splitPartitions;
+            this.splitWeights = splitWeights;
         }
     }
 
@@ -250,11 +174,11 @@ final class StrictJson {
     }
 
     /** The members of a handoff {@code progress/} value an ordering producer reads (spec 9.1). */
-    static final class Progress {
-        private final String group;
-        private final String topic;
-        private final int partition;
-        private final long drained;
+    static final class Progress extends Value {
+        final String group;
+        final String topic;
+        final int partition;
+        final long drained;
 
         Progress(String group, String topic, int partition, long drained) {
             this.group = group;
@@ -263,39 +187,9 @@ final class StrictJson {
             this.drained = drained;
         }
 
-        String group() {
-            return group;
-        }
-
-        String topic() {
-            return topic;
-        }
-
-        int partition() {
-            return partition;
-        }
-
-        long drained() {
-            return drained;
-        }
-
         @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof Progress)) {
-                return false;
-            }
-            Progress o = (Progress) other;
-            return java.util.Objects.equals(group, o.group) && java.util.Objects.equals(topic, o.topic) && partition == o.partition && drained == o.drained;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(group, topic, partition, drained);
-        }
-
-        @Override
-        public String toString() {
-            return "Progress[" + "group=" + group + ", " + "topic=" + topic + ", " + "partition=" + partition + ", " + "drained=" + drained + "]";
+        Object[] components() {
+            return new Object[] {group, topic, partition, drained};
         }
     }
 
@@ -501,7 +395,8 @@ final class StrictJson {
         readArray(() -> {
             String[] key = new String[1];
             long[] numbers = new long[2];
-            List<SplitIn> split = new ArrayList<>();
+            IntStream.Builder parts = IntStream.builder();
+            IntStream.Builder weights = IntStream.builder();
             int seen = readObject(HEAVY_FIELDS, known, field -> {
                 if (field == 0) {
                     key[0] = readString();
@@ -509,7 +404,8 @@ final class StrictJson {
                     readArray(() -> {
                         int[] part = new int[2];
                         readStruct(SPLIT_FIELDS, f -> part[f] = readU32());
-                        split.add(new SplitIn(part[0], part[1]));
+                        parts.add(part[0]);
+                        weights.add(part[1]);
                     });
                 } else {
                     numbers[field - 1] = field == 1 ? readU32() : readU64();
@@ -520,7 +416,8 @@ final class StrictJson {
                 throw error("a heavy entry has both `partition` and `split`");
             }
             requireAll(HEAVY_FIELDS, seen | HEAVY_SPLIT | (isSplit ? HEAVY_PARTITION : 0));
-            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1], isSplit ? split.toArray(new SplitIn[0]) : null));
+            out.add(new HeavyIn(key[0], (int) numbers[0], numbers[1], isSplit ? parts.build().toArray() : null,
+                    isSplit ? weights.build().toArray() : null));
         });
         return out.toArray(new HeavyIn[0]);
     }

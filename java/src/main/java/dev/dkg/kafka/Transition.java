@@ -60,40 +60,18 @@ final class Transition {
     }
 
     /** An open window: the epoch adopted and the epoch of the placement before it (0: Kafka's, or not known). */
-    static final class OpenWindow {
-        private final long epoch;
-        private final long prev;
+    static final class OpenWindow extends Value {
+        final long epoch;
+        final long prev;
 
         OpenWindow(long epoch, long prev) {
             this.epoch = epoch;
             this.prev = prev;
         }
 
-        long epoch() {
-            return epoch;
-        }
-
-        long prev() {
-            return prev;
-        }
-
         @Override
-        public boolean equals(Object other) {
-            if (!(other instanceof OpenWindow)) {
-                return false;
-            }
-            OpenWindow o = (OpenWindow) other;
-            return epoch == o.epoch && prev == o.prev;
-        }
-
-        @Override
-        public int hashCode() {
-            return java.util.Objects.hash(epoch, prev);
-        }
-
-        @Override
-        public String toString() {
-            return "OpenWindow[" + "epoch=" + epoch + ", " + "prev=" + prev + "]";
+        Object[] components() {
+            return new Object[] {epoch, prev};
         }
     }
 
@@ -158,7 +136,7 @@ final class Transition {
     Transition closedUpTo(long upto) {
         List<OpenWindow> still = new ArrayList<>();
         for (OpenWindow w : open) {
-            if (Long.compareUnsigned(w.epoch(), upto) > 0) {
+            if (Long.compareUnsigned(w.epoch, upto) > 0) {
                 still.add(w);
             }
         }

@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -20,7 +19,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Producer-level benches against the broker of {@code DKG_TEST_BOOTSTRAP} (see java/README.md, "Tests and
@@ -109,16 +107,20 @@ public final class ProducerBench {
         }
     }
 
-    private static void throughput(int records, int rounds) {
-        String topic = Broker.uniqueTopic("bench-throughput");
-        Broker.createTopic(topic, PARTITIONS);
-        String control = Broker.createControlTopic("bench-throughput");
+    /** The assignment both producer comparisons run under: the Zipf head's 50 keys heavy, spread over the partitions. */
+    private static Doc zipfHeadDoc(String topic) {
         List<Doc.Heavy> heavy = new ArrayList<>();
         for (int rank = 1; rank <= 50; rank++) {
             heavy.add(new Doc.Heavy(Zipf.key(rank), rank % PARTITIONS));
         }
+        return Doc.shuffled(topic, PARTITIONS, 1, 64, 7, heavy);
+    }
+
+    private static void throughput(int records, int rounds) {
+        String topic = Broker.newTopic("bench-throughput", PARTITIONS);
+        String control = Broker.createControlTopic("bench-throughput");
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
-            Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 64, 7, heavy));
+            Broker.publish(publisher, control, zipfHeadDoc(topic));
         }
         // One untimed round of each first, so neither side pays for the JIT or the broker's first segment.
         run(tuned(Broker.plainProducerConfig()), topic, new Zipf(KEYS, 1.0, -1), records);
@@ -145,16 +147,11 @@ public final class ProducerBench {
      * switch only the moved keys' records are).
      */
     private static void ordering(int records, int rounds) {
-        String topic = Broker.uniqueTopic("bench-ordering");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("bench-ordering", PARTITIONS);
         String control = Broker.createControlTopic("bench-ordering");
         String handoff = Broker.createControlTopic("bench-ordering-handoff");
-        List<Doc.Heavy> heavy = new ArrayList<>();
-        for (int rank = 1; rank <= 50; rank++) {
-            heavy.add(new Doc.Heavy(Zipf.key(rank), rank % PARTITIONS));
-        }
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
-            Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 64, 7, heavy));
+            Broker.publish(publisher, control, zipfHeadDoc(topic));
             // A consumer group that never drains epoch 1: the start-up window stays open to its bound.
             Broker.announceProgress(publisher, handoff, "bench", topic, PARTITIONS, 0);
         }
@@ -188,15 +185,10 @@ public final class ProducerBench {
 
     private static Producer<byte[], byte[]> orderingProducer(String control, String handoff, String topic,
             long stampWindowMs) {
-        Map<String, Object> config = new HashMap<>();
-        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
+        Map<String, Object> config = Broker.orderingProducerConfig(control, handoff, topic);
         config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
-        config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
-        config.put(DkgConfig.TOPICS_CONFIG, topic);
         config.put(DkgConfig.STAMP_WINDOW_MS_CONFIG, Long.toString(stampWindowMs));
-        DkgKafkaProducer<byte[], byte[]> p = new DkgKafkaProducer<>(config, new ByteArraySerializer(),
-                new ByteArraySerializer());
+        DkgKafkaProducer<byte[], byte[]> p = Broker.orderingProducer(config);
         if (stampWindowMs <= 1) {
             Broker.waitUntil("the stamp window to close", Duration.ofSeconds(10), () -> p.stampWindowsTimedOut() >= 1);
         }
@@ -204,8 +196,7 @@ public final class ProducerBench {
     }
 
     private static void adoption(int publications) {
-        String topic = Broker.uniqueTopic("bench-adoption");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("bench-adoption", PARTITIONS);
         String control = Broker.createControlTopic("bench-adoption");
         byte[] probe = Zipf.key(1);
         List<Double> waitsMs = new ArrayList<>();
@@ -237,8 +228,7 @@ public final class ProducerBench {
     private static void keyless(int records) {
         String control = Broker.createControlTopic("bench-keyless");
         for (boolean withPlugin : new boolean[] {false, true}) {
-            String topic = Broker.uniqueTopic("bench-keyless");
-            Broker.createTopic(topic, PARTITIONS);
+            String topic = Broker.newTopic("bench-keyless", PARTITIONS);
             Properties config = tuned(withPlugin ? Broker.dkgProducerConfig(control) : Broker.plainProducerConfig());
             byte[] value = new byte[VALUE_BYTES];
             double batch;

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.dkg.kafka.DkgConfig;
+import dev.dkg.kafka.DkgKafkaProducer;
 import dev.dkg.kafka.DkgPartitioner;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -119,6 +121,13 @@ public final class Broker {
         createTopic(name, partitions, Map.of());
     }
 
+    /** Creates a data topic of {@code partitions} partitions named after {@code name}; returns its unique name. */
+    public static String newTopic(String name, int partitions) {
+        String topic = uniqueTopic(name);
+        createTopic(topic, partitions);
+        return topic;
+    }
+
     /** Creates a control topic as the protocol wants it: 1 partition, compacted, room for large documents. */
     public static String createControlTopic(String name) {
         String topic = uniqueTopic(name + "-control");
@@ -197,6 +206,25 @@ public final class Broker {
         p.put("dkg.control.topic", controlTopic);
         p.put("dkg.startup.timeout.ms", "10000");
         return p;
+    }
+
+    /**
+     * Settings of an ordering producer ({@link DkgKafkaProducer}, byte-array serializers given to its constructor)
+     * writing {@code topic}: following {@code controlTopic}, its leases and markers on {@code handoffTopic}.
+     */
+    public static Map<String, Object> orderingProducerConfig(String controlTopic, String handoffTopic, String topic) {
+        Map<String, Object> config = new HashMap<>();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        config.put(DkgConfig.CONTROL_TOPIC_CONFIG, controlTopic);
+        config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoffTopic);
+        config.put(DkgConfig.TOPICS_CONFIG, topic);
+        config.put(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, "10000");
+        return config;
+    }
+
+    /** An ordering producer of byte-array keys and values with {@code config} (close it). */
+    public static DkgKafkaProducer<byte[], byte[]> orderingProducer(Map<String, Object> config) {
+        return new DkgKafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
     /** Producer settings without the plug-in (the client's own placement). */

@@ -37,8 +37,7 @@ class ConnectSourceIT {
 
     @Test
     void connectSourceRecordsFollowTheAssignment() throws Exception {
-        String topic = Broker.uniqueTopic("connect");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("connect", PARTITIONS);
         String control = Broker.createControlTopic("connect");
         List<Doc.Heavy> heavy = List.of(new Doc.Heavy(Zipf.key(1), 0), new Doc.Heavy(Zipf.key(2), 1));
         Doc doc = Doc.shuffled(topic, PARTITIONS, 1, 64, 21, heavy);

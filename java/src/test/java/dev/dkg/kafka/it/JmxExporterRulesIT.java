@@ -3,7 +3,6 @@ package dev.dkg.kafka.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.dkg.kafka.DkgConfig;
 import dev.dkg.kafka.DkgKafkaProducer;
 import io.prometheus.jmx.JmxCollector;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -15,7 +14,6 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -30,7 +28,6 @@ import javax.management.ObjectName;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -128,8 +125,7 @@ class JmxExporterRulesIT {
 
     @Test
     void partitionerMetricsBecomeTheRustProducersSeries() throws Exception {
-        String topic = Broker.uniqueTopic("jmx");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("jmx", PARTITIONS);
         String control = Broker.createControlTopic("jmx");
         String clientId = "jmx-it-" + topic;
         Properties config = Broker.dkgProducerConfig(control);
@@ -170,23 +166,16 @@ class JmxExporterRulesIT {
 
     @Test
     void orderingProducerMetricsBecomeTheRustProducersSeries() throws Exception {
-        String topic = Broker.uniqueTopic("jmx-ordering");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("jmx-ordering", PARTITIONS);
         String control = Broker.createControlTopic("jmx-ordering");
         String handoff = Broker.createControlTopic("jmx-ordering-handoff");
         String clientId = "jmx-it-" + topic;
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 16, 7, List.of()));
             Broker.announceProgress(publisher, handoff, "app", topic, PARTITIONS, 0);
-            Map<String, Object> config = new HashMap<>();
-            config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
+            Map<String, Object> config = Broker.orderingProducerConfig(control, handoff, topic);
             config.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
-            config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
-            config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
-            config.put(DkgConfig.TOPICS_CONFIG, topic);
-            config.put(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, "10000");
-            try (DkgKafkaProducer<byte[], byte[]> p = new DkgKafkaProducer<>(config, new ByteArraySerializer(),
-                    new ByteArraySerializer())) {
+            try (DkgKafkaProducer<byte[], byte[]> p = Broker.orderingProducer(config)) {
                 for (int i = 0; i < 5; i++) {
                     Broker.ack(p.send(new ProducerRecord<>(topic, ("k" + i).getBytes(StandardCharsets.UTF_8),
                             new byte[1])), "ordered-" + i);

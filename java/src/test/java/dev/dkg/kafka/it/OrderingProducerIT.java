@@ -24,12 +24,10 @@ import java.util.Map;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.junit.jupiter.api.Test;
 
@@ -114,8 +112,7 @@ class OrderingProducerIT {
 
     @Test
     void stampsMovedKeysUntilTheGroupSettlesAnnouncesTheSwitchWithAMarkerAndClosesItsLease() {
-        String topic = Broker.uniqueTopic("ordering");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("ordering", PARTITIONS);
         String control = Broker.createControlTopic("ordering");
         String handoff = Broker.createControlTopic("ordering-handoff");
         List<Doc> docs = List.of(Doc.shuffled(topic, PARTITIONS, 1, 64, 11, List.of()),
@@ -124,17 +121,11 @@ class OrderingProducerIT {
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, docs.get(0));
             Broker.announceProgress(publisher, handoff, "app", topic, PARTITIONS, 0);
-            Map<String, Object> config = new HashMap<>();
-            config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
-            config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
-            config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
-            config.put(DkgConfig.TOPICS_CONFIG, topic);
+            Map<String, Object> config = Broker.orderingProducerConfig(control, handoff, topic);
             config.put(DkgConfig.STAMP_WINDOW_MS_CONFIG, Long.toString(WINDOW_MS));
-            config.put(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, "10000");
             String id;
             List<RecordMetadata> older = new ArrayList<>();
-            try (DkgKafkaProducer<byte[], byte[]> p = new DkgKafkaProducer<>(config, new ByteArraySerializer(),
-                    new ByteArraySerializer())) {
+            try (DkgKafkaProducer<byte[], byte[]> p = Broker.orderingProducer(config)) {
                 id = p.producerId();
                 assertEquals(1, p.router().assignment(topic).epoch(), "epoch 1 read at construction");
                 // Start-up window: its predecessor is not known, every placed record is stamped until the group
@@ -156,8 +147,7 @@ class OrderingProducerIT {
                 // open; a producer with a short bound closes its window at the bound, and then stamps nothing.
                 Map<String, Object> shortConfig = new HashMap<>(config);
                 shortConfig.put(DkgConfig.STAMP_WINDOW_MS_CONFIG, Long.toString(SHORT_WINDOW_MS));
-                try (DkgKafkaProducer<byte[], byte[]> q = new DkgKafkaProducer<>(shortConfig,
-                        new ByteArraySerializer(), new ByteArraySerializer())) {
+                try (DkgKafkaProducer<byte[], byte[]> q = Broker.orderingProducer(shortConfig)) {
                     // Its start-up window (epoch 2, which the group drained) closes as settled first.
                     Broker.waitUntil("the short-bound producer's start-up window to close", Duration.ofSeconds(60),
                             () -> q.stampWindowsSettled() >= 1);

@@ -44,8 +44,7 @@ class ProducerFollowsAssignmentIT {
 
     @Test
     void followsPublishedAssignmentFallsBackOnTombstoneAndOnGrowth() {
-        String topic = Broker.uniqueTopic("follows");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("follows", PARTITIONS);
         String control = Broker.createControlTopic("follows");
         List<byte[]> keys = new ArrayList<>();
         for (int i = 0; i < 300; i++) {

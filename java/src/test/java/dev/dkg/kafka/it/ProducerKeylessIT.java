@@ -23,8 +23,7 @@ class ProducerKeylessIT {
 
     @Test
     void keylessRecordsAreSpreadInBatchesOverEveryPartition() {
-        String topic = Broker.uniqueTopic("keyless");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("keyless", PARTITIONS);
         String control = Broker.createControlTopic("keyless");
         Properties config = Broker.dkgProducerConfig(control);
         config.put(ProducerConfig.LINGER_MS_CONFIG, "5");

@@ -50,8 +50,7 @@ class ProducerNoLossIT {
 
     @Test
     void noLossNoDuplicatesExactPlacementAcrossAnEpochSwitch() {
-        String topic = Broker.uniqueTopic("noloss");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("noloss", PARTITIONS);
         String control = Broker.createControlTopic("noloss");
         Doc first = epochDoc(topic, 1);
         Doc second = epochDoc(topic, 2);

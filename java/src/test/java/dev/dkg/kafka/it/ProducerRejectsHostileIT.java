@@ -34,9 +34,8 @@ class ProducerRejectsHostileIT {
 
     @Test
     void rejectsHostileDocumentsAndKeepsTheLastGoodOne() throws Exception {
-        String topic = Broker.uniqueTopic("hostile");
+        String topic = Broker.newTopic("hostile", PARTITIONS);
         String otherTopic = Broker.uniqueTopic("hostile-other");
-        Broker.createTopic(topic, PARTITIONS);
         String control = Broker.createControlTopic("hostile");
         byte[] hot = utf8("hot");
         // The last good assignment: the hot key on 1, every other key on 3, epoch 5.

@@ -57,8 +57,7 @@ class ProducerSplitsHeavyKeyIT {
 
     @Test
     void splitKeyFollowsItsScheduleRetractionKeepsTheFloorAndGenerationsReread() {
-        String topic = Broker.uniqueTopic("split");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("split", PARTITIONS);
         String control = Broker.createControlTopic("split");
         byte[] hot = Utils.utf8("hot");
         byte[] pinned = Utils.utf8("pinned");

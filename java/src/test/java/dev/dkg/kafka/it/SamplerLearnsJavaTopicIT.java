@@ -74,8 +74,7 @@ class SamplerLearnsJavaTopicIT {
     @Test
     void samplerBalancesATopicWrittenByJavaProducers() throws Exception {
         Path bin = samplerBinary();
-        String topic = Broker.uniqueTopic("sampler");
-        Broker.createTopic(topic, PARTITIONS);
+        String topic = Broker.newTopic("sampler", PARTITIONS);
         String control = Broker.createControlTopic("sampler");
         Zipf zipf = new Zipf(KEYS, 1.0, 3);
         // The key-grouping bound: the hottest key alone on a partition (about 10% of the stream vs a mean of 8.3%).

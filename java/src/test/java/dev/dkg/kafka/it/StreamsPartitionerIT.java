@@ -36,10 +36,8 @@ class StreamsPartitionerIT {
 
     @Test
     void streamsOutputFollowsTheAssignment() throws Exception {
-        String in = Broker.uniqueTopic("streams-in");
-        String out = Broker.uniqueTopic("streams-out");
-        Broker.createTopic(in, IN_PARTITIONS);
-        Broker.createTopic(out, OUT_PARTITIONS);
+        String in = Broker.newTopic("streams-in", IN_PARTITIONS);
+        String out = Broker.newTopic("streams-out", OUT_PARTITIONS);
         String control = Broker.createControlTopic("streams");
         Doc doc = Doc.shuffled(out, OUT_PARTITIONS, 1, 64, 31, List.of(new Doc.Heavy(Zipf.key(1), 5)));
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
