@@ -359,7 +359,7 @@ async fn consumer_group_keeps_key_order_while_a_broker_dies() {
     let (stop_tx, stop) = watch::channel(false);
     // The lease must outlast a failover: if the dead broker led the handoff partition, renewals
     // stall until a new leader is elected (broker.session.timeout 4 s, plus the client's metadata
-    // refresh), and an expired lease lets consumers stop waiting for that producer's barriers (a
+    // refresh), and an expired lease lets consumers stop waiting for that producer's markers (a
     // 3 s lease failed here once with 2 order and 39 residence violations, 2026-12-01). No producer
     // dies here, so a long lease costs nothing: 60 s (half the consumers' max_lease clamp), which only
     // a failover that never ends outlasts.

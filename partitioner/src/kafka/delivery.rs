@@ -2,7 +2,7 @@
 //! [`DkgProducer`](crate::kafka::DkgProducer) runs on) and [`DeliveryFuture`] (what `send_result`
 //! returns).
 //!
-//! Why not rdkafka's `FutureProducer`: an ordering producer in marker mode (`docs/spec.md` 9.2.1)
+//! Why not rdkafka's `FutureProducer`: an ordering producer (`docs/spec.md` 9.2.1)
 //! must see the outcome of *every* record it routed, also of records whose future the application
 //! dropped (the common high-throughput pattern), and `FutureProducerContext` discards those
 //! reports without telling the user's context. This is the same shape (a `ThreadedProducer`

@@ -74,7 +74,7 @@
 //!   topic ([`handoff`]).
 //!
 //! The pure parts (header and handoff codecs, the assignment book, the consumer's state machine,
-//! the barrier schedule) are in the `dkg-protocol` crate; the modules here move bytes between
+//! the lease schedule and marker ends) are in the `dkg-protocol` crate; the modules here move bytes between
 //! rdkafka and them. The layering and where each rule lives: `docs/architecture.md`.
 //!
 //! [`Producer`]: rdkafka::producer::Producer
@@ -108,12 +108,12 @@ pub use control::{
 };
 pub use delivery::{DeliveryContext, DeliveryFuture};
 pub use handoff::{
-    BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
-    ProducerId, Progress, ensure_handoff_topic,
+    DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER, ProducerId, Progress,
+    ensure_handoff_topic,
 };
 pub use producer::{
-    DEFAULT_STAMP_WINDOW, DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode,
-    ProducerConfig, producer_config,
+    DEFAULT_STAMP_WINDOW, DkgProducer, DkgProducerBuilder, EpochHeader, ProducerConfig,
+    producer_config,
 };
 pub use redact::{
     MIN_SCRUBBED_LEN, REDACTED, RedactedConfig, is_secret_key, scrub, secret_values, shown_value,

@@ -106,7 +106,7 @@ impl Routing {
     };
 
     /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record, unless
-    /// it is a split key's (those are never stamped, `docs/spec.md` 11.2).
+    /// it is a split key's (those are never stamped, `docs/spec.md` 4.6).
     #[must_use]
     pub fn stamp(&self, headers: Option<OwnedHeaders>) -> Option<OwnedHeaders> {
         match self.epoch {
