@@ -24,9 +24,15 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::future_producer::{Delivery, OwnedDeliveryResult};
-use rdkafka::producer::{DeliveryResult, NoCustomPartitioner, ProducerContext};
+use rdkafka::producer::{DeliveryResult, NoCustomPartitioner, ProducerContext, ThreadedProducer};
 use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaErrorCode;
+
+/// The client every [`DkgProducer`](crate::kafka::DkgProducer) runs on, shared by its ordering
+/// task (rdkafka's `FutureProducer` is the same: a `ThreadedProducer` whose delivery opaque carries
+/// a oneshot). Here, not in `producer.rs`, so the producer and its ordering task both import it
+/// from below.
+pub(crate) type Backend<C> = Arc<ThreadedProducer<DeliveryContext<C>>>;
 
 /// The producer context of a [`DkgProducer`](crate::kafka::DkgProducer): the user's
 /// [`ClientContext`] (logging, statistics, errors, OAuth, all passed through) plus the wrapper's

@@ -77,7 +77,7 @@ use crate::error::{Error, Result};
 use crate::kafka::handoff::{
     self, HandoffEntry, HandoffKey, HandoffReader, HandoffRecord, HandoffWriter, ProducerId, now_ms,
 };
-use crate::kafka::producer::Backend;
+use crate::kafka::delivery::Backend;
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
 use dkg_protocol::lease::LeaseSchedule;

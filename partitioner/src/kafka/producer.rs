@@ -22,7 +22,7 @@ use tracing::warn;
 
 use crate::error::{Error, Result};
 use crate::kafka::control;
-use crate::kafka::delivery::{DeliveryContext, DeliveryFuture, Pending};
+use crate::kafka::delivery::{Backend, DeliveryContext, DeliveryFuture, Pending};
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffReader, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
@@ -32,11 +32,6 @@ use crate::kafka::router::{
 };
 use crate::kafka::topic;
 use dkg_protocol::marker::EpochLedger;
-
-/// The client every [`DkgProducer`] runs on (rdkafka's `FutureProducer` is the same: a
-/// `ThreadedProducer` whose delivery opaque carries a oneshot; see `kafka/delivery.rs` for why
-/// the wrapper has its own).
-pub(crate) type Backend<C> = Arc<ThreadedProducer<DeliveryContext<C>>>;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
 /// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 4.6).
