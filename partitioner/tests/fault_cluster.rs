@@ -24,7 +24,8 @@ use common::producer::{
     wait_for_epoch,
 };
 use common::scenario::{End, Log, Setup, check, counter_sum, finish_producers, wait_for_all};
-use dkg_partitioner::kafka::{DkgProducer, EpochHeader, publish_assignment};
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::{BROKERS, Cluster, FaultWatch, cluster, fault_records};
 use tokio::sync::watch;
 

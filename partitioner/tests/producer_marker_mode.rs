@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::producer::{client_config, consume_all, metric_value, wait_for_epoch, wait_until};
 use common::scenario::{KEYS, PARTITIONS, Setup};
-use dkg_partitioner::kafka::DkgProducer;
+use dkg_partitioner::DkgProducer;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
@@ -53,7 +53,7 @@ async fn marker_of(setup: &Setup, producer: &str, epoch: u64) -> Vec<i64> {
 }
 
 /// Send `n` keyed records and drop every future at once.
-fn send_and_forget(producer: &dkg_partitioner::kafka::DkgProducer, topic: &str, from: u32, n: u32) {
+fn send_and_forget(producer: &dkg_partitioner::DkgProducer, topic: &str, from: u32, n: u32) {
     for i in from..from + n {
         let key = format!("k{:04}", i % 997);
         let value = format!("v{i}");

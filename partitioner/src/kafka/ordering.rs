@@ -1,5 +1,5 @@
 //! The producer side of ordering-safe migration (`docs/spec.md` 9.2; see
-//! [`DkgConsumer`](crate::kafka::DkgConsumer) for the consumer side): a lease per topic, an
+//! [`DkgConsumer`](crate::DkgConsumer) for the consumer side): a lease per topic, an
 //! in-flight gate, offset markers and assignment history.
 //!
 //! # Sequence per adopted epoch `E` of a topic (`docs/spec.md` 9.2)
@@ -35,7 +35,7 @@
 //! (its builder's `track_windows`); a task of its own (`follow_windows`)
 //! reads the consumer groups' progress from the handoff topic and closes windows by the pure rule
 //! of [`dkg_protocol::window`]: in epoch order, once this producer announced the epoch and every
-//! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::kafka::ProducerConfig::stamp_window).
+//! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::ProducerConfig::stamp_window).
 //! It never closes one before its first complete read of the handoff topic. If reading fails, the
 //! windows stay open (moved keys stay stamped: the safe side) and the read is retried.
 //!
@@ -55,7 +55,7 @@
 //! epoch in effect then: nothing older was ever routed), for other topics on first use (first
 //! epoch 0, and a marker for the current epoch right away), renewed every third of the lease
 //! duration by a task of their own (the ordering task may wait for acknowledgements through an
-//! outage; the lease must not lapse meanwhile), and on [`close`](crate::kafka::DkgProducer::close)
+//! outage; the lease must not lapse meanwhile), and on [`close`](crate::DkgProducer::close)
 //! marked closed at the last announced epoch (consumers then stop waiting for this producer for
 //! newer epochs at once; for older ones its markers are already in the log). A producer dropped
 //! without `close` simply stops renewing: consumers stop waiting once the lease expires.
@@ -74,10 +74,10 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
+use crate::kafka::delivery::Backend;
 use crate::kafka::handoff::{
     self, HandoffEntry, HandoffKey, HandoffReader, HandoffRecord, HandoffWriter, ProducerId, now_ms,
 };
-use crate::kafka::delivery::Backend;
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
 use dkg_protocol::lease::LeaseSchedule;
@@ -691,7 +691,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use std::sync::atomic::AtomicBool;
-
 
     use super::*;
 

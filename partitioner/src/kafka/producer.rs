@@ -1,5 +1,5 @@
 //! The producer wrapper: [`DkgProducer`] (its docs: the one-line change, ordering, cost, defaults),
-//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::kafka::DkgProducer`.
+//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::DkgProducer`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -177,7 +177,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// # Ordering across epoch switches
 ///
 /// With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
-/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::kafka::DkgConsumer) and
+/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::DkgConsumer) and
 /// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch, once every
 /// record it routed under the older epochs is acknowledged, a marker there saying where those
 /// records end in each partition (`docs/spec.md` 9.2). The data topic holds only the
@@ -557,7 +557,7 @@ impl Default for ProducerConfig {
 
 /// Builder of a [`DkgProducer`]: the user's client config, a [`RouterConfig`] and a
 /// [`ProducerConfig`] (defaults documented there). The router setters are the same as
-/// [`DkgRouterBuilder`](crate::kafka::DkgRouterBuilder)'s.
+/// [`DkgRouterBuilder`](crate::DkgRouterBuilder)'s.
 pub struct DkgProducerBuilder {
     client: ClientConfig,
     router: RouterConfig,

@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::DeliveryFuture;
-use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, publish_assignment,
-};
+use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};

@@ -16,11 +16,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use dkg_partitioner::imbalance;
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{
-    DEFAULT_CONTROL_TOPIC, DeliveryFuture, DkgProducer, EpochHeader, producer_config,
-};
+use dkg_core::imbalance;
+use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_partitioner::kafka::producer_config;
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_partitioner::{DeliveryFuture, DkgProducer, EpochHeader};
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};

@@ -1,6 +1,6 @@
 //! The consumer driver: [`DkgConsumer`] (its docs: the protocol's pointer, cost, bounded
 //! buffering, offsets) and its parts, split by responsibility (builder, context and callbacks, the
-//! consuming loop, commits, followers). Reached as `dkg_partitioner::kafka::DkgConsumer`.
+//! consuming loop, commits, followers). Reached as `dkg_partitioner::DkgConsumer`.
 
 mod builder;
 mod commits;
@@ -135,7 +135,7 @@ impl Drop for Tasks {
 ///
 /// ```no_run
 /// # async fn run() -> dkg_partitioner::Result<()> {
-/// use dkg_partitioner::kafka::DkgConsumer;
+/// use dkg_partitioner::DkgConsumer;
 /// use rdkafka::ClientConfig;
 ///
 /// let mut config = ClientConfig::new();
