@@ -21,7 +21,7 @@ var (
 		"Control-topic records rejected by the DKG producer wrapper, by reason.",
 		[]string{"reason"}, nil)
 	descCountChanges = prometheus.NewDesc("dkg_producer_partition_count_changes_total",
-		"Changes of the topic's partition count after the first seen: each moves keys without a barrier or an epoch stamp (outside the ordering guarantee).",
+		"Changes of the topic's partition count after the first seen: each moves keys without a marker or an epoch stamp (outside the ordering guarantee).",
 		[]string{"topic"}, nil)
 	descEpoch = prometheus.NewDesc("dkg_producer_epoch",
 		"Epoch of the topic's current DKG assignment (0 = none).",

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dkg_partitioner::{DkgConfig, Sketch, lpt, lpt_sticky};
+use dkg_core::{DkgConfig, Sketch, lpt, lpt_sticky};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

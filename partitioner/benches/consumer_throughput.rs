@@ -42,10 +42,11 @@ use common::{BoxError, check_broker, config, create_topic, env_or, median};
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dkg_partitioner::kafka::{
-    DkgConsumer, control, producer_config, publish_assignment, publisher_config, stamp_epoch,
-};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, Params};
+use dkg_core::{AssignmentParts, BucketHash, Params};
+use dkg_partitioner::Assignment;
+use dkg_partitioner::DkgConsumer;
+use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
+use dkg_partitioner::kafka::{control, producer_config, stamp_epoch};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};

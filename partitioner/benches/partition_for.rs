@@ -19,7 +19,8 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
+use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
+use dkg_partitioner::Assignment;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -38,11 +38,12 @@ use common::{BoxError, check_broker, config, create_topic, env_or, median};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dkg_partitioner::kafka::DeliveryFuture;
-use dkg_partitioner::kafka::{
-    DkgProducer, EpochHeader, producer_config, publish_assignment, publisher_config, stamp_epoch,
-};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_partitioner::Assignment;
+use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
+use dkg_partitioner::kafka::{producer_config, stamp_epoch};
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -25,9 +25,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use dkg_partitioner::{
-    Assignment, DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch, kafka_partition,
-};
+use dkg_core::{DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch, kafka_partition};
+use dkg_partitioner::Assignment;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;

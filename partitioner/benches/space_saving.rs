@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use dkg_partitioner::{DkgConfig, Sketch, SpaceSaving};
+use dkg_core::{DkgConfig, Sketch, SpaceSaving};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

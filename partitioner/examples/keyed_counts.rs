@@ -24,12 +24,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, control, publish_assignment,
-    publisher_config,
-};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::control;
+use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
 use rdkafka::producer::FutureRecord;

@@ -12,8 +12,9 @@
 
 use std::time::Duration;
 
-use dkg_partitioner::kafka::DkgProducer;
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
+use dkg_partitioner::DkgProducer;
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

@@ -1,7 +1,6 @@
-//! `DkgConsumer` accepts offset markers (spec 9.2, 9.3), the first step of the upgrade to
-//! traceless ordering: a marker-mode producer, written here by hand (a `lease2/` lease, records
-//! through a plain producer, then its marker on the handoff topic), is awaited like a barrier-mode
-//! one. A moved key's record of the new epoch is held until the producer's marker says where its
+//! `DkgConsumer` reads offset markers by the wire format alone (spec 9.1-9.3): an ordering
+//! producer written here by hand (a `lease2/` lease, records through a plain producer, then its
+//! marker on the handoff topic) is awaited like a `DkgProducer`. A moved key's record of the new epoch is held until the producer's marker says where its
 //! older records end, and that partition has processed them; hostile markers are counted and
 //! release nothing. The data topic holds only the application's records.
 #![cfg(feature = "kafka")]
@@ -14,8 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::producer::{client_config, metric_value};
 use common::scenario::{PARTITIONS, Setup, epoch_assignment, key};
-use dkg_partitioner::kafka::handoff::{HandoffKey, Lease, LeaseMode, Marker, ProducerId};
-use dkg_partitioner::kafka::{DkgConsumer, HandoffWriter, ensure_handoff_topic};
+use dkg_partitioner::DkgConsumer;
+use dkg_partitioner::kafka::handoff::{HandoffKey, Lease, Marker, ProducerId};
+use dkg_partitioner::kafka::handoff::{HandoffWriter, ensure_handoff_topic};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 
@@ -91,9 +91,7 @@ async fn consumer_accepts_markers() {
         first_epoch: 1,
         lease_ms: 30_000,
         expires_at_ms: now_ms() + 60_000,
-        barrier: None,
         closed_at_epoch: None,
-        mode: LeaseMode::Marker,
     };
     writer.put_lease(&lease).await.unwrap();
     let old_offset = write(&setup, old, &k, "old", &[]).await;

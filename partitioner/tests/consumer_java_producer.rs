@@ -1,11 +1,11 @@
 //! Java and Rust ordering producers on one topic (`docs/spec.md` 9.2.1): the Java plug-in's
 //! `DkgKafkaProducer` (run as `tools/java/OrderingProducer.java`, compiled against the plug-in's
-//! sources) and a Rust `DkgProducer` in marker mode write the scenario's Zipf keys to 12
+//! sources) and a Rust `DkgProducer` write the scenario's Zipf keys to 12
 //! partitions while three `DkgConsumer` members consume and five epoch switches move the hot
 //! keys. The assertions of the other ordering tests hold for both producers: nothing lost or
 //! duplicated, each producer's records of a key in send order, a moved key's old partitions
 //! before its new one. A plain reader of the data topic sees only the application's records (no
-//! barrier, no header but the stamps), and the Java producer wrote its lease and its marker of
+//! header but the stamps), and the Java producer wrote its lease and its marker of
 //! the last epoch to the handoff topic.
 //!
 //! Missing java/javac fail the test; it never skips.
@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use common::scenario::{
     End, Log, Sent, Setup, check, finish_producers, hold_histogram, wait_for_all,
 };
-use dkg_partitioner::kafka::OrderingMode;
 use tokio::sync::watch;
 
 const PER_PRODUCER: u64 = 15_000;
@@ -154,7 +153,7 @@ async fn java_and_rust_ordering_producers_keep_each_keys_order_across_five_switc
     let mut java = tokio::task::block_in_place(|| JavaProducer::start(&setup, lease));
     let (stop_tx, stop) = watch::channel(false);
     let (producers, tasks) = setup
-        .start_producers_in(&[OrderingMode::Markers], lease, PER_PRODUCER, RATE, &stop)
+        .start_producers(1, lease, PER_PRODUCER, RATE, &stop)
         .await;
     java.go();
     for epoch in 2..=LAST_EPOCH {
@@ -212,7 +211,7 @@ async fn java_and_rust_ordering_producers_keep_each_keys_order_across_five_switc
         plain.stamped > 0,
         "moved keys' records are stamped inside the windows"
     );
-    // The Java producer announced the last switch with a marker and holds a marker-mode lease.
+    // The Java producer announced the last switch with a marker and holds a lease.
     let (markers, marker_leases) = setup.read_markers().await;
     assert_eq!(
         markers.get(&java_id),

@@ -106,10 +106,7 @@ async fn keeps_key_order(protocol: GroupProtocol) {
     let (markers, marker_leases) = setup.read_markers().await;
     for p in &producers {
         let id = p.producer_id().unwrap().as_str().to_owned();
-        assert!(
-            marker_leases.contains(&id),
-            "{id}: a lease2/ (marker-mode) lease"
-        );
+        assert!(marker_leases.contains(&id), "{id}: a lease2/ lease");
         assert_eq!(
             markers.get(&id),
             Some(&6),

@@ -1,4 +1,4 @@
-//! A key goes whole -> split -> whole (`docs/spec.md` 11.2) under an ordering producer, read by a
+//! A key goes whole -> split -> whole (`docs/spec.md` 4.6) under an ordering producer, read by a
 //! group of two `DkgConsumer`s running the split-key pattern of `examples/split_aggregates`
 //! (partial counts per partition, merged downstream into a compacted topic): every record exactly
 //! once, split records marked with their part count and whole ones not, per-key order for every

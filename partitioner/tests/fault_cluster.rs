@@ -24,7 +24,8 @@ use common::producer::{
     wait_for_epoch,
 };
 use common::scenario::{End, Log, Setup, check, counter_sum, finish_producers, wait_for_all};
-use dkg_partitioner::kafka::{DkgProducer, EpochHeader, publish_assignment};
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::{BROKERS, Cluster, FaultWatch, cluster, fault_records};
 use tokio::sync::watch;
 
@@ -359,7 +360,7 @@ async fn consumer_group_keeps_key_order_while_a_broker_dies() {
     let (stop_tx, stop) = watch::channel(false);
     // The lease must outlast a failover: if the dead broker led the handoff partition, renewals
     // stall until a new leader is elected (broker.session.timeout 4 s, plus the client's metadata
-    // refresh), and an expired lease lets consumers stop waiting for that producer's barriers (a
+    // refresh), and an expired lease lets consumers stop waiting for that producer's markers (a
     // 3 s lease failed here once with 2 order and 39 residence violations, 2026-12-01). No producer
     // dies here, so a long lease costs nothing: 60 s (half the consumers' max_lease clamp), which only
     // a failover that never ends outlasts.

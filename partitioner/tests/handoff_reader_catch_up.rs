@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::producer::client_config;
 use dkg_partitioner::kafka::handoff::{HandoffEntry, HandoffReader};
-use dkg_partitioner::kafka::{HandoffWriter, Progress, ensure_handoff_topic};
+use dkg_partitioner::kafka::handoff::{HandoffWriter, Progress, ensure_handoff_topic};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 

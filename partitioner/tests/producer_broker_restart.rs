@@ -18,7 +18,8 @@ use common::producer::{
     ReadBack, client_config, raw_publisher, read_back, rotating_assignment, send_paced,
     wait_for_epoch,
 };
-use dkg_partitioner::kafka::{DkgProducer, EpochHeader, publish_assignment};
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::FaultWatch;
 
 const RECORDS: u64 = 150_000;

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use common::producer::{
     client_config, constant_assignment, metric_value, raw_publisher, wait_for_epoch, wait_until,
 };
-use dkg_partitioner::kafka::{
-    DkgProducer, EpochHeader, RouteKind, epoch_of, publish_assignment, retract_assignment,
-};
-use dkg_partitioner::kafka_partition;
+use dkg_core::kafka_partition;
+use dkg_partitioner::kafka::control::{publish_assignment, retract_assignment};
+use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::{DkgProducer, EpochHeader, RouteKind};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 

@@ -1,4 +1,4 @@
-//! Marker mode (`docs/spec.md` 9.2.1) on the broker, exactly: an ordering producer whose
+//! Markers (`docs/spec.md` 9.2) on the broker, exactly: an ordering producer whose
 //! application drops every delivery future still learns every record's offset (its own producer
 //! context sees the reports), so after each epoch switch its marker says precisely where its
 //! older-epoch records end: `ends[p]` = the partition's end offset once those records are in
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::producer::{client_config, consume_all, metric_value, wait_for_epoch, wait_until};
 use common::scenario::{KEYS, PARTITIONS, Setup};
-use dkg_partitioner::kafka::{DkgProducer, OrderingMode};
+use dkg_partitioner::DkgProducer;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
@@ -53,7 +53,7 @@ async fn marker_of(setup: &Setup, producer: &str, epoch: u64) -> Vec<i64> {
 }
 
 /// Send `n` keyed records and drop every future at once.
-fn send_and_forget(producer: &dkg_partitioner::kafka::DkgProducer, topic: &str, from: u32, n: u32) {
+fn send_and_forget(producer: &dkg_partitioner::DkgProducer, topic: &str, from: u32, n: u32) {
     for i in from..from + n {
         let key = format!("k{:04}", i % 997);
         let value = format!("v{i}");
@@ -66,7 +66,6 @@ fn send_and_forget(producer: &dkg_partitioner::kafka::DkgProducer, topic: &str, 
 async fn producer_marker_mode() {
     let setup = Setup::new("marker-mode").await;
     let producer = setup.producer(Duration::from_secs(5)).await;
-    assert_eq!(producer.ordering_mode(), Some(OrderingMode::Markers));
     let id = producer.producer_id().unwrap().as_str().to_owned();
 
     // Epoch 1 (in effect at build): 6,000 records, futures dropped.
@@ -91,7 +90,7 @@ async fn producer_marker_mode() {
     producer.close().await.unwrap();
     let plain = setup.read_plain(9_000).await;
     assert_eq!(plain.payloads.len(), 9_000);
-    assert_eq!((plain.other, plain.barriers), (0, 0));
+    assert_eq!(plain.other, 0);
     let (_, leases) = setup.read_markers().await;
     assert!(leases.contains(&id), "a lease2/ lease");
 }
@@ -119,7 +118,6 @@ async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_m
     // One record fills the queue; a long linger keeps it there.
     let producer = setup
         .producer_with(
-            OrderingMode::Markers,
             Duration::from_secs(5),
             // The linger outlasts any stall of the test between the first send and the third.
             &[
@@ -222,11 +220,7 @@ async fn leases_are_renewed_while_a_marker_waits_for_acknowledgements() {
     let setup = Setup::new("marker-renewal").await;
     let lease_ms = 3_000_u64;
     let producer = setup
-        .producer_with(
-            OrderingMode::Markers,
-            Duration::from_millis(lease_ms),
-            &[("linger.ms", "12000")],
-        )
+        .producer_with(Duration::from_millis(lease_ms), &[("linger.ms", "12000")])
         .await;
     let id = producer.producer_id().unwrap().as_str().to_owned();
     let wall_ms = || {

@@ -13,9 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::producer::{assignment, client_config, raw_publisher};
-use dkg_partitioner::kafka::DeliveryFuture;
-use dkg_partitioner::kafka::{DkgProducer, EpochHeader, epoch_of, publish_assignment};
-use dkg_partitioner::{Assignment, kafka_partition};
+use dkg_core::kafka_partition;
+use dkg_partitioner::Assignment;
+use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};

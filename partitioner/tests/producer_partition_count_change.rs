@@ -11,8 +11,9 @@ use std::time::Duration;
 use common::producer::{
     client_config, constant_assignment, metric_value, raw_publisher, wait_for_epoch, wait_until,
 };
-use dkg_partitioner::kafka::{DkgProducer, RouteKind, publish_assignment};
-use dkg_partitioner::kafka_partition;
+use dkg_core::kafka_partition;
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{DkgProducer, RouteKind};
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::FutureRecord;

@@ -12,10 +12,10 @@ use common::producer::{
     client_config, constant_assignment, metric_value, publish_raw, raw_publisher, wait_for_epoch,
     wait_until,
 };
-use dkg_partitioner::MAX_ASSIGNMENT_BYTES;
-use dkg_partitioner::kafka::{
-    DkgProducer, EpochHeader, RejectReason, epoch_of, publish_assignment,
-};
+use dkg_core::MAX_ASSIGNMENT_BYTES;
+use dkg_partitioner::kafka::control::{RejectReason, publish_assignment};
+use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 

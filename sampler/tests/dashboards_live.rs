@@ -583,7 +583,7 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
     // further behind every second; the DKG topic's members keep up (a backlog from before the first
     // epoch, when the DKG topic was hash-placed too, drains).
     let max_lag = |t: &str| prom.scalar(&format!("max(dkg_consumer_lag_records{{topic=\"{t}\"}})"));
-    // The DKG load generator runs with --ordering (leases and barriers), so records of keys an epoch
+    // The DKG load generator runs with --ordering (leases and markers), so records of keys an epoch
     // moved wait in their new partition until the old one is drained: the hold histogram fills.
     let held = || {
         prom.scalar(&format!(

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::DkgProducer;
+use dkg_partitioner::DkgProducer;
 use dkg_testkit::cluster::cluster;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -14,8 +14,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dkg_partitioner::assignment::{Assignment, AssignmentParts, MAX_EPOCH};
-use dkg_partitioner::kafka::{DkgRouter, publish_value, publisher_config};
+use dkg_core::assignment::{Assignment, AssignmentParts, MAX_EPOCH};
+use dkg_partitioner::DkgRouter;
+use dkg_partitioner::kafka::control::{publish_value, publisher_config};
 use rdkafka::ClientConfig;
 use rdkafka::producer::FutureProducer;
 

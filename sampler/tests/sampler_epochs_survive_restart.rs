@@ -14,10 +14,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
+use dkg_core::assignment::{ControlDocument, GENERATION_KEY};
 use dkg_partitioner::Assignment;
-use dkg_partitioner::assignment::{ControlDocument, GENERATION_KEY};
-use dkg_partitioner::kafka::{
-    ControlTopicReader, DkgProducer, ensure_control_topic, publish_value, publisher_config,
+use dkg_partitioner::DkgProducer;
+use dkg_partitioner::kafka::control::{
+    ControlTopicReader, ensure_control_topic, publish_value, publisher_config,
 };
 use dkg_testkit::fixtures::assignment;
 use rdkafka::ClientConfig;

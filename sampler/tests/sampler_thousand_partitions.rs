@@ -10,8 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_partitioner::kafka::DkgProducer;
-use dkg_partitioner::{Assignment, DEFAULT_LIMITS_DOCUMENT_BYTES};
+use dkg_core::DEFAULT_LIMITS_DOCUMENT_BYTES;
+use dkg_partitioner::Assignment;
+use dkg_partitioner::DkgProducer;
 use rdkafka::ClientConfig;
 use rdkafka::producer::FutureRecord;
 

@@ -140,7 +140,7 @@ pub enum Route {
 }
 
 /// A heavy hitter and the partition it is pinned to, or, for a split key (format version 2,
-/// `docs/spec.md` section 11.2), the partitions it is spread over.
+/// `docs/spec.md` 4.6), the partitions it is spread over.
 ///
 /// Serializes as `{"key_b64":"..","partition":N,"weight":N}`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

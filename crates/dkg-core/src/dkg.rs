@@ -27,7 +27,7 @@
 //! becomes the fewest parts that each stay under the mean load `1/k`, LPT places the parts like the
 //! other jobs but on distinct partitions ([`crate::lpt::lpt_grouped`]), the parts are
 //! re-sized to level their partitions, and the assignment lists the key's partitions with integer
-//! weights (`docs/spec.md` 11.2). A split key gives
+//! weights (`docs/spec.md` 4.6). A split key gives
 //! up per-key order; every other key keeps strict key grouping.
 
 use std::collections::BTreeSet;
@@ -114,7 +114,8 @@ pub const DEFAULT_FIXED_DOCUMENT_SHARE: f64 = 0.75;
 /// heavy keys of 8 bytes) to the heavy list. 64 up to about 1,600 partitions; 32 at 3,000, 10 at
 /// 10,000; [`DEFAULT_MU_FLOOR`] from about 11,000 partitions on, where default documents exceed the
 /// default limits (they still fit a control topic created by this project, which allows 9 MiB). The
-/// spec's version 2 (compact table, chunks: `docs/spec.md` 11.4) removes the need for this rule.
+/// spec's compact table (`docs/spec.md` 4.6) and chunked documents (a design, its gap G6) would
+/// remove the need for this rule.
 #[must_use]
 pub fn default_mu(partitions: u32) -> f64 {
     let k = partitions.max(1);

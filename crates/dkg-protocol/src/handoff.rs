@@ -9,10 +9,9 @@
 //!
 //! | key | value | written by |
 //! |---|---|---|
-//! | `lease/<topic>/<producer>` | [`Lease`]: the producer writes to `<topic>` and must be waited for | each ordering `DkgProducer` in barrier mode: at start, every lease/3, after each barrier set, on close |
-//! | `lease2/<topic>/<producer>` | [`Lease`] with `"mode":"marker"` | each ordering `DkgProducer` in marker mode (consumers of the previous release skip the key) |
-//! | `marker/<topic>/<producer>` | [`Marker`]: where the producer's records of epochs below `epoch` end, per partition | each marker-mode producer, once all those records are acknowledged |
-//! | `assignment/<topic>/<epoch>` | the [`Assignment`] JSON | each producer after the barriers of `<epoch>` (same bytes: compaction dedups) |
+//! | `lease2/<topic>/<producer>` | [`Lease`]: the producer writes to `<topic>` and must be waited for | each ordering producer: at start, every lease/3, on close |
+//! | `marker/<topic>/<producer>` | [`Marker`]: where the producer's records of epochs below `epoch` end, per partition | each ordering producer, once all those records are acknowledged |
+//! | `assignment/<topic>/<epoch>` | the [`Assignment`] JSON | each ordering producer before its marker of `<epoch>` (same bytes: compaction dedups) |
 //! | `progress/<group>/<topic>/<partition>` | [`Progress`]: how far the group has drained that partition | the `DkgConsumer` owning the partition, after committing |
 //!
 //! Tombstones: a lease is tombstoned once it has been expired for a while (garbage collection by
@@ -43,7 +42,7 @@ pub const DEFAULT_HANDOFF_TOPIC: &str = "_dkg.handoff";
 /// Default lease duration of an ordering producer: 30 s.
 ///
 /// Why not shorter: renewals stall while the handoff partition has no leader, and a lease that
-/// expires during a failover lets consumers stop waiting for a live producer's barriers (its moved
+/// expires during a failover lets consumers stop waiting for a live producer's markers (its moved
 /// keys can then be reordered). A failover takes Kafka's `broker.session.timeout.ms` (9 s) to
 /// fence a dead broker, then an election and the producer's metadata refresh, and the last renewal
 /// may be a third of a lease old when the leader dies: a 10 s lease expired in a broker-kill test
@@ -117,59 +116,45 @@ impl From<ProducerId> for String {
     }
 }
 
-/// The barriers one producer wrote for one epoch: where they landed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BarrierSet {
-    /// The epoch.
-    pub epoch: u64,
-    /// Offset of the barrier record in each partition (index = partition).
-    pub offsets: Vec<i64>,
-}
-
-/// `lease/<topic>/<producer>`: an ordering producer writes to `topic`; consumers wait for its
-/// barriers while the lease is live.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `lease2/<topic>/<producer>`: an ordering producer writes to `topic`; consumers wait for its
+/// markers while the lease is live (spec 9.1). On the wire the value also carries
+/// `"mode":"marker"`, a fixed member every producer writes and readers ignore.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Lease {
     /// The producer instance.
     pub producer: ProducerId,
     /// The data topic.
     pub topic: String,
     /// The producer never routed a record of `topic` under an epoch below this one, so consumers
-    /// need not wait for its barriers of epochs `<= first_epoch`.
+    /// need not wait for its markers of epochs `<= first_epoch`.
     pub first_epoch: u64,
     /// Lease duration (renewed every third of it).
     pub lease_ms: u64,
     /// Wall-clock expiry (the producer's clock). Not renewed by then: the producer counts as dead.
     pub expires_at_ms: u64,
-    /// The latest barrier set this producer completed on `topic` (all partitions acknowledged).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barrier: Option<BarrierSet>,
-    /// Set on a clean close: the producer wrote its barriers up to this epoch and will write
+    /// Set on a clean close: the producer wrote its markers up to this epoch and will write
     /// nothing more; consumers wait for it only for epochs `<=` this one (until expiry).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub closed_at_epoch: Option<u64>,
-    /// How the producer announces where its epochs end: barrier records in the data topic
-    /// (absent on the wire) or markers on the handoff topic (`"marker"`, only under a `lease2/`
-    /// key).
-    #[serde(default, skip_serializing_if = "LeaseMode::is_barrier")]
-    pub mode: LeaseMode,
 }
 
-/// How an ordering producer announces the end of its older epochs (spec 9.2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LeaseMode {
-    /// Barrier records in every partition of the data topic; lease under `lease/`.
-    #[default]
-    Barrier,
-    /// [`Marker`] records on the handoff topic; lease under `lease2/`.
-    Marker,
-}
-
-impl LeaseMode {
-    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-    fn is_barrier(&self) -> bool {
-        *self == LeaseMode::Barrier
+impl Serialize for Lease {
+    /// The members in the order the Java producer writes them, `closed_at_epoch` only when set,
+    /// then the fixed `"mode":"marker"`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("Lease", 7)?;
+        out.serialize_field("producer", &self.producer)?;
+        out.serialize_field("topic", &self.topic)?;
+        out.serialize_field("first_epoch", &self.first_epoch)?;
+        out.serialize_field("lease_ms", &self.lease_ms)?;
+        out.serialize_field("expires_at_ms", &self.expires_at_ms)?;
+        match self.closed_at_epoch {
+            Some(c) => out.serialize_field("closed_at_epoch", &c)?,
+            None => out.skip_field("closed_at_epoch")?,
+        }
+        out.serialize_field("mode", "marker")?;
+        out.end()
     }
 }
 
@@ -181,8 +166,7 @@ pub const MAX_MARKER_BYTES: usize = 24 * MAX_MARKER_PARTITIONS;
 pub const MAX_MARKER_PARTITIONS: usize = 1_000_000;
 
 /// `marker/<topic>/<producer>`: every record `producer` routed under an epoch below `epoch` to
-/// partition `p` of `topic` has an offset below `ends[p]` (spec 9.2). For the consumer it acts as
-/// that producer's barrier of `epoch` just below offset `ends[p]` on every partition `p`.
+/// partition `p` of `topic` has an offset below `ends[p]` (spec 9.2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
     /// The producer instance.
@@ -277,7 +261,7 @@ impl Lease {
         now_ms < self.expires_at_ms
     }
 
-    /// Whether consumers must wait for this producer's barrier of `epoch` before treating records
+    /// Whether consumers must wait for this producer's marker of `epoch` before treating records
     /// of earlier epochs as drained: live, possibly routed under an earlier epoch, and not closed
     /// before `epoch`.
     #[must_use]
@@ -301,7 +285,7 @@ pub struct Progress {
     /// wrote has been processed (and committed). Records of keys that moved away from this
     /// partition at an epoch `<= drained` may be processed elsewhere.
     pub drained: u64,
-    /// Per producer: the highest epoch whose barrier the group has passed on this partition.
+    /// Per producer: the highest epoch whose marker the group has passed on this partition.
     #[serde(default)]
     pub passed: BTreeMap<ProducerId, u64>,
     /// The committed offset that made this durable.
@@ -313,15 +297,8 @@ pub struct Progress {
 /// A key of the handoff topic.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum HandoffKey {
-    /// `lease/<topic>/<producer>`.
+    /// `lease2/<topic>/<producer>`.
     Lease {
-        /// Data topic.
-        topic: String,
-        /// Producer.
-        producer: ProducerId,
-    },
-    /// `lease2/<topic>/<producer>`: the lease of a marker-mode producer.
-    Lease2 {
         /// Data topic.
         topic: String,
         /// Producer.
@@ -357,8 +334,7 @@ impl HandoffKey {
     #[must_use]
     pub fn encode(&self) -> String {
         match self {
-            HandoffKey::Lease { topic, producer } => format!("lease/{topic}/{producer}"),
-            HandoffKey::Lease2 { topic, producer } => format!("lease2/{topic}/{producer}"),
+            HandoffKey::Lease { topic, producer } => format!("lease2/{topic}/{producer}"),
             HandoffKey::Marker { topic, producer } => format!("marker/{topic}/{producer}"),
             HandoffKey::Assignment { topic, epoch } => format!("assignment/{topic}/{epoch}"),
             HandoffKey::Progress {
@@ -375,14 +351,13 @@ impl HandoffKey {
         let key = std::str::from_utf8(key).ok()?;
         let (kind, rest) = key.split_once('/')?;
         match kind {
-            "lease" | "lease2" | "marker" => {
+            "lease2" | "marker" => {
                 let (topic, producer) = rest.rsplit_once('/')?;
                 (!topic.is_empty()).then_some(())?;
                 let topic = topic.to_owned();
                 let producer = ProducerId::parse(producer)?;
                 Some(match kind {
-                    "lease" => HandoffKey::Lease { topic, producer },
-                    "lease2" => HandoffKey::Lease2 { topic, producer },
+                    "lease2" => HandoffKey::Lease { topic, producer },
                     _ => HandoffKey::Marker { topic, producer },
                 })
             }
@@ -413,21 +388,18 @@ impl HandoffKey {
     pub fn topic(&self) -> &str {
         match self {
             HandoffKey::Lease { topic, .. }
-            | HandoffKey::Lease2 { topic, .. }
             | HandoffKey::Marker { topic, .. }
             | HandoffKey::Assignment { topic, .. }
             | HandoffKey::Progress { topic, .. } => topic,
         }
     }
 
-    /// The key a lease is written under: `lease2/` for marker mode (consumers of the previous
-    /// release skip it and so never wait for barriers that will not come), `lease/` otherwise.
+    /// The key a lease is written under.
     #[must_use]
     pub fn of_lease(lease: &Lease) -> Self {
-        let (topic, producer) = (lease.topic.clone(), lease.producer.clone());
-        match lease.mode {
-            LeaseMode::Barrier => HandoffKey::Lease { topic, producer },
-            LeaseMode::Marker => HandoffKey::Lease2 { topic, producer },
+        HandoffKey::Lease {
+            topic: lease.topic.clone(),
+            producer: lease.producer.clone(),
         }
     }
 }
@@ -435,13 +407,13 @@ impl HandoffKey {
 /// One decoded handoff-topic record.
 #[derive(Clone, Debug)]
 pub enum HandoffEntry {
-    /// A lease was written (registered, renewed, barriers completed, or closed).
+    /// A lease was written (registered, renewed, or closed).
     Lease(Lease),
     /// History: the assignment of an epoch.
     History(Arc<Assignment>),
     /// A group's progress on a partition.
     Progress(Progress),
-    /// A marker-mode producer's marker.
+    /// An ordering producer's marker.
     Marker(Marker),
     /// A marker record that did not decode: skipped, but counted by the consumers of its topic.
     MarkerRejected {
@@ -472,9 +444,7 @@ impl HandoffEntry {
 /// Decode one record. Errors (with a reason for the log) for unknown keys, malformed values and
 /// values that contradict their key: a reader skips them and keeps its state. A marker that does
 /// not decode is an entry ([`HandoffEntry::MarkerRejected`]), so that its topic's consumers count
-/// it. A lease under `lease/` must be in barrier mode and one under `lease2/` in marker mode (a
-/// marker-mode lease that consumers of the previous release would read would make them wait for
-/// barriers that never come).
+/// it.
 pub fn decode(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -486,20 +456,13 @@ pub fn decode(
         return Ok(HandoffEntry::Removed(key));
     };
     match &key {
-        HandoffKey::Lease { topic, producer } | HandoffKey::Lease2 { topic, producer } => {
+        HandoffKey::Lease { topic, producer } => {
             let lease: Lease = serde_json::from_slice(value).map_err(|e| e.to_string())?;
             if &lease.topic != topic || &lease.producer != producer {
                 return Err(format!(
                     "lease value for {}/{} under key {}",
                     lease.topic,
                     lease.producer,
-                    key.encode()
-                ));
-            }
-            if HandoffKey::of_lease(&lease) != key {
-                return Err(format!(
-                    "lease in {:?} mode under key {}",
-                    lease.mode,
                     key.encode()
                 ));
             }
@@ -565,7 +528,7 @@ mod tests {
 
     /// The Java producer (`java/.../Handoff.java`, `DkgKafkaProducerTest`) writes these same bytes.
     #[test]
-    fn marker_mode_lease_and_marker_encode_as_the_java_producer_writes_them() {
+    fn lease_and_marker_encode_as_the_java_producer_writes_them() {
         let id = ProducerId::parse("0123456789abcdef0123456789abcdef").unwrap();
         let lease = Lease {
             producer: id.clone(),
@@ -573,9 +536,7 @@ mod tests {
             first_epoch: 3,
             lease_ms: 30_000,
             expires_at_ms: 1_796_000_000_000,
-            barrier: None,
             closed_at_epoch: None,
-            mode: LeaseMode::Marker,
         };
         assert_eq!(
             String::from_utf8(to_json(&lease)).unwrap(),
@@ -631,10 +592,6 @@ mod tests {
                 topic: "orders".into(),
                 partition: 11,
             },
-            HandoffKey::Lease2 {
-                topic: "orders".into(),
-                producer: id('c'),
-            },
             HandoffKey::Marker {
                 topic: "a.b".into(),
                 producer: id('d'),
@@ -649,8 +606,9 @@ mod tests {
             );
         }
         for bad in [
-            "lease/orders",
-            "lease//aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "lease2/orders",
+            // The design stage's barrier-mode key: unknown.
+            "lease/orders/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
             "assignment/orders/x",
             "progress/orders/3",
             "progress//orders/3",
@@ -672,12 +630,7 @@ mod tests {
             first_epoch: first,
             lease_ms: 1000,
             expires_at_ms: expires,
-            barrier: Some(BarrierSet {
-                epoch: 3,
-                offsets: vec![5, 6],
-            }),
             closed_at_epoch: closed,
-            mode: LeaseMode::Barrier,
         }
     }
 
@@ -880,28 +833,26 @@ mod tests {
     }
 
     #[test]
-    fn marker_mode_leases_live_under_lease2_only() {
-        let mut l = lease(1, 99, None);
-        l.mode = LeaseMode::Marker;
+    fn leases_live_under_lease2_and_ignore_their_mode_member() {
+        let l = lease(1, 99, None);
         let json = to_json(&l);
-        assert!(String::from_utf8_lossy(&json).contains(r#""mode":"marker""#));
-        let key2 = HandoffKey::of_lease(&l).encode();
-        assert_eq!(key2, format!("lease2/t/{}", "b".repeat(32)));
-        match decode(Some(key2.as_bytes()), Some(&json)).unwrap() {
-            HandoffEntry::Lease(got) => assert_eq!(got, l),
-            other => panic!("{other:?}"),
+        assert!(String::from_utf8_lossy(&json).ends_with(r#","mode":"marker"}"#));
+        let key = HandoffKey::of_lease(&l).encode();
+        assert_eq!(key, format!("lease2/t/{}", "b".repeat(32)));
+        // `mode` is a fixed member: absent or any other value decodes the same lease.
+        let text = String::from_utf8(json).unwrap();
+        for value in [
+            text.clone(),
+            text.replace(r#","mode":"marker""#, ""),
+            text.replace(r#""mode":"marker""#, r#""mode":"other""#),
+        ] {
+            match decode(Some(key.as_bytes()), Some(value.as_bytes())).unwrap() {
+                HandoffEntry::Lease(got) => assert_eq!(got, l),
+                other => panic!("{other:?}"),
+            }
         }
-        // A marker-mode lease under the old key would make old consumers wait for barriers.
-        let key1 = format!("lease/t/{}", "b".repeat(32));
-        assert!(decode(Some(key1.as_bytes()), Some(&json)).is_err());
-        // And a barrier-mode lease (no mode: every lease written so far) under lease2 is refused.
-        let old = to_json(&lease(1, 99, None));
-        assert!(!String::from_utf8_lossy(&old).contains("mode"));
-        assert!(decode(Some(key2.as_bytes()), Some(&old)).is_err());
-        assert!(decode(Some(key1.as_bytes()), Some(&old)).is_ok());
-        let bad_mode = String::from_utf8(old)
-            .unwrap()
-            .replace('}', r#","mode":"other"}"#);
-        assert!(decode(Some(key1.as_bytes()), Some(bad_mode.as_bytes())).is_err());
+        // Under any other key a lease is nothing a reader knows.
+        let other = format!("lease/t/{}", "b".repeat(32));
+        assert!(decode(Some(other.as_bytes()), Some(text.as_bytes())).is_err());
     }
 }

@@ -3,25 +3,20 @@
 //! | header | value | on |
 //! |---|---|---|
 //! | [`EPOCH_HEADER`] `dkg-epoch` | the epoch of the assignment that placed the record | data records (all, or those of moved keys: the producer's `EpochHeader` mode) |
-//! | [`BARRIER_HEADER`] `dkg-barrier` | the epoch whose barrier the record is | barrier records (null key and value), one per partition |
-//! | [`PRODUCER_HEADER`] `dkg-producer` | the writing producer's [`ProducerId`] | barrier records |
+//! | [`PRODUCER_HEADER`] `dkg-producer` | the writing producer's `ProducerId` | an ordering producer's records that carry `dkg-epoch` |
 //!
-//! Every value is plain decimal ASCII ([`parse_decimal`], [`encode_decimal`]) or a producer id; a
-//! malformed value is ignored, and of several headers with one name the last well-formed one
-//! counts ([`DkgHeaders::read`], [`epoch_of`]). The Kafka glue adapts rdkafka's header types to
+//! An epoch is plain decimal ASCII ([`parse_decimal`], [`encode_decimal`]); a malformed value is
+//! ignored, and of several headers with one name the last well-formed one counts
+//! ([`DkgHeaders::read`], [`epoch_of`]). Consumers read only `dkg-epoch`. The Kafka glue adapts rdkafka's header types to
 //! the `(name, value)` pairs taken here; see `docs/architecture.md`.
-
-use crate::handoff::ProducerId;
 
 /// Name of the header carrying the epoch (decimal ASCII) of the assignment that placed a record.
 ///
 /// Absent on records placed by Kafka's default hashing (fallback, or producers without DKG).
 pub const EPOCH_HEADER: &str = "dkg-epoch";
 
-/// Header of a barrier record: the epoch (decimal ASCII) whose barrier it is.
-pub const BARRIER_HEADER: &str = "dkg-barrier";
-
-/// Header naming the producer instance ([`ProducerId`]) that wrote a barrier record.
+/// Header naming the ordering producer instance (its `ProducerId`) that wrote a stamped record
+/// (informative: consumers do not read it).
 pub const PRODUCER_HEADER: &str = "dkg-producer";
 
 /// A `dkg-*` header value: plain decimal ASCII (no sign, no spaces) that fits a `u64`.
@@ -64,64 +59,21 @@ pub struct DkgHeaders {
     pub present: bool,
     /// The last well-formed [`EPOCH_HEADER`].
     pub epoch: Option<u64>,
-    /// The last well-formed [`BARRIER_HEADER`].
-    pub barrier: Option<u64>,
-    /// The last well-formed [`PRODUCER_HEADER`].
-    pub producer: Option<ProducerId>,
 }
 
 impl DkgHeaders {
-    /// Read the `dkg-*` headers of a record (`None`: it has no headers at all); the last of each
-    /// name wins, malformed values are ignored.
+    /// Read the `dkg-*` headers of a record (`None`: it has no headers at all); the last
+    /// well-formed epoch wins, malformed values are ignored.
     pub fn read<'a>(
         headers: Option<impl IntoIterator<Item = (&'a str, Option<&'a [u8]>)>>,
     ) -> Self {
-        let mut out = Self::default();
         let Some(headers) = headers else {
-            return out;
+            return Self::default();
         };
-        out.present = true;
-        for (key, value) in headers {
-            if !key.starts_with("dkg-") {
-                continue;
-            }
-            match key {
-                EPOCH_HEADER => out.epoch = parse_decimal(value).or(out.epoch),
-                BARRIER_HEADER => out.barrier = parse_decimal(value).or(out.barrier),
-                PRODUCER_HEADER => {
-                    if let Some(id) = value
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                        .and_then(ProducerId::parse)
-                    {
-                        out.producer = Some(id);
-                    }
-                }
-                _ => {}
-            }
+        Self {
+            present: true,
+            epoch: epoch_of(headers),
         }
-        out
-    }
-
-    /// A valid barrier: both headers present.
-    #[must_use]
-    pub fn barrier(&self) -> Option<(ProducerId, u64)> {
-        Some((self.producer.clone()?, self.barrier?))
-    }
-
-    /// Whether a record with these headers, `key` and `value` is a barrier record, and whose: both
-    /// headers well-formed, null key and null value (what every ordering producer writes, spec
-    /// 9.2). Anything else is data, even with a `dkg-barrier` header: consuming it as a barrier
-    /// would lose an application's record.
-    #[must_use]
-    pub fn barrier_record(
-        &self,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Option<(ProducerId, u64)> {
-        if key.is_some() || value.is_some() {
-            return None;
-        }
-        self.barrier()
     }
 }
 
@@ -151,91 +103,30 @@ mod tests {
     }
 
     #[test]
-    fn only_null_records_with_both_headers_are_barriers() {
-        let id = ProducerId::parse(&"c".repeat(32)).expect("a valid id");
-        let full = DkgHeaders {
-            present: true,
-            epoch: None,
-            barrier: Some(4),
-            producer: Some(id.clone()),
-        };
-        let no_producer = DkgHeaders {
-            producer: None,
-            ..full.clone()
-        };
-        type Case<'a> = (&'a DkgHeaders, Option<&'a [u8]>, Option<&'a [u8]>, bool);
-        // (headers, key, value, barrier?)
-        let cases: [Case<'_>; 5] = [
-            (&full, None, None, true),
-            (&full, Some(b"k"), None, false),
-            (&full, None, Some(b""), false),
-            (&no_producer, None, None, false),
-            (&DkgHeaders::default(), None, None, false),
-        ];
-        for (h, key, value, want) in cases {
-            assert_eq!(
-                h.barrier_record(key, value),
-                want.then(|| (id.clone(), 4)),
-                "{h:?} {key:?} {value:?}"
-            );
-        }
-    }
-
-    #[test]
     fn headers_parse_table() {
-        let id = "0123456789abcdef0123456789abcdef";
-        // (headers, epoch, barrier, producer?)
-        type Case<'a> = (
-            Vec<(&'a str, Option<&'a [u8]>)>,
-            Option<u64>,
-            Option<u64>,
-            bool,
-        );
+        // (headers, epoch)
+        type Case<'a> = (Vec<(&'a str, Option<&'a [u8]>)>, Option<u64>);
         let cases: Vec<Case<'_>> = vec![
-            (vec![], None, None, false),
-            (vec![("dkg-epoch", Some(b"12"))], Some(12), None, false),
-            (vec![("dkg-epoch", Some(b"x1"))], None, None, false),
-            (vec![("dkg-epoch", None)], None, None, false),
-            (
-                vec![
-                    ("dkg-barrier", Some(b"3")),
-                    ("dkg-producer", Some(id.as_bytes())),
-                ],
-                None,
-                Some(3),
-                true,
-            ),
-            (
-                vec![("dkg-barrier", Some(b"3")), ("dkg-producer", Some(b"nope"))],
-                None,
-                Some(3),
-                false,
-            ),
+            (vec![], None),
+            (vec![("dkg-epoch", Some(b"12"))], Some(12)),
+            (vec![("dkg-epoch", Some(b"x1"))], None),
+            (vec![("dkg-epoch", None)], None),
+            // The design stage's barrier header means nothing now.
+            (vec![("dkg-barrier", Some(b"3"))], None),
             (
                 vec![
                     ("app", Some(b"1")),
                     ("dkg-epoch", Some(b"1")),
                     ("dkg-epoch", Some(b"2")),
+                    ("dkg-epoch", Some(b"bad")),
                 ],
                 Some(2),
-                None,
-                false,
             ),
-            (
-                vec![("dkg-epoch", Some(b"99999999999999999999999"))],
-                None,
-                None,
-                false,
-            ),
+            (vec![("dkg-epoch", Some(b"99999999999999999999999"))], None),
         ];
-        for (hs, epoch, barrier, producer) in cases {
+        for (hs, epoch) in cases {
             let got = DkgHeaders::read(Some(hs.iter().copied()));
-            assert_eq!(
-                (got.epoch, got.barrier, got.producer.is_some()),
-                (epoch, barrier, producer),
-                "{hs:?}"
-            );
-            assert_eq!(got.barrier().is_some(), barrier.is_some() && producer);
+            assert_eq!(got.epoch, epoch, "{hs:?}");
             assert_eq!(epoch_of(hs.iter().copied()), epoch, "{hs:?}");
             assert!(got.present);
         }

@@ -4,15 +4,16 @@
 //! the Kafka client left out, so the protocol can be read, tested and simulated on its own (and
 //! linked without rdkafka):
 //!
-//! - [`headers`]: the `dkg-epoch`, `dkg-barrier` and `dkg-producer` record headers and their one
-//!   decimal codec;
-//! - [`handoff`]: the handoff topic's keys and values (leases, progress, history) and their codecs;
+//! - [`headers`]: the `dkg-epoch` and `dkg-producer` record headers and their one decimal codec;
+//! - [`handoff`]: the handoff topic's keys and values (leases, markers, progress, history) and
+//!   their codecs;
 //! - [`book`]: the control topic's validation ([`AssignmentBook`](book::AssignmentBook),
 //!   [`RejectReason`](book::RejectReason), [`ControlUpdate`](book::ControlUpdate));
-//! - [`consumer`]: the specification of ordering-safe migration and the consumer's state machine
-//!   (core, hold, history, progress, lanes), with its deterministic simulation in the tests;
-//! - [`barrier`]: the producer side's lease and barrier schedule;
-//! - [`marker`]: the producer side of marker mode (acknowledged offsets, when a marker is due);
+//! - [`consumer`]: the consumer's state machine for ordering-safe migration (core, hold, history,
+//!   progress, lanes; rules C1-C19 of `docs/spec.md` 9.3), with its deterministic simulation in
+//!   the tests;
+//! - [`lease`]: the producer side's leases and which markers are due;
+//! - [`marker`]: the producer side's marker ends (acknowledged offsets per partition);
 //! - [`window`]: the producer side's stamp windows (how long moved keys' records carry their
 //!   epoch: until the consumer groups settled the switch).
 //!
@@ -27,10 +28,10 @@
 //! rdkafka and these types; `docs/architecture.md` shows the layers and where each rule lives.
 #![forbid(unsafe_code)]
 
-pub mod barrier;
 pub mod book;
 pub mod consumer;
 pub mod handoff;
 pub mod headers;
+pub mod lease;
 pub mod marker;
 pub mod window;

@@ -1,4 +1,4 @@
-//! The producer side of marker mode (`docs/spec.md` 9.2), without Kafka: which records of which
+//! The producer side's marker ends (`docs/spec.md` 9.2), without Kafka: which records of which
 //! epoch are still unacknowledged, where the acknowledged ones landed, and when the marker of an
 //! epoch may be written.
 //!

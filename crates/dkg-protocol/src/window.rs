@@ -15,8 +15,8 @@
 //!
 //! - Windows close **in order** (a window's predecessor list covers every epoch since the last
 //!   closed one, so closing a newer window first would lose a move).
-//! - A window of `E` closes only once this producer has announced `E` (its marker, or barrier
-//!   set, of `E` or later is in the log): before that no group can drain `E` anyway, and a group
+//! - A window of `E` closes only once this producer has announced `E` (its marker of `E` or
+//!   later is in the log): before that no group can drain `E` anyway, and a group
 //!   that appears meanwhile is then waited for too.
 //! - It then closes when every **followed group** has settled `E`. A group is followed for the
 //!   window of `E` when it has settled the window's predecessor epoch (it kept up with the
@@ -164,7 +164,7 @@ impl StampWindows {
 
     /// The highest epoch of `topic` whose window (and every older one) may close now, and why
     /// the newest of them closes. `open`: the topic's open windows, oldest first; `announced`:
-    /// the highest epoch of `topic` this producer's markers (barriers) announced; `groups`: what
+    /// the highest epoch of `topic` this producer's markers announced; `groups`: what
     /// each group of the topic settled ([`GroupProgress::settled`]). A group is followed for a
     /// window when it once settled the window's predecessor (its best value, so a group that
     /// regressed, e.g. after an offset reset, stays followed and is waited for until it settles

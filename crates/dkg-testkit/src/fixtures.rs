@@ -5,8 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::collections::BTreeMap;
 
-use dkg_partitioner::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
+use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_partitioner::Assignment;
 
 /// The sketch parameters of the fixtures.
 pub fn params() -> Params {

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
 
 pub type BoxError = Box<dyn std::error::Error>;
 

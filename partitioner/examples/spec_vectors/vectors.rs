@@ -10,14 +10,15 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_partitioner::assignment::{
+use dkg_core::assignment::{
     MAX_EPOCH, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
-use dkg_partitioner::kafka::{AssignmentBook, ControlUpdate};
-use dkg_partitioner::{
-    Assignment, AssignmentParts, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED,
+use dkg_core::{
+    AssignmentParts, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED,
     MAX_ASSIGNMENT_BYTES, Params, Route, kafka_partition, murmur2, murmur2_seeded,
 };
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::control::{AssignmentBook, ControlUpdate};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -1663,9 +1664,7 @@ fn split_document(base: Assignment, split: &[SplitSpec]) -> Assignment {
         hk.partition = spread[0].0;
         hk.split = spread
             .iter()
-            .map(
-                |&(partition, weight)| dkg_partitioner::assignment::SplitPart { partition, weight },
-            )
+            .map(|&(partition, weight)| dkg_core::assignment::SplitPart { partition, weight })
             .collect();
     }
     assignment(parts)
@@ -2381,7 +2380,7 @@ fn gen_doc(epoch: u64, generation: Option<&str>) -> String {
 }
 
 fn retraction(epoch: u64, generation: Option<&str>) -> String {
-    let r = dkg_partitioner::assignment::Retraction {
+    let r = dkg_core::assignment::Retraction {
         topic: "orders".to_owned(),
         epoch,
         generation: generation.map(str::to_owned),
@@ -2391,9 +2390,9 @@ fn retraction(epoch: u64, generation: Option<&str>) -> String {
 }
 
 fn generation(g: &str) -> Record {
-    let value = dkg_partitioner::assignment::generation_record(g).expect("a valid generation");
+    let value = dkg_core::assignment::generation_record(g).expect("a valid generation");
     put(
-        dkg_partitioner::assignment::GENERATION_KEY,
+        dkg_core::assignment::GENERATION_KEY,
         String::from_utf8(value).expect("UTF-8"),
     )
 }
@@ -2579,7 +2578,7 @@ fn v2_control_file() -> String {
                     Some(b"orders".to_vec()),
                     Some(
                         String::from_utf8(
-                            dkg_partitioner::assignment::generation_record(G1).expect("valid"),
+                            dkg_core::assignment::generation_record(G1).expect("valid"),
                         )
                         .expect("UTF-8"),
                     ),

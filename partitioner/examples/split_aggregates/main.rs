@@ -1,7 +1,7 @@
 //! Split keys the standard way: partial aggregates per partition, merged downstream into a
 //! compacted topic keyed by key (the pipeline is in `pattern.rs`).
 //!
-//! A key too heavy for one partition is split over several (`docs/spec.md` 11.2): its records
+//! A key too heavy for one partition is split over several (`docs/spec.md` 4.6): its records
 //! are spread over its parts, no single consumer sees all of them, and their order across the
 //! parts is not kept (`DkgMessage::split_parts` marks them). So every member counts per
 //! (partition, key), emits the partial counts as deltas to a `partials` topic when a partition

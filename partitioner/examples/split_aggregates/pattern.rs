@@ -16,13 +16,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_partitioner::assignment::SplitPart;
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, SplitChange, control, publish_assignment,
-    publisher_config,
-};
-use dkg_partitioner::{Assignment, AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_core::assignment::SplitPart;
+use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::control;
+use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, SplitChange};
 use rdkafka::admin::AdminClient;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};

@@ -1,8 +1,8 @@
 //! The producer's own delivery path: [`DeliveryContext`] (the producer context every
-//! [`DkgProducer`](crate::kafka::DkgProducer) runs on) and [`DeliveryFuture`] (what `send_result`
+//! [`DkgProducer`](crate::DkgProducer) runs on) and [`DeliveryFuture`] (what `send_result`
 //! returns).
 //!
-//! Why not rdkafka's `FutureProducer`: an ordering producer in marker mode (`docs/spec.md` 9.2.1)
+//! Why not rdkafka's `FutureProducer`: an ordering producer (`docs/spec.md` 9.2.1)
 //! must see the outcome of *every* record it routed, also of records whose future the application
 //! dropped (the common high-throughput pattern), and `FutureProducerContext` discards those
 //! reports without telling the user's context. This is the same shape (a `ThreadedProducer`
@@ -24,11 +24,17 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::future_producer::{Delivery, OwnedDeliveryResult};
-use rdkafka::producer::{DeliveryResult, NoCustomPartitioner, ProducerContext};
+use rdkafka::producer::{DeliveryResult, NoCustomPartitioner, ProducerContext, ThreadedProducer};
 use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaErrorCode;
 
-/// The producer context of a [`DkgProducer`](crate::kafka::DkgProducer): the user's
+/// The client every [`DkgProducer`](crate::DkgProducer) runs on, shared by its ordering
+/// task (rdkafka's `FutureProducer` is the same: a `ThreadedProducer` whose delivery opaque carries
+/// a oneshot). Here, not in `producer.rs`, so the producer and its ordering task both import it
+/// from below.
+pub(crate) type Backend<C> = Arc<ThreadedProducer<DeliveryContext<C>>>;
+
+/// The producer context of a [`DkgProducer`](crate::DkgProducer): the user's
 /// [`ClientContext`] (logging, statistics, errors, OAuth, all passed through) plus the wrapper's
 /// delivery handling.
 #[derive(Debug, Clone)]
@@ -139,7 +145,7 @@ impl<C: ClientContext + 'static> ProducerContext<NoCustomPartitioner> for Delive
 }
 
 /// The delivery report of a record sent with
-/// [`DkgProducer::send_result`](crate::kafka::DkgProducer::send_result): the shape of rdkafka's
+/// [`DkgProducer::send_result`](crate::DkgProducer::send_result): the shape of rdkafka's
 /// `DeliveryFuture` (same output type), so code awaiting either stays the same. Futures of a plain
 /// `FutureProducer` convert with `From`, so one queue can hold both. Dropping it is fine (the
 /// high-throughput pattern): the record is still delivered, and an ordering producer still counts

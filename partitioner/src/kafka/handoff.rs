@@ -16,10 +16,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use tracing::warn;
 
 pub use dkg_protocol::handoff::{
-    BarrierSet, DEFAULT_HANDOFF_TOPIC, DEFAULT_LEASE, HandoffEntry, HandoffKey, Lease, LeaseMode,
-    Marker, MarkerReject, ProducerId, Progress, decode,
+    DEFAULT_HANDOFF_TOPIC, DEFAULT_LEASE, HandoffEntry, HandoffKey, Lease, Marker, MarkerReject,
+    ProducerId, Progress, decode,
 };
-pub use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER};
+pub use dkg_protocol::headers::PRODUCER_HEADER;
 
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};

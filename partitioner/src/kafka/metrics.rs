@@ -11,7 +11,7 @@
 //! | `dkg_producer_assignment_in_effect` | gauge | `topic` | 1 while the current assignment routes records, 0 while it waits for the topic's partition count to match (or there is none) |
 //! | `dkg_producer_assignment_age_seconds` | gauge | `topic` | now minus the assignment's `created_at_ms` (the publisher's clock), computed at scrape; absent without an assignment |
 //! | `dkg_producer_assignments_rejected_total` | counter | `reason` | control-topic records rejected, by [`RejectReason`] |
-//! | `dkg_producer_partition_count_changes_total` | counter | `topic` | changes of the topic's partition count seen after the first: each moves keys (to Kafka's placement over the new count) with no barrier and no `dkg-epoch` stamp, outside the ordering guarantee |
+//! | `dkg_producer_partition_count_changes_total` | counter | `topic` | changes of the topic's partition count seen after the first: each moves keys (to Kafka's placement over the new count) with no marker and no `dkg-epoch` stamp, outside the ordering guarantee |
 //! | `dkg_producer_stamp_windows_closed_total` | counter | `topic`, `reason` | ordering producers: stamp windows closed (`docs/spec.md` 9.2.2), `reason` = `settled` (every followed consumer group settled the switch) or `timed_out` (open for the bound) |
 //!
 //! Records the wrapper leaves alone (keyless, or with an explicit partition) are not counted.
@@ -97,7 +97,7 @@ impl ProducerMetrics {
             Opts::new(
                 "dkg_producer_partition_count_changes_total",
                 "Changes of the topic's partition count after the first seen: each moves keys \
-                 without a barrier or an epoch stamp (outside the ordering guarantee).",
+                 without a marker or an epoch stamp (outside the ordering guarantee).",
             ),
             &["topic"],
         )?;

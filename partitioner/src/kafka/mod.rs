@@ -28,7 +28,7 @@
 //! - **Same placement as Kafka until told otherwise.** Before a topic's first assignment, after a
 //!   tombstone, and whenever the assignment's partition count differs from the topic's current one,
 //!   keyed records go to `toPositive(murmur2(key)) % partitions`
-//!   ([`kafka_partition`](crate::kafka_partition)), the Java producer's placement, bit for bit.
+//!   ([`kafka_partition`](dkg_core::kafka_partition)), the Java producer's placement, bit for bit.
 //!   Wrapping an existing Java-compatible producer therefore moves nothing until an assignment
 //!   exists. (librdkafka's own default, `consistent_random`, is CRC32-based; the wrapper does not
 //!   reproduce it.)
@@ -44,37 +44,29 @@
 //! - **Hot path**: never blocks, never panics, allocates only on a topic's first record. Delivery
 //!   is rdkafka's: with the defaults (idempotence, `acks=all`) nothing is lost or duplicated by
 //!   retries.
-//! - **Epoch header.** An ordering producer ([`EpochHeader::Auto`] resolves to
-//!   [`EpochHeader::Moved`]) stamps `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) on records of keys
+//! - **Epoch header.** An ordering producer ([`EpochHeader::Auto`](crate::EpochHeader::Auto) resolves to
+//!   [`EpochHeader::Moved`](crate::EpochHeader::Moved)) stamps `dkg-epoch: <epoch>` ([`EPOCH_HEADER`]) on records of keys
 //!   whose partition changed in an epoch switch, only inside the switch's **stamp window**: until
 //!   every consumer group following the topic has settled the switch (their progress on the
-//!   handoff topic says so), at most [`ProducerConfig::stamp_window`] (`docs/spec.md` 9.2.2).
+//!   handoff topic says so), at most [`ProducerConfig::stamp_window`](crate::ProducerConfig::stamp_window) (`docs/spec.md` 9.2.2).
 //!   Those are the records the consumer-side rebalancer may have to hold back; after the window
 //!   records carry no header. Other producers stamp nothing by
 //!   default (a consumer cannot use their epochs, and headers cost librdkafka per-record
-//!   allocations). [`EpochHeader::All`] stamps every record an assignment placed,
-//!   [`EpochHeader::Off`] none.
+//!   allocations). [`EpochHeader::All`](crate::EpochHeader::All) stamps every record an assignment placed,
+//!   [`EpochHeader::Off`](crate::EpochHeader::Off) none.
 //!
-//! # Which type to use
+//! # What is here
 //!
-//! - [`DkgProducer`]: drop-in for `FutureProducer` (same `send`/`send_result`, its own
-//!   [`DeliveryFuture`] of the same output, [`Producer`] trait). See `examples/one_line_change.rs`.
-//! - [`DkgRouter`]: for `BaseProducer`/`ThreadedProducer`: `router.route(topic, key).apply(record)`
-//!   sets the partition and the header; or [`DkgRouter::partitioner`] /
-//!   [`DkgRouter::producer_context`] as librdkafka's custom partitioner (no header; librdkafka's
-//!   hook, which `FutureProducer` does not honour).
-//! - [`control`]: [`ensure_control_topic`], [`publish_assignment`], [`retract_assignment`],
-//!   [`ControlTopicReader`] for publishers and tools; [`topic`] creates, checks and reads every
-//!   topic (data topics of tools and tests too).
-//! - Settings: each builder wraps a plain config struct whose fields document their defaults
-//!   ([`RouterConfig`], [`ProducerConfig`], [`ConsumerConfig`]).
-//! - [`DkgConsumer`]: a group member that keeps every key's records in order, and
-//!   each key with one member at a time, across epoch switches; its producers opt in with
-//!   [`DkgProducerBuilder::ordering`]. They coordinate on the compacted handoff
-//!   topic ([`handoff`]).
+//! The producer, router and consumer types are at the crate root (its "Which type to use"). This
+//! module holds the rest: [`control`] ([`control::ensure_control_topic`],
+//! [`control::publish_assignment`], [`control::retract_assignment`],
+//! [`control::ControlTopicReader`] for publishers and tools), [`topic`] (creates, checks and reads
+//! every topic, data topics of tools and tests too), [`handoff`] (the ordering protocol's topic),
+//! [`metrics`], [`redact`] (settings shown without their secrets) and the rdkafka adapters
+//! ([`DkgProducerContext`], [`DeliveryContext`]).
 //!
 //! The pure parts (header and handoff codecs, the assignment book, the consumer's state machine,
-//! the barrier schedule) are in the `dkg-protocol` crate; the modules here move bytes between
+//! the lease schedule and marker ends) are in the `dkg-protocol` crate; the modules here move bytes between
 //! rdkafka and them. The layering and where each rule lives: `docs/architecture.md`.
 //!
 //! [`Producer`]: rdkafka::producer::Producer
@@ -85,40 +77,21 @@ use std::time::Duration;
 /// reading the control and handoff topics to their ends, ensuring them, the first metadata.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
-mod consumer;
+pub(crate) mod consumer;
 pub mod control;
-mod delivery;
+pub(crate) mod delivery;
 pub mod handoff;
 pub mod metrics;
 mod ordering;
-mod producer;
-mod redact;
-mod router;
+pub(crate) mod producer;
+pub mod redact;
+pub(crate) mod router;
 pub mod topic;
 
-pub use consumer::{
-    ConsumerConfig, ConsumerHooks, DEFAULT_MAX_HELD_RECORDS, DkgConsumer, DkgConsumerBuilder,
-    DkgContext, DkgMessage, DkgRecord, EpochChange, NoHooks, SplitChange,
-    uses_consumer_group_protocol,
-};
-pub use control::{
-    AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC,
-    RejectReason, connection_config, ensure_control_topic, publish_assignment, publish_generation,
-    publish_retraction, publish_value, publisher_config, retract_assignment,
-};
-pub use delivery::{DeliveryContext, DeliveryFuture};
-pub use handoff::{
-    BARRIER_HEADER, DEFAULT_HANDOFF_TOPIC, HandoffKey, HandoffWriter, Lease, PRODUCER_HEADER,
-    ProducerId, Progress, ensure_handoff_topic,
-};
-pub use producer::{
-    DEFAULT_STAMP_WINDOW, DkgProducer, DkgProducerBuilder, EpochHeader, OrderingMode,
-    ProducerConfig, producer_config,
-};
-pub use redact::{
-    MIN_SCRUBBED_LEN, REDACTED, RedactedConfig, is_secret_key, scrub, secret_values, shown_value,
-};
-pub use router::{
-    DkgPartitioner, DkgProducerContext, DkgRouter, DkgRouterBuilder, EPOCH_HEADER,
-    PartitionCountSource, RouteKind, RouterConfig, Routing, epoch_of, stamp_epoch,
-};
+// What the crate root does not list. The producer, router and consumer types a user names are at
+// the root (`dkg_partitioner::DkgProducer`, ...), each under that one path; the control and
+// handoff topics' items under `control::`, `handoff::`, `topic::`.
+pub use consumer::{DEFAULT_MAX_HELD_RECORDS, DkgContext, NoHooks, uses_consumer_group_protocol};
+pub use delivery::DeliveryContext;
+pub use producer::{DEFAULT_STAMP_WINDOW, producer_config};
+pub use router::{DkgProducerContext, EPOCH_HEADER, PartitionCountSource, epoch_of, stamp_epoch};

@@ -1,11 +1,14 @@
-//! The producer side of ordering-safe migration (see [`DkgConsumer`](crate::kafka::DkgConsumer) for the whole
-//! protocol): a lease per topic, an in-flight gate, offset markers (or barrier records) and
-//! assignment history.
+//! The producer side of ordering-safe migration (`docs/spec.md` 9.2; see
+//! [`DkgConsumer`](crate::DkgConsumer) for the consumer side): a lease per topic, an
+//! in-flight gate, offset markers and assignment history.
 //!
-//! # Sequence per adopted epoch `E` of a topic, marker mode (the default, `docs/spec.md` 9.2.1)
+//! # Sequence per adopted epoch `E` of a topic (`docs/spec.md` 9.2)
 //!
-//! 1. The router swaps the assignment in: new sends route by `E` at once.
-//! 2. **Grace**, as below.
+//! 1. The router swaps the assignment in (arc-swap): new sends route by `E` at once. Nothing on
+//!    the send path waits.
+//! 2. **Grace**: the ordering task waits until every send that entered the in-flight gate before it
+//!    noticed the adoption has been enqueued in librdkafka. Those are the only sends that can
+//!    still carry a partition chosen by an older epoch.
 //! 3. **Acknowledgement**: every record routed by the wrapper is counted in the ledger of the
 //!    epoch it was routed under ([`EpochLedger`]: an atomic add on send, an atomic max and add in
 //!    the delivery callback of the wrapper's own producer context, `kafka/delivery.rs`). The task
@@ -13,30 +16,16 @@
 //!    where a delivery failed with an unknown outcome (a timeout: the record may be in the log)
 //!    gets its end offset from the broker once nothing is outstanding.
 //! 4. **Marker**: the pure [`MarkerTracker`] turns the ledgers into `marker/<topic>/<producer>` =
-//!    `{E, ends}`, written and acknowledged, after `assignment/<topic>/<E>` (history). The lease is
-//!    not rewritten for it.
+//!    `{E, ends}`, written and acknowledged, after `assignment/<topic>/<E>` (history: consumers
+//!    need the previous epochs' assignments to know where a key used to live). History goes first
+//!    so that a failed write fails the whole step, which the next loop retries. The lease is not
+//!    rewritten for it.
 //!
-//! # Sequence per adopted epoch `E` of a topic, barrier mode
-//!
-//! 1. The router swaps the assignment in (arc-swap): new sends route by `E` at once. Nothing on
-//!    the send path waits.
-//! 2. **Grace**: the ordering task waits until every send that entered the in-flight gate before it
-//!    noticed the adoption has been enqueued in librdkafka. Those are the only sends that can
-//!    still carry a partition chosen by an older epoch.
-//! 3. **Barriers**: one record per partition of the topic (null key, null value, headers
-//!    `dkg-barrier: E` and `dkg-producer: <id>`), through the same idempotent producer, so each
-//!    lands after all of this producer's older-epoch records of that partition.
-//! 4. When every barrier is acknowledged: `assignment/<topic>/<E>` is written (history: consumers
-//!    need the previous epochs' assignments to know where a key used to live), then the lease is
-//!    rewritten with the barrier offsets ([`Lease::barrier`](crate::kafka::handoff::Lease::barrier)).
-//!    History goes first in both modes so that a failed write fails the whole step, which the next
-//!    loop retries.
-//!
-//! If epochs arrive faster than barriers complete, intermediate epochs are skipped: a barrier of
-//! `G` passes every epoch below `G` too.
+//! If epochs arrive faster than markers complete, intermediate epochs are skipped: a marker of
+//! `G` covers every epoch below `G` too.
 //!
 //! A change of the topic's partition count is not an adoption: the router falls back to Kafka's
-//! hash over the new count with no epoch, so no barrier is written and the consumers' guarantee
+//! hash over the new count with no epoch, so no marker is written and the consumers' guarantee
 //! does not cover the keys it moves (counted in `dkg_producer_partition_count_changes_total`).
 //! Making it one needs an epoch for the fallback placement, which the protocol does not have.
 //!
@@ -46,7 +35,7 @@
 //! (its builder's `track_windows`); a task of its own (`follow_windows`)
 //! reads the consumer groups' progress from the handoff topic and closes windows by the pure rule
 //! of [`dkg_protocol::window`]: in epoch order, once this producer announced the epoch and every
-//! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::kafka::ProducerConfig::stamp_window).
+//! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::ProducerConfig::stamp_window).
 //! It never closes one before its first complete read of the handoff topic. If reading fails, the
 //! windows stay open (moved keys stay stamped: the safe side) and the read is retried.
 //!
@@ -64,11 +53,11 @@
 //!
 //! Written for every declared topic before the producer is returned ([`Lease::first_epoch`](crate::kafka::handoff::Lease::first_epoch) = the
 //! epoch in effect then: nothing older was ever routed), for other topics on first use (first
-//! epoch 0, and a barrier for the current epoch right away), renewed every third of the lease
+//! epoch 0, and a marker for the current epoch right away), renewed every third of the lease
 //! duration by a task of their own (the ordering task may wait for acknowledgements through an
-//! outage; the lease must not lapse meanwhile), rewritten after each barrier set, and on [`close`](crate::kafka::DkgProducer::close)
-//! marked closed at the last barrier epoch (consumers then stop waiting for this producer for
-//! newer epochs at once; for older ones its barriers are already in the log). A producer dropped
+//! outage; the lease must not lapse meanwhile), and on [`close`](crate::DkgProducer::close)
+//! marked closed at the last announced epoch (consumers then stop waiting for this producer for
+//! newer epochs at once; for older ones its markers are already in the log). A producer dropped
 //! without `close` simply stops renewing: consumers stop waiting once the lease expires.
 
 use std::collections::{BTreeMap, HashMap};
@@ -79,22 +68,19 @@ use std::time::Duration;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use rdkafka::ClientContext;
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureRecord, Producer as _};
+use rdkafka::producer::Producer as _;
 use tokio::sync::{Mutex as AsyncMutex, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
+use crate::kafka::delivery::Backend;
 use crate::kafka::handoff::{
-    self, HandoffEntry, HandoffKey, HandoffReader, HandoffRecord, HandoffWriter, LeaseMode,
-    ProducerId, now_ms,
+    self, HandoffEntry, HandoffKey, HandoffReader, HandoffRecord, HandoffWriter, ProducerId, now_ms,
 };
-use crate::kafka::producer::{Backend, OrderingMode, enqueue};
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
-use dkg_protocol::barrier::BarrierSchedule;
-use dkg_protocol::headers::{BARRIER_HEADER, PRODUCER_HEADER, encode_decimal};
+use dkg_protocol::lease::LeaseSchedule;
 use dkg_protocol::marker::{EpochLedger, MarkerTracker};
 use dkg_protocol::window::{GroupProgress, GroupSettled, StampWindows};
 
@@ -157,7 +143,7 @@ impl TopicLedgers {
     }
 }
 
-/// Every topic's ledgers (marker mode): a lock-free map on the send path, grown under a lock.
+/// Every topic's ledgers: a lock-free map on the send path, grown under a lock.
 #[derive(Debug, Default)]
 pub(crate) struct Ledgers {
     topics: ArcSwap<HashMap<String, Arc<TopicLedgers>, ahash::RandomState>>,
@@ -238,17 +224,16 @@ impl Gate {
     }
 }
 
-/// Longest a barrier set may take (enqueue and acknowledgement) before it counts as failed and is
-/// retried.
-const BARRIER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest the acknowledgements and the writes of one marker may take before the attempt counts
+/// as failed and is retried.
+const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The ordering state of one producer instance: its id, the gate, the ledgers (marker mode),
-/// the background task.
+/// The ordering state of one producer instance: its id, the gate, the ledgers, the background
+/// task.
 pub(crate) struct Ordering {
     id: ProducerId,
-    mode: OrderingMode,
     gate: Arc<Gate>,
-    ledgers: Option<Arc<Ledgers>>,
+    ledgers: Arc<Ledgers>,
     close: Mutex<Option<oneshot::Sender<oneshot::Sender<Result<()>>>>>,
     task: JoinHandle<()>,
     renewal: JoinHandle<()>,
@@ -285,20 +270,13 @@ impl Ordering {
         reader: HandoffReader,
         topics: &[String],
         lease: Duration,
-        mode: OrderingMode,
         stamp_window: Duration,
     ) -> Result<Self> {
         let id = handoff::new_producer_id();
         let gate = Arc::new(Gate::default());
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-        let lease_mode = match mode {
-            OrderingMode::Markers => LeaseMode::Marker,
-            OrderingMode::Barriers => LeaseMode::Barrier,
-        };
-        let ledgers = (mode == OrderingMode::Markers).then(|| Arc::new(Ledgers::default()));
-        let schedule = Arc::new(AsyncMutex::new(
-            BarrierSchedule::new(id.clone(), lease_ms).with_mode(lease_mode),
-        ));
+        let ledgers = Arc::new(Ledgers::default());
+        let schedule = Arc::new(AsyncMutex::new(LeaseSchedule::new(id.clone(), lease_ms)));
         let mut task = Task {
             producer,
             router: router.clone(),
@@ -307,7 +285,7 @@ impl Ordering {
             schedule: Arc::clone(&schedule),
             renewal: None,
             gate: Arc::clone(&gate),
-            ledgers: ledgers.clone(),
+            ledgers: Arc::clone(&ledgers),
             trackers: HashMap::new(),
         };
         for topic in topics {
@@ -316,7 +294,7 @@ impl Ordering {
             task.register(topic, epoch).await?;
         }
         info!(producer = %id, topics = ?topics, lease_ms = lease.as_millis() as u64,
-            mode = ?mode, "ordering producer registered");
+            "ordering producer registered");
         // Renewal runs on its own: the task may wait long for acknowledgements (an outage), and
         // a lease must not expire meanwhile.
         let renewal = tokio::spawn(renew_leases(
@@ -341,7 +319,6 @@ impl Ordering {
         let handle = tokio::spawn(task.run(close_rx));
         Ok(Self {
             id,
-            mode,
             gate,
             ledgers,
             close: Mutex::new(Some(close_tx)),
@@ -355,28 +332,18 @@ impl Ordering {
         &self.id
     }
 
-    pub(crate) fn mode(&self) -> OrderingMode {
-        self.mode
-    }
-
     #[inline]
     pub(crate) fn enter(&self) -> GateGuard<'_> {
         self.gate.enter()
     }
 
-    /// The ledger to count a record routed under `epoch` to `topic` in (marker mode only). Call
-    /// inside the gate.
+    /// The ledger to count a record routed under `epoch` to `topic` in. Call inside the gate.
     #[inline]
-    pub(crate) fn ledger(
-        &self,
-        router: &DkgRouter,
-        topic: &str,
-        epoch: u64,
-    ) -> Option<Arc<EpochLedger>> {
-        self.ledgers.as_deref().map(|l| l.get(router, topic, epoch))
+    pub(crate) fn ledger(&self, router: &DkgRouter, topic: &str, epoch: u64) -> Arc<EpochLedger> {
+        self.ledgers.get(router, topic, epoch)
     }
 
-    /// Complete pending barriers, mark the leases closed, stop the task.
+    /// Complete pending markers, mark the leases closed, stop the task.
     pub(crate) async fn close(&self) -> Result<()> {
         let tx = self
             .close
@@ -393,8 +360,8 @@ impl Ordering {
                 millis: 0,
             });
         }
-        // Pending markers or barriers (bounded by BARRIER_TIMEOUT) plus the lease writes.
-        let limit = BARRIER_TIMEOUT + Duration::from_secs(15);
+        // Pending markers (bounded by MARKER_TIMEOUT) plus the lease writes.
+        let limit = MARKER_TIMEOUT + Duration::from_secs(15);
         match tokio::time::timeout(limit, reply_rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(Error::Timeout {
@@ -402,25 +369,11 @@ impl Ordering {
                 millis: 0,
             }),
             Err(_) => Err(Error::Timeout {
-                what: "closing the ordering producer (barriers and leases)".into(),
+                what: "closing the ordering producer (markers and leases)".into(),
                 millis: duration_millis(limit),
             }),
         }
     }
-}
-
-/// Headers of a barrier record.
-pub(crate) fn barrier_headers(epoch: u64, producer: &ProducerId) -> OwnedHeaders {
-    let mut buf = [0_u8; 20];
-    OwnedHeaders::new_with_capacity(2)
-        .insert(Header {
-            key: BARRIER_HEADER,
-            value: Some(encode_decimal(epoch, &mut buf)),
-        })
-        .insert(Header {
-            key: PRODUCER_HEADER,
-            value: Some(producer.as_str().as_bytes()),
-        })
 }
 
 struct Task<C: ClientContext + 'static> {
@@ -429,13 +382,13 @@ struct Task<C: ClientContext + 'static> {
     writer: HandoffWriter,
     id: ProducerId,
     /// Shared with the renewal task. Held across each lease write, so lease records land in the
-    /// order the schedule produced them (a renewal never overwrites a newer barrier lease).
-    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    /// order the schedule produced them (a renewal never overwrites a closed lease).
+    schedule: Arc<AsyncMutex<LeaseSchedule>>,
     /// The renewal task, stopped by a clean close before the closed leases are written.
     renewal: Option<AbortHandle>,
     gate: Arc<Gate>,
-    /// Marker mode: the send path's ledgers, and per topic the tracker that decides markers.
-    ledgers: Option<Arc<Ledgers>>,
+    /// The send path's ledgers, and per topic the tracker that decides markers.
+    ledgers: Arc<Ledgers>,
     trackers: HashMap<String, MarkerTracker>,
 }
 
@@ -452,19 +405,17 @@ impl<C: ClientContext + 'static> Task<C> {
         self.writer.put_lease(&lease).await?;
         schedule.registered(lease);
         drop(schedule);
-        if self.ledgers.is_some() {
-            let partitions = self.router.partition_count(topic).unwrap_or(0);
-            self.trackers.insert(
-                topic.to_owned(),
-                MarkerTracker::new(self.id.clone(), topic, partitions, first_epoch),
-            );
-        }
+        let partitions = self.router.partition_count(topic).unwrap_or(0);
+        self.trackers.insert(
+            topic.to_owned(),
+            MarkerTracker::new(self.id.clone(), topic, partitions, first_epoch),
+        );
         Ok(())
     }
 
     async fn run(mut self, mut close: oneshot::Receiver<oneshot::Sender<Result<()>>>) {
         let mut adoptions = self.router.adoptions();
-        // New topics in use, and retries of failed barrier sets.
+        // New topics in use, and retries of failed markers.
         let mut scan = tokio::time::interval(Duration::from_millis(200));
         scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -485,7 +436,7 @@ impl<C: ClientContext + 'static> Task<C> {
             }
             self.register_new_topics().await;
             // A failure is logged there and retried on the next scan.
-            let _ = self.barriers_due().await;
+            let _ = self.markers_due().await;
         }
     }
 
@@ -495,7 +446,7 @@ impl<C: ClientContext + 'static> Task<C> {
                 continue;
             }
             // Records may already have been routed under any epoch: first epoch 0, and the
-            // barrier of the current epoch follows at once.
+            // marker of the current epoch follows at once.
             match self.register(&topic, 0).await {
                 Ok(()) => {
                     debug!(producer = %self.id, topic = %topic, "lease registered on first use")
@@ -506,8 +457,8 @@ impl<C: ClientContext + 'static> Task<C> {
         }
     }
 
-    /// Write the markers (barrier sets) due; `Err`: the last that failed (retried next loop).
-    async fn barriers_due(&mut self) -> Result<()> {
+    /// Write the markers due; `Err`: the last that failed (retried next loop).
+    async fn markers_due(&mut self) -> Result<()> {
         let due = self.schedule.lock().await.due(|t| self.epoch_in_effect(t));
         if due.is_empty() {
             return Ok(());
@@ -516,12 +467,7 @@ impl<C: ClientContext + 'static> Task<C> {
         // One grace period covers every topic: all sends routed by older states are enqueued.
         self.gate.grace().await;
         for (topic, epoch) in due {
-            let result = if self.ledgers.is_some() {
-                self.marker(&topic, epoch).await
-            } else {
-                self.barrier(&topic, epoch).await
-            };
-            if let Err(e) = result {
+            if let Err(e) = self.marker(&topic, epoch).await {
                 warn!(producer = %self.id, topic = %topic, epoch, error = %e,
                     "announcing the epoch switch failed (retrying)");
                 outcome = Err(e);
@@ -531,14 +477,14 @@ impl<C: ClientContext + 'static> Task<C> {
     }
 
     /// Wait until every record routed to `topic` under an epoch below `epoch` is reported, then
-    /// write the marker of `epoch` and the history (bounded by [`BARRIER_TIMEOUT`]; on failure the
+    /// write the marker of `epoch` and the history (bounded by [`MARKER_TIMEOUT`]; on failure the
     /// next loop retries).
     async fn marker(&mut self, topic: &str, epoch: u64) -> Result<()> {
-        match tokio::time::timeout(BARRIER_TIMEOUT, self.marker_unbounded(topic, epoch)).await {
+        match tokio::time::timeout(MARKER_TIMEOUT, self.marker_unbounded(topic, epoch)).await {
             Ok(r) => r,
             Err(_) => Err(Error::Timeout {
                 what: format!("acknowledgements before the marker of epoch {epoch} on {topic:?}"),
-                millis: duration_millis(BARRIER_TIMEOUT),
+                millis: duration_millis(MARKER_TIMEOUT),
             }),
         }
     }
@@ -547,10 +493,7 @@ impl<C: ClientContext + 'static> Task<C> {
         let Some(count) = self.router.partition_count(topic) else {
             return Ok(());
         };
-        let Some(ledgers) = self.ledgers.clone() else {
-            return Ok(());
-        };
-        let topic_ledgers = ledgers.topic(topic);
+        let topic_ledgers = self.ledgers.topic(topic);
         let older = topic_ledgers.below(epoch);
         let mut snapshots = Vec::with_capacity(older.len());
         for l in &older {
@@ -629,72 +572,12 @@ impl<C: ClientContext + 'static> Task<C> {
         Ok(high)
     }
 
-    /// Write the barriers of `epoch` to every partition of `topic`, then the lease and history
-    /// (bounded by [`BARRIER_TIMEOUT`]; on failure the next loop retries).
-    async fn barrier(&mut self, topic: &str, epoch: u64) -> Result<()> {
-        match tokio::time::timeout(BARRIER_TIMEOUT, self.barrier_unbounded(topic, epoch)).await {
-            Ok(r) => r,
-            Err(_) => Err(Error::Timeout {
-                what: format!("barriers of epoch {epoch} on {topic:?}"),
-                millis: duration_millis(BARRIER_TIMEOUT),
-            }),
-        }
-    }
-
-    async fn barrier_unbounded(&mut self, topic: &str, epoch: u64) -> Result<()> {
-        let Some(count) = self.router.partition_count(topic) else {
-            return Ok(());
-        };
-        let headers = barrier_headers(epoch, &self.id);
-        let mut deliveries = Vec::with_capacity(count as usize);
-        for p in 0..count {
-            let record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
-                .partition(p as i32)
-                .headers(headers.clone());
-            // Bounded by BARRIER_TIMEOUT around the whole barrier set.
-            let delivery = enqueue(&self.producer, record, Duration::from_millis(10), || true)
-                .await
-                .map_err(|(e, _)| Error::from(e))?;
-            deliveries.push(delivery);
-        }
-        let mut offsets = vec![-1_i64; count as usize];
-        for d in deliveries {
-            match d.await {
-                Ok(Ok(delivery)) => {
-                    if let Some(o) = usize::try_from(delivery.partition)
-                        .ok()
-                        .and_then(|p| offsets.get_mut(p))
-                    {
-                        *o = delivery.offset;
-                    }
-                }
-                Ok(Err((e, _))) => return Err(e.into()),
-                Err(_) => {
-                    return Err(Error::Timeout {
-                        what: "barrier delivery canceled".into(),
-                        millis: 0,
-                    });
-                }
-            }
-        }
-        // History first, as for markers.
-        self.history(topic, epoch).await?;
-        let mut schedule = self.schedule.lock().await;
-        let Some(lease) = schedule.barrier_written(topic, epoch, offsets, now_ms()) else {
-            return Ok(());
-        };
-        self.writer.put_lease(&lease).await?;
-        drop(schedule);
-        debug!(producer = %self.id, topic, epoch, partitions = count, "barriers written");
-        Ok(())
-    }
-
-    /// Announce what is due, then mark the leases closed. `Err` if a marker (barrier set) or a
+    /// Announce what is due, then mark the leases closed. `Err` if a marker or a
     /// closed lease could not be written: consumers then wait for this producer until its lease
     /// expires.
     async fn close(&mut self) -> Result<()> {
         self.register_new_topics().await;
-        let mut result = self.barriers_due().await;
+        let mut result = self.markers_due().await;
         let mut schedule = self.schedule.lock().await;
         if let Some(renewal) = self.renewal.take() {
             renewal.abort(); // between writes: it waits for the lock or for its next tick
@@ -717,7 +600,7 @@ const WINDOW_CHECK: Duration = Duration::from_millis(100);
 /// a partial view of the groups could close a window a group still needs. Runs until aborted.
 async fn follow_windows(
     router: DkgRouter,
-    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    schedule: Arc<AsyncMutex<LeaseSchedule>>,
     mut reader: HandoffReader,
     mut windows: StampWindows,
 ) {
@@ -783,7 +666,7 @@ async fn follow_windows(
 /// Renew every lease of `schedule` every third of `lease` until aborted (by a clean close, or
 /// when the producer is dropped).
 async fn renew_leases(
-    schedule: Arc<AsyncMutex<BarrierSchedule>>,
+    schedule: Arc<AsyncMutex<LeaseSchedule>>,
     writer: HandoffWriter,
     id: ProducerId,
     lease: Duration,
@@ -808,8 +691,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use std::sync::atomic::AtomicBool;
-
-    use rdkafka::message::Headers;
 
     use super::*;
 
@@ -848,22 +729,5 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-    }
-
-    #[test]
-    fn barrier_headers_carry_epoch_and_producer() {
-        let id = handoff::new_producer_id();
-        let h = barrier_headers(42, &id);
-        let got: Vec<(String, Vec<u8>)> = h
-            .iter()
-            .map(|h| (h.key.to_owned(), h.value.unwrap().to_vec()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                (BARRIER_HEADER.to_owned(), b"42".to_vec()),
-                (PRODUCER_HEADER.to_owned(), id.as_str().as_bytes().to_vec()),
-            ]
-        );
     }
 }

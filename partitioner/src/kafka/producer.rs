@@ -1,5 +1,5 @@
 //! The producer wrapper: [`DkgProducer`] (its docs: the one-line change, ordering, cost, defaults),
-//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::kafka::DkgProducer`.
+//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::DkgProducer`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use tracing::warn;
 
 use crate::error::{Error, Result};
 use crate::kafka::control;
-use crate::kafka::delivery::{DeliveryContext, DeliveryFuture, Pending};
+use crate::kafka::delivery::{Backend, DeliveryContext, DeliveryFuture, Pending};
 use crate::kafka::handoff::{
     self, DEFAULT_HANDOFF_TOPIC, HandoffReader, HandoffWriter, PRODUCER_HEADER, ProducerId,
 };
@@ -33,18 +33,13 @@ use crate::kafka::router::{
 use crate::kafka::topic;
 use dkg_protocol::marker::EpochLedger;
 
-/// The client every [`DkgProducer`] runs on (rdkafka's `FutureProducer` is the same: a
-/// `ThreadedProducer` whose delivery opaque carries a oneshot; see `kafka/delivery.rs` for why
-/// the wrapper has its own).
-pub(crate) type Backend<C> = Arc<ThreadedProducer<DeliveryContext<C>>>;
-
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
-/// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 11.2).
+/// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 4.6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EpochHeader {
     /// The default: [`EpochHeader::Moved`] for an ordering producer
     /// ([`DkgProducerBuilder::ordering`]), [`EpochHeader::Off`] otherwise. A consumer uses a
-    /// record's epoch only together with its producer's lease and markers (or barriers), so a
+    /// record's epoch only together with its producer's lease and markers, so a
     /// producer outside the ordering protocol stamps nothing a consumer can use (`docs/spec.md`
     /// 8), and headers cost librdkafka allocations per record (`BENCHMARKS.md`).
     #[default]
@@ -72,22 +67,6 @@ impl EpochHeader {
             mode => mode,
         }
     }
-}
-
-/// How an ordering producer announces where its records of older epochs end
-/// (`docs/spec.md` 9.2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OrderingMode {
-    /// Offset markers on the handoff topic (`marker/<topic>/<producer>`, spec 9.2.1), written
-    /// once every record routed under the older epochs is acknowledged: nothing in the data topic
-    /// but the application's records. The default. Needs `DkgConsumer`s of this release (older
-    /// ones skip such producers: no wait, and no guarantee for their records).
-    #[default]
-    Markers,
-    /// Barrier records (null key and value, `dkg-barrier` and `dkg-producer` headers) in every
-    /// partition of the data topic at every switch: for fleets whose consumers are of the previous
-    /// release. Every other reader of the topic sees the barriers and must skip them.
-    Barriers,
 }
 
 impl From<bool> for EpochHeader {
@@ -134,10 +113,10 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
     config
 }
 
-/// An ordering producer needs idempotence: without it a retry can land a barrier before data
-/// routed under the epoch it closes (or duplicate data behind it), which breaks the consumer's
+/// An ordering producer needs idempotence: without it a retry can land a record of an older
+/// epoch above the end its marker announced (or duplicate data), which breaks the consumer's
 /// per-key order. It also needs a delivery report for every record (markers are offsets from
-/// them, and barrier sets wait for theirs). `Err` names the setting that breaks this: `acks` (or
+/// them). `Err` names the setting that breaks this: `acks` (or
 /// its alias `request.required.acks`) other than `all`/`-1`, `enable.idempotence` other than
 /// `true`, or `delivery.report.only.error=true`.
 fn check_ordering_config(user: &ClientConfig) -> Result<()> {
@@ -148,7 +127,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
                     field,
                     reason: format!(
                         "{v:?} with ordering(true): an ordering producer needs acks=all and \
-                         idempotence, or retries can reorder a barrier against data"
+                         idempotence, or retries can reorder records against its markers"
                     ),
                 });
             }
@@ -160,7 +139,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
                 field: "enable.idempotence",
                 reason: format!(
                     "{v:?} with ordering(true): an ordering producer needs idempotence, or \
-                     retries can reorder a barrier against data"
+                     retries can reorder records against its markers"
                 ),
             });
         }
@@ -170,8 +149,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
             field: "delivery.report.only.error",
             reason: format!(
                 "{v:?} with ordering(true): an ordering producer learns where its records \
-                 landed from their delivery reports; without them no marker or barrier set \
-                 completes"
+                 landed from their delivery reports; without them no marker completes"
             ),
         }),
         _ => Ok(()),
@@ -192,24 +170,23 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// not honoured by `FutureProducer`) and stamps the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) as
 /// [`EpochHeader`] says: by default only an ordering producer stamps, and only records of keys
 /// that moved in the latest epoch transition (what the consumer-side rebalancer needs). Records
-/// of a split key (`docs/spec.md` 11.2, spread over its parts) are never stamped, in any mode; a
+/// of a split key (`docs/spec.md` 4.6, spread over its parts) are never stamped, in any mode; a
 /// key whole again after a split counts as moved. Keyless records and records with an explicit
 /// partition pass through untouched.
 ///
 /// # Ordering across epoch switches
 ///
 /// With [`DkgProducerBuilder::ordering`]`(true)` the producer also takes part in the
-/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::kafka::DkgConsumer) and
+/// consumer-side rebalancer's protocol (see [`DkgConsumer`](crate::DkgConsumer) and
 /// `kafka/ordering.rs`): a lease on the handoff topic, and after each epoch switch, once every
 /// record it routed under the older epochs is acknowledged, a marker there saying where those
-/// records end in each partition ([`OrderingMode::Markers`], the default). The data topic holds
-/// only the application's records; stamped records (keys the switch moved) also carry
-/// `dkg-producer`. [`OrderingMode::Barriers`] writes barrier records into the data topic instead,
-/// for consumers of the previous release. Off by default. Call [`DkgProducer::close`] after the
+/// records end in each partition (`docs/spec.md` 9.2). The data topic holds only the
+/// application's records; stamped records (keys the switch moved) also carry `dkg-producer`. Off
+/// by default. Call [`DkgProducer::close`] after the
 /// last send.
 ///
 /// Not covered: a change of the topic's partition count. Records then go by Kafka's hash over the
-/// new count (until an assignment for it is published), which moves keys with no barrier and no
+/// new count (until an assignment for it is published), which moves keys with no marker and no
 /// stamp, so consumers may process a moved key's new records before its old ones. Each change is
 /// counted in `dkg_producer_partition_count_changes_total`; the later switch to an assignment for
 /// the new count is an ordinary epoch switch.
@@ -221,7 +198,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 /// header per record and frees them after delivery, which costs about as much client CPU as the
 /// rest of a small record's trip through librdkafka; hence no header by default outside ordering.
 /// `BENCHMARKS.md` has the numbers. Ordering adds an in-flight gate (two atomic read-modify-writes
-/// per send, no lock, no wait) and, in marker mode, a per-record count in its epoch's ledger (an
+/// per send, no lock, no wait) and a per-record count in its epoch's ledger (an
 /// atomic add on send, an atomic max and add on delivery).
 ///
 /// # Configuration defaults
@@ -235,7 +212,7 @@ fn check_ordering_config(user: &ClientConfig) -> Result<()> {
 ///   `enable.idempotence=false` is respected with a warning. With
 ///   [`DkgProducerBuilder::ordering`]`(true)` either setting is an error of `build`
 ///   ([`Error::InvalidConfig`] naming it): retries without idempotence could reorder records
-///   against the offsets a marker announces (or a barrier). So is
+///   against the offsets a marker announces. So is
 ///   `delivery.report.only.error=true` there: markers are built from the delivery reports.
 /// - `partitioner=murmur2_random`: the Java producer's placement, for the few records the wrapper
 ///   leaves to librdkafka (keyed records before a topic's partition count is known). The wrapper's
@@ -319,7 +296,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
             added_headers: 0,
             had_headers: record.headers.is_some(),
         };
-        // Split records carry no header in any mode (`docs/spec.md` 11.2; the consumer bounds
+        // Split records carry no header in any mode (`docs/spec.md` 4.6; the consumer bounds
         // their epoch instead).
         let stamp = routing.route != RouteKind::Split
             && match self.epoch_header {
@@ -429,7 +406,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     }
 
     /// One attempt of an ordering producer: inside the gate from routing until librdkafka has
-    /// the record (the markers or barriers of a newer epoch wait for it), counted in the ledger
+    /// the record (the markers of a newer epoch wait for it), counted in the ledger
     /// of the epoch it was routed under; a refused record comes back as it was passed in.
     #[allow(clippy::result_large_err)]
     #[inline]
@@ -444,7 +421,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
     {
         let _gate = ordering.enter();
         let (record, routed) = self.route_tracked(record);
-        let ledger = routed.and_then(|r| ordering.ledger(&self.router, record.topic, r.epoch));
+        let ledger = routed.map(|r| ordering.ledger(&self.router, record.topic, r.epoch));
         send_once(&self.producer, record, ledger).map_err(|(e, r)| match routed {
             Some(routed) => (e, routed.undo(r)),
             None => (e, r),
@@ -457,13 +434,7 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
         self.ordering.as_deref().map(Ordering::id)
     }
 
-    /// The ordering mode (ordering producers only).
-    #[must_use]
-    pub fn ordering_mode(&self) -> Option<OrderingMode> {
-        self.ordering.as_deref().map(Ordering::mode)
-    }
-
-    /// For ordering producers: write the markers (barriers) of the current epochs if still
+    /// For ordering producers: write the markers of the current epochs if still
     /// pending, mark the leases closed (consumers stop waiting for this producer's future markers
     /// at once) and stop renewing them. Call it after the last send (and `flush`); later sends are
     /// still routed but no longer take part in the protocol. A no-op otherwise, and when called
@@ -539,7 +510,7 @@ pub struct ProducerConfig {
     /// [`EpochHeader`]. Default [`EpochHeader::Auto`] (`Moved` with ordering, `Off` without).
     pub epoch_header: EpochHeader,
     /// Take part in the consumer-side rebalancer's protocol (see the module docs): lease,
-    /// markers (or barriers, see [`ProducerConfig::ordering_mode`]), history on the handoff
+    /// markers, history on the handoff
     /// topic. Default false. Declare the topics you produce to
     /// ([`RouterConfig::topics`]): their leases are written before `build` returns, so the
     /// guarantee holds from the first record (other topics register on first use). The router's
@@ -549,9 +520,6 @@ pub struct ProducerConfig {
     /// but `true`, or `delivery.report.only.error` to `true` (markers are built from the
     /// delivery reports).
     pub ordering: bool,
-    /// How an ordering producer announces its epoch switches: see [`OrderingMode`]. Default
-    /// [`OrderingMode::Markers`].
-    pub ordering_mode: OrderingMode,
     /// The handoff topic (created if missing when ordering is on). Default
     /// [`DEFAULT_HANDOFF_TOPIC`].
     pub handoff_topic: String,
@@ -580,7 +548,6 @@ impl Default for ProducerConfig {
         Self {
             epoch_header: EpochHeader::Auto,
             ordering: false,
-            ordering_mode: OrderingMode::Markers,
             handoff_topic: DEFAULT_HANDOFF_TOPIC.to_owned(),
             lease_duration: handoff::DEFAULT_LEASE,
             stamp_window: DEFAULT_STAMP_WINDOW,
@@ -590,7 +557,7 @@ impl Default for ProducerConfig {
 
 /// Builder of a [`DkgProducer`]: the user's client config, a [`RouterConfig`] and a
 /// [`ProducerConfig`] (defaults documented there). The router setters are the same as
-/// [`DkgRouterBuilder`](crate::kafka::DkgRouterBuilder)'s.
+/// [`DkgRouterBuilder`](crate::DkgRouterBuilder)'s.
 pub struct DkgProducerBuilder {
     client: ClientConfig,
     router: RouterConfig,
@@ -627,13 +594,6 @@ impl DkgProducerBuilder {
     #[must_use]
     pub fn ordering(mut self, on: bool) -> Self {
         self.producer.ordering = on;
-        self
-    }
-
-    /// [`ProducerConfig::ordering_mode`].
-    #[must_use]
-    pub fn ordering_mode(mut self, mode: OrderingMode) -> Self {
-        self.producer.ordering_mode = mode;
         self
     }
 
@@ -709,7 +669,6 @@ impl DkgProducerBuilder {
                     reader,
                     &topics,
                     lease,
-                    settings.ordering_mode,
                     settings.stamp_window,
                 )
                 .await?,
@@ -764,34 +723,6 @@ where
             back.timestamp = base.timestamp;
             back.headers = base.headers;
             Err((e, back))
-        }
-    }
-}
-
-/// Hand `record` to librdkafka, retrying every `pause` while its queue is full and `keep_trying()`
-/// says so; any other error, or a full queue once `keep_trying()` is false, comes back with the
-/// record. Not counted in any ledger (the protocol's own records).
-#[allow(clippy::result_large_err)]
-pub(crate) async fn enqueue<'a, C, K, P>(
-    producer: &Backend<C>,
-    mut record: FutureRecord<'a, K, P>,
-    pause: Duration,
-    mut keep_trying: impl FnMut() -> bool,
-) -> std::result::Result<DeliveryFuture, (KafkaError, FutureRecord<'a, K, P>)>
-where
-    C: ClientContext + 'static,
-    K: ToBytes + ?Sized,
-    P: ToBytes + ?Sized,
-{
-    loop {
-        match send_once(producer, record, None) {
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                if keep_trying() =>
-            {
-                record = r;
-                tokio::time::sleep(pause).await;
-            }
-            result => return result,
         }
     }
 }
@@ -905,10 +836,6 @@ mod tests {
             assert_eq!(mode.resolve(ordering), want, "{mode:?} ordering={ordering}");
         }
         assert_eq!(ProducerConfig::default().epoch_header, Auto);
-        assert_eq!(
-            ProducerConfig::default().ordering_mode,
-            OrderingMode::Markers
-        );
     }
 
     #[test]

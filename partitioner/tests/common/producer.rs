@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::DeliveryFuture;
-use dkg_partitioner::kafka::{DkgProducer, DkgRouter, epoch_of, publisher_config};
+use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::kafka::control::publisher_config;
+use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::{DkgProducer, DkgRouter};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;

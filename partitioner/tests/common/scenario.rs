@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::DeliveryFuture;
-use dkg_partitioner::kafka::{
-    ConsumerHooks, DkgConsumer, DkgProducer, EpochChange, OrderingMode, publish_assignment,
-};
+use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::kafka::control::publish_assignment;
+use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
@@ -565,10 +564,8 @@ pub async fn wait_for_group(hooks: &[Arc<CountingHooks>], timeout: Duration) {
 pub struct PlainView {
     /// Payloads of the keyed records with a value (the application's, in these tests).
     pub payloads: Vec<String>,
-    /// Records without a key or a value (barriers, or anything else the application did not send).
+    /// Records without a key or a value (anything the application did not send).
     pub other: usize,
-    /// Records carrying `dkg-barrier`.
-    pub barriers: usize,
     /// Records carrying `dkg-epoch`.
     pub stamped: usize,
     /// Every header name seen.
@@ -580,7 +577,6 @@ impl PlainView {
     /// and no header but the stamps of moved keys.
     pub fn assert_only_application_records(&self, sent: &[Sent]) {
         assert_eq!(self.other, 0, "records the application did not send");
-        assert_eq!(self.barriers, 0, "barrier records in the data topic");
         let want: HashSet<String> = sent
             .iter()
             .map(|s| format!("{}:{}", s.producer, s.pseq))
@@ -741,21 +737,11 @@ impl Setup {
 
     /// An ordering producer with the default header mode (moved keys only).
     pub async fn producer(&self, lease: Duration) -> DkgProducer {
-        self.producer_in(OrderingMode::Markers, lease).await
+        self.producer_with(lease, &[]).await
     }
 
-    /// An ordering producer announcing its switches the `mode` way.
-    pub async fn producer_in(&self, mode: OrderingMode, lease: Duration) -> DkgProducer {
-        self.producer_with(mode, lease, &[]).await
-    }
-
-    /// [`Setup::producer_in`] with client `settings` on top of the defaults.
-    pub async fn producer_with(
-        &self,
-        mode: OrderingMode,
-        lease: Duration,
-        settings: &[(&str, &str)],
-    ) -> DkgProducer {
+    /// [`Setup::producer`] with client `settings` on top of the defaults.
+    pub async fn producer_with(&self, lease: Duration, settings: &[(&str, &str)]) -> DkgProducer {
         let mut config = client_config(&self.bootstrap);
         config.set("linger.ms", "5");
         for (k, v) in settings {
@@ -766,7 +752,6 @@ impl Setup {
             .handoff_topic(&self.handoff)
             .topics([self.topic.as_str()])
             .ordering(true)
-            .ordering_mode(mode)
             .lease_duration(lease)
             .build()
             .await
@@ -818,9 +803,6 @@ impl Setup {
                 if let Some(h) = m.headers() {
                     for header in h.iter() {
                         stamped |= header.key == "dkg-epoch";
-                        if header.key == "dkg-barrier" {
-                            v.barriers += 1;
-                        }
                         v.header_names.insert(header.key.to_owned());
                     }
                 }
@@ -892,8 +874,8 @@ impl Setup {
         markers
     }
 
-    /// The latest marker epoch of each producer on the handoff topic, and the producers whose
-    /// leases are marker-mode (`lease2/`), read from its log.
+    /// The latest marker epoch of each producer on the handoff topic, and the producers with a
+    /// lease (`lease2/`), read from its log.
     pub async fn read_markers(&self) -> (HashMap<String, u64>, HashSet<String>) {
         let latest = self
             .marker_log()
@@ -921,24 +903,10 @@ impl Setup {
         rate: f64,
         stop: &watch::Receiver<bool>,
     ) -> (Vec<DkgProducer>, Vec<JoinHandle<Vec<Sent>>>) {
-        let modes = vec![OrderingMode::Markers; n as usize];
-        self.start_producers_in(&modes, lease, count, rate, stop)
-            .await
-    }
-
-    /// As [`Setup::start_producers`], one producer per entry of `modes`, in that mode.
-    pub async fn start_producers_in(
-        &self,
-        modes: &[OrderingMode],
-        lease: Duration,
-        count: u64,
-        rate: f64,
-        stop: &watch::Receiver<bool>,
-    ) -> (Vec<DkgProducer>, Vec<JoinHandle<Vec<Sent>>>) {
         let mut producers = Vec::new();
         let mut tasks = Vec::new();
-        for (idx, mode) in (0_u32..).zip(modes) {
-            let p = self.producer_in(*mode, lease).await;
+        for idx in 0..n {
+            let p = self.producer(lease).await;
             tasks.push(spawn_producer(
                 p.clone(),
                 idx,

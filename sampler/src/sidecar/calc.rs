@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dkg_partitioner::assignment::{Assignment, MAX_EPOCH};
-use dkg_partitioner::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
+use dkg_core::assignment::{Assignment, MAX_EPOCH};
+use dkg_core::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
 
 use super::metrics::key_label;
 
@@ -208,7 +208,7 @@ pub(super) fn split_keys_shown(a: &Assignment) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dkg_partitioner::dkg::DkgConfig;
+    use dkg_core::dkg::DkgConfig;
 
     use super::*;
 
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn split_keys_are_shown_with_their_part_counts() {
-        use dkg_partitioner::dkg::SplitKeys;
+        use dkg_core::dkg::SplitKeys;
         let config = DkgConfig::builder()
             .mu(2.0)
             .split(SplitKeys::Auto)

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::assignment::Assignment;
-use dkg_partitioner::dkg::{Build, Sketch, imbalance};
+use dkg_core::assignment::Assignment;
+use dkg_core::dkg::{Build, Sketch, imbalance};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use tokio::sync::watch;
@@ -701,7 +701,7 @@ impl<'a> Driver<'a> {
 
     /// `--control-format v2` and no generation in force: write a new generation record, then read
     /// the control topic to its end again and use the generation in force, the last record's (two
-    /// racing publishers: the later one wins, `docs/spec.md` 11.3). `None` ends the interval.
+    /// racing publishers: the later one wins, `docs/spec.md` 6.4). `None` ends the interval.
     async fn establish_generation(&mut self, ownership: u64) -> Option<ControlState> {
         let id = new_generation_id();
         let control_topic = &self.s.args.cluster.control_topic;

@@ -38,9 +38,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_partitioner::assignment::Assignment;
+use dkg_core::assignment::Assignment;
+use dkg_partitioner::kafka::control;
 use dkg_partitioner::kafka::control::{
-    self, AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
+    AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
 };
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
@@ -600,7 +601,7 @@ pub fn new_generation_id() -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dkg_partitioner::assignment::{GENERATION_KEY, Retraction, generation_record};
+    use dkg_core::assignment::{GENERATION_KEY, Retraction, generation_record};
     use dkg_testkit::fixtures::assignment;
 
     use super::*;

@@ -8,7 +8,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use dkg_partitioner::kafka::control;
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

@@ -37,7 +37,7 @@
 
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::dkg::{DkgConfig, Sketch};
+use dkg_core::dkg::{DkgConfig, Sketch};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 

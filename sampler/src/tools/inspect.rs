@@ -1,13 +1,13 @@
 //! `dkg-sampler inspect`: print a topic's current assignment from the control topic.
 //!
 //! Reads the control topic from the beginning to its end with the same validation producers apply
-//! ([`dkg_partitioner::kafka::AssignmentBook`]), so what it prints is exactly what a `DkgProducer`
+//! ([`dkg_partitioner::kafka::control::AssignmentBook`]), so what it prints is exactly what a `DkgProducer`
 //! started now would route by. Read-only: it never creates the control topic.
 
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_partitioner::kafka::ControlTopicReader;
+use dkg_partitioner::kafka::control::ControlTopicReader;
 
 use crate::cli::{BadKafkaConfig, ClusterArgs};
 

@@ -16,11 +16,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use dkg_partitioner::imbalance;
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{
-    DEFAULT_CONTROL_TOPIC, DeliveryFuture, DkgProducer, EpochHeader, OrderingMode, producer_config,
-};
+use dkg_core::imbalance;
+use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_partitioner::kafka::producer_config;
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_partitioner::{DeliveryFuture, DkgProducer, EpochHeader};
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -108,12 +109,6 @@ pub struct Args {
     #[arg(long, env = "DKG_LOADGEN_ORDERING")]
     pub ordering: bool,
 
-    /// With --ordering: how epoch switches are announced. `markers` (the library's default: offset
-    /// markers on the handoff topic, nothing in the data topic), `barriers` (barrier records in
-    /// every partition, for consumers of the previous release).
-    #[arg(long, env = "DKG_LOADGEN_ORDERING_MODE", value_enum, default_value_t = OrderingArg::Markers)]
-    pub ordering_mode: OrderingArg,
-
     /// Which records carry the `dkg-epoch` header (ignored with --plain): `auto` (the library's
     /// default: `moved` with --ordering, `off` without), `moved` (records of keys the latest epoch
     /// switch moved), `all` (every record an assignment placed, so a reader can check each
@@ -137,24 +132,6 @@ pub struct Args {
     /// (with --plain: dkg_producer_partition_records_total, counted from the delivery reports).
     #[arg(long, env = "DKG_METRICS_ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
-}
-
-/// `--ordering-mode`: the library's [`OrderingMode`]s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OrderingArg {
-    /// Offset markers on the handoff topic.
-    Markers,
-    /// Barrier records in the data topic.
-    Barriers,
-}
-
-impl From<OrderingArg> for OrderingMode {
-    fn from(m: OrderingArg) -> Self {
-        match m {
-            OrderingArg::Markers => OrderingMode::Markers,
-            OrderingArg::Barriers => OrderingMode::Barriers,
-        }
-    }
 }
 
 /// `--epoch-header`: the library's [`EpochHeader`] modes.
@@ -414,7 +391,7 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
     let start = Instant::now();
     produce(&args, &sender, &mut zipf, &mut tally, &bar, start).await?;
     if let Sender::Dkg(producer) = &sender {
-        // Ordering producers: final barriers and a closed lease, so consumers stop waiting at once.
+        // Ordering producers: final markers and a closed lease, so consumers stop waiting at once.
         producer.close().await?;
     }
     bar.finish_and_clear();
@@ -449,7 +426,6 @@ async fn make_sender(
         .topics([args.topic.as_str()])
         .metrics(registry)
         .ordering(args.ordering)
-        .ordering_mode(args.ordering_mode.into())
         .epoch_header(args.epoch_header)
         .build()
         .await?;

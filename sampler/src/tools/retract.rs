@@ -2,7 +2,7 @@
 //! to Kafka's default placement.
 //!
 //! Reads the control topic to its end with the producers' validation
-//! ([`dkg_partitioner::kafka::AssignmentBook`]), then writes, with a plain idempotent producer:
+//! ([`dkg_partitioner::kafka::control::AssignmentBook`]), then writes, with a plain idempotent producer:
 //! with `--control-format v1` a tombstone (every reader understands it; it also clears the epoch
 //! floor, `docs/spec.md` 6.3), with `v2` a retraction document one epoch above the topic's
 //! current one, naming the generation in force, whose epoch stays the topic's floor after
@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_partitioner::assignment::Retraction;
-use dkg_partitioner::kafka::{publish_retraction, publisher_config, retract_assignment};
+use dkg_core::assignment::Retraction;
+use dkg_partitioner::kafka::control::{publish_retraction, publisher_config, retract_assignment};
 use rdkafka::producer::FutureProducer;
 
 use super::inspect::{InspectError, block_on, read_control_topic};

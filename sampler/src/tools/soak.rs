@@ -5,7 +5,7 @@
 //! `--duration-secs`. Then it reads both topics back and reports:
 //!
 //! - **lost / duplicated**: every producer writes values `p<i>:<seq>:` with `seq = 0..count`, so
-//!   the data topic must hold each exactly once (barrier records are skipped);
+//!   the data topic must hold each exactly once;
 //! - **misplaced**: every record an assignment placed carries its epoch (`--epoch-header all`) and
 //!   must sit on that epoch's partition for its key (the committed documents of the control topic,
 //!   read with `read_committed`); an unstamped record must sit on Kafka's default placement;
@@ -24,14 +24,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
-use dkg_partitioner::kafka::topic::{self, TopicSpec};
-use dkg_partitioner::kafka::{BARRIER_HEADER, ensure_control_topic, epoch_of};
-use dkg_partitioner::{Assignment, kafka_partition};
+use dkg_core::kafka_partition;
+use dkg_partitioner::Assignment;
+use dkg_partitioner::kafka::control::ensure_control_topic;
+use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::kafka::topic;
+use dkg_partitioner::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 
@@ -174,7 +177,7 @@ struct MemoryRow {
 pub struct Verdict {
     /// Records expected (every producer's count).
     pub expected: u64,
-    /// Data records read (barriers excluded).
+    /// Data records read.
     pub read: u64,
     /// Expected values never read.
     pub lost: u64,
@@ -186,8 +189,6 @@ pub struct Verdict {
     pub unknown_epoch: u64,
     /// Values not of the form `p<i>:<seq>:`, or with a producer or sequence out of range.
     pub foreign: u64,
-    /// Barrier records skipped.
-    pub barriers: u64,
     /// Records by the epoch that placed them (0: Kafka's default placement).
     pub per_epoch: BTreeMap<u64, u64>,
 }
@@ -415,7 +416,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "soak of {} s ({:.0} s with the drain): {} records expected, {} read; lost {}, duplicated {}, misplaced {}, unknown epoch {}, foreign {}; {} barrier records",
+            "soak of {} s ({:.0} s with the drain): {} records expected, {} read; lost {}, duplicated {}, misplaced {}, unknown epoch {}, foreign {}",
             self.duration_secs,
             self.elapsed_secs,
             v.expected,
@@ -424,8 +425,7 @@ impl Report {
             v.duplicated,
             v.misplaced,
             v.unknown_epoch,
-            v.foreign,
-            v.barriers
+            v.foreign
         );
         let _ = writeln!(
             out,
@@ -712,10 +712,6 @@ fn read_assignments(
 fn read_data(config: &ClientConfig, topic: &str, checker: &mut Checker) -> anyhow::Result<()> {
     read_all(config, topic, |msg| {
         let headers = msg.headers();
-        if headers.is_some_and(|h| h.iter().any(|h| h.key == BARRIER_HEADER)) {
-            checker.verdict.barriers += 1;
-            return Ok(());
-        }
         let epoch = headers.and_then(epoch_of);
         checker.record(
             msg.partition(),

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::DkgProducer;
+use dkg_partitioner::DkgProducer;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use dkg_testkit::broker::{bootstrap, create_topic, unique_topic};
 use dkg_testkit::process::LoggedChild;
@@ -240,7 +240,7 @@ pub struct Workload {
     hold: Arc<AtomicU64>,
     handle: Option<tokio::task::JoinHandle<()>>,
     /// The `DkgProducer`'s router (a `dkg` workload): what it has adopted, an event tests wait for.
-    router: Option<dkg_partitioner::kafka::DkgRouter>,
+    router: Option<dkg_partitioner::DkgRouter>,
     topic: String,
 }
 
@@ -563,13 +563,13 @@ pub async fn publish_raw(assignment: &Assignment) {
     c.set("bootstrap.servers", bootstrap());
     let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
         c.create().expect("admin client");
-    dkg_partitioner::kafka::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
+    dkg_partitioner::kafka::control::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
         .await
         .expect("the control topic");
-    let producer: FutureProducer = dkg_partitioner::kafka::publisher_config(&c)
+    let producer: FutureProducer = dkg_partitioner::kafka::control::publisher_config(&c)
         .create()
         .expect("publisher");
-    dkg_partitioner::kafka::publish_assignment(
+    dkg_partitioner::kafka::control::publish_assignment(
         &producer,
         CONTROL_TOPIC,
         assignment,
@@ -583,10 +583,10 @@ pub async fn publish_raw(assignment: &Assignment) {
 pub async fn retract_raw(topic: &str) {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap());
-    let producer: FutureProducer = dkg_partitioner::kafka::publisher_config(&c)
+    let producer: FutureProducer = dkg_partitioner::kafka::control::publisher_config(&c)
         .create()
         .expect("publisher");
-    dkg_partitioner::kafka::retract_assignment(
+    dkg_partitioner::kafka::control::retract_assignment(
         &producer,
         CONTROL_TOPIC,
         topic,

@@ -1,5 +1,5 @@
 //! The consumer's protocol state machine, without Kafka: records in, decisions out (deliver now,
-//! hold, skip, barrier), plus the progress to commit and announce, the partitions to pause and
+//! hold, skip), plus the progress to commit and announce, the partitions to pause and
 //! resume, and the records released from hold. `DkgConsumer` (the Kafka glue) drives it; the unit tests
 //! below drive two simulated members through epoch switches.
 //!
@@ -29,15 +29,14 @@ pub struct CoreConfig {
     pub max_held: usize,
     /// A paused partition that released nothing for this long is resumed anyway (see the module
     /// docs of [`crate::consumer`]: a cycle of paused partitions could otherwise wait
-    /// forever for barriers behind each other's pause points).
+    /// forever for markers whose ends lie behind each other's pause points).
     pub stall_timeout: Duration,
     /// Commit metadata size limit (the broker's `offset.metadata.max.bytes`).
     pub max_metadata_bytes: usize,
     /// Epochs of history kept.
     pub history: usize,
     /// A held record stamped with an epoch above every epoch this member knows is released after
-    /// waiting this long if the epoch is still unknown (see the module docs of
-    /// [`crate::consumer`], "Unknown epochs"): an epoch from another control topic, a recreated
+    /// waiting this long if the epoch is still unknown (`docs/spec.md` 9.3, C19): an epoch from another control topic, a recreated
     /// one, or a bogus header would otherwise hold its key and its partition's commits forever.
     pub unknown_epoch_wait: Duration,
     /// A lease read at wall-clock time `t` counts as expiring at `t + max_lease` at the latest,
@@ -136,7 +135,7 @@ pub struct Core<M> {
     cfg: CoreConfig,
     history: History,
     leases: BTreeMap<ProducerId, Lease>,
-    /// The latest marker of each marker-mode producer (applied again to partitions assigned
+    /// The latest marker of each producer (applied again to partitions assigned
     /// later, and when the producer's lease is read again).
     markers: BTreeMap<ProducerId, Marker>,
     /// Drained of partitions owned by other members, as they announced it.
@@ -167,7 +166,7 @@ pub struct Core<M> {
 }
 
 /// Input the protocol could not trust, handled by a documented bound and counted (the glue's
-/// metrics): see the module docs of [`crate::consumer`], "Untrusted input".
+/// metrics): `docs/spec.md` 9.3, C2 (leases) and C19 (unknown epochs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Anomalies {
     /// Records released because their epoch stayed unknown for
@@ -454,8 +453,8 @@ impl<M> Core<M> {
         }
     }
 
-    /// Bookkeeping for any record fetched from `partition`: position, start offset (and the
-    /// lease barriers below it), stale skip rules. `None` if the partition is not owned.
+    /// Bookkeeping for any record fetched from `partition`: position, start offset, stale skip
+    /// rules. `None` if the partition is not owned.
     fn fetched(&mut self, partition: u32, offset: i64) -> Option<&mut Part<M>> {
         let now_ms = self.now_ms;
         let max_epoch = self.history.max_epoch();
@@ -473,26 +472,17 @@ impl<M> Core<M> {
             }
         }
         part.lane.fetched(offset);
-        if part.progress.start().is_none() {
-            part.progress.set_start(offset);
-            let mut changed = false;
-            for lease in self.leases.values() {
-                changed |= part.progress.apply_lease_barrier(partition, lease);
-            }
-            if changed {
-                part.drained = part
-                    .progress
-                    .drained(self.leases.values(), now_ms, max_epoch);
-                self.dirty = true;
-            }
-        }
+        part.progress.set_start(offset);
         part.progress.forget_skips_below(offset);
         Some(part)
     }
 
-    /// A barrier record of `producer` for `epoch`: consumed by the protocol.
-    pub fn on_barrier(&mut self, partition: u32, offset: i64, producer: ProducerId, epoch: u64) {
-        // The same bookkeeping as any fetched record (position, start, stale skip rules).
+    /// Test shorthand for one partition of a marker: `offset` on `partition` is fetched (an
+    /// entry the application never sees, as a transaction marker) and `producer`'s marker of
+    /// `epoch` ends right after it, reached now. [`Core::on_marker`] sets every partition's end
+    /// at once; this lets a test place each end at its own moment.
+    #[cfg(test)]
+    fn end_reached(&mut self, partition: u32, offset: i64, producer: ProducerId, epoch: u64) {
         if self.fetched(partition, offset).is_none() {
             return;
         }
@@ -504,7 +494,7 @@ impl<M> Core<M> {
         };
         let hold = &part.hold;
         part.progress
-            .on_barrier(&producer, epoch, offset, |o| hold.min_epoch_below(o));
+            .end_reached(&producer, epoch, offset + 1, |o| hold.min_epoch_below(o));
         part.drained = part.progress.drained(leases.values(), now_ms, max_epoch);
         self.dirty = true;
     }
@@ -533,9 +523,9 @@ impl<M> Core<M> {
         let Some(key) = key else {
             return self.deliver(partition, offset, 0, msg);
         };
-        // Held records of an epoch never learnt (see "Untrusted input") are left out: they are
+        // Held records of an epoch never learnt (C19) are left out: they are
         // no producer's predecessor of a known epoch's record, and would lift this one above the
-        // barriers it must block.
+        // markers it must block.
         let held = part.hold.key_epochs(key, known);
         let drained = part.drained;
         part.high = part.high.max(drained);
@@ -775,7 +765,6 @@ impl<M> Core<M> {
         let app = self.in_app;
         let marker = self.markers.get(&lease.producer);
         for (&partition, part) in &mut self.parts {
-            part.progress.apply_lease_barrier(partition, &lease);
             if let Some(m) = marker {
                 let in_app = app.filter(|a| a.partition == partition).map(|a| a.offset);
                 apply_marker(part, partition, m, in_app);
@@ -785,8 +774,8 @@ impl<M> Core<M> {
         self.refresh(now);
     }
 
-    /// A marker-mode producer's marker (spec 9.2): on every owned partition `p`, a barrier of
-    /// `marker.epoch` just below `ends[p]`, fetched once the position reaches it.
+    /// A producer's marker (spec 9.2, C4 and C5 of 9.3): on every owned partition `p` it is
+    /// reached once the position is at `ends[p]`, then passed as records below it are processed.
     pub fn on_marker(&mut self, marker: Marker, now: Monotonic) {
         if *marker.topic != *self.topic {
             return;
@@ -1158,8 +1147,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::handoff::BarrierSet;
-    use crate::handoff::LeaseMode;
     use dkg_core::fixtures;
 
     const P: u32 = 4;
@@ -1191,9 +1178,7 @@ mod tests {
             first_epoch: first,
             lease_ms: 10_000,
             expires_at_ms: 10_000,
-            barrier: None,
             closed_at_epoch: None,
-            mode: LeaseMode::Barrier,
         }
     }
 
@@ -1209,10 +1194,11 @@ mod tests {
         }
     }
 
-    /// A barrier of the test producer, after the app's previous record was processed.
-    fn barrier(c: &mut Core<i64>, partition: u32, offset: i64, epoch: u64) {
+    /// The test producer's marker of `epoch` ends right after `offset` on `partition`, reached
+    /// after the app's previous record was processed ([`Core::end_reached`]).
+    fn end(c: &mut Core<i64>, partition: u32, offset: i64, epoch: u64) {
         c.processed();
-        c.on_barrier(partition, offset, y(), epoch);
+        c.end_reached(partition, offset, y(), epoch);
     }
 
     /// A member owning `parts`, knowing epoch 1 (hot on 1) and one live producer from epoch 0.
@@ -1259,10 +1245,10 @@ mod tests {
         // Member A owns partition 1 (hot's home at epoch 1), member B owns 2 (hot's home at 2).
         let mut a = member(&[0, 1]);
         let mut b = member(&[2, 3]);
-        // Everyone passes barrier(1) on every partition.
+        // Everyone passes the marker of 1 on every partition.
         for (m, parts) in [(&mut a, [0, 1]), (&mut b, [2, 3])] {
             for p in parts {
-                barrier(m, p, 0, 1);
+                end(m, p, 0, 1);
             }
         }
         let pa = commit_due(&mut a);
@@ -1300,7 +1286,7 @@ mod tests {
         assert_eq!(deliver(&mut b, rec(2, 3, b"cold", 2)), None);
         // Partition 2 drains 2 (the held records are of epoch 2, not below it); now an
         // unstamped hot record may be the held one's producer's: it queues behind it.
-        barrier(&mut b, 2, 4, 2);
+        end(&mut b, 2, 4, 2);
         assert_eq!(drained(&b, 2), 2);
         b.processed();
         assert!(matches!(
@@ -1309,12 +1295,12 @@ mod tests {
         ));
         assert_eq!(b.held_counts().find(|(p, _)| *p == 2).unwrap().1, 3);
 
-        // A still has an epoch-1 hot record on 1 (offset 2) when the barrier(2) arrives at 3.
+        // A still has an epoch-1 hot record on 1 (offset 2) when the marker of 2 is reached at 3.
         assert_eq!(deliver(&mut a, rec(1, 2, b"hot", 1)), Some(2));
-        // The app has not asked for the next record: barrier processing happens after
+        // The app has not asked for the next record: marker processing happens after
         // `processed`, as in recv.
-        barrier(&mut a, 1, 3, 2);
-        barrier(&mut a, 0, 5, 2);
+        end(&mut a, 1, 3, 2);
+        end(&mut a, 0, 5, 2);
         let pa = commit_due(&mut a);
         assert_eq!(pa.len(), 2);
         assert!(pa.iter().all(|p| p.drained == 2));
@@ -1331,9 +1317,9 @@ mod tests {
     }
 
     #[test]
-    fn held_records_below_a_barrier_block_it_only_for_later_epochs() {
-        // Partition 2 holds hot's epoch-2 record; a barrier(2) behind it passes (no deadlock),
-        // a barrier(3) behind it waits until the record is processed.
+    fn held_records_below_a_marker_end_block_it_only_for_later_epochs() {
+        // Partition 2 holds hot's epoch-2 record; a marker of 2 ending behind it passes (no
+        // deadlock), a marker of 3 ending behind it waits until the record is processed.
         let mut b = member(&[2]);
         b.on_assignment(assignment(2, 2), Monotonic::ZERO);
         b.processed();
@@ -1341,7 +1327,7 @@ mod tests {
             b.on_record(rec(2, 10, b"hot", 2), || Monotonic::ZERO),
             Outcome::Held
         ));
-        barrier(&mut b, 2, 11, 2);
+        end(&mut b, 2, 11, 2);
         assert_eq!(b.progress_due(), vec![2]);
         let s = b.snapshot(2).unwrap().unwrap();
         assert_eq!(
@@ -1350,10 +1336,10 @@ mod tests {
             "the held record keeps the commit below it"
         );
         b.on_assignment(assignment(3, 2), Monotonic::ZERO);
-        barrier(&mut b, 2, 12, 3);
+        end(&mut b, 2, 12, 3);
         assert_eq!(b.snapshot(2).unwrap().unwrap().drained, 2);
         // Partitions 0, 1, 3 drained epoch 2 (announced): the record goes; processing it passes
-        // barrier(3).
+        // the marker of 3.
         announce(&mut b, &[progress(0, 2), progress(1, 2), progress(3, 2)]);
         assert_eq!(b.next_ready(), Some(10));
         b.processed();
@@ -1366,7 +1352,7 @@ mod tests {
     }
 
     #[test]
-    fn restart_skips_what_the_previous_owner_processed_below_its_barriers() {
+    fn restart_skips_what_the_previous_owner_processed_below_its_markers() {
         // Epoch 2: hot on 2; epoch 3: hot back on 1. Partition 2 has drained 2 only, so hot's
         // epoch-3 records on 1 wait for it; the others drained 3.
         let setup = |parts: &[u32]| {
@@ -1383,7 +1369,7 @@ mod tests {
             Outcome::Held
         ));
         assert!(deliver(&mut a, rec(1, 6, b"x", 2)).is_some());
-        barrier(&mut a, 1, 7, 3);
+        end(&mut a, 1, 7, 3);
         let s = a.snapshot(1).unwrap().unwrap();
         assert_eq!((s.offset, s.drained), (5, 3));
         // A crashes; B takes partition 1 from the committed offset and metadata.
@@ -1401,9 +1387,9 @@ mod tests {
                 b.on_record(rec(1, 6, b"x", 2), || Monotonic::ZERO),
                 Outcome::Skipped
             ),
-            "epoch 2 below barrier(3) was processed by A"
+            "epoch 2 below the marker of 3 was processed by A"
         );
-        barrier(&mut b, 1, 7, 3);
+        end(&mut b, 1, 7, 3);
         assert_eq!(b.snapshot(1).unwrap().unwrap().drained, 3);
         // Partition 2 drains 3: hot goes.
         announce(&mut b, &[progress(2, 3)]);
@@ -1459,7 +1445,7 @@ mod tests {
     #[test]
     fn a_lease_counts_as_expired_max_lease_after_it_was_read() {
         // A producer's clock far ahead (or a bad record): expires_at_ms u64::MAX. Before the
-        // clamp the member waited for its barrier of epoch 2 for ever.
+        // clamp the member waited for its marker of epoch 2 for ever.
         let now = Monotonic::ZERO;
         let mut c = member(&[0]);
         assert_eq!(
@@ -1472,7 +1458,7 @@ mod tests {
         skewed.expires_at_ms = u64::MAX;
         c.on_lease(skewed.clone(), now);
         assert_eq!(c.take_anomalies().clamped_leases, 1);
-        barrier(&mut c, 0, 0, 1);
+        end(&mut c, 0, 0, 1);
         c.tick(now, 60_000);
         assert_eq!(
             c.snapshot(0).unwrap().unwrap().drained,
@@ -1514,8 +1500,7 @@ mod tests {
         let now = Monotonic::ZERO;
         let mut c = member(&[0, 3]);
         c.on_assignment(assignment(2, 2), now);
-        let mut l = lease(0);
-        l.mode = LeaseMode::Marker;
+        let l = lease(0);
         c.on_lease(l.clone(), now);
         // Partition 0: offsets 0..=2 are the producer's (epoch 1); the marker of 2 ends at 3.
         assert_eq!(deliver(&mut c, rec(0, 0, b"k", 1)), Some(0));
@@ -1539,7 +1524,7 @@ mod tests {
         assert_eq!(drained(&c, 0), 2);
         assert_eq!(drained(&c, 3), 0, "partition 3 still waits for offset 5");
         c.on_marker(marker(2, vec![3, 0, 0, 5]), now); // read again: nothing changes
-        // The metadata records the marker like a barrier just below its end.
+        // The metadata records the marker with its end.
         let meta = c.snapshot(0).unwrap().unwrap().metadata;
         assert!(meta.contains(&format!(r#""{}":[2,3]"#, y())), "{meta}");
 
@@ -1569,7 +1554,7 @@ mod tests {
         let mut c = member(&[0]);
         c.on_assignment(assignment(2, 2), now);
         assert!(c.snapshot(0).is_none(), "nothing fetched yet");
-        barrier(&mut c, 0, 0, 1);
+        end(&mut c, 0, 0, 1);
         // The producer (live until 10 000) has not passed 2: drained stays 1.
         assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 1);
         c.tick(now, 10_000);
@@ -1578,16 +1563,14 @@ mod tests {
             2,
             "expired: not awaited"
         );
-        // A live lease whose barrier of epoch 3 lies below this owner's first offset counts as
-        // passed.
+        // The producer renews its lease: awaited again, drained falls back to what it passed.
         c.on_assignment(assignment(3, 2), now);
         let mut l = lease(0);
         l.expires_at_ms = 20_000;
-        l.barrier = Some(BarrierSet {
-            epoch: 3,
-            offsets: vec![-1, 0, 0, 0],
-        });
         c.on_lease(l, now);
+        assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 1);
+        // Its marker of 3 ends at or below this owner's position everywhere: passed at once.
+        c.on_marker(marker(3, vec![1, 0, 0, 0]), now);
         assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 3);
     }
 
@@ -1715,9 +1698,9 @@ mod tests {
 }
 
 /// A model of the whole protocol without Kafka: partitions are vectors, producers append records and
-/// barriers (adopting epochs with independent lags and stamping moved keys only), members fetch,
-/// process, commit, announce and crash, all in a random interleaving. Checks what the module docs
-/// promise: nothing lost, each producer's order per key, and no record of a key processed after a
+/// write markers once acknowledged (adopting epochs with independent lags and stamping moved keys
+/// only), members fetch, process, commit, announce and crash, all in a random interleaving. Checks
+/// what `docs/spec.md` 9.4 promises: nothing lost, each producer's order per key, and no record of a key processed after a
 /// record of a later epoch of that key from another partition.
 #[cfg(test)]
 mod simulation {
@@ -1730,7 +1713,7 @@ mod simulation {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::handoff::{Lease, LeaseMode};
+    use crate::handoff::Lease;
     use crate::marker::MarkerTracker;
 
     const PARTS: u32 = 3;
@@ -1756,12 +1739,6 @@ mod simulation {
         partition: u32,
     }
 
-    #[derive(Clone, Debug)]
-    enum Item {
-        Data(usize),
-        Barrier(usize, u64),
-    }
-
     struct Producer {
         id: ProducerId,
         epoch: u64,
@@ -1770,9 +1747,9 @@ mod simulation {
         spread: [usize; KEYS],
         /// Never routed under a lower epoch (a producer started late has a later one).
         first_epoch: u64,
-        /// Marker mode: the tracker, and the records in the log whose acknowledgement has not
-        /// reached the producer yet (id, epoch, partition, offset).
-        tracker: Option<MarkerTracker>,
+        /// Its marker ends, and the records in the log whose acknowledgement has not reached
+        /// the producer yet (epoch, partition, offset).
+        tracker: MarkerTracker,
         unacked: Vec<(u64, u32, i64)>,
         /// Stopped without closing: its last lease expires at `expires_at_ms`.
         dead: bool,
@@ -1784,7 +1761,7 @@ mod simulation {
         /// window is open (`None`: not known, every key stamped): the predecessors of every
         /// window open when the epoch was adopted, and its own.
         befores: Vec<Option<u64>>,
-        /// The highest epoch its markers (barriers) announced.
+        /// The highest epoch its markers announced.
         announced: u64,
     }
 
@@ -1834,7 +1811,8 @@ mod simulation {
         /// places[e][k]: key k's partitions under epoch e (one: whole; more: split).
         places: Vec<[Vec<u32>; KEYS]>,
         assignments: Vec<Arc<Assignment>>,
-        logs: Vec<Vec<Item>>,
+        /// Each partition's log: indices into `recs`.
+        logs: Vec<Vec<usize>>,
         recs: Vec<Rec>,
         producers: Vec<Producer>,
         members: Vec<Member>,
@@ -1853,11 +1831,7 @@ mod simulation {
         strays: bool,
         /// The members' monotonic clock (ms): one per step, and a jump at the end.
         clock: u64,
-        /// Marker-mode producers take part (a mixed fleet, or markers only): acknowledgements
-        /// reach them late, their markers reach the members late, one may die with a marker
-        /// outstanding, one may start after the others.
-        markers: bool,
-        /// The wall clock (ms) that leases expire by: advances only in marker worlds.
+        /// The wall clock (ms) that leases expire by.
         wall: u64,
         /// Leases and markers written and not yet read by the members.
         handoff: Vec<HandoffItem>,
@@ -1904,19 +1878,22 @@ mod simulation {
                 .map(|e| assignment(e, &places[e as usize]))
                 .collect();
             let producers = (0..2)
-                .map(|_| Producer {
-                    id: ProducerId::random(rng.random::<u128>()),
-                    epoch: 1,
-                    prev: None,
-                    spread: [0; KEYS],
-                    first_epoch: 1,
-                    tracker: None,
-                    unacked: Vec::new(),
-                    dead: false,
-                    expires_at_ms: u64::MAX,
-                    open: Vec::new(),
-                    befores: Vec::new(),
-                    announced: 1,
+                .map(|_| {
+                    let id = ProducerId::random(rng.random::<u128>());
+                    Producer {
+                        tracker: MarkerTracker::new(id.clone(), "t", PARTS, 1),
+                        id,
+                        epoch: 1,
+                        prev: None,
+                        spread: [0; KEYS],
+                        first_epoch: 1,
+                        unacked: Vec::new(),
+                        dead: false,
+                        expires_at_ms: u64::MAX,
+                        open: Vec::new(),
+                        befores: Vec::new(),
+                        announced: 1,
+                    }
                 })
                 .collect();
             let mut w = World {
@@ -1937,7 +1914,6 @@ mod simulation {
                 time: 0,
                 strays: false,
                 clock: 0,
-                markers: false,
                 wall: 1,
                 handoff: Vec::new(),
                 latest_markers: HashMap::new(),
@@ -1959,46 +1935,11 @@ mod simulation {
                 first_epoch: pr.first_epoch,
                 lease_ms: 1_000_000,
                 expires_at_ms: pr.expires_at_ms,
-                barrier: None,
                 closed_at_epoch: None,
-                mode: if pr.tracker.is_some() {
-                    LeaseMode::Marker
-                } else {
-                    LeaseMode::Barrier
-                },
             }
         }
 
-        /// A marker world: producer 1 (and producer 0 half of the time) in marker mode.
-        fn with_markers(mut self, rng: &mut StdRng) -> Self {
-            self.markers = true;
-            let all = rng.random_bool(0.5);
-            for p in 0..self.producers.len() {
-                if p == 1 || all {
-                    self.use_markers(p);
-                }
-            }
-            // The members read the leases again (they are now marker-mode leases).
-            for p in 0..self.producers.len() {
-                let l = self.lease(p);
-                for m in &mut self.members {
-                    m.core.on_lease(l.clone(), Monotonic::ZERO);
-                }
-            }
-            self
-        }
-
-        fn use_markers(&mut self, p: usize) {
-            let pr = &mut self.producers[p];
-            pr.tracker = Some(MarkerTracker::new(
-                pr.id.clone(),
-                "t",
-                PARTS,
-                pr.first_epoch,
-            ));
-        }
-
-        /// A marker-mode producer started now, at the epoch in effect (the newest any producer
+        /// A producer started now, at the epoch in effect (the newest any producer
         /// adopted): its lease is read before it routes anything. With `Moved` stamping it stamps
         /// nothing (no predecessor), so it starts only once that epoch drained, the condition
         /// that mode needs anyway.
@@ -2011,13 +1952,14 @@ mod simulation {
             {
                 return;
             }
+            let id = ProducerId::random(rng.random::<u128>());
             self.producers.push(Producer {
-                id: ProducerId::random(rng.random::<u128>()),
+                tracker: MarkerTracker::new(id.clone(), "t", PARTS, epoch),
+                id,
                 epoch,
                 prev: None,
                 spread: [0; KEYS],
                 first_epoch: epoch,
-                tracker: None,
                 unacked: Vec::new(),
                 dead: false,
                 expires_at_ms: u64::MAX,
@@ -2030,25 +1972,20 @@ mod simulation {
                 befores: vec![None],
                 announced: epoch,
             });
-            let p = self.producers.len() - 1;
-            self.use_markers(p);
-            let l = self.lease(p);
+            let l = self.lease(self.producers.len() - 1);
             let now = Duration::from_millis(self.clock);
             for m in &mut self.members {
                 m.core.on_lease(l.clone(), now);
             }
         }
 
-        /// A marker-mode producer stops without closing, possibly with records unacknowledged
+        /// A producer stops without closing, possibly with records unacknowledged
         /// and its marker outstanding: its last lease runs out [`DEAD_LEASE_MS`] from now.
         fn kill_producer(&mut self, rng: &mut StdRng) {
             if self.producers.iter().any(|p| p.dead) {
                 return;
             }
             let p = rng.random_range(0..self.producers.len());
-            if self.producers[p].tracker.is_none() {
-                return;
-            }
             let pr = &mut self.producers[p];
             pr.dead = true;
             pr.expires_at_ms = self.wall + DEAD_LEASE_MS;
@@ -2056,13 +1993,10 @@ mod simulation {
             self.handoff.push(HandoffItem::Lease(l));
         }
 
-        /// Some acknowledgements reach their marker-mode producer (in any order).
+        /// Some acknowledgements reach their producer (in any order).
         fn ack(&mut self, rng: &mut StdRng) {
             let p = rng.random_range(0..self.producers.len());
             let pr = &mut self.producers[p];
-            let Some(tracker) = pr.tracker.as_mut() else {
-                return;
-            };
             for _ in 0..rng.random_range(1..=3) {
                 if pr.unacked.is_empty() || pr.dead {
                     break;
@@ -2070,19 +2004,19 @@ mod simulation {
                 let (epoch, partition, offset) = pr
                     .unacked
                     .swap_remove(rng.random_range(0..pr.unacked.len()));
-                tracker.acked(epoch, partition, offset);
+                pr.tracker.acked(epoch, partition, offset);
             }
         }
 
-        /// Every live marker-mode producer whose marker is due (everything older acknowledged)
+        /// Every live producer whose marker is due (everything older acknowledged)
         /// writes it.
         fn write_markers(&mut self) {
             for (p, pr) in self.producers.iter_mut().enumerate() {
-                let Some(tracker) = pr.tracker.as_mut().filter(|_| !pr.dead) else {
+                if pr.dead {
                     continue;
-                };
-                if let Some(m) = tracker.due(pr.epoch, PARTS) {
-                    tracker.written(&m);
+                }
+                if let Some(m) = pr.tracker.due(pr.epoch, PARTS) {
+                    pr.tracker.written(&m);
                     pr.announced = pr.announced.max(m.epoch);
                     self.latest_markers.insert(p, m.clone());
                     self.handoff.push(HandoffItem::Marker(m));
@@ -2194,11 +2128,9 @@ mod simulation {
                 partition,
             });
             let log = &mut self.logs[partition as usize];
-            log.push(Item::Data(self.recs.len() - 1));
-            if let Some(tracker) = pr.tracker.as_mut() {
-                tracker.sent(pr.epoch);
-                pr.unacked.push((pr.epoch, partition, log.len() as i64 - 1));
-            }
+            log.push(self.recs.len() - 1);
+            pr.tracker.sent(pr.epoch);
+            pr.unacked.push((pr.epoch, partition, log.len() as i64 - 1));
         }
 
         /// A record of key `k` stamped with an epoch nobody knows, on a random partition.
@@ -2211,11 +2143,10 @@ mod simulation {
                 producer: STRAY,
                 partition,
             });
-            self.logs[partition as usize].push(Item::Data(self.recs.len() - 1));
+            self.logs[partition as usize].push(self.recs.len() - 1);
         }
 
-        /// Time passes for every member (the wall clock moves only in marker worlds: leases
-        /// expire only there).
+        /// Time passes for every member.
         fn tick(&mut self) {
             let now = Duration::from_millis(self.clock);
             for m in &mut self.members {
@@ -2254,13 +2185,7 @@ mod simulation {
                 pr.befores.extend(pr.prev.map(Some));
                 pr.open.push((pr.epoch, pr.prev.unwrap_or(0)));
             }
-            // Marker mode: nothing in the data topic; the marker follows the acknowledgements.
-            if pr.tracker.is_none() {
-                for log in &mut self.logs {
-                    log.push(Item::Barrier(p, pr.epoch));
-                }
-                pr.announced = pr.epoch;
-            }
+            // Nothing in the data topic: the marker follows the acknowledgements.
         }
 
         /// Each producer reads the group's announced progress (the compacted handoff topic) and
@@ -2296,61 +2221,53 @@ mod simulation {
             self.processed.push((id, self.time, label));
         }
 
-        /// Fetch the next item of partition `part` of member `m`. Returns whether it did anything.
+        /// Fetch the next record of partition `part` of member `m`. Returns whether it did
+        /// anything.
         fn fetch(&mut self, m: usize, part: u32) -> bool {
             let at = self.members[m].pos[&part];
-            let Some(item) = self.logs[part as usize].get(at).cloned() else {
+            let Some(&id) = self.logs[part as usize].get(at) else {
                 return false;
             };
             self.members[m].pos.insert(part, at + 1);
             let offset = at as i64;
             let member = &mut self.members[m];
             member.processed();
-            match item {
-                Item::Barrier(p, e) => {
-                    let core = &mut member.core;
-                    core.on_barrier(part, offset, self.producers[p].id.clone(), e);
-                    member.lanes.refresh(part, core.lane(part));
+            let r = &self.recs[id];
+            let epoch = r.stamped.then_some(r.epoch);
+            let admitted = member.lanes.admits(part, offset, epoch);
+            let k = key(r.key);
+            member.turn += 1;
+            if admitted && member.turn % 3 != 0 {
+                let label = member.core.split_label(part, Some(&k), epoch);
+                assert!(member.lanes.take(part, offset, epoch));
+                let fast = member.lanes.split_label(part, Some(&k), epoch);
+                assert_eq!(fast, label, "the lane labels as the core does");
+                self.log_processing(id, fast);
+                return true;
+            }
+            let core = &mut member.core;
+            let label = core.label_record(part, offset, Some(&k), epoch);
+            let now = Duration::from_millis(self.clock);
+            let out = core.on_record(
+                Incoming {
+                    partition: part,
+                    offset,
+                    key: Some(&k),
+                    epoch,
+                    msg: || (id, label),
+                },
+                || now,
+            );
+            member.lanes.refresh(part, core.lane(part));
+            match out {
+                Outcome::Deliver => {
+                    member.lanes.took_from_core();
+                    self.log_processing(id, label);
                 }
-                Item::Data(id) => {
-                    let r = &self.recs[id];
-                    let epoch = r.stamped.then_some(r.epoch);
-                    let admitted = member.lanes.admits(part, offset, epoch);
-                    let k = key(r.key);
-                    member.turn += 1;
-                    if admitted && member.turn % 3 != 0 {
-                        let label = member.core.split_label(part, Some(&k), epoch);
-                        assert!(member.lanes.take(part, offset, epoch));
-                        let fast = member.lanes.split_label(part, Some(&k), epoch);
-                        assert_eq!(fast, label, "the lane labels as the core does");
-                        self.log_processing(id, fast);
-                        return true;
-                    }
-                    let core = &mut member.core;
-                    let label = core.label_record(part, offset, Some(&k), epoch);
-                    let now = Duration::from_millis(self.clock);
-                    let out = core.on_record(
-                        Incoming {
-                            partition: part,
-                            offset,
-                            key: Some(&k),
-                            epoch,
-                            msg: || (id, label),
-                        },
-                        || now,
-                    );
-                    member.lanes.refresh(part, core.lane(part));
-                    match out {
-                        Outcome::Deliver => {
-                            member.lanes.took_from_core();
-                            self.log_processing(id, label);
-                        }
-                        other => assert!(
-                            !admitted,
-                            "a gate admitted a record the core decided {other:?} about"
-                        ),
-                    }
-                }
+                other => assert!(
+                    !admitted,
+                    "a gate admitted a record the core decided {other:?} about"
+                ),
             }
             true
         }
@@ -2419,19 +2336,17 @@ mod simulation {
 
         fn step(&mut self, rng: &mut StdRng, crashes: bool) {
             self.clock += 1;
-            if self.markers {
-                self.wall += 1;
-                match rng.random_range(0..100) {
-                    0..20 => self.ack(rng),
-                    20..28 => self.write_markers(),
-                    28..36 => {
-                        self.deliver_handoff();
-                    }
-                    36..40 => self.tick(),
-                    40 => self.kill_producer(rng),
-                    41 => self.start_producer(rng),
-                    _ => {}
+            self.wall += 1;
+            match rng.random_range(0..100) {
+                0..20 => self.ack(rng),
+                20..28 => self.write_markers(),
+                28..36 => {
+                    self.deliver_handoff();
                 }
+                36..40 => self.tick(),
+                40 => self.kill_producer(rng),
+                41 => self.start_producer(rng),
+                _ => {}
             }
             if self.windows && rng.random_range(0..100) < 6 {
                 self.close_windows();
@@ -2490,9 +2405,7 @@ mod simulation {
                 // Long enough for every stray record to be released, and for a dead
                 // producer's lease to run out.
                 self.clock += UNKNOWN_WAIT_MS;
-                if self.markers {
-                    self.wall += DEAD_LEASE_MS;
-                }
+                self.wall += DEAD_LEASE_MS;
                 self.tick();
                 self.quiesce();
             }
@@ -2508,9 +2421,9 @@ mod simulation {
         /// Every acknowledgement reaches its live producer, the markers due are written.
         fn settle_markers(&mut self) {
             for pr in &mut self.producers {
-                if let Some(tracker) = pr.tracker.as_mut().filter(|_| !pr.dead) {
+                if !pr.dead {
                     for (epoch, partition, offset) in pr.unacked.drain(..) {
-                        tracker.acked(epoch, partition, offset);
+                        pr.tracker.acked(epoch, partition, offset);
                     }
                 }
             }
@@ -2674,8 +2587,8 @@ mod simulation {
     }
 
     /// Producers that stamp only inside stamp windows ([`World::windows`]), epochs in any
-    /// succession; marker-mode producers too with `markers`.
-    fn run_windows(seed: u64, steps: usize, crashes: bool, markers: bool) -> Result<(), String> {
+    /// succession.
+    fn run_windows(seed: u64, steps: usize, crashes: bool) -> Result<(), String> {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut w = World::new(&mut rng, false, false);
         w.windows = true;
@@ -2683,14 +2596,6 @@ mod simulation {
             pr.open = vec![(1, 0)];
             pr.befores = vec![None];
         }
-        let w = if markers { w.with_markers(&mut rng) } else { w };
-        run_world(w, rng, steps, crashes)
-    }
-
-    /// Marker-mode producers (a mixed fleet or markers only; see [`World::markers`]).
-    fn run_markers(seed: u64, steps: usize, crashes: bool, stamp_all: bool) -> Result<(), String> {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let w = World::new(&mut rng, stamp_all, false).with_markers(&mut rng);
         run_world(w, rng, steps, crashes)
     }
 
@@ -2704,7 +2609,9 @@ mod simulation {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1000))]
-        /// Every record stamped: any producer lag, any interleaving.
+        /// Every record stamped: any producer lag, any interleaving; markers written only once
+        /// everything older is acknowledged, read late; a producer dying with its marker
+        /// outstanding; a producer started after the others' epoch.
         #[test]
         fn protocol_keeps_order_and_exclusivity(seed in any::<u64>(), steps in 50_usize..400) {
             prop_assert_eq!(run(seed, steps, false, true), Ok(()));
@@ -2739,39 +2646,19 @@ mod simulation {
     }
 
     proptest! {
-        // Fewer cases than above (the CI budget); `PROPTEST_CASES` does not override this, so
-        // a long run edits the number (20,000 cases passed when this was written).
-        #![proptest_config(ProptestConfig::with_cases(500))]
-
-        /// Marker-mode producers beside barrier-mode ones (or alone): markers written only
-        /// once everything older is acknowledged, read late; a producer dying with its marker
-        /// outstanding; a producer started after the others' epoch. Same guarantees.
-        #[test]
-        fn markers_keep_order_and_exclusivity_in_a_mixed_fleet(
-            seed in any::<u64>(),
-            steps in 50_usize..400,
-            crashes in any::<bool>(),
-            stamp_all in any::<bool>(),
-        ) {
-            prop_assert_eq!(run_markers(seed, steps, crashes, stamp_all), Ok(()));
-        }
-    }
-
-    proptest! {
         // The CI budget; 8,000 cases passed when this was written.
         #![proptest_config(ProptestConfig::with_cases(500))]
 
         /// Moved keys stamped only until the group settled the switch, epochs adopted in quick
-        /// succession (no waiting for drains), producers started late, barrier and marker
-        /// producers: the guarantee without the condition `EpochHeader::Moved` needed.
+        /// succession (no waiting for drains), producers started late: the guarantee without
+        /// the condition `EpochHeader::Moved` needed.
         #[test]
         fn stamp_windows_keep_order_and_exclusivity_with_epochs_in_quick_succession(
             seed in any::<u64>(),
             steps in 50_usize..400,
             crashes in any::<bool>(),
-            markers in any::<bool>(),
         ) {
-            prop_assert_eq!(run_windows(seed, steps, crashes, markers), Ok(()));
+            prop_assert_eq!(run_windows(seed, steps, crashes), Ok(()));
         }
     }
 

@@ -1,7 +1,7 @@
 //! Where a key lived in recent epochs: the assignments of the last epochs (from the control
 //! topic and the handoff topic's `assignment/<topic>/<epoch>` records), plus epoch 0 = Kafka's
 //! default placement (records without an epoch header). A split heavy key (`docs/spec.md`
-//! section 11.2) lives on all of its parts at once: [`History::place`] says which. Pure.
+//! 4.6) lives on all of its parts at once: [`History::place`] says which. Pure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -9,8 +9,8 @@
 //!
 //! - *lowest unprocessed offset*: the offset to commit (a held record keeps the commit below it,
 //!   which is what makes a crash re-deliver it to the next owner);
-//! - *lowest epoch below an offset*: a barrier of epoch `E` at offset `b` is passed once no record
-//!   below `b` with an epoch below `E` is unprocessed.
+//! - *lowest epoch below an offset*: a marker of epoch `E` ending at `o` is passed once no record
+//!   below `o` with an epoch below `E` is unprocessed (spec 9.3, C5).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
@@ -33,7 +33,7 @@ pub enum Wait {
 pub struct Held<M> {
     pub offset: i64,
     /// The record's epoch (0 = no epoch header), or the epoch it is counted as: what the
-    /// barriers of its partition and the FIFO of its key go by.
+    /// markers of its partition and the FIFO of its key go by.
     pub epoch: u64,
     pub wait: Wait,
     /// The epoch the partitions of `wait` must have drained: the record's epoch, or one above it
@@ -84,7 +84,7 @@ impl<M> HoldBuffer<M> {
 
     /// The lowest and highest epoch at most `known` of `key`'s held records (`None`: none held).
     /// Held records of epochs above `known` (never learnt: untrusted input) are left out, so that
-    /// they cannot lift a later record of the key above the barriers it must block.
+    /// they cannot lift a later record of the key above the markers it must block.
     #[inline]
     pub fn key_epochs(&self, key: &[u8], known: u64) -> Option<(u64, u64)> {
         if self.by_key.is_empty() {

@@ -177,7 +177,7 @@ impl Lanes {
         self.idle.load(Ordering::Acquire)
     }
 
-    /// Hand a fetched data record (not a barrier) to the application without the core, if its
+    /// Hand a fetched record to the application without the core, if its
     /// partition's gate admits it. Returns whether it did; if not, the core must decide.
     #[inline]
     pub fn take(&mut self, partition: u32, offset: i64, epoch: Option<u64>) -> bool {

@@ -1,29 +1,19 @@
-//! `passed[P][y]` bookkeeping for one partition P: which producers' barriers the group has passed,
+//! `passed[P][y]` bookkeeping for one partition P: which producers' markers the group has passed,
 //! what the partition has therefore drained, and the commit metadata that carries both across a
-//! change of owner. Pure (no Kafka, no clock: callers pass `now_ms`).
+//! change of owner. Pure (no Kafka, no clock: callers pass `now_ms`). The rules are
+//! `docs/spec.md` 9.3:
 //!
-//! Definitions (see the module docs of [`crate::consumer`] for the protocol):
-//!
-//! - A barrier of producer `y` for epoch `E` at offset `b` is **passed** once no record below `b`
-//!   with an epoch below `E` is unprocessed. `passed[y]` is the highest such epoch, with its
-//!   barrier's offset.
-//! - A **marker** of producer `y` for `E` ending at `o` on this partition ([`crate::handoff::Marker`])
-//!   is a barrier of `E` just below offset `o` that counts as fetched once the position reaches
-//!   `o` (every offset below `o` fetched, and processed or tracked): passed by the same rule, and
-//!   recorded as `(E, o)` (records below `o` with an epoch below `E` were processed).
-//! - The partition has **drained** epoch `E` when every producer that must be awaited for `E`
-//!   ([`Lease::awaited_for`]) has `passed[y] >= E` (or cannot have written epochs below `E` after
-//!   its barrier). `drained` is the highest such `E`, capped at the newest epoch known.
-//! - **Skip rules** after a change of owner. The committed offset `c` is the lowest unprocessed
-//!   offset, so held records keep it low and the new owner re-reads records the previous one had
-//!   processed. (1) The metadata lists the fetch position `n` and the offsets in `[c, n)` that were
-//!   still unprocessed (held or handed out); the new owner skips every other record below `n`: a
-//!   clean revocation or a crash right after a commit re-delivers nothing that was processed. The
-//!   list is dropped when it does not fit the metadata limit (then only (2) applies). (2) The
-//!   previous owner's `passed[y] = (E, b)` says every record below `b` with an epoch below `E` was
-//!   processed; those are skipped too. (2) is what the protocol needs: without it a new owner would
-//!   process again old records of keys that other members already process on their new
-//!   partitions.
+//! - C4 (reached), C5 (passed, also partially for skipped epochs): a **marker** of producer `y`
+//!   for `E` ending at `o` here ([`crate::handoff::Marker`]) is reached once every offset below
+//!   `o` is fetched and processed or tracked (the committed offset counts), and passed once no
+//!   record below `o` with an epoch below `E` is unprocessed. `passed[y]` is the highest passed
+//!   epoch, recorded with its end `o`.
+//! - C6 (drained): the partition has drained `E` when every producer awaited for `E`
+//!   ([`Lease::awaited_for`]) has `passed[y] >= E`; `drained` is the highest such `E`, capped at
+//!   the newest epoch known.
+//! - C11, C12 (skip rules after a change of owner): the metadata's window of unprocessed offsets,
+//!   else the previous owner's `passed[y] = (E, o)`: every record below `o` with an epoch below
+//!   `E` was processed.
 
 use std::collections::BTreeMap;
 
@@ -37,7 +27,7 @@ const META_VERSION: u64 = 1;
 /// Kafka's default `offset.metadata.max.bytes`.
 pub const DEFAULT_MAX_METADATA_BYTES: usize = 4096;
 
-/// A passed barrier: its epoch and offset.
+/// A passed marker: its epoch and its end on the partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "(u64, i64)", into = "(u64, i64)")]
 pub struct PassedAt {
@@ -58,7 +48,7 @@ impl From<PassedAt> for (u64, i64) {
 }
 
 /// What the wrapper stores as the metadata of its offset commits:
-/// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<barrier offset>],...},"n":<next offset>,
+/// `{"v":1,"d":<drained>,"p":{"<producer>":[<epoch>,<marker end>],...},"n":<next offset>,
 /// "u":[<unprocessed offsets in [committed, n), as deltas from the committed offset>]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitMeta {
@@ -101,7 +91,7 @@ impl CommitMeta {
     }
 }
 
-/// A barrier seen but not passed yet.
+/// A marker end reached (or awaited), not passed yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Pending {
     producer: ProducerId,
@@ -180,8 +170,8 @@ impl PartitionProgress {
 
     /// Whether a re-delivered record was processed by a previous owner (skip rules, see the
     /// module docs). `epoch` is the record's `dkg-epoch` header: when the exact window is missing,
-    /// only stamped records are skipped by the barrier rule (an unstamped record held under an
-    /// assumed epoch does not block the barriers it would be skipped by).
+    /// only stamped records are skipped by the marker rule (an unstamped record held under an
+    /// assumed epoch does not block the markers it would be skipped by).
     #[inline]
     pub fn skip(&self, offset: i64, epoch: Option<u64>) -> bool {
         if let Some((next, unprocessed)) = &self.window {
@@ -228,9 +218,10 @@ impl PartitionProgress {
         }
     }
 
-    /// A barrier record of `producer` for `epoch` at `offset`. `min_epoch_below(o)` = the lowest
-    /// epoch of an unprocessed record below `o`. Returns whether `passed` changed.
-    pub fn on_barrier(
+    /// The position reached `offset`, the end of `producer`'s marker of `epoch` (C4).
+    /// `min_epoch_below(o)` = the lowest epoch of an unprocessed record below `o`. Returns whether
+    /// `passed` changed.
+    pub(crate) fn end_reached(
         &mut self,
         producer: &ProducerId,
         epoch: u64,
@@ -238,7 +229,7 @@ impl PartitionProgress {
         min_epoch_below: impl Fn(i64) -> Option<u64>,
     ) -> bool {
         if self.passed(producer) >= epoch {
-            return false; // re-delivered, or an older barrier after a newer one
+            return false; // read again, or an older marker after a newer one
         }
         let (changed, done) = self.pass(producer, epoch, offset, min_epoch_below(offset));
         if !done {
@@ -251,13 +242,13 @@ impl PartitionProgress {
         changed
     }
 
-    /// Pass `producer`'s barrier of `epoch` at `offset` as far as `low`, the lowest epoch of an
-    /// unprocessed record below it, allows. A barrier of `E` is also one of every lower epoch
-    /// `e` (the producer's records of epochs below `e` are below it too), so it passes `e = low`
-    /// while records of `low` still wait: a producer that skipped epochs (adopted several before
-    /// its barrier or marker was out) has only this barrier, and its own held records of a
+    /// Pass `producer`'s marker of `epoch` ending at `offset` as far as `low`, the lowest epoch
+    /// of an unprocessed record below it, allows (C5). A marker of `E` is also one of every lower
+    /// epoch `e` (the producer's records of epochs below `e` are below it too), so it passes
+    /// `e = low` while records of `low` still wait: a producer that skipped epochs (adopted
+    /// several before its marker was out) has only this marker, and its own held records of a
     /// skipped epoch may wait for other partitions to drain exactly that epoch. Returns (passed
-    /// changed, barrier fully passed).
+    /// changed, marker fully passed).
     fn pass(
         &mut self,
         producer: &ProducerId,
@@ -296,7 +287,7 @@ impl PartitionProgress {
             return false;
         }
         if self.reached(end, position) {
-            return self.on_barrier(producer, epoch, end, min_epoch_below);
+            return self.end_reached(producer, epoch, end, min_epoch_below);
         }
         if self
             .awaiting
@@ -325,7 +316,8 @@ impl PartitionProgress {
         !self.awaiting.is_empty()
     }
 
-    /// Markers the position has reached become barriers. Returns whether `passed` changed.
+    /// Markers whose end the position has reached are passed as far as they can be. Returns
+    /// whether `passed` changed.
     pub fn arrived(
         &mut self,
         position: Option<i64>,
@@ -340,7 +332,7 @@ impl PartitionProgress {
         self.awaiting = rest;
         let mut changed = false;
         for a in due {
-            changed |= self.on_barrier(&a.producer, a.epoch, a.offset, &min_epoch_below);
+            changed |= self.end_reached(&a.producer, a.epoch, a.offset, &min_epoch_below);
         }
         changed
     }
@@ -351,7 +343,7 @@ impl PartitionProgress {
         self.awaiting.retain(|a| keep(&a.producer));
     }
 
-    /// Re-check pending barriers after records were processed. Returns whether `passed` changed.
+    /// Re-check reached, not yet passed markers after records were processed. Returns whether `passed` changed.
     pub fn recheck(&mut self, min_epoch_below: impl Fn(i64) -> Option<u64>) -> bool {
         if self.pending.is_empty() {
             return false;
@@ -378,26 +370,6 @@ impl PartitionProgress {
     pub fn set_start(&mut self, offset: i64) {
         if self.start.is_none() {
             self.start = Some(offset);
-        }
-    }
-
-    /// A lease announces that `lease.producer`'s barrier of `lease.barrier.epoch` is at some offset
-    /// of this partition. Below the first offset this owner fetched, it will never be seen again
-    /// (a previous owner processed past it, or the group starts after it): count it as passed.
-    /// Returns whether `passed` changed.
-    pub fn apply_lease_barrier(&mut self, partition: u32, lease: &Lease) -> bool {
-        let (Some(start), Some(barrier)) = (self.start, lease.barrier.as_ref()) else {
-            return false;
-        };
-        match barrier.offsets.get(partition as usize) {
-            Some(&b) if b < start => self.raise(
-                &lease.producer,
-                PassedAt {
-                    epoch: barrier.epoch,
-                    offset: b,
-                },
-            ),
-            _ => false,
         }
     }
 
@@ -475,8 +447,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::handoff::BarrierSet;
-    use crate::handoff::LeaseMode;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()
@@ -489,46 +459,44 @@ mod tests {
             first_epoch: first,
             lease_ms: 1000,
             expires_at_ms: 1000,
-            barrier: None,
             closed_at_epoch: closed,
-            mode: LeaseMode::Barrier,
         }
     }
 
     #[test]
-    fn barrier_passes_once_nothing_older_below_it_is_unprocessed() {
+    fn a_reached_marker_passes_once_nothing_older_below_it_is_unprocessed() {
         let mut p = PartitionProgress::default();
-        // An unprocessed epoch-2 record at offset 5 blocks barrier(3)@10 but not barrier(2)@8.
-        // Barrier(3) is one of epoch 2 as well: that part passes at once (a producer that
-        // skipped epoch 2 has no other barrier of it).
+        // An unprocessed epoch-2 record at offset 5 blocks a marker of 3 ending at 10 but not one of 2 ending at 8.
+        // A marker of 3 is one of epoch 2 as well: that part passes at once (a producer that
+        // skipped epoch 2 has no other marker of it).
         let below = |o: i64| (o > 5).then_some(2);
-        assert!(p.on_barrier(&id('a'), 3, 10, below));
+        assert!(p.end_reached(&id('a'), 3, 10, below));
         assert!(p.has_pending());
-        assert!(p.on_barrier(&id('b'), 2, 8, below));
+        assert!(p.end_reached(&id('b'), 2, 8, below));
         assert_eq!((p.passed(&id('a')), p.passed(&id('b'))), (2, 2));
         // Still blocked.
         assert!(!p.recheck(below));
         // Records of epoch 1 below: nothing more passes.
         let mut q = PartitionProgress::default();
-        assert!(!q.on_barrier(&id('a'), 3, 10, |_| Some(0)));
+        assert!(!q.end_reached(&id('a'), 3, 10, |_| Some(0)));
         assert_eq!(q.passed(&id('a')), 0);
         // Processed: passes.
         assert!(p.recheck(|_| None));
         assert_eq!(p.passed(&id('a')), 3);
         assert!(!p.has_pending());
-        // Re-delivered or older barriers change nothing.
-        assert!(!p.on_barrier(&id('a'), 3, 10, |_| None));
-        assert!(!p.on_barrier(&id('a'), 2, 12, |_| None));
-        // A held record of the barrier's own epoch does not block it (no deadlock between
+        // Markers read again or older ones change nothing.
+        assert!(!p.end_reached(&id('a'), 3, 10, |_| None));
+        assert!(!p.end_reached(&id('a'), 2, 12, |_| None));
+        // A held record of the marker's own epoch does not block it (no deadlock between
         // partitions swapping keys).
-        assert!(p.on_barrier(&id('a'), 4, 20, |_| Some(4)));
+        assert!(p.end_reached(&id('a'), 4, 20, |_| Some(4)));
     }
 
     #[test]
     fn drained_table() {
         let mut p = PartitionProgress::default();
-        p.on_barrier(&id('a'), 5, 1, |_| None);
-        p.on_barrier(&id('b'), 3, 2, |_| None);
+        p.end_reached(&id('a'), 5, 1, |_| None);
+        p.end_reached(&id('b'), 3, 2, |_| None);
         // (leases, expected drained) with max_epoch 6 and now 10
         let cases: Vec<(Vec<Lease>, u64)> = vec![
             (vec![], 6),
@@ -536,9 +504,9 @@ mod tests {
             (vec![lease('a', 0, None), lease('b', 0, None)], 3),
             // b started at epoch 4: nothing of it below epoch 4 to wait for; passed 3 < 4.
             (vec![lease('a', 0, None), lease('b', 4, None)], 4),
-            // b closed after its barrier of epoch 3: nothing to wait for after it.
+            // b closed after its marker of epoch 3: nothing to wait for after it.
             (vec![lease('a', 0, None), lease('b', 0, Some(3))], 5),
-            // c closed at 4 without a barrier of 4 seen here: wait until it comes (or expiry).
+            // c closed at 4 without its marker of 4 passed here: wait until it comes (or expiry).
             (vec![lease('c', 0, Some(4))], 0),
             // an unknown producer that started at 6.
             (vec![lease('c', 6, None)], 6),
@@ -554,8 +522,8 @@ mod tests {
     #[test]
     fn metadata_round_trips_and_drives_the_skip_rule() {
         let mut p = PartitionProgress::default();
-        p.on_barrier(&id('a'), 4, 100, |_| None);
-        p.on_barrier(&id('b'), 3, 80, |_| None);
+        p.end_reached(&id('a'), 4, 100, |_| None);
+        p.end_reached(&id('b'), 3, 80, |_| None);
         let leases = [lease('a', 0, None), lease('b', 0, None)];
         let json = p.meta(3, 10, 10, &[], &leases, 10, 4096).unwrap();
         let meta = CommitMeta::parse(&json).unwrap().unwrap();
@@ -588,7 +556,7 @@ mod tests {
         // Fetching is past b's rule (80) but not a's (100): a's still applies.
         next.forget_skips_below(90);
         assert!(next.skip(95, Some(3)));
-        // Unstamped records are never skipped by the barrier rule.
+        // Unstamped records are never skipped by the marker rule.
         assert!(!next.skip(95, None));
         next.forget_skips_below(200);
         assert!(!next.skip(95, Some(3)));
@@ -624,23 +592,20 @@ mod tests {
     }
 
     #[test]
-    fn lease_barriers_below_the_start_count_as_passed() {
+    fn a_marker_end_below_the_position_or_the_committed_offset_is_reached_at_once() {
         let mut p = PartitionProgress::default();
-        let mut l = lease('a', 0, None);
-        l.barrier = Some(BarrierSet {
-            epoch: 7,
-            offsets: vec![40, 60],
-        });
-        assert!(!p.apply_lease_barrier(1, &l), "no start yet");
         p.set_start(50);
         p.set_start(10); // only the first counts
         assert_eq!(p.start(), Some(50));
-        assert!(
-            !p.apply_lease_barrier(1, &l),
-            "60 is ahead: it will be read"
-        );
-        assert!(p.apply_lease_barrier(0, &l));
-        assert_eq!(p.passed(&id('a')), 7);
-        assert!(!p.apply_lease_barrier(5, &l), "no offset for partition 5");
+        // Position 50: an end at 40 is reached, one at 60 waits for the position.
+        assert!(p.on_marker(&id('a'), 7, 40, Some(50), |_| None));
+        assert!(!p.on_marker(&id('b'), 7, 60, Some(50), |_| None));
+        assert!(p.has_awaiting());
+        assert!(p.arrived(Some(60), |_| None));
+        assert_eq!((p.passed(&id('a')), p.passed(&id('b'))), (7, 7));
+        // Nothing fetched yet: the committed offset counts as the position.
+        let mut q = PartitionProgress::from_meta(None, Some(60));
+        assert!(q.on_marker(&id('a'), 3, 60, None, |_| None));
+        assert!(!q.on_marker(&id('b'), 3, 61, None, |_| None));
     }
 }

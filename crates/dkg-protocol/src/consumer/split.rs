@@ -1,11 +1,10 @@
-//! Split heavy keys on the consumer side (`docs/spec.md` section 11.2, the rule in the module docs
-//! of [`crate::consumer`]): which records of a key are split, over how many partitions, and which
+//! Split heavy keys on the consumer side (`docs/spec.md` 4.6; rules C14-C18 of 9.3): which records of a key are split, over how many partitions, and which
 //! of them wait at a transition. Pure; the core ([`super::core`]) and the fast path
 //! ([`super::lane`]) share one [`SplitView`].
 //!
 //! Split records carry no `dkg-epoch` header, so their epoch is bounded instead: a record fetched
 //! from a partition that has drained `D` has an epoch of at least `D` (every awaited producer's
-//! barrier of `D` lies below it) and, since producers adopt an epoch only after the previous
+//! marker of `D` ends at or below it) and, since producers adopt an epoch only after the previous
 //! switch drained (the condition the default `EpochHeader::Moved` already needs), at most `D + 1`.
 
 use std::collections::HashMap;

@@ -131,7 +131,7 @@ impl Shared {
             topic = %self.topic,
             ?partitions,
             "could not read the committed metadata of newly assigned partitions: they start \
-             without skip rules (records processed by their previous owner below its barriers may \
+             without skip rules (records processed by their previous owner below its markers may \
              be processed again)"
         );
         partitions.iter().map(|&p| (p, (None, None))).collect()

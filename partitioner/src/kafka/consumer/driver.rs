@@ -156,7 +156,7 @@ impl Inner {
         let h = message::dkg_headers(m.headers());
         self.fetched_headers = h.present;
         // Fast path: the partition is quiet, the core need not be asked (see `lane`).
-        if h.barrier.is_none() && self.lanes.take(partition, m.offset(), h.epoch) {
+        if self.lanes.take(partition, m.offset(), h.epoch) {
             let split = self.lanes.split_label(partition, m.key(), h.epoch);
             self.metrics.record(partition);
             self.metrics.split(split);
@@ -178,17 +178,6 @@ impl Inner {
         h: &DkgHeaders,
     ) -> Option<DkgRecord<'a>> {
         let mut core = self.shared.core();
-        if h.barrier.is_some() {
-            if let Some((producer, epoch)) = h.barrier_record(m.key(), m.payload()) {
-                core.on_barrier(partition, m.offset(), producer, epoch);
-                self.lanes.refresh(partition, core.lane(partition));
-                return None;
-            }
-            // Not a barrier (no valid producer, or a key or value): the application's data.
-            debug!(topic = %self.topic, partition, offset = m.offset(),
-                "record with a dkg-barrier header that is not a barrier: delivered as data");
-            self.metrics.not_a_barrier();
-        }
         let topic = &self.topic;
         // The label is the record's at arrival (what the core decides by), held or not.
         let split = core.label_record(partition, m.offset(), m.key(), h.epoch);
@@ -312,7 +301,7 @@ impl Inner {
                     partition,
                     held,
                     "partition paused with nothing released for {:?}: resuming past the hold \
-                     limit (its barriers may sit behind the pause)",
+                     limit (marker ends may lie behind the pause)",
                     stall_timeout
                 );
             }
@@ -382,7 +371,7 @@ impl Inner {
         }
     }
 
-    /// Tombstone leases expired long ago (with a marker-mode producer's marker) and history
+    /// Tombstone leases expired long ago (with their producer's marker) and history
     /// older than every member keeps.
     pub(super) fn collect_garbage(&mut self) {
         let now_ms = handoff::now_ms();
@@ -392,11 +381,11 @@ impl Inner {
                 .leases()
                 .filter(|l| now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000)))
                 .flat_map(|l| {
-                    let marker = (l.mode == LeaseMode::Marker).then(|| HandoffKey::Marker {
+                    let marker = HandoffKey::Marker {
                         topic: l.topic.clone(),
                         producer: l.producer.clone(),
-                    });
-                    marker.into_iter().chain([HandoffKey::of_lease(l)])
+                    };
+                    [marker, HandoffKey::of_lease(l)]
                 })
                 .collect();
             (expired, core.history_gc_floor())

@@ -50,9 +50,7 @@ pub(super) fn apply(
             }
         }
         BgEvent::Handoff(HandoffEntry::Removed(key)) => match key {
-            HandoffKey::Lease { topic, producer } | HandoffKey::Lease2 { topic, producer }
-                if *topic == *core.topic() =>
-            {
+            HandoffKey::Lease { topic, producer } if *topic == *core.topic() => {
                 core.on_lease_removed(&producer, now);
             }
             HandoffKey::Assignment { topic, epoch } if *topic == *core.topic() => {

@@ -123,8 +123,7 @@ impl DkgMessage {
     /// parts by every producer: their order across the parts is not kept, and each part's
     /// consumer sees only some of them (aggregate per partition, merge downstream). Decided
     /// from the assignment history when the record arrives; where its epoch is ambiguous (a
-    /// switch in progress) the answer errs towards split (see the `dkg_protocol::consumer`
-    /// docs, "Split keys").
+    /// switch in progress) the answer errs towards split (`docs/spec.md` 9.3, C14).
     #[must_use]
     pub fn split_parts(&self) -> Option<u32> {
         self.split

@@ -12,7 +12,7 @@
 //! | `dkg_consumer_held_records` | gauge | `topic`, `partition`, `member` | records of moved keys held back right now |
 //! | `dkg_consumer_hold_seconds` | histogram | `topic`, `member` | how long each held record was held (arrival to release) |
 //! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
-//! | `dkg_consumer_untrusted_records_total` | counter | `topic`, `reason`, `member` | records whose `dkg-*` headers the protocol could not trust, handed to the application as data; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait): released without the guarantee), `barrier_header` (a `dkg-barrier` header on a record that is not a barrier: no valid `dkg-producer`, or a key or value) |
+//! | `dkg_consumer_untrusted_records_total` | counter | `topic`, `reason`, `member` | records whose `dkg-*` headers the protocol could not trust, handed to the application as data; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait): released without the guarantee) |
 //! | `dkg_consumer_clamped_leases_total` | counter | `topic`, `member` | lease reads whose expiry lay beyond [`max_lease`](super::ConsumerConfig::max_lease) from now, clamped to it |
 //! | `dkg_consumer_markers_rejected_total` | counter | `topic`, `reason`, `member` | marker records of marker-mode producers that were skipped; `reason` = `oversize`, `malformed_json`, `key_mismatch`, `invalid`, `partition_count` (spec 9.1) |
 //!
@@ -40,7 +40,6 @@ pub(crate) struct ConsumerMetrics {
     hold: Histogram,
     split_records: IntCounter,
     unknown_epoch: IntCounter,
-    barrier_header: IntCounter,
     clamped_leases: IntCounter,
     /// Per [`MarkerReject::index`].
     markers_rejected: Vec<IntCounter>,
@@ -152,7 +151,6 @@ impl ConsumerMetrics {
             hold: hold.with_label_values(&[topic]),
             split_records: split_records.with_label_values(&[topic]),
             unknown_epoch: untrusted.with_label_values(&[topic, "unknown_epoch"]),
-            barrier_header: untrusted.with_label_values(&[topic, "barrier_header"]),
             clamped_leases: clamped_leases.with_label_values(&[topic]),
             markers_rejected: MarkerReject::ALL
                 .iter()
@@ -227,11 +225,6 @@ impl ConsumerMetrics {
         for (counter, &n) in self.markers_rejected.iter().zip(&a.rejected_markers) {
             counter.inc_by(n);
         }
-    }
-
-    /// A record with a `dkg-barrier` header that is not a barrier, delivered as data.
-    pub(crate) fn not_a_barrier(&self) {
-        self.barrier_header.inc();
     }
 
     pub(crate) fn observe_hold(&self, seconds: f64) {

@@ -1,6 +1,6 @@
 //! The consumer driver: [`DkgConsumer`] (its docs: the protocol's pointer, cost, bounded
 //! buffering, offsets) and its parts, split by responsibility (builder, context and callbacks, the
-//! consuming loop, commits, followers). Reached as `dkg_partitioner::kafka::DkgConsumer`.
+//! consuming loop, commits, followers). Reached as `dkg_partitioner::DkgConsumer`.
 
 mod builder;
 mod commits;
@@ -35,7 +35,7 @@ use crate::assignment::Assignment;
 use crate::error::{Error, Result};
 use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::handoff::{
-    self, DEFAULT_HANDOFF_TOPIC, HandoffEntry, HandoffKey, HandoffReader, HandoffWriter, LeaseMode,
+    self, DEFAULT_HANDOFF_TOPIC, HandoffEntry, HandoffKey, HandoffReader, HandoffWriter,
 };
 
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
@@ -96,14 +96,14 @@ impl Drop for Tasks {
 ///
 /// # Split keys
 ///
-/// A key the assignment splits over several partitions (`docs/spec.md` 11.2) keeps key grouping
+/// A key the assignment splits over several partitions (`docs/spec.md` 4.6) keeps key grouping
 /// only against its whole records: its whole records before a split are processed before its
 /// split ones, and its split ones before its whole ones after the split (the transitions wait
 /// like a moved key's). **Across a split key's parts, order is not guaranteed**, and several
 /// members process the key at once. [`DkgMessage::split_parts`] marks its records,
 /// [`ConsumerHooks::on_split_change`] reports the transitions; keep partial state per partition
 /// for split keys and merge it downstream (`examples/split_aggregates/`). The rule, and where
-/// the consumer cannot tell: [`dkg_protocol::consumer`], "Split keys".
+/// the consumer cannot tell: `docs/spec.md` 9.3, rules C14 to C18.
 ///
 /// # Cost
 ///
@@ -113,8 +113,8 @@ impl Drop for Tasks {
 /// A record of a quiet partition (nothing of it held, no released record waiting, no skip rule of
 /// a previous owner left) without an epoch or with an epoch already settled skips the protocol's
 /// state entirely: no lock, no lookup, no clock, one atomic load and one store (`lane.rs`);
-/// metrics are counted locally and flushed at housekeeping. Everything else (barriers, records
-/// during a switch) goes through the locked state machine (`core.rs`).
+/// metrics are counted locally and flushed at housekeeping. Everything else (records during a
+/// switch, markers waiting for the position) goes through the locked state machine (`core.rs`).
 ///
 /// # Bounded buffering
 ///
@@ -122,7 +122,8 @@ impl Drop for Tasks {
 /// paused until half of them are released. If a paused partition releases nothing for
 /// [`stall_timeout`](DkgConsumerBuilder::stall_timeout) it is resumed anyway and may exceed the
 /// limit: a cycle of paused partitions (two partitions swapping keys while a slow producer's
-/// barriers sit behind both pause points) would otherwise wait forever.
+/// marker ends lie behind both pause points) would otherwise wait forever (`docs/spec.md` 9.3,
+/// C13).
 ///
 /// # Offsets
 ///
@@ -134,7 +135,7 @@ impl Drop for Tasks {
 ///
 /// ```no_run
 /// # async fn run() -> dkg_partitioner::Result<()> {
-/// use dkg_partitioner::kafka::DkgConsumer;
+/// use dkg_partitioner::DkgConsumer;
 /// use rdkafka::ClientConfig;
 ///
 /// let mut config = ClientConfig::new();

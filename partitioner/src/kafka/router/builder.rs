@@ -2,11 +2,11 @@
 //! same struct, and both get their setters from one macro, [`router_setters`]).
 
 use super::*;
-use crate::kafka::RedactedConfig;
+use crate::kafka::redact::RedactedConfig;
 
 /// Settings of a [`DkgRouter`] (all but the client config and the partition-count source), each
 /// with its default. [`DkgRouterBuilder`] and
-/// [`DkgProducerBuilder`](crate::kafka::DkgProducerBuilder) wrap one; their setters set these
+/// [`DkgProducerBuilder`](crate::DkgProducerBuilder) wrap one; their setters set these
 /// fields.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -43,11 +43,11 @@ pub struct RouterConfig {
     /// (no commits, `fetch.wait.max.ms=100`, ...) are still applied on top. Default: derived.
     pub control_consumer_config: Option<ClientConfig>,
     /// Reject control-topic values larger than this (capped at
-    /// [`MAX_ASSIGNMENT_BYTES`](crate::MAX_ASSIGNMENT_BYTES), the default).
+    /// [`MAX_ASSIGNMENT_BYTES`](dkg_core::MAX_ASSIGNMENT_BYTES), the default).
     pub max_assignment_bytes: usize,
     /// Compute [`Routing::moved`] (one more O(1) lookup per routed record, in the previous
-    /// assignment). Default false; [`DkgProducer`](crate::kafka::DkgProducer) turns it on for
-    /// [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved).
+    /// assignment). Default false; [`DkgProducer`](crate::DkgProducer) turns it on for
+    /// [`EpochHeader::Moved`](crate::EpochHeader::Moved).
     pub track_moved_keys: bool,
 }
 

@@ -1,5 +1,5 @@
 //! The routing state shared by every producer flavour: [`DkgRouter`] (its docs: the hot path) and
-//! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::kafka::DkgRouter`.
+//! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::DkgRouter`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -93,7 +93,7 @@ pub struct Routing {
     /// current. Computed only by routers built with
     /// [`DkgRouterBuilder::track_moved_keys`]; always `false` otherwise, and for fallback
     /// placement. The producer stamps headers on such records only (see
-    /// [`EpochHeader::Moved`](crate::kafka::EpochHeader::Moved)).
+    /// [`EpochHeader::Moved`](crate::EpochHeader::Moved)).
     pub moved: bool,
 }
 
@@ -106,7 +106,7 @@ impl Routing {
     };
 
     /// `headers` with the [`EPOCH_HEADER`] appended when an assignment placed the record, unless
-    /// it is a split key's (those are never stamped, `docs/spec.md` 11.2).
+    /// it is a split key's (those are never stamped, `docs/spec.md` 4.6).
     #[must_use]
     pub fn stamp(&self, headers: Option<OwnedHeaders>) -> Option<OwnedHeaders> {
         match self.epoch {
@@ -175,7 +175,7 @@ impl Drop for TaskGuard {
 /// The DKG routing state of one process: follows the control topic and the data topics' partition
 /// counts in the background and answers "which partition for this key?" without blocking.
 ///
-/// [`DkgProducer`](crate::kafka::DkgProducer) contains one. Use it directly with a
+/// [`DkgProducer`](crate::DkgProducer) contains one. Use it directly with a
 /// `BaseProducer`/`ThreadedProducer`: [`DkgRouter::route`] + [`Routing::apply`] on each record
 /// (explicit partition + epoch header), or [`DkgRouter::partitioner`] as librdkafka's custom
 /// partitioner (no header). Cheap to clone; the background tasks stop when the last clone (or

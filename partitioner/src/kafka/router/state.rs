@@ -46,7 +46,7 @@ impl Before {
     #[inline]
     fn moved(&self, key: &[u8], partition: u32, count: u32, tracked: bool) -> bool {
         match self {
-            // Split in the previous assignment (`docs/spec.md` 11.2): its records were spread over
+            // Split in the previous assignment (`docs/spec.md` 4.6): its records were spread over
             // several partitions, so a whole record of it now always counts as moved (the
             // consumer then holds it until every old part has drained).
             Before::Assignment(b) if b.partitions() == count && b.split_of(key).is_some() => true,
@@ -244,7 +244,7 @@ impl TopicState {
                         _ => routes.bucket.inc(),
                     }
                     view.count_record(p);
-                    // Split records are never stamped (`docs/spec.md` 11.2): never "moved".
+                    // Split records are never stamped (`docs/spec.md` 4.6): never "moved".
                     let moved = track_moves
                         && route != RouteKind::Split
                         && self

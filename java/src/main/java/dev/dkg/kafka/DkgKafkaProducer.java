@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A {@link Producer} that places keyed records by the DKG assignment and takes part in the consumers' ordering
- * protocol in marker mode (docs/spec.md 9.2.1 and 9.2.2), the Java counterpart of the Rust
+ * protocol (docs/spec.md 9.2, 9.2.1 and 9.2.2), the Java counterpart of the Rust
  * {@code DkgProducer::builder(..).ordering(true)}: {@code DkgConsumer} groups then process each key's records in
  * this producer's send order across epoch switches, as they do for Rust producers on the same topic.
  *
@@ -65,7 +65,7 @@ import org.slf4j.LoggerFactory;
  * routed under an epoch below E lies below these offsets", so the producer must know, for every record, the epoch
  * it was routed under and its outcome. {@code KafkaProducer} calls a partitioner before it may block for buffer
  * space, and nothing after the append, so no plug-in can tell when the last record routed by the old epoch has
- * reached the client (spec 11.5). Here {@link #send} routes the record itself, counts it in its epoch's
+ * reached the client (spec 9.2.1). Here {@link #send} routes the record itself, counts it in its epoch's
  * {@link EpochLedger} inside a gate, and hands it to a plain {@code KafkaProducer} with its partition set; the
  * delivery callback records its offset.
  *

@@ -61,7 +61,7 @@ final class Handoff {
     }
 
     /**
-     * A marker-mode lease: {@code closedAtEpoch} < 0 leaves {@code closed_at_epoch} out (a live lease). Epochs and
+     * A lease: {@code closedAtEpoch} < 0 leaves {@code closed_at_epoch} out (a live lease). Epochs and
      * times are unsigned 64-bit, as in the spec.
      */
     static byte[] lease(String producer, String topic, long firstEpoch, long leaseMs, long expiresAtMs,

@@ -128,7 +128,7 @@ class AssignmentBookTest {
         }
     }
 
-    /** Retraction documents (spec 11.3): like a tombstone, but the epoch floor stays. */
+    /** Retraction documents (spec 6.4): like a tombstone, but the epoch floor stays. */
     @Test
     void retractionKeepsItsEpochAsTheFloor() {
         String r12 = Docs.retraction("t", 12, null);

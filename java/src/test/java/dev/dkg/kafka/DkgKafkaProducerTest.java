@@ -55,8 +55,8 @@ class DkgKafkaProducerTest {
         assertEquals("lease2/orders/" + ID, utf8(Handoff.leaseKey("orders", ID)));
         assertEquals("marker/orders/" + ID, utf8(Handoff.markerKey("orders", ID)));
         assertEquals("assignment/orders/18446744073709551615", utf8(Handoff.historyKey("orders", -1L)));
-        // serde's order of the Rust Lease: producer, topic, first_epoch, lease_ms, expires_at_ms, barrier (absent in
-        // marker mode), closed_at_epoch (absent while live), mode (absent for barrier mode).
+        // The Rust Lease's order: producer, topic, first_epoch, lease_ms, expires_at_ms, closed_at_epoch (absent
+        // while live), then the fixed mode member.
         assertEquals("{\"producer\":\"" + ID + "\",\"topic\":\"orders\",\"first_epoch\":3,\"lease_ms\":30000,"
                         + "\"expires_at_ms\":1796000000000,\"mode\":\"marker\"}",
                 utf8(Handoff.lease(ID, "orders", 3, 30_000, 1_796_000_000_000L, -1)));

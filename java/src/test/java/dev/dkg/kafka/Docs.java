@@ -143,7 +143,7 @@ final class Docs {
                 + ",\"created_at_ms\":" + createdAtMs + ",\"predicted_load\":" + load + "}";
     }
 
-    /** Table entries as little-endian unsigned integers of {@code width} bytes (spec 11.4). */
+    /** Table entries as little-endian unsigned integers of {@code width} bytes (spec 4.6). */
     static byte[] packTable(int[] table, int width) {
         byte[] out = new byte[table.length * width];
         for (int i = 0; i < table.length; i++) {

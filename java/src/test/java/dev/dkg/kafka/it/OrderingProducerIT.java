@@ -219,7 +219,7 @@ class OrderingProducerIT {
             assertNotNull(lease, "lease2 record: " + latest.keySet());
             assertTrue(lease.contains("\"first_epoch\":1,") && lease.contains("\"closed_at_epoch\":3,")
                     && lease.endsWith("\"mode\":\"marker\"}"), lease);
-            assertNull(latest.get("lease/" + topic + "/" + id), "no barrier-mode lease");
+            assertNull(latest.get("lease/" + topic + "/" + id), "no lease under any other key");
             for (int e = 2; e <= 3; e++) {
                 String history = latest.get("assignment/" + topic + "/" + e);
                 assertNotNull(history, "history of epoch " + e + ": " + latest.keySet());
