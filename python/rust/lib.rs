@@ -30,6 +30,7 @@ create_exception!(
 );
 
 mod book;
+mod consumer;
 mod fastcall;
 mod produce;
 mod table;
@@ -568,6 +569,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RouteCounters>()?;
     m.add_class::<Placement>()?;
     m.add_class::<produce::ProducerCore>()?;
+    consumer::register(m)?;
     fastcall::install(m.py())?;
     m.add_class::<table::PlacementTable>()?;
     m.add_class::<book::PyAssignmentBook>()?;

@@ -121,8 +121,17 @@ class Router:
         self._startup_rejects: dict[str | None, dict[str, int]] = {}
         # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
         self._adopted_at: dict[str, tuple[int, float]] = {}
+        # Called with every adopted assignment, in log order (``DkgConsumer`` follows the control
+        # topic through its router).
+        self._listeners: list[Callable[[_native.Assignment], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    def add_listener(self, listener: Callable[[_native.Assignment], None]) -> None:
+        """Call ``listener(assignment)`` for every assignment the router adopts from now on, in
+        control-topic order: at :meth:`start` (every record read to the end, on the calling
+        thread) and live (on the control topic's thread: keep it short, hand it over)."""
+        self._listeners.append(listener)
 
     def start(self) -> Router:
         """Read the control topic to its end (``TimeoutError`` after ``startup_timeout``), fetch
@@ -271,6 +280,9 @@ class Router:
                     self._wake.set()
                 self._replace(update.topic)
                 self._changed.notify_all()
+        if update.outcome == "accepted" and update.assignment is not None:
+            for listener in self._listeners:
+                listener(update.assignment)
         if update.outcome == "rejected":
             if not self._live:
                 reasons = self._startup_rejects.setdefault(update.topic, {})
