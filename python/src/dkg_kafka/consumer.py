@@ -312,8 +312,51 @@ class DkgConsumer:
         """The next record the protocol lets out (``None`` after ``timeout`` seconds; ``None``
         or negative: wait). The record returned before counts as processed from now on. Error
         events are returned as the client returns them (``msg.error()`` set)."""
+        return self._next(_deadline(timeout), 1)
+
+    def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
+        """Up to ``num_messages`` records the protocol lets out, in order (like
+        ``Consumer.consume``; waits up to ``timeout`` seconds for the first). The records
+        returned before count as processed from now on; every record of the list counts as
+        processed when the application next calls ``poll``, ``consume``, ``commit`` or
+        ``close``: the batch is filled from one fetch, with no client call (no commit, no
+        rebalance) once its first record is in it."""
         core = self._require_core()
-        deadline = _deadline(timeout)
+        first = self._next(_deadline(timeout), max(1, num_messages))
+        if first is None:
+            return []
+        out = [first]
+        if first.error() is not None:
+            return out
+        backlog = self._backlog
+        while len(out) < num_messages:
+            if self._progress_retry_at == 0.0:
+                r = core.take()
+                if r is True:
+                    break  # committed on the next call, once the batch is processed
+            else:
+                core.processed()
+                r = core.next_ready()
+            if r is not None:
+                out.append(r)
+                continue
+            if not backlog:
+                break
+            msg = backlog.popleft()
+            err = msg.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    out.append(msg)
+                    break
+                continue
+            if core.offer(msg):
+                out.append(msg)
+        return out
+
+    def _next(self, deadline: float, batch: int) -> Message | None:
+        """The next record for the application: released ones first, then fetched ones the core
+        lets out; progress commits and housekeeping in between (the Rust driver's loop)."""
+        core = self._require_core()
         backlog = self._backlog
         consumer = self._consumer
         while True:
@@ -336,69 +379,28 @@ class DkgConsumer:
                 msg = backlog.popleft()
             else:
                 wait = _remaining(deadline)
-                polled = consumer.poll(min(wait, _HOUSEKEEPING))
-                if polled is None:
-                    if wait <= 0:
-                        return None
-                    continue
-                msg = polled
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
+                if batch > 1:
+                    fetched = consumer.consume(batch, min(wait, _HOUSEKEEPING))
+                    if not fetched:
+                        if wait <= 0:
+                            return None
                         continue
-                    return msg
+                    backlog.extend(fetched)
+                    msg = backlog.popleft()
+                else:
+                    polled = consumer.poll(min(wait, _HOUSEKEEPING))
+                    if polled is None:
+                        if wait <= 0:
+                            return None
+                        continue
+                    msg = polled
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                return msg
             if core.offer(msg):
                 return msg
-
-    def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
-        """Up to ``num_messages`` records the protocol lets out, in order (like
-        ``Consumer.consume``; waits up to ``timeout`` seconds for the first). Every record of
-        the list counts as processed when the application next calls ``poll``, ``consume``,
-        ``commit`` or ``close``. A batch ends early where a progress commit or housekeeping is
-        due: nothing in it is committed before the application asked again."""
-        core = self._require_core()
-        deadline = _deadline(timeout)
-        out: list[Message] = []
-        while len(out) < num_messages:
-            if not out:
-                first = self.poll(_remaining(deadline) if timeout is not None else None)
-                if first is None:
-                    return out
-                out.append(first)
-                if first.error() is not None:
-                    return out
-                continue
-            # The previous record of the batch is "processed" for the core's bookkeeping only:
-            # no commit happens before this call returns.
-            if self._events or time.monotonic() >= self._next_housekeeping:
-                return out
-            if self._progress_retry_at == 0.0:
-                r = core.take()
-                if r is True:
-                    return out
-            else:
-                core.processed()
-                r = core.next_ready()
-            if r is not None:
-                out.append(r)
-                continue
-            if not self._backlog:
-                fetched = self._consumer.consume(num_messages - len(out), 0)
-                if not fetched:
-                    return out
-                self._backlog.extend(fetched)
-            while self._backlog and len(out) < num_messages:
-                msg = self._backlog.popleft()
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    out.append(msg)
-                    return out
-                if core.offer(msg):
-                    out.append(msg)
-                    break
-        return out
 
     # -- commits -----------------------------------------------------------------------------
 
