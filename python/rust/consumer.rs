@@ -29,9 +29,9 @@ use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 
 use crate::PyAssignment;
 
-/// What the core holds per record: the application's message object, its partition and whether
-/// its key is split in its epoch (counted when it is handed out).
-type Msg = (Py<PyAny>, u32, bool);
+/// What the core holds per record: the application's message object, its partition and its split
+/// label (over how many partitions its key is split in its epoch; counted when handed out).
+type Msg = (Py<PyAny>, u32, Option<u32>);
 
 /// The clock: real (monotonic since creation, wall clock) or set by the caller (replays, tests).
 #[derive(Debug)]
@@ -65,6 +65,10 @@ struct State {
     /// Records handed to the application per partition (index = partition).
     records: Vec<u64>,
     split_records: u64,
+    /// The split label of the last record handed out.
+    last_split: Option<u32>,
+    /// What the last `offer` decided.
+    last_outcome: &'static str,
 }
 
 /// A commit to make: offset (lowest unprocessed) and metadata (the passed map) of one partition;
@@ -309,8 +313,9 @@ fn epoch_of_headers(headers: &Bound<'_, PyAny>) -> Option<u64> {
 }
 
 fn secs(s: f64, what: &str) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| PyValueError::new_err(format!("{what} must be a non-negative number of seconds")))
+    Duration::try_from_secs_f64(s).map_err(|_| {
+        PyValueError::new_err(format!("{what} must be a non-negative number of seconds"))
+    })
 }
 
 impl ConsumerCore {
@@ -318,7 +323,10 @@ impl ConsumerCore {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn progress_bytes<'py>(py: Python<'py>, p: &Progress) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+    fn progress_bytes<'py>(
+        py: Python<'py>,
+        p: &Progress,
+    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
         let key = HandoffKey::Progress {
             group: p.group.clone(),
             topic: p.topic.clone(),
@@ -332,15 +340,16 @@ impl ConsumerCore {
     }
 }
 
-fn count(state: &mut State, partition: u32, split: bool) {
+fn count(state: &mut State, partition: u32, split: Option<u32>) {
     let i = partition as usize;
     if state.records.len() <= i {
         state.records.resize(i + 1, 0);
     }
     state.records[i] += 1;
-    if split {
+    if split.is_some() {
         state.split_records += 1;
     }
+    state.last_split = split;
 }
 
 #[pymethods]
@@ -377,6 +386,8 @@ impl ConsumerCore {
                 clock,
                 records: Vec::new(),
                 split_records: 0,
+                last_split: None,
+                last_outcome: "none",
             }),
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -430,7 +441,12 @@ impl ConsumerCore {
     /// `"marker_rejected:<reason>"`, `"history"`, `"progress"`, `"removed"`, `"other_topic"`), or
     /// raises `ValueError` with the reason a record did not decode (the caller logs and skips it).
     #[pyo3(signature = (key, value))]
-    fn on_handoff(&self, py: Python<'_>, key: Option<&[u8]>, value: Option<&[u8]>) -> PyResult<String> {
+    fn on_handoff(
+        &self,
+        py: Python<'_>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> PyResult<String> {
         let entry = py
             .detach(|| handoff::decode(key, value))
             .map_err(PyValueError::new_err)?;
@@ -483,7 +499,12 @@ impl ConsumerCore {
     /// (`None` or empty: none). Returns a warning for metadata this build does not read (the
     /// partition then starts without skip rules), else `None`.
     #[pyo3(signature = (partition, committed, metadata))]
-    fn assign(&self, partition: u32, committed: Option<i64>, metadata: Option<&str>) -> Option<String> {
+    fn assign(
+        &self,
+        partition: u32,
+        committed: Option<i64>,
+        metadata: Option<&str>,
+    ) -> Option<String> {
         let (meta, warning) = match metadata.and_then(CommitMeta::parse) {
             None => (None, None),
             Some(Ok(m)) => (Some(m), None),
@@ -731,6 +752,20 @@ impl ConsumerCore {
         self.lock().records.clone()
     }
 
+    /// Over how many partitions the key of the last record handed out is split in its epoch
+    /// (`None`: whole), as the record was labelled when it arrived.
+    #[getter]
+    fn last_split(&self) -> Option<u32> {
+        self.lock().last_split
+    }
+
+    /// What the last `offer` decided: `"deliver"`, `"held"`, `"skipped"` (processed by a
+    /// previous owner, C11/C12) or `"unowned"`.
+    #[getter]
+    fn last_outcome(&self) -> &'static str {
+        self.lock().last_outcome
+    }
+
     /// Records handed out whose key is split in their epoch.
     #[getter]
     fn split_records(&self) -> u64 {
@@ -795,17 +830,21 @@ impl ConsumerCore {
                 offset,
                 key,
                 epoch,
-                msg: || (msg.clone().unbind(), partition, split.is_some()),
+                msg: || (msg.clone().unbind(), partition, split),
             },
             || clock.mono(),
         );
-        match outcome {
+        let (label, deliver) = match outcome {
             Outcome::Deliver => {
-                count(s, partition, split.is_some());
-                true
+                count(s, partition, split);
+                ("deliver", true)
             }
-            Outcome::Held | Outcome::Skipped | Outcome::Unowned => false,
-        }
+            Outcome::Held => ("held", false),
+            Outcome::Skipped => ("skipped", false),
+            Outcome::Unowned => ("unowned", false),
+        };
+        s.last_outcome = label;
+        deliver
     }
 }
 

@@ -312,6 +312,12 @@ class ConsumerCore:
     @property
     def split_records(self) -> int: ...
     @property
+    def last_split(self) -> int | None:
+        """Over how many partitions the last handed-out record's key is split (``None``: whole)."""
+    @property
+    def last_outcome(self) -> str:
+        """What the last ``offer`` decided: ``deliver``, ``held``, ``skipped`` or ``unowned``."""
+    @property
     def settled(self) -> int: ...
     @property
     def max_epoch(self) -> int: ...

@@ -629,13 +629,13 @@ class DkgConsumer:
                     "partition %d: ignoring commit metadata this build does not read: %s", p, warning
                 )
         _log.info("partitions assigned: %s %s", self.topic, partitions)
+        on_assign = self._hooks[1]
+        if on_assign is not None:
+            on_assign(partitions)
         for p in partitions:
             record = core.initial_progress(p)
             if record is not None:
                 self._announce(record)
-        on_assign = self._hooks[1]
-        if on_assign is not None:
-            on_assign(partitions)
 
     def _committed(
         self, consumer: Consumer, partitions: list[int]
