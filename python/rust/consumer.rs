@@ -12,7 +12,7 @@
 //! object. Times come from this module's clock (a monotonic origin and the wall clock) unless a
 //! test sets them ([`ConsumerCore::set_clock`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,6 +23,7 @@ use dkg_protocol::consumer::progress::CommitMeta;
 use dkg_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
 use dkg_protocol::headers::{EPOCH_HEADER, parse_decimal};
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
@@ -69,6 +70,10 @@ struct State {
     last_split: Option<u32>,
     /// What the last `offer` decided.
     last_outcome: &'static str,
+    /// When [`ConsumerCore::next`] next reports housekeeping due.
+    housekeeping_at: Instant,
+    /// Fetched from the client, not offered yet (a fetch takes what the client has queued).
+    pending: VecDeque<Py<PyAny>>,
 }
 
 /// A commit to make: offset (lowest unprocessed) and metadata (the passed map) of one partition;
@@ -312,6 +317,14 @@ fn epoch_of_headers(headers: &Bound<'_, PyAny>) -> Option<u64> {
     epoch
 }
 
+/// `DkgConsumer`'s control codes of [`ConsumerCore::next`].
+fn code(py: Python<'_>, c: u8) -> Py<PyAny> {
+    match c.into_pyobject(py) {
+        Ok(v) => v.into_any().unbind(),
+        Err(never) => match never {},
+    }
+}
+
 fn secs(s: f64, what: &str) -> PyResult<Duration> {
     Duration::try_from_secs_f64(s).map_err(|_| {
         PyValueError::new_err(format!("{what} must be a non-negative number of seconds"))
@@ -388,6 +401,8 @@ impl ConsumerCore {
                 split_records: 0,
                 last_split: None,
                 last_outcome: "none",
+                housekeeping_at: Instant::now(),
+                pending: VecDeque::new(),
             }),
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -518,6 +533,8 @@ impl ConsumerCore {
             s.core.set_partitions(partition + 1, now);
         }
         s.core.assign(partition, committed, meta.as_ref(), now);
+        drop(s);
+        self.purge(partition);
         warning
     }
 
@@ -535,9 +552,24 @@ impl ConsumerCore {
     /// `partition` was revoked (after its final commit) or lost: its held records are dropped
     /// (the next owner reads them again).
     fn revoke(&self, partition: u32) {
+        {
+            let mut s = self.lock();
+            let now = s.clock.mono();
+            s.core.revoke(partition, now);
+        }
+        self.purge(partition);
+    }
+
+    /// Records fetched but not offered yet.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.lock().pending.len()
+    }
+
+    /// Fetched records (from the client's `consume`), offered in order by `next` and `batch`.
+    fn push(&self, msgs: &Bound<'_, PyList>) {
         let mut s = self.lock();
-        let now = s.clock.mono();
-        s.core.revoke(partition, now);
+        s.pending.extend(msgs.iter().map(Bound::unbind));
     }
 
     fn owns(&self, partition: u32) -> bool {
@@ -567,6 +599,112 @@ impl ConsumerCore {
         let (m, partition, split) = s.core.next_ready()?;
         count(&mut s, partition, split);
         Some(m)
+    }
+
+    /// One step of `DkgConsumer.poll`, the per-record loop in one native call: the previous
+    /// record is processed; then `1` if a progress commit is due (`check_progress`), a released
+    /// record, `2` if housekeeping is due (see `defer_housekeeping`), else the next fetched record
+    /// the protocol lets out: from those already fetched, else from what the client has queued
+    /// (`consume(n, 0)`), else one `poll(seconds)` waiting at most `timeout` and never past the
+    /// housekeeping time. Returns `None` (nothing fetched), an error event as the client
+    /// returned it, the record, or `3` (what was fetched is held, skipped or unowned: ask again).
+    #[pyo3(signature = (poll, consume, timeout, check_progress, batch = 500))]
+    fn next(
+        &self,
+        py: Python<'_>,
+        poll: &Bound<'_, PyAny>,
+        consume: &Bound<'_, PyAny>,
+        timeout: f64,
+        check_progress: bool,
+        batch: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let wait = {
+            let mut s = self.lock();
+            if let Some(r) = Self::prelude(py, &mut s, check_progress) {
+                return Ok(r);
+            }
+            let now = Instant::now();
+            if now >= s.housekeeping_at {
+                return Ok(code(py, 2));
+            }
+            (s.housekeeping_at - now).as_secs_f64().min(timeout.max(0.0))
+        };
+        let mut offered = false;
+        loop {
+            let next = self.lock().pending.pop_front();
+            let msg = match next {
+                Some(m) => m.into_bound(py),
+                None if offered => return Ok(code(py, 3)),
+                None => {
+                    // Unlocked: the client's calls run the rebalance callbacks, which drive
+                    // this core (and purge what was fetched of their partitions).
+                    let queued = consume.call1((batch, 0.0))?;
+                    let queued = queued.downcast::<PyList>()?;
+                    if queued.is_empty() {
+                        let msg = poll.call1((wait,))?;
+                        if msg.is_none() {
+                            return Ok(msg.unbind());
+                        }
+                        msg
+                    } else {
+                        self.lock()
+                            .pending
+                            .extend(queued.iter().map(Bound::unbind));
+                        continue;
+                    }
+                }
+            };
+            if !msg.call_method0(intern!(py, "error"))?.is_none() || self.offer(&msg)? {
+                return Ok(msg.unbind());
+            }
+            offered = true;
+            // A record that was not handed out can make progress due (C4, C7) first.
+            let mut s = self.lock();
+            if check_progress && s.core.has_progress_due() {
+                return Ok(code(py, 1));
+            }
+        }
+    }
+
+    /// Housekeeping is due again in `seconds` (`next` reports `2` then).
+    fn defer_housekeeping(&self, seconds: f64) -> PyResult<()> {
+        let d = secs(seconds, "seconds")?;
+        self.lock().housekeeping_at = Instant::now() + d;
+        Ok(())
+    }
+
+    /// Fill a `consume()` batch without fetching: append to `out` (up to `max` records) the
+    /// released records and the fetched ones (`push`) the protocol lets out, in order, each
+    /// earlier one counting as processed when the next is taken (as successive polls would). An
+    /// error event ends the batch (appended). Returns whether a progress commit is due (with
+    /// `check_progress`; it ends the batch).
+    fn batch(&self, out: &Bound<'_, PyList>, max: usize, check_progress: bool) -> PyResult<bool> {
+        let py = out.py();
+        while out.len() < max {
+            let msg = {
+                let mut s = self.lock();
+                if let Some(r) = Self::prelude(py, &mut s, check_progress) {
+                    if r.bind(py).is_exact_instance_of::<pyo3::types::PyInt>() {
+                        return Ok(true);
+                    }
+                    drop(s);
+                    out.append(r)?;
+                    continue;
+                }
+                match s.pending.pop_front() {
+                    Some(m) => m.into_bound(py),
+                    None => break,
+                }
+            };
+            if !msg.call_method0(intern!(py, "error"))?.is_none() {
+                out.append(msg)?;
+                break;
+            }
+            if self.offer(&msg)? {
+                out.append(msg)?;
+            }
+        }
+        Ok(false)
     }
 
     /// The next released record without asking about progress (it becomes the application's).
@@ -811,6 +949,36 @@ impl ConsumerCore {
 }
 
 impl ConsumerCore {
+    /// The start of every fetch: the application's record is processed; then `1` if a progress
+    /// commit is due, or the next released record.
+    fn prelude(py: Python<'_>, s: &mut State, check_progress: bool) -> Option<Py<PyAny>> {
+        s.core.processed();
+        if check_progress && s.core.has_progress_due() {
+            return Some(code(py, 1));
+        }
+        let (m, partition, split) = s.core.next_ready()?;
+        count(s, partition, split);
+        Some(m)
+    }
+
+    /// Drop fetched, not yet offered records of `partition` (it was assigned again or revoked:
+    /// the client fetches it again from the committed offset).
+    fn purge(&self, partition: u32) {
+        Python::attach(|py| {
+            let mut s = self.lock();
+            if s.pending.is_empty() {
+                return;
+            }
+            let p = intern!(py, "partition");
+            s.pending.retain(|m| {
+                m.bind(py)
+                    .call_method0(p)
+                    .and_then(|v| v.extract::<u32>())
+                    .map_or(true, |q| q != partition)
+            });
+        });
+    }
+
     fn offer_parts(
         &self,
         partition: u32,

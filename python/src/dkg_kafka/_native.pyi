@@ -339,6 +339,24 @@ class ConsumerCore:
         """The previous record is processed; then ``True`` (a progress commit is due), the next
         released record, or ``None`` (fetch)."""
     def next_ready(self) -> Any: ...
+    def next(
+        self,
+        poll: Callable[[float], Any],
+        consume: Callable[[int, float], list[Any]],
+        timeout: float,
+        check_progress: bool,
+        batch: int = 500,
+    ) -> Any:
+        """One poll step: ``1`` progress commit due, ``2`` housekeeping due, ``3`` not delivered,
+        ``None`` nothing fetched, else a record (or an error event)."""
+    def defer_housekeeping(self, seconds: float) -> None: ...
+    def batch(self, out: list[Any], max: int, check_progress: bool) -> bool:
+        """Fill a ``consume()`` batch from released and pushed records; whether a progress
+        commit is due."""
+    def push(self, msgs: list[Any]) -> None:
+        """Fetched records, offered in order by ``next`` and ``batch``."""
+    @property
+    def pending(self) -> int: ...
     def offer(self, msg: Any) -> bool:
         """A fetched record (``partition()``, ``offset()``, ``key()``, ``headers()``): ``True`` =
         hand it out now."""

@@ -56,6 +56,8 @@ _HANDOFF_MAX_BYTES = 9 * 1024 * 1024
 # Keys only the classic group protocol takes (librdkafka refuses them under KIP-848).
 _CLASSIC_ONLY = ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms")
 _SEQ = itertools.count()
+# A poll without timeout waits in steps of this (it returns at housekeeping anyway).
+_FOREVER = 3600.0
 
 OnEpoch = Callable[[_native.EpochChange], object]
 OnPartitions = Callable[[list[int]], object]
@@ -190,8 +192,6 @@ class DkgConsumer:
         self._events: collections.deque[tuple[bytes | None, bytes | None] | _native.Assignment] = (
             collections.deque()
         )
-        # Fetched from librdkafka but not offered to the core yet (a batch cut short).
-        self._backlog: collections.deque[Message] = collections.deque()
         self._next_housekeeping = 0.0
         self._next_commit = float("inf")
         self._next_gc = 0.0
@@ -312,7 +312,32 @@ class DkgConsumer:
         """The next record the protocol lets out (``None`` after ``timeout`` seconds; ``None``
         or negative: wait). The record returned before counts as processed from now on. Error
         events are returned as the client returns them (``msg.error()`` set)."""
-        return self._next(_deadline(timeout), 1)
+        core = self._core
+        if core is None:
+            core = self._require_core()
+        # One clock reading per call (none without a timeout): this loop runs once per record.
+        if timeout is None or timeout < 0:
+            wait, deadline = _FOREVER, 0.0
+        else:
+            wait, deadline = timeout, time.monotonic() + timeout
+        step = core.next
+        fetch = self._consumer.poll
+        queued = self._consumer.consume
+        while True:
+            if self._events:
+                self._apply_events()
+            r = step(fetch, queued, wait, self._progress_retry_at == 0.0)
+            if r is None:
+                if deadline and time.monotonic() >= deadline:
+                    return None
+            elif r.__class__ is not int:
+                return r  # type: ignore[no-any-return]
+            elif r == 1:
+                self._commit_progress()
+            elif r == 2:
+                self._maintain(force=True)
+            if deadline:
+                wait = max(0.0, deadline - time.monotonic())
 
     def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
         """Up to ``num_messages`` records the protocol lets out, in order (like
@@ -322,85 +347,24 @@ class DkgConsumer:
         ``close``: the batch is filled from one fetch, with no client call (no commit, no
         rebalance) once its first record is in it."""
         core = self._require_core()
-        first = self._next(_deadline(timeout), max(1, num_messages))
-        if first is None:
-            return []
-        out = [first]
-        if first.error() is not None:
-            return out
-        backlog = self._backlog
-        while len(out) < num_messages:
-            if self._progress_retry_at == 0.0:
-                r = core.take()
-                if r is True:
-                    break  # committed on the next call, once the batch is processed
-            else:
-                core.processed()
-                r = core.next_ready()
-            if r is not None:
-                out.append(r)
-                continue
-            if not backlog:
-                break
-            msg = backlog.popleft()
-            err = msg.error()
-            if err is not None:
-                if err.code() != KafkaError._PARTITION_EOF:
-                    out.append(msg)
-                    break
-                continue
-            if core.offer(msg):
-                out.append(msg)
-        return out
-
-    def _next(self, deadline: float, batch: int) -> Message | None:
-        """The next record for the application: released ones first, then fetched ones the core
-        lets out; progress commits and housekeeping in between (the Rust driver's loop)."""
-        core = self._require_core()
-        backlog = self._backlog
-        consumer = self._consumer
+        deadline = _deadline(timeout)
+        num_messages = max(1, num_messages)
+        out: list[Message] = []
         while True:
-            if self._progress_retry_at == 0.0:
-                r = core.take()
-                if r is True:
-                    self._commit_progress()
-                    continue
-            else:
-                core.processed()
-                r = core.next_ready()
-                if time.monotonic() >= self._progress_retry_at:
-                    self._progress_retry_at = 0.0
-            if r is not None:
-                return r  # type: ignore[no-any-return]
             if self._events or time.monotonic() >= self._next_housekeeping:
                 self._maintain()
+            if core.batch(out, num_messages, self._progress_retry_at == 0.0) and not out:
+                self._commit_progress()
                 continue
-            if backlog:
-                msg = backlog.popleft()
-            else:
-                wait = _remaining(deadline)
-                if batch > 1:
-                    fetched = consumer.consume(batch, min(wait, _HOUSEKEEPING))
-                    if not fetched:
-                        if wait <= 0:
-                            return None
-                        continue
-                    backlog.extend(fetched)
-                    msg = backlog.popleft()
-                else:
-                    polled = consumer.poll(min(wait, _HOUSEKEEPING))
-                    if polled is None:
-                        if wait <= 0:
-                            return None
-                        continue
-                    msg = polled
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                return msg
-            if core.offer(msg):
-                return msg
+            if out:
+                return out
+            wait = _remaining(deadline)
+            fetched = self._consumer.consume(num_messages, min(wait, _HOUSEKEEPING))
+            if not fetched:
+                if wait <= 0:
+                    return out
+                continue
+            core.push(fetched)
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -479,15 +443,18 @@ class DkgConsumer:
             if on_split_change is not None:
                 on_split_change(change)
 
-    def _maintain(self) -> None:
+    def _maintain(self, force: bool = False) -> None:
         """Events, and every 100 ms: lease expiry, flow control, gauges, periodic commits,
         garbage collection (the Rust driver's ``maintain``)."""
         self._apply_events()
         now = time.monotonic()
-        if now < self._next_housekeeping:
+        if now < self._next_housekeeping and not force:
             return
         self._next_housekeeping = now + _HOUSEKEEPING
         core = self._require_core()
+        core.defer_housekeeping(_HOUSEKEEPING)
+        if self._progress_retry_at and now >= self._progress_retry_at:
+            self._progress_retry_at = 0.0
         core.tick()
         pause, resume = core.flow()
         for partition, held in core.take_stalled():
@@ -609,18 +576,12 @@ class DkgConsumer:
     def _partitions_of(self, partitions: list[TopicPartition]) -> list[int]:
         return sorted(tp.partition for tp in partitions if tp.topic == self.topic)
 
-    def _drop_backlog(self, partitions: list[int]) -> None:
-        if self._backlog:
-            gone = set(partitions)
-            self._backlog = collections.deque(m for m in self._backlog if m.partition() not in gone)
-
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         partitions = self._partitions_of(tps)
         if not partitions or self._closed:
             return
         core = self._require_core()
         committed = self._committed(consumer, partitions)
-        self._drop_backlog(partitions)
         for p in partitions:
             offset, metadata = committed.get(p, (None, None))
             warning = core.assign(p, offset, metadata)
@@ -707,7 +668,6 @@ class DkgConsumer:
                     )
         for p in partitions:
             core.revoke(p)
-        self._drop_backlog(partitions)
         self.metrics.forget(partitions)
         _log.info("partitions revoked: %s %s (lost: %s)", self.topic, partitions, lost)
 
