@@ -584,6 +584,7 @@ class DkgConsumer:
         committed = self._committed(consumer, partitions)
         for p in partitions:
             offset, metadata = committed.get(p, (None, None))
+            _log.debug("committed at assignment: partition %d, offset %s, metadata %s", p, offset, metadata)
             warning = core.assign(p, offset, metadata)
             if warning is not None:
                 _log.warning(
@@ -653,6 +654,10 @@ class DkgConsumer:
                 ]
                 try:
                     consumer.commit(offsets=offsets, asynchronous=False)
+                    _log.debug(
+                        "final commit of revoked partitions: %s",
+                        [(tp.partition, tp.offset, tp.metadata) for tp in offsets],
+                    )
                     self._final_commit_error = None
                     for s in snapshots:
                         record = core.committed(s)
