@@ -627,7 +627,9 @@ impl ConsumerCore {
             if now >= s.housekeeping_at {
                 return Ok(code(py, 2));
             }
-            (s.housekeeping_at - now).as_secs_f64().min(timeout.max(0.0))
+            (s.housekeeping_at - now)
+                .as_secs_f64()
+                .min(timeout.max(0.0))
         };
         let mut offered = false;
         loop {
@@ -647,9 +649,7 @@ impl ConsumerCore {
                         }
                         msg
                     } else {
-                        self.lock()
-                            .pending
-                            .extend(queued.iter().map(Bound::unbind));
+                        self.lock().pending.extend(queued.iter().map(Bound::unbind));
                         continue;
                     }
                 }
