@@ -13,12 +13,14 @@
 //! test sets them ([`ConsumerCore::set_clock`]).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dkg_core::{Assignment, kafka_partition};
 use dkg_protocol::consumer::Monotonic;
 use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome, Snapshot};
+use dkg_protocol::consumer::lane::Lanes;
 use dkg_protocol::consumer::progress::CommitMeta;
 use dkg_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
 use dkg_protocol::headers::{EPOCH_HEADER, parse_decimal};
@@ -74,6 +76,34 @@ struct State {
     housekeeping_at: Instant,
     /// Fetched from the client, not offered yet (a fetch takes what the client has queued).
     pending: VecDeque<Py<PyAny>>,
+    /// The fast path (`dkg_protocol::consumer::lane`, as the Rust consumer's): records of quiet
+    /// partitions are handed out without the core, and a fetch asks the core nothing while it
+    /// published that it has nothing to hand out or commit.
+    lanes: Lanes,
+}
+
+/// The state locked for a change of the core: unlocking publishes the fast path's view of it
+/// ([`Core::publish`]), so the lanes read without the core always see its latest state.
+struct Guard<'a>(MutexGuard<'a, State>);
+
+impl Deref for Guard<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.0
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.0.core.publish();
+    }
 }
 
 /// A commit to make: offset (lowest unprocessed) and metadata (the passed map) of one partition;
@@ -332,7 +362,14 @@ fn secs(s: f64, what: &str) -> PyResult<Duration> {
 }
 
 impl ConsumerCore {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    /// The state, for a change of the core (published on unlock).
+    fn lock(&self) -> Guard<'_> {
+        Guard(self.lock_fast())
+    }
+
+    /// The state for the fast path: lanes, counters and the fetched records only, never the
+    /// core (nothing to publish).
+    fn lock_fast(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -393,6 +430,8 @@ impl ConsumerCore {
         let clock = Clock::Real(Instant::now());
         let mut core = Core::new(topic, group, partitions, cfg);
         core.set_now_ms(clock.now_ms());
+        core.publish();
+        let lanes = core.lanes();
         Ok(Self {
             state: Mutex::new(State {
                 core,
@@ -403,6 +442,7 @@ impl ConsumerCore {
                 last_outcome: "none",
                 housekeeping_at: Instant::now(),
                 pending: VecDeque::new(),
+                lanes,
             }),
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -584,21 +624,20 @@ impl ConsumerCore {
 
     /// The record the application holds is processed.
     fn processed(&self) {
-        self.lock().core.processed();
+        if self.lock_fast().lanes.processed() {
+            self.lock().core.processed();
+        }
     }
 
     /// Before a fetch: the application's previous record is processed, then `True` if a progress
     /// commit is due (commit it, then ask again), else the next released record (it becomes the
     /// application's), else `None` (fetch from Kafka).
     fn take(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        let mut s = self.lock();
-        s.core.processed();
-        if s.core.has_progress_due() {
+        let r = self.prelude(py, true)?;
+        if r.bind(py).is_exact_instance_of::<pyo3::types::PyInt>() {
             return Some(PyBool::new(py, true).to_owned().into_any().unbind());
         }
-        let (m, partition, split) = s.core.next_ready()?;
-        count(&mut s, partition, split);
-        Some(m)
+        Some(r)
     }
 
     /// One step of `DkgConsumer.poll`, the per-record loop in one native call: the previous
@@ -618,11 +657,11 @@ impl ConsumerCore {
         check_progress: bool,
         batch: usize,
     ) -> PyResult<Py<PyAny>> {
+        if let Some(r) = self.prelude(py, check_progress) {
+            return Ok(r);
+        }
         let wait = {
-            let mut s = self.lock();
-            if let Some(r) = Self::prelude(py, &mut s, check_progress) {
-                return Ok(r);
-            }
+            let s = self.lock_fast();
             let now = Instant::now();
             if now >= s.housekeeping_at {
                 return Ok(code(py, 2));
@@ -633,7 +672,7 @@ impl ConsumerCore {
         };
         let mut offered = false;
         loop {
-            let next = self.lock().pending.pop_front();
+            let next = self.lock_fast().pending.pop_front();
             let msg = match next {
                 Some(m) => m.into_bound(py),
                 None if offered => return Ok(code(py, 3)),
@@ -649,7 +688,9 @@ impl ConsumerCore {
                         }
                         msg
                     } else {
-                        self.lock().pending.extend(queued.iter().map(Bound::unbind));
+                        self.lock_fast()
+                            .pending
+                            .extend(queued.iter().map(Bound::unbind));
                         continue;
                     }
                 }
@@ -669,7 +710,7 @@ impl ConsumerCore {
     /// Housekeeping is due again in `seconds` (`next` reports `2` then).
     fn defer_housekeeping(&self, seconds: f64) -> PyResult<()> {
         let d = secs(seconds, "seconds")?;
-        self.lock().housekeeping_at = Instant::now() + d;
+        self.lock_fast().housekeeping_at = Instant::now() + d;
         Ok(())
     }
 
@@ -681,20 +722,16 @@ impl ConsumerCore {
     fn batch(&self, out: &Bound<'_, PyList>, max: usize, check_progress: bool) -> PyResult<bool> {
         let py = out.py();
         while out.len() < max {
-            let msg = {
-                let mut s = self.lock();
-                if let Some(r) = Self::prelude(py, &mut s, check_progress) {
-                    if r.bind(py).is_exact_instance_of::<pyo3::types::PyInt>() {
-                        return Ok(true);
-                    }
-                    drop(s);
-                    out.append(r)?;
-                    continue;
+            if let Some(r) = self.prelude(py, check_progress) {
+                if r.bind(py).is_exact_instance_of::<pyo3::types::PyInt>() {
+                    return Ok(true);
                 }
-                match s.pending.pop_front() {
-                    Some(m) => m.into_bound(py),
-                    None => break,
-                }
+                out.append(r)?;
+                continue;
+            }
+            let next = self.lock_fast().pending.pop_front();
+            let Some(msg) = next.map(|m| m.into_bound(py)) else {
+                break;
             };
             if !msg.call_method0(intern!(py, "error"))?.is_none() {
                 out.append(msg)?;
@@ -711,6 +748,7 @@ impl ConsumerCore {
     fn next_ready(&self) -> Option<Py<PyAny>> {
         let mut s = self.lock();
         let (m, partition, split) = s.core.next_ready()?;
+        s.lanes.took_from_core();
         count(&mut s, partition, split);
         Some(m)
     }
@@ -951,13 +989,26 @@ impl ConsumerCore {
 impl ConsumerCore {
     /// The start of every fetch: the application's record is processed; then `1` if a progress
     /// commit is due, or the next released record.
-    fn prelude(py: Python<'_>, s: &mut State, check_progress: bool) -> Option<Py<PyAny>> {
-        s.core.processed();
+    fn prelude(&self, py: Python<'_>, check_progress: bool) -> Option<Py<PyAny>> {
+        let tell_core = {
+            let mut f = self.lock_fast();
+            let tell_core = f.lanes.processed();
+            // The core published that nothing is released or due: nothing to ask it.
+            if !tell_core && f.lanes.core_idle() {
+                return None;
+            }
+            tell_core
+        };
+        let mut s = self.lock();
+        if tell_core {
+            s.core.processed();
+        }
         if check_progress && s.core.has_progress_due() {
             return Some(code(py, 1));
         }
         let (m, partition, split) = s.core.next_ready()?;
-        count(s, partition, split);
+        s.lanes.took_from_core();
+        count(&mut s, partition, split);
         Some(m)
     }
 
@@ -987,6 +1038,15 @@ impl ConsumerCore {
         epoch: Option<u64>,
         msg: &Bound<'_, PyAny>,
     ) -> bool {
+        {
+            let mut f = self.lock_fast();
+            if f.lanes.take(partition, offset, epoch) {
+                let split = f.lanes.split_label(partition, key, epoch);
+                count(&mut f, partition, split);
+                f.last_outcome = "deliver";
+                return true;
+            }
+        }
         let mut guard = self.lock();
         let s = &mut *guard;
         // The label is the record's at arrival (what the core decides by), held or not.
@@ -1002,8 +1062,11 @@ impl ConsumerCore {
             },
             || clock.mono(),
         );
+        let State { core, lanes, .. } = s;
+        lanes.refresh(partition, core.lane(partition));
         let (label, deliver) = match outcome {
             Outcome::Deliver => {
+                s.lanes.took_from_core();
                 count(s, partition, split);
                 ("deliver", true)
             }
