@@ -197,6 +197,8 @@ class DkgConsumer:
         self._next_gc = 0.0
         self._progress_retry_at = 0.0
         self._closed = False
+        # Gone without close (``_abandon``): revocations commit nothing and run no hook.
+        self._abandoned = False
         self._final_commit_error: str | None = None
         # Metrics state, replaced whole at housekeeping (read by the collector's thread).
         self.metrics = ConsumerMetricsState()
@@ -299,6 +301,22 @@ class DkgConsumer:
                 self._handoff_reader.close()
         if self._final_commit_error is not None:
             raise KafkaException(f"final commit on close: {self._final_commit_error}")
+
+    def _abandon(self) -> None:
+        """Leave as a crashed member does (tests): no commit, no hook, no announcement; the
+        client leaves the group so that the others take the partitions over from the last
+        commits (a real crash waits for the session timeout instead)."""
+        self._abandoned = self._closed = True
+        try:
+            self._consumer.close()
+        finally:
+            self._stop.set()
+            for thread in self._threads:
+                thread.join(5)
+            if self._router is not None:
+                self._router.close()
+            if self._handoff_reader is not None:
+                self._handoff_reader.close()
 
     def __enter__(self) -> DkgConsumer:
         return self
@@ -578,7 +596,7 @@ class DkgConsumer:
 
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         partitions = self._partitions_of(tps)
-        if not partitions or self._closed:
+        if not partitions or self._closed or self._abandoned:
             return
         core = self._require_core()
         committed = self._committed(consumer, partitions)
@@ -632,6 +650,12 @@ class DkgConsumer:
         if not partitions:
             return
         core = self._require_core()
+        if self._abandoned:
+            # A crash: nothing is committed and no hook runs; the next owners resume from the
+            # last commits.
+            for p in partitions:
+                core.revoke(p)
+            return
         on_revoke = self._hooks[2]
         if on_revoke is not None:
             on_revoke(partitions)
@@ -653,7 +677,7 @@ class DkgConsumer:
                     for s in snapshots
                 ]
                 try:
-                    consumer.commit(offsets=offsets, asynchronous=False)
+                    self._consumer.commit(offsets=offsets, asynchronous=False)
                     _log.debug(
                         "final commit of revoked partitions: %s",
                         [(tp.partition, tp.offset, tp.metadata) for tp in offsets],
