@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::calc::{Rebuild, candidate, least_moving};
 use super::decide::{self, Current, Decision, Policy, PublishReason, Situation};
-use crate::tools::workload::{AliasTable, ZipfKeys, zipf_probabilities};
+use crate::workload::{AliasTable, ZipfKeys, zipf_probabilities};
 
 /// A stationary stream: keys and their exact probabilities.
 struct Stream {

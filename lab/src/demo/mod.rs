@@ -1,4 +1,4 @@
-//! `dkg-sampler demo`: the same skewed workload through Kafka's hash partitioner and through DKG, side by
+//! `dkg-lab demo`: the same skewed workload through Kafka's hash partitioner and through DKG, side by
 //! side, live in the terminal.
 //!
 //! It creates twin topics (fresh names per run), then runs four child processes of this very binary:
@@ -38,14 +38,14 @@ use rdkafka::consumer::BaseConsumer;
 use self::children::wait_healthy;
 use self::screen::{Screen, terminal_width};
 use self::summary::{Summary, Tracker};
-use crate::cli::KafkaConfigArgs;
-use crate::tools::children::Children;
+use dkg_sampler::cli::KafkaConfigArgs;
+use crate::children::Children;
 
-/// Arguments of `dkg-sampler demo`.
+/// Arguments of `dkg-lab demo`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     scripts/demo                                          # build, start the local broker, run this\n  \
-    dkg-sampler demo --bootstrap-servers 127.0.0.1:9092 --duration-secs 120 --alpha 1.2")]
+    dkg-lab demo --bootstrap-servers 127.0.0.1:9092 --duration-secs 120 --alpha 1.2")]
 pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS", default_value = "127.0.0.1:9092")]
@@ -121,7 +121,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     ensure!(args.keys >= 1, "--keys must be at least 1");
     ensure!(args.rate >= 1, "--rate must be at least 1 record/s");
-    let exe = std::env::current_exe().context("locating the dkg-sampler executable")?;
+    // Before any topic exists: the samplers are the dkg-sampler binary's (children::exe_for).
+    crate::children::sampler_exe()?;
     let run_id = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -171,7 +172,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut children = Children::default();
     let launch = Launch {
         args: &args,
-        exe: &exe,
         hash: &hash,
         dkg: &dkg,
         log_dir: &log_dir,
@@ -208,7 +208,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// What the demo's child processes are started from.
 struct Launch<'a> {
     args: &'a Args,
-    exe: &'a Path,
     hash: &'a Side,
     dkg: &'a Side,
     log_dir: &'a Path,
@@ -287,7 +286,7 @@ impl Launch<'_> {
         .collect();
         let name = format!("{role}-{}", side_name(side));
         children.spawn(
-            self.exe,
+            &crate::children::exe_for(subcommand)?,
             &name,
             &a,
             &self.args.kafka.child_env(),

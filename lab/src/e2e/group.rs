@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::report::Sample;
-use crate::tools::consume::Work;
+use crate::consume::Work;
 
 /// What the members of one group share with the driver.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! `dkg-sampler consume`: a consumer-group workload on the library's consumer-side rebalancer
+//! `dkg-lab consume`: a consumer-group workload on the library's consumer-side rebalancer
 //! ([`DkgConsumer`]), to watch what skew does to the consumers: `--members` group members in this
 //! process, each paying a simulated processing cost per record, exporting the library's
 //! `dkg_consumer_*` metrics (lag, held records, records per partition and per member, hold times).
@@ -36,7 +36,7 @@ use rdkafka::config::ClientConfig;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::cli::{BadKafkaConfig, KafkaConfigArgs};
+use dkg_sampler::cli::{BadKafkaConfig, KafkaConfigArgs};
 
 /// Debt below which a member does not sleep (see the module docs).
 pub const SLEEP_QUANTUM: Duration = Duration::from_millis(5);
@@ -44,8 +44,8 @@ pub const SLEEP_QUANTUM: Duration = Duration::from_millis(5);
 /// Run a consumer group on a topic with DkgConsumer and a simulated cost per record.
 #[derive(Debug, Parser)]
 #[command(
-    after_help = "Examples:\n  dkg-sampler consume --bootstrap-servers 127.0.0.1:9092 --topic orders --count 100000\n  \
-                  dkg-sampler consume --bootstrap-servers 127.0.0.1:9092 --topic orders --members 12 --work-us 4000 --metrics-addr 127.0.0.1:9102"
+    after_help = "Examples:\n  dkg-lab consume --bootstrap-servers 127.0.0.1:9092 --topic orders --count 100000\n  \
+                  dkg-lab consume --bootstrap-servers 127.0.0.1:9092 --topic orders --members 12 --work-us 4000 --metrics-addr 127.0.0.1:9102"
 )]
 pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
@@ -101,7 +101,7 @@ pub struct Args {
     pub metrics_addr: Option<SocketAddr>,
 }
 
-/// Errors of `dkg-sampler consume`.
+/// Errors of `dkg-lab consume`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsumeError {
     /// A `--kafka-config` entry or file is malformed.
@@ -223,7 +223,7 @@ async fn consume(args: Args) -> Result<(), ConsumeError> {
         serve(addr, &registry, &health).await?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    crate::shutdown::spawn_signal_handler(stop_tx.clone(), "closing the members");
+    dkg_sampler::shutdown::spawn_signal_handler(stop_tx.clone(), "closing the members");
 
     let consumers = build_members(&args, &group, &registry).await?;
     #[allow(clippy::cast_precision_loss)]
@@ -291,7 +291,7 @@ async fn serve(
             async move { h.response() }
         }),
     );
-    crate::serve::serve_metrics(addr, registry.clone(), routes)
+    dkg_sampler::serve::serve_metrics(addr, registry.clone(), routes)
         .await
         .map(drop)
         .map_err(|source| ConsumeError::Listen { addr, source })

@@ -1,4 +1,4 @@
-//! `dkg-sampler simulate` end to end: runs the real binary on small grids.
+//! `dkg-lab simulate` end to end: runs the real binary on small grids.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn sampler(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+    Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
         .args(args)
         // The environment must not leak into the flags under test.
         .env_remove("DKG_LOG")

@@ -1,5 +1,7 @@
-//! The one synthetic workload of the tools: Zipf-distributed keys, shared by `simulate` (its streams),
-//! `loadgen` (the records it produces) and so `demo` (which runs `loadgen`).
+//! The one synthetic workload: Zipf-distributed keys, shared by the lab's `simulate` (its streams),
+//! `loadgen` (the records it produces) and so `demo` (which runs `loadgen`), and by the sidecar's
+//! stationary simulation (`sidecar/stationary.rs`, a test). It lives here, beside the sidecar, so that
+//! test and the lab (which depends on this library) share one generator.
 //!
 //! Key of rank `i` (1-based) has probability `p_i = i^-alpha / H(n, alpha)` (Zipf's law, as in the DKG
 //! paper's evaluation). Records are drawn i.i.d. with Walker's alias method in Vose's numerically stable
@@ -23,7 +25,6 @@ pub fn zipf_weights(n: u32, alpha: f64) -> Vec<f64> {
 }
 
 /// Normalised Zipf probabilities `p_i` for ranks `i = 1..=n` (index 0 is rank 1).
-#[cfg(test)]
 pub fn zipf_probabilities(n: u32, alpha: f64) -> Vec<f64> {
     let mut w = zipf_weights(n, alpha);
     let total: f64 = w.iter().sum();

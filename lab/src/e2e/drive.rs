@@ -21,9 +21,9 @@ use tokio::sync::watch;
 use super::group::{Group, GroupSpec};
 use super::report::{AT_70PCT_HASH, BenchResult, Latency, SideResult, Spread, Step};
 use super::{Args, Arrivals};
-use crate::tools::demo::delete_topics;
-use crate::tools::loadgen::{Sender, Tally};
-use crate::tools::workload::ZipfKeys;
+use crate::demo::delete_topics;
+use crate::loadgen::{Sender, Tally};
+use dkg_sampler::workload::ZipfKeys;
 
 /// Lag samples per second within a step.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
@@ -237,7 +237,7 @@ async fn publish_learned(
         sketch.observe(key.as_bytes());
     }
     let epoch = 1;
-    let build = sketch.build(topic, epoch, crate::sidecar::now_ms(), None)?;
+    let build = sketch.build(topic, epoch, dkg_sampler::sidecar::now_ms(), None)?;
     let admin: AdminClient<DefaultClientContext> =
         connection.create().context("creating the admin client")?;
     control::ensure_control_topic(&admin, &args.control_topic, -1).await?;

@@ -1,4 +1,4 @@
-//! `dkg-sampler soak`: the whole system for a long time (issue 13, item 7). It starts, as separate
+//! `dkg-lab soak`: the whole system for a long time (issue 13, item 7). It starts, as separate
 //! processes of this binary, the sampler sidecar (`run`), `--producers` ordering producers
 //! (`loadgen --ordering --epoch-header all`) whose key distribution drifts every `--drift-secs`, and a
 //! consumer group of `DkgConsumer`s (`consume`), on a fresh topic and control topic, for
@@ -35,14 +35,14 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 
-use crate::cli::KafkaConfigArgs;
-use crate::tools::children::Children;
+use dkg_sampler::cli::KafkaConfigArgs;
+use crate::children::Children;
 
-/// Arguments of `dkg-sampler soak`.
+/// Arguments of `dkg-lab soak`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     scripts/soak                                   # start the local broker, 30 minutes\n  \
-    dkg-sampler soak --bootstrap-servers 127.0.0.1:9092 --duration-secs 120 --drift-secs 30")]
+    dkg-lab soak --bootstrap-servers 127.0.0.1:9092 --duration-secs 120 --drift-secs 30")]
 pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS", default_value = "127.0.0.1:9092")]
@@ -294,7 +294,7 @@ fn parse_value(value: &[u8]) -> Option<(usize, u64)> {
     Some((producer, seq))
 }
 
-/// Run `dkg-sampler soak`.
+/// Run `dkg-lab soak`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     ensure!(
         args.alpha.is_finite() && args.alpha >= 0.0,
@@ -540,7 +540,7 @@ fn spawn(
     name: &str,
     argv: &[String],
 ) -> anyhow::Result<Proc> {
-    let exe = std::env::current_exe().context("locating this executable")?;
+    let exe = crate::children::exe_for(&argv[0])?;
     // Settings (secrets too) reach the children through their environment, not their argv.
     let settings = args.kafka.settings()?;
     let mut env = Vec::new();

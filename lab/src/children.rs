@@ -1,6 +1,7 @@
-//! Process supervision for the tools that run this binary's subcommands as children (`demo`, `soak`):
-//! each child in its own process group with its output in a log file, stopped in order (SIGTERM, then
-//! SIGKILL) at the end.
+//! Process supervision for the tools that run subcommands as children (`demo`, `soak`): each child in
+//! its own process group with its output in a log file, stopped in order (SIGTERM, then SIGKILL) at the
+//! end. A child runs the lab's own subcommands from this executable and the product's (`run`) from the
+//! `dkg-sampler` binary ([`exe_for`]): the sidecar under test is the one users deploy.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,41 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+
+/// The `dkg-sampler` subcommands; every other one is the lab's own.
+const PRODUCT_COMMANDS: &[&str] = &["run", "inspect", "retract"];
+
+/// The executable that runs `subcommand`: this one for the lab's, `dkg-sampler` for the product's
+/// ([`sampler_exe`]).
+pub(crate) fn exe_for(subcommand: &str) -> anyhow::Result<PathBuf> {
+    if PRODUCT_COMMANDS.contains(&subcommand) {
+        sampler_exe()
+    } else {
+        std::env::current_exe().context("locating the dkg-lab executable")
+    }
+}
+
+/// The `dkg-sampler` binary: `DKG_SAMPLER_BIN` if set, else the one beside this executable (cargo
+/// builds both into the same `target/<profile>/`; the lab image installs both in one folder).
+pub(crate) fn sampler_exe() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("DKG_SAMPLER_BIN") {
+        let path = PathBuf::from(path);
+        anyhow::ensure!(
+            path.is_file(),
+            "DKG_SAMPLER_BIN={} is not a file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let me = std::env::current_exe().context("locating the dkg-lab executable")?;
+    let beside = me.with_file_name(format!("dkg-sampler{}", std::env::consts::EXE_SUFFIX));
+    anyhow::ensure!(
+        beside.is_file(),
+        "no dkg-sampler beside {} (build it: cargo build -p dkg-sampler, or set DKG_SAMPLER_BIN)",
+        me.display()
+    );
+    Ok(beside)
+}
 
 /// The child processes, stopped (SIGTERM, then SIGKILL) when the demo ends.
 #[derive(Debug, Default)]

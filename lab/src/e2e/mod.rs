@@ -1,4 +1,4 @@
-//! `dkg-sampler e2e`: the end-to-end benchmark (issue 16, item 1). Twin topics get the same Zipf
+//! `dkg-lab e2e`: the end-to-end benchmark (issue 16, item 1). Twin topics get the same Zipf
 //! workload, one through Kafka's hash (a plain producer, `partitioner=murmur2_random`, idempotent,
 //! `acks=all`) and one through DKG (the [`DkgProducer`](dkg_partitioner::kafka::DkgProducer) with its defaults, following an assignment
 //! that the learner built from a prefix of the same stream and that was published on the control
@@ -46,13 +46,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, ensure};
 use dkg_partitioner::kafka::DEFAULT_CONTROL_TOPIC;
 
-use crate::cli::KafkaConfigArgs;
+use dkg_sampler::cli::KafkaConfigArgs;
 
-/// Arguments of `dkg-sampler e2e`.
+/// Arguments of `dkg-lab e2e`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     scripts/e2e                                   # start the local broker, run the grid\n  \
-    dkg-sampler e2e --bootstrap-servers 127.0.0.1:9092 --zipf 1.0 --partitions 12 --overload-secs 300")]
+    dkg-lab e2e --bootstrap-servers 127.0.0.1:9092 --zipf 1.0 --partitions 12 --overload-secs 300")]
 pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
     #[arg(long, env = "DKG_BOOTSTRAP_SERVERS", default_value = "127.0.0.1:9092")]

@@ -130,6 +130,52 @@ pub fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// The path of the workspace binary `name` (`dkg-sampler`, `dkg-lab`) for a test of another package,
+/// where cargo sets no `CARGO_BIN_EXE_<name>`: `DKG_SAMPLER_BIN` / `DKG_LAB_BIN` (the name upper-cased,
+/// `-` as `_`, then `_BIN`) if set; else the one in this test's `target/<profile>/`, built there first
+/// with `cargo build -p <name> --bin <name>` when it is missing (a targeted `cargo test -p X --test Y`
+/// builds only X's binaries). Panics if it cannot be found or built.
+pub fn workspace_bin(name: &str) -> PathBuf {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let var = format!("{}_BIN", name.to_uppercase().replace('-', "_"));
+    if let Some(path) = std::env::var_os(&var) {
+        let path = PathBuf::from(path);
+        assert!(path.is_file(), "{var}={} is not a file", path.display());
+        return path;
+    }
+    // target/<profile>/deps/<test>-<hash>: the binary is target/<profile>/<name>.
+    let exe = std::env::current_exe().expect("this test's executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test executable lives in target/<profile>/deps");
+    let bin = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let _one_build = BUILD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !bin.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", name, "--bin", name]);
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            build.arg("--release");
+        }
+        if let Some(target) = profile_dir.parent() {
+            build.env("CARGO_TARGET_DIR", target);
+        }
+        let status = build
+            .status()
+            .unwrap_or_else(|e| panic!("running cargo build -p {name}: {e}"));
+        assert!(status.success(), "cargo build -p {name} failed: {status}");
+    }
+    assert!(
+        bin.is_file(),
+        "{name} not found at {} (set {var})",
+        bin.display()
+    );
+    bin
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 pub fn free_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind :0");

@@ -2,14 +2,14 @@
 //!
 //! Interning lets every per-key decision (a hash, an assignment lookup) be computed once per distinct
 //! key instead of once per record; the per-record work is then an array index. Streams come from a key
-//! trace or from the tools' Zipf workload ([`generate`], see [`crate::tools::workload`]).
+//! trace or from the tools' Zipf workload ([`generate`], see [`dkg_sampler::workload`]).
 
 use std::path::Path;
 
 use ahash::AHashMap;
 use anyhow::{Context, bail};
 
-use crate::tools::workload::ZipfKeys;
+use dkg_sampler::workload::ZipfKeys;
 
 /// Distinct keys (as bytes) and the records as indices into them.
 #[derive(Clone, Debug)]
@@ -148,7 +148,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::tools::workload::zipf_probabilities;
+    use dkg_sampler::workload::zipf_probabilities;
 
     /// (trace bytes, expected distinct keys, expected records)
     type Case = (&'static [u8], &'static [&'static [u8]], &'static [u32]);

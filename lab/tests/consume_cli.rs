@@ -1,8 +1,9 @@
-//! `dkg-sampler consume` on the real broker: a group of `DkgConsumer` members processes every record of
+//! `dkg-lab consume` on the real broker: a group of `DkgConsumer` members processes every record of
 //! a topic produced without the DKG wrapper (no `dkg-*` headers), exactly once over the run, reports
 //! where the records were, serves the members' `dkg_consumer_*` metrics, and leaves cleanly at
 //! `--count` or on SIGTERM: the final commit means a rerun of the group gets nothing again.
 
+#[path = "../../sampler/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
@@ -46,11 +47,11 @@ async fn produce(topic: &str, n: u32) -> BTreeMap<i32, u64> {
     per_partition
 }
 
-/// `dkg-sampler consume` with stdout piped (the summary) and the log in a file (a pipe nobody reads
+/// `dkg-lab consume` with stdout piped (the summary) and the log in a file (a pipe nobody reads
 /// could fill up and block it).
 fn consume(topic: &str, group: &str, extra: &[&str]) -> Running {
     let log = std::fs::File::create(log_path(topic)).expect("log file");
-    let child = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+    let child = Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
         .arg("consume")
         .args(["--bootstrap-servers", &bootstrap(), "--topic", topic])
         .args(["--group-id", group])
@@ -60,7 +61,7 @@ fn consume(topic: &str, group: &str, extra: &[&str]) -> Running {
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
-        .expect("spawn dkg-sampler consume");
+        .expect("spawn dkg-lab consume");
     Running(Some(child))
 }
 

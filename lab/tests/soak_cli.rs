@@ -1,4 +1,4 @@
-//! `dkg-sampler soak` on the real broker, shortened to 12 s (2 producers x 300 records/s, hot keys
+//! `dkg-lab soak` on the real broker, shortened to 12 s (2 producers x 300 records/s, hot keys
 //! drifting every 4 s, decisions every 2 s; about 25 s with start and check): the sampler, the
 //! producers and the consumer group run as processes, and the check afterwards finds every record
 //! exactly once on the partition its epoch names. A missing broker fails the test
@@ -23,7 +23,7 @@ fn n(v: &Value, what: &str) -> u64 {
 fn a_short_soak_loses_duplicates_and_misplaces_nothing() {
     let prefix = unique_topic("soak");
     let out = std::env::temp_dir().join(&prefix);
-    let output = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+    let output = Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
         .arg("soak")
         .args([
             "--bootstrap-servers",
@@ -47,8 +47,14 @@ fn a_short_soak_loses_duplicates_and_misplaces_nothing() {
         .arg("--out-dir")
         .arg(&out)
         .env("DKG_LOG", "warn")
+        // The sidecar under soak is the product binary, which cargo builds for the lab's tests only
+        // when asked to.
+        .env(
+            "DKG_SAMPLER_BIN",
+            dkg_testkit::process::workspace_bin("dkg-sampler"),
+        )
         .output()
-        .expect("running dkg-sampler soak");
+        .expect("running dkg-lab soak");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

@@ -1,8 +1,9 @@
 //! The docker-compose stack, checked without a Docker engine: services, pinned images, ports,
 //! healthchecks and start order, that every mounted file exists in the repo, that Grafana's provisioning
 //! paths match the mounts, that Prometheus scrapes every service that serves metrics on the right port,
-//! that the dashboards reference the provisioned datasource, and that every `dkg-sampler` command line in
-//! the stack is accepted by the binary built from this checkout.
+//! that the dashboards reference the provisioned datasource, that the samplers run the product image
+//! (dkg-sampler) and the load generators and consumers the lab image (dkg-lab), and that every command
+//! line of those images in the stack is accepted by the binary built from this checkout.
 #![allow(clippy::unwrap_used)]
 
 mod dashboards_common;
@@ -142,15 +143,18 @@ fn image_tag(image: &str) -> &str {
     tag
 }
 
-/// The `dkg-sampler` services: those built from the repo's Dockerfile.
+/// The binary an image of the repo's Dockerfile runs (its ENTRYPOINT), or None for other images.
+fn dkg_binary(image: &str) -> Option<&'static str> {
+    ["dkg-sampler", "dkg-lab"]
+        .into_iter()
+        .find(|b| image.strip_prefix(b).is_some_and(|t| t.starts_with(':')))
+}
+
+/// The services of the repo's images (dkg-sampler, dkg-lab): those built from the repo's Dockerfile.
 fn dkg_services(c: &Compose) -> Vec<(String, Vec<String>)> {
     c.services()
         .into_iter()
-        .filter(|(_, s)| {
-            s["image"]
-                .as_str()
-                .is_some_and(|i| i.starts_with("dkg-sampler:"))
-        })
+        .filter(|(_, s)| s["image"].as_str().and_then(dkg_binary).is_some())
         .map(|(name, s)| (name, strings(&s["command"])))
         .collect()
 }
@@ -180,7 +184,8 @@ fn compose_has_every_service_with_a_pinned_image() {
             );
         }
     }
-    // Every service built from the repo shares one image (built once) and one build definition.
+    // Every service built from the repo runs one of two images, each built once from one build
+    // definition: the product (target `sampler`) for the samplers, the lab (target `lab`) for the rest.
     let built: BTreeSet<String> = services
         .values()
         .filter(|s| s.get("build").is_some())
@@ -188,9 +193,26 @@ fn compose_has_every_service_with_a_pinned_image() {
         .collect();
     assert_eq!(
         built.len(),
-        1,
-        "services built from the repo disagree: {built:?}"
+        2,
+        "services built from the repo: one build per image expected: {built:?}"
     );
+    for (name, s) in &services {
+        let Some(binary) = s["image"].as_str().and_then(dkg_binary) else {
+            continue;
+        };
+        let target = s["build"]["target"].as_str();
+        let sub = strings(&s["command"])[0].clone();
+        let expected = if sub == "run" {
+            ("dkg-sampler", Some("sampler"))
+        } else {
+            ("dkg-lab", Some("lab"))
+        };
+        assert_eq!(
+            (binary, target),
+            expected,
+            "service {name} ({sub}): the sidecar runs the product image, the tools the lab's"
+        );
+    }
 
     // The Dockerfile's base images are pinned too, and it builds the sampler in release.
     let dockerfile = read(&repo_root().join("Dockerfile"));
@@ -217,6 +239,15 @@ fn compose_has_every_service_with_a_pinned_image() {
     assert!(
         dockerfile.contains("cargo build --release --locked -p dkg-sampler"),
         "Dockerfile builds dkg-sampler in release with the lock file"
+    );
+    // The product stage (the last, the default target) carries dkg-sampler alone.
+    let product = dockerfile
+        .rsplit("\nFROM ")
+        .next()
+        .expect("a last stage");
+    assert!(
+        product.starts_with("runtime AS sampler") && !product.contains("dkg-lab"),
+        "the Dockerfile's last stage is the product image, without the lab:\n{product}"
     );
 
     // The broker image is the same Kafka release scripts/kafka runs in development and CI.
@@ -296,7 +327,7 @@ fn compose_topics_and_workloads_are_twins() {
     let cmd = |name: &str| {
         dkg.iter()
             .find(|(n, _)| n == name)
-            .unwrap_or_else(|| panic!("{name} is not a dkg-sampler service"))
+            .unwrap_or_else(|| panic!("{name} is not a dkg-sampler or dkg-lab service"))
             .1
             .clone()
     };
@@ -649,27 +680,34 @@ fn compose_ports_are_published_and_prometheus_scrapes_every_metrics_port() {
     );
 }
 
-/// Every `dkg-sampler` command line of the stack names a real subcommand and real flags of the binary.
+/// Every command line of the stack's dkg-sampler and dkg-lab services names a real subcommand and real
+/// flags of its image's binary.
 #[test]
-fn compose_commands_are_accepted_by_dkg_sampler() {
+fn compose_commands_are_accepted_by_their_binaries() {
     let c = Compose::load();
-    let bin = env!("CARGO_BIN_EXE_dkg-sampler");
     for (name, args) in dkg_services(&c) {
+        let image = c.service(&name)["image"].as_str().unwrap().to_owned();
+        let binary = dkg_binary(&image).unwrap();
+        let bin = match binary {
+            "dkg-lab" => std::path::PathBuf::from(env!("CARGO_BIN_EXE_dkg-lab")),
+            _ => dkg_testkit::process::workspace_bin(binary),
+        };
+        let bin = bin.display().to_string();
         let sub = &args[0];
-        let out = Command::new(bin)
+        let out = Command::new(&bin)
             .args([sub.as_str(), "--help"])
             .output()
             .unwrap_or_else(|e| panic!("running {bin}: {e}"));
         let help = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "{name}: `dkg-sampler {sub} --help` failed: {}",
+            "{name}: `{binary} {sub} --help` failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         for (f, _) in flags(&args[1..]) {
             assert!(
                 help.contains(&format!("--{f}")),
-                "{name}: `dkg-sampler {sub}` has no flag --{f}:\n{help}"
+                "{name}: `{binary} {sub}` has no flag --{f}:\n{help}"
             );
         }
     }

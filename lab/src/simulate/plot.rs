@@ -15,7 +15,7 @@ use plotters::style::FontStyle;
 use super::algorithms::Algorithm;
 use super::report::Row;
 
-const FONT: &[u8] = include_bytes!("../../../../assets/fonts/DejaVuSans.ttf");
+const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 pub(crate) const FAMILY: &str = "sans-serif";
 /// Smallest lambda (percent) the log axis shows.
 const FLOOR_PCT: f64 = 0.1;

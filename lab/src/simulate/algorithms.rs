@@ -18,7 +18,7 @@ use dkg_partitioner::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded,
 use dkg_partitioner::lpt::lpt;
 
 use super::stream::Stream;
-use crate::sidecar::window::Weight;
+use dkg_sampler::sidecar::window::Weight;
 
 /// Seeds of pkg's two hash choices. The first is Kafka's, so pkg's first choice is the default placement.
 pub const PKG_SEEDS: [u32; 2] = [KAFKA_MURMUR2_SEED, 0x3c6e_f372];

@@ -1,4 +1,4 @@
-//! The demo's wait for its samplers (process supervision itself is [`crate::tools::children`]).
+//! The demo's wait for its samplers (process supervision itself is [`crate::children`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use anyhow::bail;
 
 use super::Side;
 use super::scrape::http_get;
-use crate::tools::children::Children;
+use crate::children::Children;
 
 /// Wait until every side's sampler answers `/healthz` (a child that exits first fails the demo).
 pub(super) fn wait_healthy(

@@ -1,4 +1,4 @@
-//! `dkg-sampler e2e` on the real broker, at tiny sizes (4 partitions, 1,000 keys, one 2 s bisection step
+//! `dkg-lab e2e` on the real broker, at tiny sizes (4 partitions, 1,000 keys, one 2 s bisection step
 //! per group, 1 s latency steps; about 25 s): the
 //! benchmark runs end to end and its JSON is consistent with itself: both capacities positive and
 //! within the bisection's bracket, every step reports its pace (the machine's pace is checked by the
@@ -45,7 +45,7 @@ fn imbalance(counts: &[u64]) -> f64 {
 fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     let prefix = unique_topic("e2e");
     let out = std::env::temp_dir().join(&prefix);
-    let output = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+    let output = Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
         .arg("e2e")
         .args([
             "--bootstrap-servers",
@@ -74,7 +74,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         .arg(&out)
         .env("DKG_LOG", "warn")
         .output()
-        .expect("running dkg-sampler e2e");
+        .expect("running dkg-lab e2e");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

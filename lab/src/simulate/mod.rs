@@ -1,4 +1,4 @@
-//! `dkg-sampler simulate`: what DKG would do for a key distribution, against Kafka's hash partitioner,
+//! `dkg-lab simulate`: what DKG would do for a key distribution, against Kafka's hash partitioner,
 //! the full-knowledge optimum and the key-grouping lower bound.
 //!
 //! Method (the DKG paper's evaluation, see shared paper notes): for each stream, DKG learns on the first
@@ -44,15 +44,15 @@ pub use sizes::ValueBytes;
 use stream::Stream;
 use stream::ZipfSpec;
 
-use crate::sidecar::window::Weight;
+use dkg_sampler::sidecar::window::Weight;
 
-/// Arguments of `dkg-sampler simulate`.
+/// Arguments of `dkg-lab simulate`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    dkg-sampler simulate                                  # the full default grid, as a table\n  \
-    dkg-sampler simulate --alpha 1.0 --k 10,50 --json     # JSON lines\n  \
-    dkg-sampler simulate --plot docs/simulate.png         # table + chart\n  \
-    dkg-sampler simulate --trace keys.txt --k 8,32        # a real key trace")]
+    dkg-lab simulate                                  # the full default grid, as a table\n  \
+    dkg-lab simulate --alpha 1.0 --k 10,50 --json     # JSON lines\n  \
+    dkg-lab simulate --plot docs/simulate.png         # table + chart\n  \
+    dkg-lab simulate --trace keys.txt --k 8,32        # a real key trace")]
 pub struct Args {
     /// Zipf exponents alpha to simulate (comma-separated; p_i ~ 1/i^alpha, 0 = uniform). Not
     /// applicable with --trace.

@@ -7,7 +7,7 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use super::report::{BenchResult, SideResult};
-use crate::tools::simulate::plot::{FAMILY, register_font};
+use crate::simulate::plot::{FAMILY, register_font};
 
 const HASH: RGBColor = RGBColor(214, 39, 40);
 const DKG: RGBColor = RGBColor(31, 119, 180);

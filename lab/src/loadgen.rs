@@ -1,7 +1,7 @@
-//! `dkg-sampler loadgen`: produce Zipf-skewed keyed records through the DKG producer wrapper (or a
+//! `dkg-lab loadgen`: produce Zipf-skewed keyed records through the DKG producer wrapper (or a
 //! plain rdkafka producer with `--plain`) and report where they landed.
 //!
-//! Keys: the tools' one workload generator ([`super::workload::ZipfKeys`], the same as `simulate`'s):
+//! Keys: the tools' one workload generator ([`dkg_sampler::workload::ZipfKeys`], the same as `simulate`'s):
 //! rank `r` of a Zipf(`--keys`, `--alpha`) law (alias method, O(1) per record) is mapped through a seeded
 //! random permutation of `0..keys` to an id, and the key is the id in decimal. Without the permutation
 //! the hottest keys would be "0", "1", ... and the hash placement would depend on how those particular
@@ -30,15 +30,15 @@ use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
 use super::simulate::ValueBytes;
-use super::workload::ZipfKeys;
-use crate::cli::{BadKafkaConfig, KafkaConfigArgs};
+use dkg_sampler::workload::ZipfKeys;
+use dkg_sampler::cli::{BadKafkaConfig, KafkaConfigArgs};
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
 #[derive(Debug, Parser)]
 #[command(
-    after_help = "Examples:\n  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000\n  \
-                  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000 --plain\n  \
-                  dkg-sampler loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.0 --keys 1000 --count 100000 --rate 5000 --create-partitions 12"
+    after_help = "Examples:\n  dkg-lab loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000\n  \
+                  dkg-lab loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.2 --keys 10000 --count 1000000 --plain\n  \
+                  dkg-lab loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.0 --keys 1000 --count 100000 --rate 5000 --create-partitions 12"
 )]
 pub struct Args {
     /// Kafka bootstrap servers (host:port[,host:port...]).
@@ -122,7 +122,7 @@ pub struct Args {
     pub epoch_header: HeaderMode,
 
     /// Make every value unique and checkable: `PREFIX:SEQ:` (SEQ = 0, 1, ... in send order), then
-    /// padding up to --value-bytes. Give each loadgen of a run its own prefix; `dkg-sampler soak`
+    /// padding up to --value-bytes. Give each loadgen of a run its own prefix; `dkg-lab soak`
     /// checks the topic for lost and duplicated records this way. Without it values are padding only.
     #[arg(long, env = "DKG_LOADGEN_VALUE_PREFIX")]
     pub value_prefix: Option<String>,
@@ -199,7 +199,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Errors of `dkg-sampler loadgen`.
+/// Errors of `dkg-lab loadgen`.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadgenError {
     /// A `--kafka-config` entry or file is malformed.
@@ -714,7 +714,7 @@ async fn serve_metrics(
     addr: std::net::SocketAddr,
     registry: prometheus::Registry,
 ) -> Result<(), LoadgenError> {
-    crate::serve::serve_metrics(addr, registry, axum::Router::new())
+    dkg_sampler::serve::serve_metrics(addr, registry, axum::Router::new())
         .await
         .map(drop)
         .map_err(|e| LoadgenError::InvalidArgument {

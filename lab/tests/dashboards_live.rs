@@ -1,6 +1,6 @@
 //! The Grafana dashboards work against the real stack, proven without Docker: the broker of
 //! `scripts/kafka`, the samplers, consumer groups and load generators of `docker-compose.yml` run as
-//! child processes of the `dkg-sampler` binary with the very command lines of the compose file (broker
+//! child processes of the `dkg-sampler` and `dkg-lab` binaries with the very command lines of the compose file (broker
 //! address, topics, groups, ports and interval rewritten), and Debian's `prometheus` with the repo's
 //! `deploy/prometheus/prometheus.yml` (targets rewritten to 127.0.0.1, a 1 s scrape interval). Then
 //! every PromQL expression of every panel and annotation in `dashboards/` must parse and return data
@@ -245,7 +245,7 @@ fn now_secs() -> f64 {
 // docker-compose.yml -> local command lines
 // ------------------------------------------------------------------------------------------------------
 
-/// The compose services that run `dkg-sampler`, with their command lines.
+/// The compose services that run `dkg-sampler` or `dkg-lab`, with their command lines.
 fn compose_dkg_commands() -> BTreeMap<String, Vec<String>> {
     let compose = read_yaml(&repo_root().join("docker-compose.yml"));
     compose["services"]
@@ -255,7 +255,7 @@ fn compose_dkg_commands() -> BTreeMap<String, Vec<String>> {
         .filter(|(_, s)| {
             s["image"]
                 .as_str()
-                .is_some_and(|i| i.starts_with("dkg-sampler:"))
+                .is_some_and(|i| i.starts_with("dkg-sampler:") || i.starts_with("dkg-lab:"))
         })
         .map(|(name, s)| {
             let cmd = s["command"]
@@ -334,7 +334,9 @@ fn local_prometheus_config(
 #[test]
 fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
     let prometheus = prometheus_bin();
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_dkg-sampler"));
+    // The sidecar is the product binary; the load generators and consumers are the lab's.
+    let sampler_bin = dkg_testkit::process::workspace_bin("dkg-sampler");
+    let lab_bin = PathBuf::from(env!("CARGO_BIN_EXE_dkg-lab"));
     let work = std::env::temp_dir().join(format!("dkg-dashboards-live-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
@@ -418,7 +420,12 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
             "interval-secs" => Some(INTERVAL_SECS.to_string()),
             _ => None,
         });
-        procs.push(Proc::spawn(name, &bin, &local, &work));
+        let bin = if args[0] == "run" {
+            &sampler_bin
+        } else {
+            &lab_bin
+        };
+        procs.push(Proc::spawn(name, bin, &local, &work));
         if args[0] == "run" || args[0] == "consume" {
             wait_for(
                 &format!("{name} /healthz"),
