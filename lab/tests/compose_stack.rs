@@ -216,11 +216,22 @@ fn compose_has_every_service_with_a_pinned_image() {
 
     // The Dockerfile's base images are pinned too, and it builds the sampler in release.
     let dockerfile = read(&repo_root().join("Dockerfile"));
-    let froms: Vec<&str> = dockerfile
+    // `FROM <image> [AS <stage>]`; a FROM naming an earlier stage builds on it, not on an image.
+    let mut stages = BTreeSet::new();
+    let mut froms: Vec<&str> = Vec::new();
+    for l in dockerfile
         .lines()
         .filter_map(|l| l.trim().strip_prefix("FROM "))
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
+    {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        if !stages.contains(words[0]) {
+            froms.push(words[0]);
+        }
+        if let [_, as_, stage] = words[..] {
+            assert!(as_.eq_ignore_ascii_case("as"), "Dockerfile: FROM {l}");
+            stages.insert(stage);
+        }
+    }
     assert!(
         froms.len() >= 2,
         "Dockerfile: expected a multi-stage build, got {froms:?}"

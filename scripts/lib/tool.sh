@@ -1,7 +1,8 @@
 # scripts/lib/tool.sh: what scripts/demo, scripts/e2e and scripts/soak share (sourced, not run). Each sets
-# ROOT, TOOL (the dkg-sampler subcommand, also the prefix of messages) and KEEP_BROKER, collects its own
+# ROOT, TOOL (the dkg-lab subcommand, also the prefix of messages) and KEEP_BROKER, collects its own
 # arguments in ARGS and HELP, then calls:
-#   tool_build       build dkg-sampler (release) and set BIN; with HELP=1 print the script's header
+#   tool_build       build dkg-lab and dkg-sampler (release; the lab's demo and soak start the sidecar from
+#                    the dkg-sampler beside it) and set BIN to dkg-lab; with HELP=1 print the script's header
 #                    comment and the subcommand's --help, and exit
 #   tool_broker      start the local broker (scripts/kafka start; DKG_KAFKA_PORT etc. are honoured), set
 #                    BOOTSTRAP, and stop it at exit if this script started it (unless KEEP_BROKER=1)
@@ -29,12 +30,13 @@ tool_build() {
   command -v cargo >/dev/null 2>&1 || tool_die "cargo not found: install Rust (https://rustup.rs)"
   command -v java >/dev/null 2>&1 ||
     tool_die "java not found: install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)"
-  echo "$TOOL: building dkg-sampler (release; the first build compiles librdkafka and takes a few minutes)" >&2
-  cargo build --release --locked -p dkg-sampler --bin dkg-sampler --manifest-path "$ROOT/Cargo.toml" >&2
+  echo "$TOOL: building dkg-lab and dkg-sampler (release; the first build compiles librdkafka and takes a few minutes)" >&2
+  cargo build --release --locked -p dkg-lab --bin dkg-lab -p dkg-sampler --bin dkg-sampler \
+    --manifest-path "$ROOT/Cargo.toml" >&2
   local target_dir
   target_dir=$(cargo metadata --format-version 1 --no-deps --manifest-path "$ROOT/Cargo.toml" |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-  BIN="${target_dir:-$ROOT/target}/release/dkg-sampler"
+  BIN="${target_dir:-$ROOT/target}/release/dkg-lab"
   [[ -x "$BIN" ]] || tool_die "built binary not found at $BIN"
   if ((HELP)); then
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"

@@ -5,7 +5,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::scrape::View;
-use super::summary::pct;
 use super::{Args, Side};
 
 const GREEN: &str = "\x1b[32m";
@@ -217,6 +216,11 @@ impl Screen<'_> {
         }
         s
     }
+}
+
+/// A share as a percentage with one decimal, or `n/a`: the screen's and the summary's format.
+pub(super) fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
 #[cfg(test)]

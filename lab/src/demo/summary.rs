@@ -8,7 +8,7 @@ use anyhow::Context;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use super::scrape::{View, scrape};
-use super::screen::Screen;
+use super::screen::{Screen, pct};
 use super::{Args, Side};
 
 /// Partition end offsets of a topic (records produced so far, as the topics start empty).
@@ -46,10 +46,6 @@ pub(super) struct Summary {
     steady_hash: Option<f64>,
     steady_dkg: Option<f64>,
     steady_bound: Option<f64>,
-}
-
-pub(super) fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

@@ -38,7 +38,7 @@ use super::publish::{
     ControlState, ControlView, PublishFailure, Publisher, PublisherState, new_generation_id,
 };
 use super::settings::Settings;
-use super::startup::{TopicProblem, topic_partitions};
+use super::metadata::{TopicProblem, topic_partitions};
 use super::window::{IntervalSnapshot, Weight};
 use super::{RunError, now_ms};
 use crate::cli::ControlFormat;

@@ -23,7 +23,7 @@ struct Stream {
 }
 
 impl Stream {
-    /// Zipf `alpha` over `n` keys named like `dkg-sampler loadgen`'s (the id in decimal).
+    /// Zipf `alpha` over `n` keys named like `dkg-lab loadgen`'s (the id in decimal).
     fn zipf(n: u32, alpha: f64, seed: u64) -> Self {
         let ranks = ZipfKeys::new(n, alpha, seed).expect("zipf");
         Self {
