@@ -30,8 +30,8 @@ use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
 use super::simulate::ValueBytes;
-use dkg_sampler::workload::ZipfKeys;
 use dkg_sampler::cli::{BadKafkaConfig, KafkaConfigArgs};
+use dkg_sampler::workload::ZipfKeys;
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
 #[derive(Debug, Parser)]

@@ -35,8 +35,8 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 
-use dkg_sampler::cli::KafkaConfigArgs;
 use crate::children::Children;
+use dkg_sampler::cli::KafkaConfigArgs;
 
 /// Arguments of `dkg-lab soak`.
 #[derive(Debug, clap::Args)]

@@ -252,10 +252,7 @@ fn compose_has_every_service_with_a_pinned_image() {
         "Dockerfile builds dkg-sampler in release with the lock file"
     );
     // The product stage (the last, the default target) carries dkg-sampler alone.
-    let product = dockerfile
-        .rsplit("\nFROM ")
-        .next()
-        .expect("a last stage");
+    let product = dockerfile.rsplit("\nFROM ").next().expect("a last stage");
     assert!(
         product.starts_with("runtime AS sampler") && !product.contains("dkg-lab"),
         "the Dockerfile's last stage is the product image, without the lab:\n{product}"

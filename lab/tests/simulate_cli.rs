@@ -264,6 +264,19 @@ fn table_is_the_default_output() {
         lines[1].starts_with("zipf") && lines[2].starts_with("zipf"),
         "{stdout}"
     );
+    // Every column after `k` is explained in the output itself (issue 32: dkg-paper, lpt-learn, bound
+    // and the `:split` counts were not).
+    for column in lines[0].split_whitespace().skip(3) {
+        assert!(
+            stdout.lines().any(|l| l.starts_with('#')
+                && l.trim_start_matches('#').split_whitespace().next() == Some(column)),
+            "{column} is not explained:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("dkg-split:split") && stdout.contains("a COUNT, not a percentage"),
+        "{stdout}"
+    );
 }
 
 /// Keys heavy in bytes are not the keys heavy in records (sizes drawn per key, independently of rank):

@@ -38,8 +38,8 @@ use rdkafka::consumer::BaseConsumer;
 use self::children::wait_healthy;
 use self::screen::{Screen, terminal_width};
 use self::summary::{Summary, Tracker};
-use dkg_sampler::cli::KafkaConfigArgs;
 use crate::children::Children;
+use dkg_sampler::cli::KafkaConfigArgs;
 
 /// Arguments of `dkg-lab demo`.
 #[derive(Debug, clap::Args)]

@@ -75,6 +75,34 @@ impl Algorithm {
     }
 }
 
+impl Algorithm {
+    /// What the algorithm's column of the table means, in one line (the legend under the table).
+    pub fn explained(self) -> &'static str {
+        match self {
+            Algorithm::Hash => "Kafka's default partitioner: murmur2(key) mod k",
+            Algorithm::DkgPaper => "DKG with the paper's parameters (theta 0.1, mu 2)",
+            Algorithm::Dkg => {
+                "DKG with this project's defaults (theta, mu above): what `dkg-sampler run` publishes"
+            }
+            Algorithm::DkgSplit => {
+                "dkg, keys above a fair share spread over several partitions (--split-keys auto)"
+            }
+            Algorithm::LptLearn => {
+                "LPT on the exact key counts of the learning prefix (unseen keys hashed): exact memory instead of DKG's sketch"
+            }
+            Algorithm::LptFull => {
+                "LPT on the exact key counts of the whole stream: full knowledge, the practical optimum"
+            }
+            Algorithm::Bound => {
+                "the key-grouping lower bound max(1, k * p1) - 1 (p1: the top key's share); no placement that keeps a key on one partition does better"
+            }
+            Algorithm::Pkg => {
+                "partial key grouping: each record to the less loaded of two hash choices (splits every key; a reference)"
+            }
+        }
+    }
+}
+
 impl fmt::Display for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -588,6 +588,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "# lambda = max partition load / mean - 1, percent: mean (worst) over seeds"
         )?;
         report::write_table(&mut out, &rows, &plan.algorithms)?;
+        report::write_legend(&mut out, &rows, &plan.algorithms)?;
     }
     out.flush()?;
 

@@ -293,6 +293,54 @@ pub fn write_table(
     Ok(())
 }
 
+/// Writes the legend of the table [`write_table`] writes for the same rows: one `#` line per column
+/// after `k`, so a reader needs no documentation to read it.
+pub fn write_legend(
+    out: &mut impl Write,
+    rows: &[Row],
+    algorithms: &[Algorithm],
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "# columns: lambda percent, mean (worst) over seeds, of the placement each algorithm makes:"
+    )?;
+    let width = algorithms
+        .iter()
+        .map(|a| a.name().len() + ":bytes".len())
+        .max()
+        .unwrap_or(0);
+    for a in algorithms {
+        writeln!(out, "#   {:<width$}  {}", a.name(), a.explained())?;
+    }
+    for a in algorithms {
+        if rows
+            .iter()
+            .any(|r| r.algorithm == *a && r.lambda_bytes_mean_pct().is_some())
+        {
+            let name = format!("{}:bytes", a.name());
+            writeln!(
+                out,
+                "#   {name:<width$}  {}'s lambda over bytes (key + value sizes) instead of records",
+                a.name()
+            )?;
+        }
+    }
+    for a in algorithms {
+        if rows
+            .iter()
+            .any(|r| r.algorithm == *a && r.split_keys_mean().is_some())
+        {
+            let name = format!("{}:split", a.name());
+            writeln!(
+                out,
+                "#   {name:<width$}  a COUNT, not a percentage: keys whose records {} sent to several partitions (mean over seeds)",
+                a.name()
+            )?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -378,6 +426,32 @@ mod tests {
         }
         assert_eq!(lines[0]["algorithm"], "dkg");
         assert_eq!(lines[1]["theta"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn legend_explains_every_column_of_the_table() {
+        let rows = vec![
+            row(Algorithm::Hash, 10, &[0.5]),
+            row(Algorithm::Pkg, 10, &[0.01]),
+            row(Algorithm::Bound, 10, &[0.1]),
+        ];
+        let algorithms = [Algorithm::Hash, Algorithm::Pkg, Algorithm::Bound];
+        let mut table = Vec::new();
+        write_table(&mut table, &rows, &algorithms).unwrap();
+        let mut legend = Vec::new();
+        write_legend(&mut legend, &rows, &algorithms).unwrap();
+        let legend = String::from_utf8(legend).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert!(header.contains(&"pkg:split"), "{table}");
+        for column in &header[3..] {
+            assert!(
+                legend
+                    .lines()
+                    .any(|l| l.trim_start_matches('#').split_whitespace().next() == Some(column)),
+                "{column} is not explained:\n{legend}"
+            );
+        }
     }
 
     #[test]
