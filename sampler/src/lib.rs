@@ -6,6 +6,9 @@
 
 // The clap doc comments are also `--help` texts, which write placeholders as `<topic>`.
 #![allow(rustdoc::invalid_html_tags)]
+// The module docs map private modules too: this library is the binaries' code, read (and checked in CI) with
+// `--document-private-items`, not an API.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cli;
 pub mod serve;

@@ -80,9 +80,9 @@ impl AliasTable {
         Some(Self { keep, alias })
     }
 
-    /// Number of outcomes.
+    /// Number of outcomes (never 0: [`AliasTable::new`] refuses an empty table).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.keep.len()
     }
 
