@@ -1,5 +1,5 @@
 //! `dkg-lab soak`: the whole system for a long time (issue 13, item 7). It starts, as separate
-//! processes of this binary, the sampler sidecar (`run`), `--producers` ordering producers
+//! processes, the sampler sidecar (`dkg-sampler run`), `--producers` ordering producers
 //! (`loadgen --ordering --epoch-header all`) whose key distribution drifts every `--drift-secs`, and a
 //! consumer group of `DkgConsumer`s (`consume`), on a fresh topic and control topic, for
 //! `--duration-secs`. Then it reads both topics back and reports:
@@ -471,8 +471,8 @@ fn memory_row(p: &Proc) -> MemoryRow {
     }
 }
 
-/// The sampler, the consumer group and the producers, each a process of this binary with its
-/// output in `out_dir` (`<name>.log`).
+/// The sampler, the consumer group and the producers, each a process (`dkg-sampler run`, the
+/// rest this binary: `crate::children::exe_for`) with its output in `out_dir` (`<name>.log`).
 fn spawn_all(
     args: &Args,
     children: &mut Children,
