@@ -33,12 +33,12 @@ use super::cluster::{self, MergedView, Peers, ShippedSketch, Shipper};
 use super::decide::{self, Current, Decision, KeepReason, PublishReason, Situation};
 use super::http::HttpState;
 use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
+use super::metadata::{TopicProblem, topic_partitions};
 use super::metrics::SamplerMetrics;
 use super::publish::{
     ControlState, ControlView, PublishFailure, Publisher, PublisherState, new_generation_id,
 };
 use super::settings::Settings;
-use super::startup::{TopicProblem, topic_partitions};
 use super::window::{IntervalSnapshot, Weight};
 use super::{RunError, now_ms};
 use crate::cli::ControlFormat;

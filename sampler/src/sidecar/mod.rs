@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Module map: [`settings`] (the flags and their validation), [`startup`] (connecting, with backoff, and
-//! shutting down), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
+//! shutting down), [`metadata`] (the data topic's partition count), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
 //! learning window: decay vs ring, sampling), [`ingest`] (the hot loop consuming the data topic),
 //! [`fraction`] (`--read-fraction`: which chunks of the log it reads, and their weights),
 //! [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
@@ -37,6 +37,7 @@ pub mod fraction;
 pub mod http;
 pub mod ingest;
 mod interval;
+mod metadata;
 pub mod metrics;
 pub mod publish;
 mod settings;

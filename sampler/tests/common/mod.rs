@@ -1,4 +1,5 @@
-//! Helpers shared by the sampler's integration tests (`tests/sampler_*.rs`). Every test runs against the
+//! Helpers shared by the sampler's integration tests (`tests/sampler_*.rs`) and the lab's that need a
+//! sidecar (`lab/tests/*.rs` include this file with `#[path]`). Every test runs against the
 //! real single-node broker that `scripts/kafka start` runs (`.ci/run` starts it); a missing broker FAILS the
 //! test with a clear message, nothing skips.
 //!
@@ -34,6 +35,15 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
+
+/// The `dkg-sampler` binary: cargo's for the sampler's own tests, the workspace's for the lab's (which
+/// include this file with `#[path]`).
+pub fn sampler_bin() -> std::path::PathBuf {
+    option_env!("CARGO_BIN_EXE_dkg-sampler").map_or_else(
+        || dkg_testkit::process::workspace_bin("dkg-sampler"),
+        std::path::PathBuf::from,
+    )
+}
 
 /// The default control topic (the sampler's and the producer's default).
 pub const CONTROL_TOPIC: &str = "_dkg.assignments";
@@ -115,7 +125,7 @@ impl Sampler {
         let addr = free_addr();
         let log =
             std::env::temp_dir().join(format!("{}-{name}.log", unique_topic("dkg-sampler-test")));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+        let mut command = Command::new(sampler_bin());
         command
             .arg("run")
             .args(["--bootstrap-servers", bootstrap, "--topic", topic])
