@@ -18,6 +18,7 @@ mod sidecar;
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dkg_partitioner::dkg::DkgConfig;
@@ -79,13 +80,56 @@ fn records() -> (Vec<([u8; 16], i32)>, Arc<Placements>) {
 }
 
 fn window() -> Window {
-    Window::new(&DkgConfig::default(), PARTITIONS, RecordSampler::new(1.0, 1)).unwrap()
+    Window::new(
+        &DkgConfig::default(),
+        PARTITIONS,
+        RecordSampler::new(1.0, 1),
+    )
+    .unwrap()
+}
+
+/// Not timed by criterion: the two loops alternated round by round in this process, so that a busy
+/// machine (the benches share cores with builds) slows both alike; prints the fastest and the median
+/// round of each in ns per record, and their differences (the detector's cost).
+fn alternating(records: &[([u8; 16], i32)], feed: &Arc<PlacementFeed>) {
+    let rounds = 31 / scale() + 1;
+    let (mut bare, mut with) = (Vec::new(), Vec::new());
+    let mut w = window();
+    let mut detector = Detector::new(Arc::clone(feed), PARTITIONS);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for (k, p) in records {
+            w.observe_sized(*p, Some(&k[..]), 1, 116);
+        }
+        bare.push(t.elapsed().as_nanos() as f64 / records.len() as f64);
+        let t = Instant::now();
+        for (k, p) in records {
+            w.observe_sized(*p, Some(&k[..]), 1, 116);
+            detector.observe(&k[..], *p, NOW_MS, || black_box(None));
+        }
+        with.push(t.elapsed().as_nanos() as f64 / records.len() as f64);
+    }
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[0], v[v.len() / 2])
+    };
+    let ((bare_min, bare_median), (with_min, with_median)) = (stats(&mut bare), stats(&mut with));
+    eprintln!(
+        "alternating, {rounds} rounds of {} records: window alone {bare_min:.1} ns/record fastest, \
+         {bare_median:.1} median; with the detector {with_min:.1} fastest, {with_median:.1} median; \
+         the detector's cost {:.1} ns/record (fastest), {:.1} (median)",
+        records.len(),
+        with_min - bare_min,
+        with_median - bare_median
+    );
+    black_box(detector.take());
 }
 
 fn per_record(c: &mut Criterion) {
     let (records, placements) = records();
     let feed = Arc::new(PlacementFeed::default());
     feed.offer(placements);
+    alternating(&records, &feed);
     let mut group = c.benchmark_group("sampler_loop_per_record");
     group.throughput(Throughput::Elements(records.len() as u64));
     group.sample_size(20);
@@ -119,5 +163,10 @@ fn per_record(c: &mut Criterion) {
     assert!(counts.checked > 0 && (0.05..0.1).contains(&counts.ratio()));
 }
 
-criterion_group!(benches, per_record);
+criterion_group! {
+    name = benches;
+    // No plots: the numbers are what BENCHMARKS.md reports (plotters' PDF backend needs fonts).
+    config = Criterion::default().without_plots();
+    targets = per_record
+}
 criterion_main!(benches);
