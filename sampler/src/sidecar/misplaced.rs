@@ -385,6 +385,15 @@ impl Detector {
         let Ok(partition) = u32::try_from(partition) else {
             return;
         };
+        if partition >= self.partitions {
+            // The topic grew before the driver's metadata said so: producers that know the new
+            // count place by it from now on.
+            self.settle_until_ms = self
+                .settle_until_ms
+                .max(wall_ms().saturating_add(COUNT_SETTLE_MS));
+            self.counts.add(Verdict::Skipped(Skip::Unsettled));
+            return;
+        }
         let rec = Record {
             key,
             partition,
@@ -710,6 +719,10 @@ mod tests {
             }
         );
         assert_eq!(d.take(), PlacementCounts::default());
+        // A partition beyond the known count: the topic grew before the driver said so.
+        d.observe(&k, i32::try_from(K).expect("small"), 1_000, || None);
+        assert_eq!(d.take().unsettled, 1);
+        d.settle_until_ms = 0;
         d.reset(K + 1, 5_000);
         let off = (kafka_partition(&k, K + 1) + 1) % (K + 1);
         d.observe(&k, i32::try_from(off).expect("small"), 6_000, || None);
