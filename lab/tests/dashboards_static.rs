@@ -37,6 +37,9 @@ const CONTRACT: &[&str] = &[
     "dkg_sampler_records_skipped_total",
     "dkg_sampler_consumer_lag_records",
     "dkg_sampler_key_grouping_bound_ratio",
+    "dkg_sampler_misplaced_records_ratio",
+    "dkg_sampler_misplaced_records_total",
+    "dkg_sampler_placement_checked_records_total",
     "dkg_consumer_records_total",
     "dkg_consumer_member_records_total",
     "dkg_consumer_lag_records",
@@ -118,6 +121,8 @@ fn every_dashboard_query_names_contract_metrics_and_known_variables() {
         "dkg_producer_assignments_rejected_total",
         "dkg_consumer_lag_records",
         "dkg_consumer_held_records",
+        "dkg_sampler_misplaced_records_ratio",
+        "dkg_sampler_misplaced_records_total",
     ] {
         assert!(used.contains(must), "no panel shows {must}");
     }

@@ -1,6 +1,8 @@
 //! Hostile control-topic values (malformed JSON, unknown version, out-of-range partitions, an older
 //! or conflicting epoch, a wrong topic, a key that is no topic name, an oversize value) are rejected and counted
-//! by reason while production continues with the last good assignment.
+//! by topic and reason while production continues with the last good assignment. A rejected record
+//! of a topic this producer does not write counts under `topic="(other)"` (issue 31: one topic's
+//! rejects used to show on every producer of the shared control topic, with no topic to tell).
 #![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used)]
 
@@ -16,6 +18,7 @@ use dkg_core::MAX_ASSIGNMENT_BYTES;
 use dkg_partitioner::kafka::control::{RejectReason, publish_assignment};
 use dkg_partitioner::kafka::epoch_of;
 use dkg_partitioner::{DkgProducer, EpochHeader};
+use dkg_partitioner::kafka::metrics::OTHER_TOPIC;
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 
@@ -85,32 +88,67 @@ async fn producer_rejects_hostile_assignments() {
     for (k, v, _) in &hostile {
         publish_raw(&publisher, &control, *k, Some(v)).await;
     }
-    let count = |reason: RejectReason| {
+    // Another producer's topic: its bad record counts here under "(other)", not under `topic`.
+    publish_raw(
+        &publisher,
+        &control,
+        Some(other_topic.as_bytes()),
+        Some(b"{\"format\""),
+    )
+    .await;
+    let count = |topic: &str, reason: RejectReason| {
         metric_value(
             &registry,
             "dkg_producer_assignments_rejected_total",
-            &[("reason", reason.as_str())],
+            &[("topic", topic), ("reason", reason.as_str())],
         )
+    };
+    // The record's topic if it is this producer's, else "(other)" (a key that is no topic name too).
+    let label = |k: Option<&[u8]>| {
+        if k == key {
+            topic.as_str()
+        } else {
+            OTHER_TOPIC
+        }
     };
     wait_until(
         "every hostile record to be rejected",
         Duration::from_secs(20),
-        || hostile.iter().all(|(_, _, reason)| count(*reason) >= 1.0),
+        || {
+            hostile
+                .iter()
+                .all(|(k, _, reason)| count(label(*k), *reason) >= 1.0)
+                && count(OTHER_TOPIC, RejectReason::MalformedJson) >= 1.0
+        },
     )
     .await;
-    assert_eq!(count(RejectReason::MalformedJson), 2.0);
+    assert_eq!(count(&topic, RejectReason::MalformedJson), 2.0);
+    assert_eq!(count(OTHER_TOPIC, RejectReason::MalformedJson), 1.0);
     for reason in [
         RejectReason::UnsupportedVersion,
         RejectReason::OutOfRange,
         RejectReason::StaleEpoch,
         RejectReason::EpochConflict,
         RejectReason::TopicMismatch,
-        RejectReason::BadKey,
         RejectReason::Oversize,
     ] {
-        assert_eq!(count(reason), 1.0, "{reason}");
+        assert_eq!(count(&topic, reason), 1.0, "{reason}");
+        assert_eq!(count(OTHER_TOPIC, reason), 0.0, "{reason}");
     }
-    assert_eq!(count(RejectReason::Invalid), 0.0);
+    assert_eq!(count(OTHER_TOPIC, RejectReason::BadKey), 1.0);
+    assert_eq!(count(&topic, RejectReason::BadKey), 0.0);
+    assert_eq!(count(&topic, RejectReason::Invalid), 0.0);
+    // Bounded: the producer's one topic and "(other)", every reason from the start.
+    let series: Vec<String> = registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "dkg_producer_assignments_rejected_total")
+        .flat_map(|f| f.get_metric().iter())
+        .filter_map(|m| m.get_label().iter().find(|l| l.name() == "topic"))
+        .map(|l| l.value().to_owned())
+        .collect();
+    assert_eq!(series.len(), 2 * RejectReason::ALL.len(), "{series:?}");
+    assert!(!series.contains(&other_topic), "{series:?}");
 
     // The last good assignment is still in force and production goes on with it.
     assert_eq!(router.assignment(&topic).unwrap().epoch(), 5);

@@ -59,6 +59,35 @@ async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_coun
         .and_then(|r| r.assignment.clone())
         .expect("last document");
     assert_eq!(last.partitions(), 6);
+    // The misplacement detector (issue 31 item 5) allows for the change: records placed by Kafka's
+    // hashing over either count while producers and the sampler learn it are not misplaced, nor
+    // those of the assignment for the new count. Counted until two intervals after it.
+    let label = [("topic", topic.as_str())];
+    let (checked, misplaced, unsettled) = tokio::task::block_in_place(|| {
+        let until = s.intervals() + 2;
+        wait_for("two more intervals", Duration::from_secs(30), || {
+            (s.intervals() >= until).then_some(())
+        });
+        let m = s.metrics();
+        let get = |name, extra: Option<(&str, &str)>| {
+            let labels: Vec<(&str, &str)> = label.iter().copied().chain(extra).collect();
+            find(&m, name, &labels).unwrap_or(0.0)
+        };
+        (
+            get("dkg_sampler_placement_checked_records_total", None),
+            get("dkg_sampler_misplaced_records_total", None),
+            get(
+                "dkg_sampler_placement_unchecked_records_total",
+                Some(("reason", "count_changed")),
+            ),
+        )
+    });
+    eprintln!("misplaced: {misplaced} of {checked} checked; {unsettled} unchecked (count changed)");
+    assert!(
+        checked > 0.0 && misplaced / checked < 0.005,
+        "misplaced {misplaced} of {checked}: {}",
+        s.log()
+    );
     drop(s);
     workload.stop().await;
 }

@@ -35,6 +35,7 @@ use super::http::HttpState;
 use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
 use super::metadata::{TopicProblem, topic_partitions};
 use super::metrics::SamplerMetrics;
+use super::misplaced;
 use super::publish::{
     ControlState, ControlView, PublishFailure, Publisher, PublisherState, new_generation_id,
 };
@@ -388,6 +389,12 @@ impl<'a> Driver<'a> {
         m.records_skipped
             .with_label_values(&[topic])
             .inc_by(snap.skipped);
+        m.observe_placement(&snap.placement);
+        let warning = misplaced::warning(&snap.placement, self.s.args.misplaced_warn_ratio);
+        if let Some(w) = &warning {
+            tracing::warn!(topic = %topic, "{w}");
+        }
+        self.http.update_health(|h| h.warning = warning);
         let lag: Vec<(u32, f64)> = self
             .io
             .shared

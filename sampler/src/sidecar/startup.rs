@@ -22,6 +22,7 @@ use super::http::HttpState;
 use super::ingest::{self, Command, ConsumeLoop, ConsumerHandle, Shared};
 use super::interval::{Clients, Driver};
 use super::metadata::{TopicProblem, topic_partitions};
+use super::misplaced::PlacementFeed;
 use super::publish::{ControlView, Publisher};
 use super::settings::{Settings, invalid};
 use super::window::{RecordSampler, Window};
@@ -74,7 +75,8 @@ pub(super) async fn run_sampler(
 
     // 4. The consumer thread; 5. cluster plumbing.
     let shared = Arc::new(Shared::default());
-    let (consumer, consumer_thread) = start_consumer(s, partitions, &shared)?;
+    let feed = control_view.placement_feed();
+    let (consumer, consumer_thread) = start_consumer(s, partitions, &shared, feed)?;
     let peers = Arc::new(Peers::counting(
         http.metrics
             .sketches_rejected
@@ -269,6 +271,7 @@ fn start_consumer(
     s: &Settings,
     partitions: u32,
     shared: &Arc<Shared>,
+    placements: Arc<PlacementFeed>,
 ) -> Result<(ConsumerHandle, JoinHandle<()>), RunError> {
     let topic = &s.args.cluster.topic;
     let window = Window::new(
@@ -313,6 +316,7 @@ fn start_consumer(
         Schedule::new(s.args.read_fraction, s.args.read_chunk).extend_runs(),
         !s.standalone,
     );
+    consume_loop.detect_misplacement(placements, partitions);
     let thread = std::thread::Builder::new()
         .name("dkg-consume".into())
         .spawn(move || consume_loop.run(None))
