@@ -17,8 +17,8 @@ use common::producer::{
 use dkg_core::MAX_ASSIGNMENT_BYTES;
 use dkg_partitioner::kafka::control::{RejectReason, publish_assignment};
 use dkg_partitioner::kafka::epoch_of;
-use dkg_partitioner::{DkgProducer, EpochHeader};
 use dkg_partitioner::kafka::metrics::OTHER_TOPIC;
+use dkg_partitioner::{DkgProducer, EpochHeader};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 
