@@ -527,6 +527,10 @@ pub struct Trace {
     pub cfg: Config,
     pub keys: Vec<Vec<u8>>,
     member: Member,
+    /// The same member once more: the hold buffer releases records of different keys in hash
+    /// order, randomly seeded per buffer, so a step whose outputs depend on that order differs
+    /// between the two and is refused (the trace would not be reproducible).
+    twin: Member,
     pub steps: Vec<Step>,
     t_ms: u64,
 }
@@ -535,12 +539,14 @@ impl Trace {
     pub fn new(name: &str, description: &str, keys: &[&[u8]], cfg: Config) -> Self {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         let member = Member::new(&cfg, &keys);
+        let twin = Member::new(&cfg, &keys);
         Self {
             name: name.to_owned(),
             description: description.to_owned(),
             cfg,
             keys,
             member,
+            twin,
             steps: Vec::new(),
             t_ms: 0,
         }
@@ -556,6 +562,14 @@ impl Trace {
     /// Run `input` now and record it.
     pub fn push(&mut self, input: Input) -> &Out {
         let out = self.member.step(self.t_ms, &input);
+        let twin = self.twin.step(self.t_ms, &input);
+        assert!(
+            out == twin,
+            "{} step {}: the outputs depend on the order of keys released together; make that \
+             release single-key",
+            self.name,
+            self.steps.len()
+        );
         self.steps.push(Step {
             t_ms: self.t_ms,
             input,
