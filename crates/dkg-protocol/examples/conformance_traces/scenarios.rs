@@ -89,6 +89,7 @@ pub fn all() -> Vec<Trace> {
         c03_latest_marker_per_producer(),
         c03_marker_rejects_counted(),
         c03_marker_applies_to_partition_assigned_later(),
+        c03_marker_applied_again_when_lease_read_again(),
         c04_reached_when_position_at_end(),
         c04_committed_offset_counts_as_position(),
         c05_held_record_of_its_epoch_does_not_block(),
@@ -100,6 +101,7 @@ pub fn all() -> Vec<Trace> {
         c07_metadata_over_limit_leaves_out_window(),
         c08_held_until_old_partition_drained(),
         c08_unknown_assignment_counts_every_partition(),
+        c08_epochs_below_settled_not_waited_for(),
         c09_held_records_released_in_key_order(),
         c10_unstamped_and_keyless(),
         c10_unstamped_queues_behind_held_records(),
@@ -108,6 +110,7 @@ pub fn all() -> Vec<Trace> {
         c12_skip_passed(),
         c13_pause_and_resume_when_halved(),
         c13_stall_timeout_resumes(),
+        c13_resumed_at_half_of_max_held(),
         c14_split_label_of_unstamped_records(),
         c15_whole_to_split_waits_for_old_home(),
         c15_split_record_that_may_be_older_blocks_marker(),
@@ -482,6 +485,43 @@ fn c03_marker_applies_to_partition_assigned_later() -> Trace {
     t
 }
 
+fn c03_marker_applied_again_when_lease_read_again() -> Trace {
+    let mut t = trace(
+        "C03-marker-applied-again-when-lease-read-again",
+        "Y's marker of 2 ends at 2 on partition 2, not reached yet. Y's lease expires (start + 30 \
+         s): Y is no longer awaited and partition 2 drains 2 without it. Y renews its lease: it \
+         is awaited again (drained falls to 1) and its kept marker applies again, so once records \
+         0 and 1 are processed Y has passed 2 there and partition 2 drains 2 again.",
+        &[COLD],
+    );
+    two_epochs(&mut t, &[2]);
+    t.marker(Y, 2, &[0, 0, 2, 0]);
+    check(announced(t.next()).is_empty(), "C03", "not reached");
+    t.at(30_000).tick(LEASE_UNTIL);
+    let out = t.next();
+    check(
+        announced(out) == [(2, 2)],
+        "C03",
+        "Y expired: drained 2 without it",
+    );
+    t.lease(Y, 0, LEASE_UNTIL + 30_000, None);
+    let out = t.next();
+    check(
+        announced(out) == [(2, 1)],
+        "C03",
+        "Y awaited again: drained falls to 1",
+    );
+    t.record(2, 0, COLD, None);
+    t.record(2, 1, COLD, None);
+    let out = t.next();
+    check(
+        announced(out) == [(2, 2)],
+        "C03",
+        "the kept marker applied again is passed",
+    );
+    t
+}
+
 // ---------------------------------------------------------------------------------- C4
 
 fn c04_reached_when_position_at_end() -> Trace {
@@ -801,6 +841,34 @@ fn c08_unknown_assignment_counts_every_partition() -> Trace {
     t
 }
 
+fn c08_epochs_below_settled_not_waited_for() -> Trace {
+    let mut t = trace(
+        "C08-epochs-below-settled-not-waited-for",
+        "`hot` lives on partition 1 in epoch 1, on 3 in epoch 2, on 2 (this member's) in epoch 3. \
+         Every partition has drained 2, so the settled epoch `S` is 2. A record of `hot` stamped 3 \
+         on partition 2 waits for the homes of epochs `S`..2 only: partition 3. Partition 1 \
+         (epoch 1, below `S`) drained 2 but not 3, and is not waited for.",
+        &[HOT],
+    );
+    settled(&mut t, &doc(4, 1, &[(HOT, 1)], &[]), &[2]);
+    t.control(&doc(4, 2, &[(HOT, 3)], &[]));
+    t.marker(Y, 2, &[0; 4]);
+    t.next();
+    for p in [0, 1, 3] {
+        t.progress(p, 2);
+    }
+    t.control(&doc(4, 3, &[(HOT, 2)], &[]));
+    t.record(2, 0, HOT, Some(3));
+    t.progress(3, 3);
+    let out = t.next();
+    check(
+        delivered(out) == [(2, 0)],
+        "C08",
+        "released by partition 3 alone",
+    );
+    t
+}
+
 // ---------------------------------------------------------------------------------- C9
 
 fn c09_held_records_released_in_key_order() -> Trace {
@@ -1078,6 +1146,44 @@ fn c13_stall_timeout_resumes() -> Trace {
         "C13",
         "not paused again before halving",
     );
+    t
+}
+
+fn c13_resumed_at_half_of_max_held() -> Trace {
+    let cfg = Config {
+        max_held: 4,
+        ..Config::default()
+    };
+    let mut t = Trace::new(
+        "C13-resumed-at-half-of-max-held",
+        "`max_held` 4. Partition 2 holds 6 records stamped 2 before flow control runs: 2 of `a` \
+         (epoch-1 home partition 1), 1 of `b` (home 0), 3 of `c` (home 3); it is paused. As the \
+         old homes drain 2 one by one the buffer falls to 4, then 3: still paused (above \
+         `max_held` / 2 = 2); at 0 it is resumed.",
+        &[b"a", b"b", b"c"],
+        cfg,
+    );
+    settled(&mut t, &doc(4, 1, &[(b"a", 1), (b"c", 3)], &[]), &[2]);
+    t.control(&doc(4, 2, &[(b"a", 2), (b"b", 2), (b"c", 2)], &[]));
+    let keys: [&[u8]; 6] = [b"a", b"b", b"c", b"a", b"c", b"c"];
+    for (o, k) in (0_i64..).zip(keys) {
+        t.record(2, o, k, Some(2));
+    }
+    let out = t.at(100).tick(NOW_MS + 100);
+    check(out.effects == [Effect::Pause(2)], "C13", "paused at 6");
+    for (i, p) in [1, 0, 3].into_iter().enumerate() {
+        t.progress(p, 2);
+        t.next();
+        let out = t
+            .at(200 + 100 * i as u64)
+            .tick(NOW_MS + 200 + 100 * i as u64);
+        let resumed = out.effects == [Effect::Resume(2)];
+        check(
+            resumed == (p == 3),
+            "C13",
+            "resumed only at most max_held / 2",
+        );
+    }
     t
 }
 
