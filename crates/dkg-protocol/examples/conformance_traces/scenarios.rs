@@ -119,6 +119,7 @@ pub fn all() -> Vec<Trace> {
         c18_unplaced_record_whole_and_split_hooks(),
         c19_unknown_epoch_released_after_wait(),
         c19_unknown_epoch_becomes_known(),
+        c19_unknown_epoch_waits_behind_earlier_held_record(),
     ];
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
@@ -1429,5 +1430,36 @@ fn c19_unknown_epoch_becomes_known() -> Trace {
         "C19",
         "released when partition 1 drained 3",
     );
+    t
+}
+
+fn c19_unknown_epoch_waits_behind_earlier_held_record() -> Trace {
+    let mut t = trace(
+        "C19-unknown-epoch-waits-behind-earlier-held-record",
+        "`hot` moves from partition 1 to 2 at epoch 2. On partition 2, `hot` stamped 2 (offset 0) \
+         is held for partition 1, then `hot` stamped 5, an epoch never learnt (offset 1), is held \
+         too. At t = 10 s its bound is over, but it is released only after the earlier held \
+         record of its key (C9): both come out, in order, when partition 1 drains 2, and the \
+         unknown epoch is counted then.",
+        &[HOT],
+    );
+    two_epochs(&mut t, &[2]);
+    t.record(2, 0, HOT, Some(2));
+    let out = t.record(2, 1, HOT, Some(5));
+    check(held(out, 2) == 2, "C19", "both held");
+    let out = t.at(10_000).tick(NOW_MS + 10_000);
+    check(
+        held(out, 2) == 2 && out.anomalies.is_none(),
+        "C19",
+        "behind the earlier record of its key",
+    );
+    let out = t.at(12_000).progress(1, 2);
+    check(
+        out.anomalies.as_ref().is_some_and(|a| a.unknown_epoch == 1),
+        "C19",
+        "counted when released",
+    );
+    let out = t.next();
+    check(delivered(out) == [(2, 0), (2, 1)], "C19", "in order");
     t
 }
