@@ -22,6 +22,7 @@
 //!
 use std::time::Duration;
 
+use dkg_protocol::connection::is_connection_setting;
 use rdkafka::ClientContext;
 use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
@@ -203,39 +204,16 @@ where
         .map_err(|(e, _)| Error::Kafka(e))
 }
 
-/// Connection-level settings of `config` (bootstrap, security, sockets, client id), dropping
-/// producer- or consumer-specific ones, so the same user config can build the control-topic
+/// Connection-level settings of `config` (bootstrap, security, sockets, client id; the list is
+/// [`is_connection_setting`]'s), dropping producer- or consumer-specific ones, so the same user config can build the control-topic
 /// consumer and admin client.
 #[must_use]
 pub fn connection_config(config: &ClientConfig) -> ClientConfig {
-    const EXACT: &[&str] = &[
-        "bootstrap.servers",
-        "metadata.broker.list",
-        "security.protocol",
-        "client.rack",
-        "client.dns.lookup",
-        "log_level",
-        "log.connection.close",
-        "topic.metadata.refresh.interval.ms",
-    ];
-    const PREFIXES: &[&str] = &[
-        "ssl.",
-        "ssl_",
-        "sasl.",
-        "socket.",
-        "broker.",
-        "api.version",
-        "reconnect.backoff",
-        "retry.backoff",
-        "enable.ssl",
-        "enable.sasl",
-        "https.",
-    ];
     let mut out = ClientConfig::new();
     // Values through `get`: `config_map` masks passwords (rdkafka's sanitised view), which would
     // hand the control-topic clients "[sanitized for safety]" as their SASL password.
     for key in config.config_map().into_keys() {
-        if (EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p)))
+        if is_connection_setting(key)
             && let Some(value) = config.get(key)
         {
             out.set(key, value);
