@@ -34,7 +34,8 @@ mod fastcall;
 mod produce;
 mod table;
 
-/// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`.
+/// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`
+/// (`invalid` for a valid retraction or generation document: not an assignment).
 fn assignment_error(py: Python<'_>, e: &Error, data: &[u8]) -> PyErr {
     let err = AssignmentError::new_err(e.to_string());
     let reason = py.detach(|| book::decode_reason(data));
