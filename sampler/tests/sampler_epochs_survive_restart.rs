@@ -37,25 +37,13 @@ async fn epochs_continue_from_the_control_topic_after_every_restart() {
     create_topic(&bootstrap(), &topic, 4, &[]).await;
     publish_raw(&foreign_assignment(&topic, 41)).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
         keys: 1_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 5,
+        ..WorkloadSpec::zipf(&topic, 5)
     })
     .await;
 
     tokio::task::block_in_place(|| {
-        let once = || {
-            let mut s = Sampler::start("once", &topic, &["--once", "--interval-secs", "1"]);
-            let status = s.wait_exit(Duration::from_secs(60));
-            assert!(
-                status.success(),
-                "--once exits 0 after publishing: {status}\n{}",
-                s.log()
-            );
-        };
+        let once = || Sampler::run_once("once", &topic);
         once();
         assert_eq!(epochs(&read_control_topic(&topic, true)), vec![41, 42]);
         once();
@@ -188,12 +176,9 @@ async fn v2_setup(name: &str, seed: u64) -> (String, String, Workload) {
     let control = unique_topic(&format!("{name}-control"));
     create_topic(&bootstrap(), &topic, 4, &[]).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
         keys: 1_000,
-        records_per_second: 10_000,
         dkg: false,
-        seed,
+        ..WorkloadSpec::zipf(&topic, seed)
     })
     .await;
     (topic, control, workload)
