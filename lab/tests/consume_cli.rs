@@ -175,11 +175,11 @@ async fn every_record_once(protocol_args: &[&str]) {
     let produced = produce(&topic, 3000).await;
 
     tokio::task::block_in_place(|| {
-        let args: Vec<&str> = ["--members", "3", "--count", "3000", "--member-prefix", "m"]
-            .iter()
-            .chain(protocol_args)
-            .copied()
-            .collect();
+        let args = [
+            &["--members", "3", "--count", "3000", "--member-prefix", "m"][..],
+            protocol_args,
+        ]
+        .concat();
         let child = consume(&topic, &group, &args);
         let s = summary(&finish(child, &topic, Duration::from_secs(90)), &topic);
         assert_eq!(s.total, 3000, "{s:?}");
@@ -196,11 +196,7 @@ async fn every_record_once(protocol_args: &[&str]) {
     // gets the new records and none of the old ones (which would show in the per-partition counts).
     let more = produce(&topic, 200).await;
     tokio::task::block_in_place(|| {
-        let args: Vec<&str> = ["--count", "200"]
-            .iter()
-            .chain(protocol_args)
-            .copied()
-            .collect();
+        let args = [&["--count", "200"][..], protocol_args].concat();
         let child = consume(&topic, &group, &args);
         let again = summary(&finish(child, &topic, Duration::from_secs(60)), &topic);
         assert_eq!(again.total, 200, "{again:?}");

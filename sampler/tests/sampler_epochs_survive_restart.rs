@@ -130,26 +130,17 @@ fn once_v2(topic: &str, control: &str) {
 
 /// `dkg-sampler retract --control-format <format>` on `control`; exits 0, its stdout.
 fn retract(topic: &str, control: &str, format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
-        .args([
-            "retract",
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--topic",
-            topic,
-        ])
-        .args(["--control-topic", control, "--control-format", format])
-        .env("DKG_LOG", "warn")
-        .output()
-        .expect("run dkg-sampler retract");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "retract: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+    cmd.args([
+        "retract",
+        "--bootstrap-servers",
+        &bootstrap(),
+        "--topic",
+        topic,
+    ])
+    .args(["--control-topic", control, "--control-format", format])
+    .env("DKG_LOG", "warn");
+    dkg_testkit::process::run_ok(&mut cmd, "dkg-sampler retract")
 }
 
 fn client() -> ClientConfig {

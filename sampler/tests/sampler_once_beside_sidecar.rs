@@ -41,13 +41,7 @@ async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {
     });
 
     grow_partitions(&topic, 5).await;
-    let grown = tokio::task::block_in_place(|| {
-        wait_for(
-            "the sidecar's assignment for 5 partitions",
-            Duration::from_secs(90),
-            || s.assignment().filter(|a| a.partitions() == 5),
-        )
-    });
+    let grown = tokio::task::block_in_place(|| s.wait_assignment_for(5, Duration::from_secs(90)));
     assert!(grown.epoch() > once_epoch, "above the one-shot epoch");
     let published = read_control_topic(&topic, true);
     assert_strictly_increasing(&epochs(&published));

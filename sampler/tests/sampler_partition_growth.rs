@@ -17,13 +17,7 @@ async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_coun
 
     grow_partitions(&topic, 6).await;
 
-    let grown = tokio::task::block_in_place(|| {
-        wait_for(
-            "an assignment for 6 partitions",
-            Duration::from_secs(60),
-            || s.assignment().filter(|a| a.partitions() == 6),
-        )
-    });
+    let grown = tokio::task::block_in_place(|| s.wait_assignment_for(6, Duration::from_secs(60)));
     assert!(grown.epoch() > first.epoch());
     let log = s.log();
     assert!(log.contains("partition count changed"), "{log}");

@@ -182,7 +182,6 @@ impl Sampler {
         find(&self.metrics(), name, labels)
     }
 
-    /// `/assignment`, parsed (None on 404).
     /// Wait (blocking) until the sampler serves an assignment; `timeout` is a fault's bound.
     pub fn wait_assignment(&self, timeout: Duration) -> Assignment {
         wait_for("the sampler's first assignment", timeout, || {
@@ -190,6 +189,16 @@ impl Sampler {
         })
     }
 
+    /// Wait (blocking) until the sampler serves an assignment for `partitions` partitions.
+    pub fn wait_assignment_for(&self, partitions: u32, timeout: Duration) -> Assignment {
+        wait_for(
+            &format!("the sampler's assignment for {partitions} partitions"),
+            timeout,
+            || self.assignment().filter(|a| a.partitions() == partitions),
+        )
+    }
+
+    /// `/assignment`, parsed (None on 404).
     pub fn assignment(&self) -> Option<Assignment> {
         match self.get("/assignment")? {
             (200, body) => {
