@@ -12,14 +12,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use rdkafka::ClientConfig;
+use dkg_testkit::broker::client_config;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// Produce `n` keyed records (skewed: key `i % 97`, then `i % 7` for every third) with a plain
 /// producer; returns the records per partition from the delivery reports.
 async fn produce(topic: &str, n: u32) -> BTreeMap<i32, u64> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
+    let producer: FutureProducer = client_config(&bootstrap())
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .create()
