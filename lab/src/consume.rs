@@ -33,11 +33,11 @@ use clap::Parser;
 use dkg_core::imbalance;
 use dkg_partitioner::DkgConsumer;
 use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
-use rdkafka::config::ClientConfig;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use dkg_sampler::cli::{BadKafkaConfig, KafkaConfigArgs};
+use crate::connection::Connection;
+use dkg_sampler::cli::BadKafkaConfig;
 
 /// Debt below which a member does not sleep (see the module docs).
 pub const SLEEP_QUANTUM: Duration = Duration::from_millis(5);
@@ -49,13 +49,8 @@ pub const SLEEP_QUANTUM: Duration = Duration::from_millis(5);
                   dkg-lab consume --bootstrap-servers 127.0.0.1:9092 --topic orders --members 12 --work-us 4000 --metrics-addr 127.0.0.1:9102"
 )]
 pub struct Args {
-    /// Kafka bootstrap servers (host:port[,host:port...]).
-    #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
-    pub bootstrap_servers: String,
-
-    /// Extra librdkafka settings for every client (security, timeouts).
     #[command(flatten)]
-    pub kafka: KafkaConfigArgs,
+    pub connection: Connection,
 
     /// The topic to consume.
     #[arg(long, env = "DKG_TOPIC")]
@@ -147,10 +142,7 @@ pub enum ConsumeError {
 
 /// Run `consume`.
 pub fn run(args: Args) -> Result<(), ConsumeError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     runtime.block_on(consume(args))
 }
 
@@ -311,11 +303,9 @@ async fn build_members(
             .filter(|h| !h.trim().is_empty())
             .unwrap_or_else(|| format!("consume-{}", std::process::id()))
     });
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", &args.bootstrap_servers)
-        .set("auto.offset.reset", &args.auto_offset_reset);
-    args.kafka.apply(&mut config)?;
+    let config = args
+        .connection
+        .client_config(&[("auto.offset.reset", &args.auto_offset_reset)])?;
     let mut builds = Vec::new();
     for i in 0..args.members {
         let name = format!("{prefix}-{i}");

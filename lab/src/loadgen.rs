@@ -31,7 +31,8 @@ use rdkafka::types::RDKafkaErrorCode;
 use tracing::info;
 
 use super::simulate::ValueBytes;
-use dkg_sampler::cli::{BadKafkaConfig, KafkaConfigArgs};
+use crate::connection::Connection;
+use dkg_sampler::cli::BadKafkaConfig;
 use dkg_sampler::workload::ZipfKeys;
 
 /// Produce Zipf-skewed records and print how they spread over the partitions.
@@ -42,13 +43,8 @@ use dkg_sampler::workload::ZipfKeys;
                   dkg-lab loadgen --bootstrap-servers 127.0.0.1:9092 --topic orders --alpha 1.0 --keys 1000 --count 100000 --rate 5000 --create-partitions 12"
 )]
 pub struct Args {
-    /// Kafka bootstrap servers (host:port[,host:port...]).
-    #[arg(long, env = "DKG_BOOTSTRAP_SERVERS")]
-    pub bootstrap_servers: String,
-
-    /// Extra librdkafka settings for every client (security, timeouts).
     #[command(flatten)]
-    pub kafka: KafkaConfigArgs,
+    pub connection: Connection,
 
     /// The topic to produce to.
     #[arg(long, env = "DKG_TOPIC")]
@@ -243,10 +239,7 @@ fn kafka(what: impl Into<String>) -> impl FnOnce(KafkaError) -> LoadgenError {
 
 /// Run `loadgen`.
 pub fn run(args: Args) -> Result<(), LoadgenError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     runtime.block_on(generate(args))
 }
 
@@ -365,9 +358,7 @@ async fn generate(args: Args) -> Result<(), LoadgenError> {
                 args.keys, args.alpha
             ),
         })?;
-    let mut user_config = ClientConfig::new();
-    user_config.set("bootstrap.servers", &args.bootstrap_servers);
-    args.kafka.apply(&mut user_config)?;
+    let user_config = args.connection.client_config(&[])?;
     let partitions = ensure_topic(&args, &user_config).await?;
     let registry = prometheus::Registry::new();
     let delivered = match args.metrics_addr {
@@ -582,7 +573,7 @@ async fn ensure_topic(args: &Args, config: &ClientConfig) -> Result<u32, Loadgen
             .fetch_metadata(Some(&args.topic), Duration::from_secs(10))
             .map_err(kafka(format!(
                 "reading metadata of {:?} from {}",
-                args.topic, args.bootstrap_servers
+                args.topic, args.connection.bootstrap_servers
             )))?;
         Ok(md
             .topics()
@@ -599,7 +590,7 @@ async fn ensure_topic(args: &Args, config: &ClientConfig) -> Result<u32, Loadgen
     let Some(partitions) = args.create_partitions else {
         return Err(LoadgenError::MissingTopic {
             topic: args.topic.clone(),
-            bootstrap: args.bootstrap_servers.clone(),
+            bootstrap: args.connection.bootstrap_servers.clone(),
         });
     };
     // Wait until the metadata shows it, so the first records do not race the creation.

@@ -16,12 +16,21 @@ use clap::{Parser, Subcommand};
 use dkg_sampler::cli;
 
 mod children;
+mod connection;
 mod consume;
 mod demo;
 mod e2e;
 mod loadgen;
 mod simulate;
 mod soak;
+
+/// The async runtime the Kafka-driving tools run on: two worker threads.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
 
 /// The DKG lab: simulations, load generators, consumer groups, the live demo, the end-to-end benchmark
 /// and the soak. The sidecar is `dkg-sampler run`.

@@ -307,10 +307,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     std::fs::create_dir_all(&args.out_dir)
         .with_context(|| format!("creating {}", args.out_dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &args.bootstrap_servers);
     args.kafka.apply(&mut config)?;

@@ -12,14 +12,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use rdkafka::ClientConfig;
+use dkg_testkit::broker::client_config;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// Produce `n` keyed records (skewed: key `i % 97`, then `i % 7` for every third) with a plain
 /// producer; returns the records per partition from the delivery reports.
 async fn produce(topic: &str, n: u32) -> BTreeMap<i32, u64> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
+    let producer: FutureProducer = client_config(&bootstrap())
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .create()
@@ -175,11 +174,11 @@ async fn every_record_once(protocol_args: &[&str]) {
     let produced = produce(&topic, 3000).await;
 
     tokio::task::block_in_place(|| {
-        let args: Vec<&str> = ["--members", "3", "--count", "3000", "--member-prefix", "m"]
-            .iter()
-            .chain(protocol_args)
-            .copied()
-            .collect();
+        let args = [
+            &["--members", "3", "--count", "3000", "--member-prefix", "m"][..],
+            protocol_args,
+        ]
+        .concat();
         let child = consume(&topic, &group, &args);
         let s = summary(&finish(child, &topic, Duration::from_secs(90)), &topic);
         assert_eq!(s.total, 3000, "{s:?}");
@@ -196,11 +195,7 @@ async fn every_record_once(protocol_args: &[&str]) {
     // gets the new records and none of the old ones (which would show in the per-partition counts).
     let more = produce(&topic, 200).await;
     tokio::task::block_in_place(|| {
-        let args: Vec<&str> = ["--count", "200"]
-            .iter()
-            .chain(protocol_args)
-            .copied()
-            .collect();
+        let args = [&["--count", "200"][..], protocol_args].concat();
         let child = consume(&topic, &group, &args);
         let again = summary(&finish(child, &topic, Duration::from_secs(60)), &topic);
         assert_eq!(again.total, 200, "{again:?}");

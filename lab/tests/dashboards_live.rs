@@ -16,8 +16,7 @@
 mod dashboards_common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use dashboards_common::{
     Macros, PanelQuery, dashboards, queries, read_yaml, repo_root, substitute, variables,
 };
+use dkg_testkit::process::http_get_with_head;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -173,25 +173,6 @@ fn create_topics(bootstrap: &str, topics: &[&str], partitions: u32) {
 // HTTP
 // ------------------------------------------------------------------------------------------------------
 
-fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Ok((code, head.to_string(), body.to_string()))
-}
-
 fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -209,8 +190,8 @@ struct Prometheus {
 
 impl Prometheus {
     fn api(&self, path: &str) -> Json {
-        let (code, _, body) =
-            http_get(self.addr, path).unwrap_or_else(|e| panic!("Prometheus {path}: {e}"));
+        let (code, _, body) = http_get_with_head(self.addr, path)
+            .unwrap_or_else(|e| panic!("Prometheus {path}: {e}"));
         serde_json::from_str(&body)
             .unwrap_or_else(|e| panic!("Prometheus {path}: HTTP {code}, not JSON ({e}): {body}"))
     }
@@ -398,7 +379,7 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
         "Prometheus ready",
         Duration::from_secs(60),
         &mut procs,
-        || http_get(prom_addr, "/-/ready").is_ok_and(|(code, _, _)| code == 200),
+        || http_get_with_head(prom_addr, "/-/ready").is_ok_and(|(code, _, _)| code == 200),
     );
 
     // Samplers first (the DKG loadgen depends on the sampler in compose too), then the consumer groups
@@ -431,7 +412,7 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
                 &format!("{name} /healthz"),
                 Duration::from_secs(60),
                 &mut procs,
-                || http_get(addr, "/healthz").is_ok_and(|(code, _, _)| code == 200),
+                || http_get_with_head(addr, "/healthz").is_ok_and(|(code, _, _)| code == 200),
             );
         }
     }
@@ -443,11 +424,11 @@ fn every_dashboard_query_parses_and_returns_data_from_the_live_stack() {
             Duration::from_secs(60),
             &mut procs,
             || {
-                http_get(*addr, "/metrics")
+                http_get_with_head(*addr, "/metrics")
                     .is_ok_and(|(code, _, body)| code == 200 && body.contains("\ndkg_"))
             },
         );
-        let (code, head, body) = http_get(*addr, "/metrics").unwrap();
+        let (code, head, body) = http_get_with_head(*addr, "/metrics").unwrap();
         assert_eq!(code, 200, "{name} /metrics");
         let ct = head
             .lines()

@@ -6,20 +6,14 @@
 //! bound and predicted limit match the reported ones, and under Zipf 1.0 DKG's largest partition
 //! share is below hash's. A missing broker fails the test (`dkg_testkit::broker::bootstrap`).
 
-use std::process::Command;
+mod common;
 
-use dkg_testkit::broker::{bootstrap, unique_topic};
+use common::{lab, num, read_json, run_ok};
 use serde_json::Value;
 
 const PARTITIONS: u32 = 4;
 const CAPACITY: f64 = 500.0;
 const BISECT: usize = 1;
-
-fn f(v: &Value, what: &str) -> f64 {
-    v[what]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{what} is not a number in {v}"))
-}
 
 /// `spread` (median and min over the two (b) rounds) is of the rounds' DKG/hash ratios of the
 /// per-round values `sides` (hash's, then DKG's).
@@ -31,8 +25,8 @@ fn assert_round_ratios(spread: &Value, sides: &[Vec<f64>]) {
         .collect();
     ratios.sort_by(f64::total_cmp);
     assert_eq!(spread["rounds"], 2, "{spread}");
-    assert!((f(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
-    assert!((f(spread, "min") - ratios[0]).abs() < 1e-9);
+    assert!((num(spread, "median") - (ratios[0] + ratios[1]) / 2.0).abs() < 1e-9);
+    assert!((num(spread, "min") - ratios[0]).abs() < 1e-9);
 }
 
 fn imbalance(counts: &[u64]) -> f64 {
@@ -43,17 +37,8 @@ fn imbalance(counts: &[u64]) -> f64 {
 
 #[test]
 fn e2e_runs_end_to_end_and_its_json_is_consistent() {
-    let prefix = unique_topic("e2e");
-    let out = std::env::temp_dir().join(&prefix);
-    let output = Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
-        .arg("e2e")
-        .args([
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--topic-prefix",
-            &prefix,
-        ])
-        .args(["--zipf", "1.0", "--partitions", &PARTITIONS.to_string()])
+    let (mut cmd, out) = lab("e2e", "e2e");
+    cmd.args(["--zipf", "1.0", "--partitions", &PARTITIONS.to_string()])
         .args(["--keys", "1000", "--learn-records", "20000"])
         .args(["--member-capacity-rps", &CAPACITY.to_string()])
         .args(["--step-secs", "2", "--bisect-steps", &BISECT.to_string()])
@@ -69,22 +54,10 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
             "2",
             "--overload-secs",
             "1",
-        ])
-        .arg("--out-dir")
-        .arg(&out)
-        .env("DKG_LOG", "warn")
-        .output()
-        .expect("running dkg-lab e2e");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "e2e failed: {}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+        ]);
+    let stdout = run_ok(&mut cmd, "dkg-lab e2e");
     assert!(stdout.contains("capacity ratio DKG/hash"), "{stdout}");
-    let json = std::fs::read_to_string(out.join("e2e-zipf1-p4.json")).expect("the JSON");
-    let r: Value = serde_json::from_str(&json).expect("valid JSON");
+    let r = read_json(&out.join("e2e-zipf1-p4.json"));
     let png = std::fs::read(out.join("e2e-zipf1-p4.png")).expect("the PNG");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
 
@@ -95,7 +68,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
     let mut imbalances = Vec::new();
     for side in ["hash", "dkg"] {
         let s = &r[side];
-        let cap = f(s, "capacity_rps");
+        let cap = num(s, "capacity_rps");
         assert!(
             cap >= CAPACITY && cap < total * 1.05,
             "{side} capacity {cap}"
@@ -109,9 +82,9 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         assert_eq!(counts.len(), PARTITIONS as usize);
         let sum: u64 = counts.iter().sum();
         assert!(sum > 0, "{side}: no records");
-        assert!((f(s, "imbalance") - imbalance(&counts)).abs() < 1e-9);
+        assert!((num(s, "imbalance") - imbalance(&counts)).abs() < 1e-9);
         let share = *counts.iter().max().expect("a partition") as f64 / sum as f64;
-        assert!((f(s, "max_share") - share).abs() < 1e-9);
+        assert!((num(s, "max_share") - share).abs() < 1e-9);
         max_share.push(share);
         imbalances.push(imbalance(&counts));
         let steps = s["steps"].as_array().expect("steps");
@@ -127,15 +100,15 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
             steps
                 .iter()
                 .filter(|p| p["phase"] == "at_70pct_hash")
-                .map(|p| f(&p["latency_ms"], what))
+                .map(|p| num(&p["latency_ms"], what))
                 .collect()
         };
         b_p99.push(b_rounds("p99"));
         b_worst.push(b_rounds("worst_partition_p99"));
-        let worst = |p: &Value| f(&p["latency_ms"], "worst_partition_p99");
+        let worst = |p: &Value| num(&p["latency_ms"], "worst_partition_p99");
         for p in steps {
             assert!(
-                f(p, "achieved_rps") > 0.0 && p["ack_tail_ms"].as_u64().is_some(),
+                num(p, "achieved_rps") > 0.0 && p["ack_tail_ms"].as_u64().is_some(),
                 "{side}: the step's pace is reported: {p}"
             );
             // The worst partition is a partition of the topic (or -1 with too few records), and its
@@ -144,7 +117,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
             let wp = l["worst_partition"].as_i64().expect("a worst partition");
             assert!((-1..i64::from(PARTITIONS)).contains(&wp), "{side}: {p}");
             if wp >= 0 {
-                assert!(worst(p) <= f(l, "max"), "{side}: {p}");
+                assert!(worst(p) <= num(l, "max"), "{side}: {p}");
             }
             assert!(
                 p["latency_ms"]["count"].as_u64().expect("a count") > 0,
@@ -155,7 +128,7 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         let sustained = steps
             .iter()
             .filter(|p| p["phase"] == "capacity" && p["sustained"] == true)
-            .map(|p| f(p, "offered_rps"))
+            .map(|p| num(p, "offered_rps"))
             .fold(CAPACITY, f64::max);
         assert!(
             (cap - sustained).abs() < 1e-6,
@@ -168,19 +141,22 @@ fn e2e_runs_end_to_end_and_its_json_is_consistent() {
         max_share[1],
         max_share[0]
     );
-    let (hash_cap, dkg_cap) = (f(&r["hash"], "capacity_rps"), f(&r["dkg"], "capacity_rps"));
-    assert!((f(&r, "ratio") - dkg_cap / hash_cap).abs() < 1e-9);
-    let p1 = f(&r, "top_key_share");
+    let (hash_cap, dkg_cap) = (
+        num(&r["hash"], "capacity_rps"),
+        num(&r["dkg"], "capacity_rps"),
+    );
+    assert!((num(&r, "ratio") - dkg_cap / hash_cap).abs() < 1e-9);
+    let p1 = num(&r, "top_key_share");
     assert!(
         p1 > 0.05 && p1 < 0.3,
         "top key share {p1} (Zipf 1.0 over 1,000 keys: about 0.13)"
     );
     let bound = (f64::from(PARTITIONS) * p1).max(1.0) - 1.0;
-    assert!((f(&r, "key_grouping_bound") - bound).abs() < 1e-9);
+    assert!((num(&r, "key_grouping_bound") - bound).abs() < 1e-9);
     let limit = (1.0 + imbalances[0]) / (1.0 + bound);
-    assert!((f(&r, "predicted_limit") - limit).abs() < 1e-9);
-    assert!((f(&r, "at_70pct_hash_rps") - 0.7 * hash_cap).abs() < 1e-6);
-    assert!((f(&r, "at_70pct_dkg_rps") - 0.7 * dkg_cap).abs() < 1e-6);
+    assert!((num(&r, "predicted_limit") - limit).abs() < 1e-9);
+    assert!((num(&r, "at_70pct_hash_rps") - 0.7 * hash_cap).abs() < 1e-6);
+    assert!((num(&r, "at_70pct_dkg_rps") - 0.7 * dkg_cap).abs() < 1e-6);
     assert_round_ratios(&r["at_70pct_hash_p99_ratio"], &b_p99);
     assert_round_ratios(&r["at_70pct_hash_worst_partition_p99_ratio"], &b_worst);
     let _ = std::fs::remove_dir_all(&out);

@@ -4,34 +4,18 @@
 //! exactly once on the partition its epoch names. A missing broker fails the test
 //! (`dkg_testkit::broker::bootstrap`).
 
-use std::process::Command;
+mod common;
 
-use dkg_testkit::broker::{bootstrap, unique_topic};
-use serde_json::Value;
+use common::{count, lab, read_json, run_ok};
 
 const SECS: u64 = 12;
 const RATE: u64 = 300;
 const PRODUCERS: u64 = 2;
 
-fn n(v: &Value, what: &str) -> u64 {
-    v[what]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{what} is not a count in {v}"))
-}
-
 #[test]
 fn a_short_soak_loses_duplicates_and_misplaces_nothing() {
-    let prefix = unique_topic("soak");
-    let out = std::env::temp_dir().join(&prefix);
-    let output = Command::new(env!("CARGO_BIN_EXE_dkg-lab"))
-        .arg("soak")
-        .args([
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--topic-prefix",
-            &prefix,
-        ])
-        .args(["--duration-secs", &SECS.to_string()])
+    let (mut cmd, out) = lab("soak", "soak");
+    cmd.args(["--duration-secs", &SECS.to_string()])
         .args(["--producers", &PRODUCERS.to_string()])
         .args(["--rate-per-producer", &RATE.to_string()])
         .args(["--partitions", "6", "--keys", "2000"])
@@ -44,30 +28,18 @@ fn a_short_soak_loses_duplicates_and_misplaces_nothing() {
             "--drain-timeout-secs",
             "60",
         ])
-        .arg("--out-dir")
-        .arg(&out)
-        .env("DKG_LOG", "warn")
         // The sidecar under soak is the product binary, which cargo builds for the lab's tests only
         // when asked to.
         .env(
             "DKG_SAMPLER_BIN",
             dkg_testkit::process::workspace_bin("dkg-sampler"),
-        )
-        .output()
-        .expect("running dkg-lab soak");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "soak failed: {}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json = std::fs::read_to_string(out.join("soak.json")).expect("soak.json");
-    let r: Value = serde_json::from_str(&json).expect("valid JSON");
+        );
+    run_ok(&mut cmd, "dkg-lab soak");
+    let r = read_json(&out.join("soak.json"));
     let v = &r["verdict"];
     let expected = SECS * RATE * PRODUCERS;
-    assert_eq!(n(v, "expected"), expected, "{v}");
-    assert_eq!(n(v, "read"), expected, "{v}");
+    assert_eq!(count(v, "expected"), expected, "{v}");
+    assert_eq!(count(v, "read"), expected, "{v}");
     for bad in [
         "lost",
         "duplicated",
@@ -75,10 +47,10 @@ fn a_short_soak_loses_duplicates_and_misplaces_nothing() {
         "unknown_epoch",
         "foreign",
     ] {
-        assert_eq!(n(v, bad), 0, "{bad}: {v}");
+        assert_eq!(count(v, bad), 0, "{bad}: {v}");
     }
     // The sampler published, and the producers followed: records placed by an assignment exist.
-    assert!(n(&r, "epochs_published") >= 1, "{r}");
+    assert!(count(&r, "epochs_published") >= 1, "{r}");
     let by_assignment: u64 = v["per_epoch"]
         .as_object()
         .expect("per_epoch")

@@ -11,11 +11,11 @@ mod common;
 use std::time::Duration;
 
 use common::producer::{
-    client_config, constant_assignment, metric_value, publish_raw, raw_publisher, wait_for_epoch,
+    ControlledTopic, client_config, constant_assignment, metric_value, publish_raw, wait_for_epoch,
     wait_until,
 };
 use dkg_core::MAX_ASSIGNMENT_BYTES;
-use dkg_partitioner::kafka::control::{RejectReason, publish_assignment};
+use dkg_partitioner::kafka::control::RejectReason;
 use dkg_partitioner::kafka::epoch_of;
 use dkg_partitioner::kafka::metrics::OTHER_TOPIC;
 use dkg_partitioner::{DkgProducer, EpochHeader};
@@ -26,29 +26,17 @@ const PARTITIONS: u32 = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_rejects_hostile_assignments() {
-    let bootstrap = common::bootstrap();
-    let topic = common::unique_topic("hostile");
+    let t = ControlledTopic::new("hostile", PARTITIONS).await;
     let other_topic = common::unique_topic("hostile-other");
-    let control = common::unique_topic("hostile-control");
-    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
 
     let registry = prometheus::Registry::new();
-    let producer = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
-        .epoch_header(EpochHeader::All)
-        .metrics(&registry)
-        .build()
-        .await
-        .unwrap();
+    let producer = t.producer(EpochHeader::All, &registry).await;
+    let (bootstrap, topic, control) = (t.bootstrap.clone(), t.topic.clone(), t.control.clone());
     let router = producer.router().clone();
-    let publisher = raw_publisher(&bootstrap);
 
     // The last good assignment: everything on partition 3, epoch 5.
     let good = constant_assignment(&topic, PARTITIONS, 5, 3, &[]);
-    publish_assignment(&publisher, &control, &good, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&good, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 5).await;
 
     let good_json = String::from_utf8(good.to_json()).unwrap();
@@ -86,11 +74,11 @@ async fn producer_rejects_hostile_assignments() {
         (key, &oversize, RejectReason::Oversize),
     ];
     for (k, v, _) in &hostile {
-        publish_raw(&publisher, &control, *k, Some(v)).await;
+        publish_raw(&t.publisher, &control, *k, Some(v)).await;
     }
     // Another producer's topic: its bad record counts here under "(other)", not under `topic`.
     publish_raw(
-        &publisher,
+        &t.publisher,
         &control,
         Some(other_topic.as_bytes()),
         Some(b"{\"format\""),
@@ -183,9 +171,7 @@ async fn producer_rejects_hostile_assignments() {
 
     // The reader is alive: a valid newer epoch is still adopted after all that.
     let next = constant_assignment(&topic, PARTITIONS, 6, 1, &[]);
-    publish_assignment(&publisher, &control, &next, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&next, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 6).await;
     assert_eq!(router.route(&topic, b"x").partition, Some(1));
 

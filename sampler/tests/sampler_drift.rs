@@ -43,12 +43,8 @@ async fn sampler_follows_drift_and_holds_still_on_a_stable_distribution() {
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start_held(
         WorkloadSpec {
-            topic: topic.clone(),
-            alpha: 1.0,
-            keys: 10_000,
             records_per_second: 20_000,
-            dkg: true,
-            seed: 7,
+            ..WorkloadSpec::zipf(&topic, 7)
         },
         HELD,
     )

@@ -10,34 +10,14 @@ use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_partitions_lead_to_a_new_window_and_an_assignment_for_the_new_count() {
-    let topic = unique_topic("sampler-growth");
-    create_topic(&bootstrap(), &topic, 3, &[]).await;
-    let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 10_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 13,
-    })
-    .await;
+    let (topic, workload) = topic_with_workload("sampler-growth", 3, 13).await;
     let s = Sampler::start("growth", &topic, &["--interval-secs", "1"]);
-    let first = tokio::task::block_in_place(|| {
-        wait_for("the first assignment", Duration::from_secs(30), || {
-            s.assignment()
-        })
-    });
+    let first = tokio::task::block_in_place(|| s.wait_assignment(Duration::from_secs(30)));
     assert_eq!(first.partitions(), 3);
 
     grow_partitions(&topic, 6).await;
 
-    let grown = tokio::task::block_in_place(|| {
-        wait_for(
-            "an assignment for 6 partitions",
-            Duration::from_secs(60),
-            || s.assignment().filter(|a| a.partitions() == 6),
-        )
-    });
+    let grown = tokio::task::block_in_place(|| s.wait_assignment_for(6, Duration::from_secs(60)));
     assert!(grown.epoch() > first.epoch());
     let log = s.log();
     assert!(log.contains("partition count changed"), "{log}");

@@ -9,6 +9,7 @@
 //! - [`sasl`] (feature `kafka`): the SASL/SCRAM broker of `scripts/kafka sasl` with ACLs enforced,
 //!   for the least-privilege tests: SCRAM users, ACL grants, the documented ACL set of every role.
 //! - [`fixtures`]: valid `Assignment`s and their parts for tests.
+//! - [`send`] (feature `kafka`): producing with a bounded window of deliveries in flight.
 //! - [`process`]: child processes with their output in a log file (printed when a test fails), free
 //!   local ports, a minimal HTTP GET, polling with a deadline.
 //!
@@ -23,3 +24,5 @@ pub mod fixtures;
 pub mod process;
 #[cfg(feature = "kafka")]
 pub mod sasl;
+#[cfg(feature = "kafka")]
+pub mod send;

@@ -176,6 +176,22 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// Run `cmd` to its end; assert it exits 0 (its status, stdout and stderr in the message, `what`
+/// naming it); its stdout.
+pub fn run_ok(cmd: &mut Command, what: &str) -> String {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 pub fn free_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind :0");
@@ -185,8 +201,14 @@ pub fn free_addr() -> SocketAddr {
 /// `GET path` on `addr`: (status, body). Plain HTTP/1.1 over std, no client dependency; a chunked body
 /// is decoded.
 pub fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    http_get_with_head(addr, path).map(|(status, _, body)| (status, body))
+}
+
+/// [`http_get`] with the response's head (status line and headers) too: (status, head, body).
+/// The read timeout (10 s) allows for a Prometheus query on a busy machine.
+pub fn http_get_with_head(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
@@ -208,7 +230,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> 
     } else {
         body.to_owned()
     };
-    Ok((status, body))
+    Ok((status, head.to_owned(), body))
 }
 
 fn dechunk(mut body: &str) -> String {

@@ -193,11 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = crate::runtime().context("starting the async runtime")?;
     let result = runtime.block_on(drive::bench(&args, run_id))?;
     let stem = format!("e2e-zipf{}-p{}", args.zipf, args.partitions);
     let json_path = args.out_dir.join(format!("{stem}.json"));

@@ -293,6 +293,10 @@ pub fn write_table(
     Ok(())
 }
 
+/// A column an algorithm has only in some runs: its suffix, whether a row has it, its legend for
+/// an algorithm's name.
+type OptionalColumn = (&'static str, fn(&Row) -> bool, fn(&str) -> String);
+
 /// Writes the legend of the table [`write_table`] writes for the same rows: one `#` line per column
 /// after `k`, so a reader needs no documentation to read it.
 pub fn write_legend(
@@ -312,30 +316,29 @@ pub fn write_legend(
     for a in algorithms {
         writeln!(out, "#   {:<width$}  {}", a.name(), a.explained())?;
     }
-    for a in algorithms {
-        if rows
-            .iter()
-            .any(|r| r.algorithm == *a && r.lambda_bytes_mean_pct().is_some())
-        {
-            let name = format!("{}:bytes", a.name());
-            writeln!(
-                out,
-                "#   {name:<width$}  {}'s lambda over bytes (key + value sizes) instead of records",
-                a.name()
-            )?;
-        }
-    }
-    for a in algorithms {
-        if rows
-            .iter()
-            .any(|r| r.algorithm == *a && r.split_keys_mean().is_some())
-        {
-            let name = format!("{}:split", a.name());
-            writeln!(
-                out,
-                "#   {name:<width$}  a COUNT, not a percentage: keys whose records {} sent to several partitions (mean over seeds)",
-                a.name()
-            )?;
+    // The columns an algorithm has only in some runs: `<name>:<suffix>`, legend line by line.
+    let optional: [OptionalColumn; 2] = [
+        (
+            "bytes",
+            |r| r.lambda_bytes_mean_pct().is_some(),
+            |name| format!("{name}'s lambda over bytes (key + value sizes) instead of records"),
+        ),
+        (
+            "split",
+            |r| r.split_keys_mean().is_some(),
+            |name| {
+                format!(
+                    "a COUNT, not a percentage: keys whose records {name} sent to several partitions (mean over seeds)"
+                )
+            },
+        ),
+    ];
+    for (suffix, present, explained) in optional {
+        for a in algorithms {
+            if rows.iter().any(|r| r.algorithm == *a && present(r)) {
+                let column = format!("{}:{suffix}", a.name());
+                writeln!(out, "#   {column:<width$}  {}", explained(a.name()))?;
+            }
         }
     }
     Ok(())

@@ -314,7 +314,14 @@ impl ControlTopicReader {
             let mut reread = false;
             let read = reader
                 .read_to_end(timeout, |offset, key, value| {
-                    let record = apply_quietly(book, &control_topic, offset, key, value);
+                    let record = apply(
+                        book,
+                        &control_topic,
+                        offset,
+                        key,
+                        value,
+                        Rejects::Summarised,
+                    );
                     rejected.add(&record);
                     reread |= rereads(&record);
                     on_record(&record);
@@ -348,7 +355,9 @@ impl ControlTopicReader {
         let Self { reader, book } = self;
         let control_topic = reader.topic().to_owned();
         let record = reader
-            .next(|offset, key, value| apply(book, &control_topic, offset, key, value))
+            .next(|offset, key, value| {
+                apply(book, &control_topic, offset, key, value, Rejects::Logged)
+            })
             .await;
         if rereads(&record) {
             if let Err(e) = reader.rewind() {
@@ -419,20 +428,11 @@ fn rereads(record: &ControlRecord) -> bool {
     matches!(record.update, ControlUpdate::Reset { reread: true, .. })
 }
 
-/// [`apply`] without the per-record warning of a rejected record (the catch-up summarises them).
-fn apply_quietly(
-    book: &mut AssignmentBook,
-    control_topic: &str,
-    offset: i64,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-) -> ControlRecord {
-    let update = book.apply(key, value);
-    if matches!(update, ControlUpdate::Rejected { .. }) {
-        return ControlRecord { offset, update };
-    }
-    log_update(control_topic, offset, &update);
-    ControlRecord { offset, update }
+/// Whether [`apply`] logs a rejected record: not in a catch-up, which summarises them.
+#[derive(Clone, Copy)]
+enum Rejects {
+    Logged,
+    Summarised,
 }
 
 /// Apply one record to `book` and log what it did.
@@ -442,9 +442,13 @@ fn apply(
     offset: i64,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
+    rejects: Rejects,
 ) -> ControlRecord {
     let update = book.apply(key, value);
-    log_update(control_topic, offset, &update);
+    let rejected = matches!(update, ControlUpdate::Rejected { .. });
+    if !rejected || matches!(rejects, Rejects::Logged) {
+        log_update(control_topic, offset, &update);
+    }
     ControlRecord { offset, update }
 }
 
@@ -504,12 +508,13 @@ mod tests {
             (b"orders", b"null"),
         ];
         for (offset, (key, value)) in (0_i64..).zip(records) {
-            summary.add(&apply_quietly(
+            summary.add(&apply(
                 &mut book,
                 "c",
                 offset,
                 Some(key),
                 Some(value),
+                Rejects::Summarised,
             ));
         }
         let orders = &summary.topics["orders"];

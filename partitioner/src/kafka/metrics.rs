@@ -214,18 +214,26 @@ struct ProducerCollector {
     scrape: Mutex<()>,
 }
 
+impl ProducerCollector {
+    /// Every metric this collector exposes, in exposition order.
+    fn parts(&self) -> [&dyn Collector; 8] {
+        let m = &self.metrics;
+        [
+            &m.records,
+            &m.partition_records,
+            &m.rejected_vec,
+            &m.count_changes,
+            &m.windows_closed,
+            &m.epoch,
+            &m.in_effect,
+            &m.age,
+        ]
+    }
+}
+
 impl Collector for ProducerCollector {
     fn desc(&self) -> Vec<&Desc> {
-        let m = &self.metrics;
-        let mut d = m.records.desc();
-        d.extend(m.partition_records.desc());
-        d.extend(m.rejected_vec.desc());
-        d.extend(m.count_changes.desc());
-        d.extend(m.windows_closed.desc());
-        d.extend(m.epoch.desc());
-        d.extend(m.in_effect.desc());
-        d.extend(m.age.desc());
-        d
+        self.parts().into_iter().flat_map(|c| c.desc()).collect()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -253,14 +261,6 @@ impl Collector for ProducerCollector {
                     .set(age_ms as f64 / 1000.0);
             }
         }
-        let mut out = m.records.collect();
-        out.extend(m.partition_records.collect());
-        out.extend(m.rejected_vec.collect());
-        out.extend(m.count_changes.collect());
-        out.extend(m.windows_closed.collect());
-        out.extend(m.epoch.collect());
-        out.extend(m.in_effect.collect());
-        out.extend(m.age.collect());
-        out
+        self.parts().into_iter().flat_map(|c| c.collect()).collect()
     }
 }
