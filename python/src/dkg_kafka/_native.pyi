@@ -25,6 +25,7 @@ __all__ = [
     "RouteCounters",
     "SplitChange",
     "fnv1a64_partitions",
+    "is_connection_setting",
     "kafka_partition",
     "murmur2",
     "spec_random_keys",
@@ -218,6 +219,9 @@ class AssignmentBook:
 
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 as Java's ``Utils.murmur2`` returns it (signed 32-bit)."""
+
+def is_connection_setting(key: str) -> bool:
+    """Whether a librdkafka setting is connection-level (the control topic's reader inherits it)."""
 
 def kafka_partition(key: bytes, partitions: int) -> int:
     """Kafka's default placement: ``to_positive(murmur2(key)) % partitions``."""

@@ -12,8 +12,10 @@ Python producers:
 - ``dkg_producer_assignment_in_effect{topic}``: 1 while the assignment routes records;
 - ``dkg_producer_assignment_age_seconds{topic}``: now minus the document's ``created_at_ms``
   (the publisher's clock, clamped at 0); absent without an assignment;
-- ``dkg_producer_assignments_rejected_total{reason}``: control-topic records rejected, one series
-  per reason from the start.
+- ``dkg_producer_assignments_rejected_total{topic,reason}``: control-topic records rejected, by
+  the record's topic when this router produced to it, else ``topic="(other)"`` (bounded by the
+  producer's own topics); one series per reason from the start for ``(other)`` and for each topic
+  once produced to.
 
 Counting happens in Rust atomics on the produce path; this collector reads them at scrape time, so
 routing a record never touches ``prometheus_client``.
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _native
+from .router import OTHER_TOPIC
 
 if TYPE_CHECKING:
     from .consumer import DkgConsumer
@@ -58,12 +61,14 @@ class RouterCollector:
                 per_partition.add_metric([topic, str(partition)], n)
         rejected = CounterMetricFamily(
             "dkg_producer_assignments_rejected",
-            "Control-topic records rejected by the DKG producer wrapper, by reason.",
-            labels=["reason"],
+            "Control-topic records rejected by the DKG producer wrapper, by topic (this producer's, "
+            "else (other)) and reason.",
+            labels=["topic", "reason"],
         )
-        counts = self._router.rejected()
-        for reason in _native.REJECT_REASONS:
-            rejected.add_metric([reason], counts.get(reason, 0))
+        counts = self._router.rejected_by_topic()
+        for topic in [OTHER_TOPIC, *sorted(self._router.counters())]:
+            for reason in _native.REJECT_REASONS:
+                rejected.add_metric([topic, reason], counts.get((topic, reason), 0))
         epoch = GaugeMetricFamily(
             "dkg_producer_epoch",
             "Epoch of the topic's current DKG assignment (0 = none).",
