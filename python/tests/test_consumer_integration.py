@@ -1,4 +1,4 @@
-"""``DkgConsumer`` against the real broker: an ordering producer (the Rust ``dkg-sampler loadgen
+"""``DkgConsumer`` against the real broker: an ordering producer (the Rust ``dkg-lab loadgen
 --ordering``: leases and markers on the handoff topic; this package's ``DkgProducer`` writes
 neither) writes Zipf keys to a 12-partition topic while the test publishes five epoch switches that
 move a third of the buckets each time; a group of Python consumers, paced unevenly so partitions lag
@@ -9,7 +9,7 @@ processed twice one the crashed member processed after its last commit. The cont
 ``confluent_kafka.Consumer`` members in the same scenario, shows violations: the check can fail.
 
 The scenario is ``partitioner/tests/consumer_keeps_key_order_across_epochs.rs``'s. The loadgen binary
-is ``DKG_SAMPLER_BIN`` or ``target/{debug,release}/dkg-sampler`` (``cargo build -p dkg-sampler``);
+is ``DKG_LAB_BIN`` or ``target/{debug,release}/dkg-lab`` (``cargo build -p dkg-lab``);
 missing, the tests fail.
 """
 
@@ -43,15 +43,15 @@ KEYS = 400
 PACE = (0.0, 0.0003, 0.0012)
 
 
-def sampler_bin() -> Path:
-    candidates = [os.environ.get("DKG_SAMPLER_BIN", "")] + [
-        str(REPO_ROOT / "target" / profile / "dkg-sampler") for profile in ("debug", "release")
+def lab_bin() -> Path:
+    candidates = [os.environ.get("DKG_LAB_BIN", "")] + [
+        str(REPO_ROOT / "target" / profile / "dkg-lab") for profile in ("debug", "release")
     ]
     for c in candidates:
         if c and Path(c).is_file():
             return Path(c)
     raise RuntimeError(
-        "the ordering producer is missing: set DKG_SAMPLER_BIN or `cargo build -p dkg-sampler` "
+        "the ordering producer is missing: set DKG_LAB_BIN or `cargo build -p dkg-lab` "
         f"(looked at {candidates})"
     )
 
@@ -181,7 +181,7 @@ def run(
     members = [Member(f"m{i}", make_member, PACE[i], log) for i in (0, 2)]
     loadgen = subprocess.Popen(
         [
-            str(sampler_bin()),
+            str(lab_bin()),
             "loadgen",
             "--bootstrap-servers", scenario.bootstrap,
             "--topic", scenario.topic,

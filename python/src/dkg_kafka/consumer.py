@@ -11,7 +11,7 @@ follow the control topic (through a :class:`~dkg_kafka.router.Router`) and the h
 announce progress, call the hooks, pause and resume partitions as the core asks.
 
 Only the ordering producers' records are ordered across switches (Rust ``DkgProducer`` or Java
-``DkgKafkaProducer`` with ordering on, ``dkg-sampler loadgen --ordering``): the protocol needs their
+``DkgKafkaProducer`` with ordering on, ``dkg-lab loadgen --ordering``): the protocol needs their
 leases and markers. ``DkgProducer`` (Python) writes neither.
 """
 
