@@ -11,6 +11,7 @@ type errMalformed struct{ msg string }
 
 func (e *errMalformed) Error() string { return e.msg }
 
+// header is pass 1.
 type header struct {
 	format  string
 	version uint64

@@ -21,21 +21,19 @@ func (r *jsonReader) fail(what string) error {
 	return &errMalformed{what + " at byte " + strconv.Itoa(r.pos)}
 }
 
-// header is pass 1.
 func (r *jsonReader) readU32Array() ([]uint32, error) {
-	out := []uint32{}
-	err := r.readArray(func() error {
-		v, err := r.readU32()
-		out = append(out, v)
-		return err
-	})
-	return out, err
+	return readArrayOf(r, r.readU32)
 }
 
 func (r *jsonReader) readF64Array() ([]float64, error) {
-	out := []float64{}
+	return readArrayOf(r, r.readF64)
+}
+
+// readArrayOf reads an array whose elements read reads.
+func readArrayOf[T any](r *jsonReader, read func() (T, error)) ([]T, error) {
+	out := []T{}
 	err := r.readArray(func() error {
-		v, err := r.readF64()
+		v, err := read()
 		out = append(out, v)
 		return err
 	})

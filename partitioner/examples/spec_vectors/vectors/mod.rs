@@ -5,8 +5,8 @@
 //! shows which case changed. Documents are built here and must decode; every reject case states
 //! the label the spec gives it and generation stops if the implementation disagrees.
 //!
-//! One submodule per vector file (`v1_reject` writes `reject.json`); this module holds the list of
-//! files and what they share: the key generator, the digest, the placement rule and the file layout.
+//! One submodule per kind of vector file (`rejects` writes `reject.json` and `v2/reject.json`,
+//! `control` both control files); this module holds the list of files and what they share: the key generator, the digest, the placement rule and the file layout.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,24 +30,20 @@ mod control;
 mod lookup;
 mod murmur2;
 mod random;
+mod rejects;
 mod split;
-mod v1_reject;
-mod v2_control;
-mod v2_reject;
 
 // The generators for FILES, and the helpers one file's module shares with another's (they `use super::*`).
 use compact::compact_file;
-use control::{Record, control_case, control_doc, control_file, put, tombstone};
+use control::{control_file, v2_control_file};
 use lookup::{
     LookupKey, assignment, doc_json, document, lookup_file, params, pattern_key, same_bucket,
     text_keys, with_misses,
 };
 use murmur2::murmur2_file;
 use random::random_file;
+use rejects::{reject_file, v2_reject_file};
 use split::split_file;
-use v1_reject::{Reject, checked_cases, reject, reject_file};
-use v2_control::v2_control_file;
-use v2_reject::v2_reject_file;
 
 // What tests/spec_vectors.rs reads besides the files (the example's main reads only FILES).
 #[allow(unused_imports)]
@@ -55,7 +51,7 @@ pub use control::outcome_of;
 #[allow(unused_imports)]
 pub use random::{RANDOM_CASES, random_case_line, random_leading};
 #[allow(unused_imports)]
-pub use v1_reject::{padded_document, reject_label};
+pub use rejects::{padded_document, reject_label};
 
 /// Writes one vector file.
 pub type Generator = fn() -> String;

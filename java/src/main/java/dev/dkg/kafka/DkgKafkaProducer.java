@@ -6,6 +6,7 @@ import static dev.dkg.kafka.ProducerSettings.innerConfig;
 import static dev.dkg.kafka.ProducerSettings.positiveLong;
 import static dev.dkg.kafka.ProducerSettings.propertiesToMap;
 import static dev.dkg.kafka.ProducerSettings.topicList;
+import static dev.dkg.kafka.ProducerSettings.validate;
 import static dev.dkg.kafka.ProducerSettings.withByteSerializersIfMissing;
 
 import java.nio.charset.StandardCharsets;
@@ -49,6 +50,7 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.metrics.KafkaMetric;
@@ -277,9 +279,25 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     // ------------------------------------------------------------------------------------------------------------
     // Configuration.
 
-    /** Refuses what would break the guarantee (see the class comment); the checks are {@link ProducerSettings}'s. */
-    static void validate(Map<String, ?> settings) {
-        ProducerSettings.validate(settings);
+    /** A stamp header (Kafka's own {@code Header} implementation is internal). */
+    private static final class StampHeader implements Header {
+        private final String key;
+        private final byte[] value;
+
+        StampHeader(String key, byte[] value) {
+            this.key = key;
+            this.value = value;
+        }
+
+        @Override
+        public String key() {
+            return key;
+        }
+
+        @Override
+        public byte[] value() {
+            return value;
+        }
     }
 
     // ------------------------------------------------------------------------------------------------------------

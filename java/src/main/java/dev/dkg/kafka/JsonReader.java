@@ -141,26 +141,24 @@ abstract class JsonReader {
 
     /** After a member: true if {@code ,} (another member follows), false on {@code }}. */
     private boolean moreFields() throws Malformed {
-        int c = nextWs();
-        if (c == ',') {
-            return true;
-        }
-        if (c == '}') {
-            return false;
-        }
-        throw error("expected `,` or `}`");
+        return more('}');
     }
 
     /** After an element: true if {@code ,} (another element follows), false on {@code ]}. */
     private boolean moreElements() throws Malformed {
+        return more(']');
+    }
+
+    /** True if {@code ,} follows, false on {@code close}; anything else is an error. */
+    private boolean more(char close) throws Malformed {
         int c = nextWs();
         if (c == ',') {
             return true;
         }
-        if (c == ']') {
+        if (c == close) {
             return false;
         }
-        throw error("expected `,` or `]`");
+        throw error("expected `,` or `" + close + "`");
     }
 
     void requireAll(String[] names, int seen) throws Malformed {
@@ -203,10 +201,7 @@ abstract class JsonReader {
         int n = pos - start;
         System.arraycopy(b, start, buf, 0, n);
         while (true) {
-            if (pos >= b.length) {
-                throw error("EOF while parsing a string");
-            }
-            int c = b[pos++] & 0xff;
+            int c = nextStringByte();
             if (c == '"') {
                 break;
             }
@@ -532,10 +527,7 @@ abstract class JsonReader {
     /** A skipped string: control characters and escapes are checked, UTF-8 and surrogates are not. */
     private void skipStringBody() throws Malformed {
         while (true) {
-            if (pos >= b.length) {
-                throw error("EOF while parsing a string");
-            }
-            int c = b[pos++] & 0xff;
+            int c = nextStringByte();
             if (c == '"') {
                 return;
             }
@@ -546,6 +538,14 @@ abstract class JsonReader {
                 escape(null, 0);
             }
         }
+    }
+
+    /** The next byte of a string, consumed; the end of input is an error. */
+    private int nextStringByte() throws Malformed {
+        if (pos >= b.length) {
+            throw error("EOF while parsing a string");
+        }
+        return b[pos++] & 0xff;
     }
 
     private void literal(String rest) throws Malformed {
