@@ -2,7 +2,7 @@
 //! the full-knowledge optimum and the key-grouping lower bound.
 //!
 //! Method (the DKG paper's evaluation, see shared paper notes): for each stream, DKG learns on the first
-//! `--learn-fraction` of the records (SpaceSaving + bucket counters, [`dkg_partitioner::dkg::Sketch`]),
+//! `--learn-fraction` of the records (SpaceSaving + bucket counters, [`dkg_core::dkg::Sketch`]),
 //! builds one assignment, and the load imbalance `lambda = max_i L_i / (m / k) - 1` is measured over the
 //! WHOLE stream with that assignment, learning prefix included. A live producer cannot do that: it
 //! routes the prefix by Kafka's hash until the first assignment is published; over a long-running topic

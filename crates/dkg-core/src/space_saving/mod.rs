@@ -644,33 +644,32 @@ impl SpaceSaving {
             self.buckets.push(bucket);
             (self.buckets.len() - 1) as u32
         };
+        self.join(prev, b, b, next);
+        b
+    }
+
+    /// Make `after` follow bucket `prev` and `before` precede bucket `next` in the bucket list (a
+    /// `NIL` end moves the list's minimum or maximum instead): linking a new bucket between `prev`
+    /// and `next` joins `(prev, b)` and `(b, next)`, unlinking one joins `(prev, next)`.
+    #[inline]
+    fn join(&mut self, prev: u32, after: u32, before: u32, next: u32) {
         if prev == NIL {
-            self.min_bucket = b;
+            self.min_bucket = after;
         } else {
-            self.buckets[prev as usize].next = b;
+            self.buckets[prev as usize].next = after;
         }
         if next == NIL {
-            self.max_bucket = b;
+            self.max_bucket = before;
         } else {
-            self.buckets[next as usize].prev = b;
+            self.buckets[next as usize].prev = before;
         }
-        b
     }
 
     /// Unlink the empty bucket `b` from the bucket list and put it on the free list.
     #[inline]
     fn free_bucket(&mut self, b: u32) {
         let Bucket { prev, next, .. } = self.buckets[b as usize];
-        if prev == NIL {
-            self.min_bucket = next;
-        } else {
-            self.buckets[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.max_bucket = prev;
-        } else {
-            self.buckets[next as usize].prev = prev;
-        }
+        self.join(prev, next, prev, next);
         let bk = &mut self.buckets[b as usize];
         bk.head = NIL;
         bk.prev = NIL;

@@ -462,19 +462,14 @@ abstract class JsonReader {
                     skipStringBody();
                     break;
                 case '[':
-                    if (peekWs() == ']') {
-                        pos++;
-                    } else {
-                        stack = push(stack, depth++, (byte) '[');
-                        complete = false;
-                    }
-                    break;
                 case '{':
-                    if (peekWs() == '}') {
+                    if (peekWs() == (c == '[' ? ']' : '}')) {
                         pos++;
                     } else {
-                        stack = push(stack, depth++, (byte) '{');
-                        skipKey();
+                        stack = push(stack, depth++, (byte) c);
+                        if (c == '{') {
+                            skipKey();
+                        }
                         complete = false;
                     }
                     break;
