@@ -874,27 +874,21 @@ mod tests {
         let mut s = SpaceSaving::new(2);
         s.insert(b"a");
         s.insert(b"b");
-        s.insert(b"c"); // evicts "a" (oldest among count 1): c = 1 + 1, error 1
-        assert_eq!(s.get(b"a"), None);
-        assert_eq!(
-            s.get(b"c"),
-            Some(Counter {
-                key: b"c",
+        // The newcomer takes the evicted counter's place: count 1 + 1, error 1 (the minimum).
+        let replaced = |s: &SpaceSaving, key: &'static [u8], evicted: &[u8]| {
+            assert_eq!(s.get(evicted), None);
+            let expected = Counter {
+                key,
                 count: 2,
-                error: 1
-            })
-        );
+                error: 1,
+            };
+            assert_eq!(s.get(key), Some(expected));
+        };
+        s.insert(b"c"); // evicts "a" (oldest among count 1)
+        replaced(&s, b"c", b"a");
         assert_eq!(s.min_count(), 1);
         s.insert(b"d"); // evicts "b"
-        assert_eq!(s.get(b"b"), None);
-        assert_eq!(
-            s.get(b"d"),
-            Some(Counter {
-                key: b"d",
-                count: 2,
-                error: 1
-            })
-        );
+        replaced(&s, b"d", b"b");
         s.check_invariants();
     }
 
