@@ -11,7 +11,7 @@
 //! every case; `cargo test --release` regenerates all 20.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../examples/spec_vectors/vectors.rs"]
+#[path = "../examples/spec_vectors/vectors/mod.rs"]
 mod vectors;
 
 use std::collections::{BTreeSet, HashSet};

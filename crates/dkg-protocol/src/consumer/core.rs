@@ -5,6 +5,10 @@
 //!
 //! After every change the core publishes the fast path's view ([`Core::publish`], see
 //! [`super::lane`]): records of quiet partitions then bypass it.
+//!
+//! This file holds the state, ownership, records and knowledge; the child modules the rest of the
+//! same `impl`: `commits` (snapshots and progress to commit and announce), `flow` (pause and
+//! resume) and `split_keys` (the split view and its transitions).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -21,6 +25,10 @@ use super::hold::{Held, HoldBuffer, Released, Wait};
 use super::lane::{Lane, Lanes};
 use super::progress::{CommitMeta, PartitionProgress};
 use super::split::{SharedView, SplitChange, SplitView};
+
+mod commits;
+mod flow;
+mod split_keys;
 
 /// Limits of the state machine.
 #[derive(Clone, Debug)]
@@ -825,101 +833,6 @@ impl<M> Core<M> {
         }
     }
 
-    /// Rebuild the split view after the history changed, and publish it to the lanes.
-    fn split_view_changed(&mut self) {
-        if self.split_view.is_empty() && !self.history.has_splits() {
-            return;
-        }
-        self.split_view = Arc::new(SplitView::new(&self.history));
-        self.shared_view.set(Arc::clone(&self.split_view));
-    }
-
-    /// Keys whose split changed in epochs newer than the newest already reported, each against
-    /// the epoch before it (the first epoch known: against nothing split).
-    fn split_transitions(&mut self) {
-        let max = self.history.max_epoch();
-        if max <= self.split_seen {
-            return;
-        }
-        let from = self.split_seen;
-        self.split_seen = max;
-        let epochs: Vec<u64> = (from + 1..=max)
-            .filter(|&e| self.history.get(e).is_some())
-            .collect();
-        for e in epochs {
-            let prev = self.history.before(e).map(|a| a.epoch());
-            let now_split = self.history.splits().get(&e);
-            let before = prev.and_then(|p| self.history.splits().get(&p));
-            let mut changes = Vec::new();
-            for key in now_split.into_iter().flat_map(|m| m.keys()) {
-                let parts = self.history.split_parts(key, e).unwrap_or_default();
-                let was = prev.and_then(|p| self.history.split_parts(key, p));
-                if !parts.is_empty() && was != Some(parts) {
-                    changes.push(SplitChange {
-                        key: key.clone(),
-                        epoch: e,
-                        parts: Box::from(parts),
-                        partition: None,
-                    });
-                }
-            }
-            for key in before.into_iter().flat_map(|m| m.keys()) {
-                let was_split = prev.is_some_and(|p| self.history.split_parts(key, p).is_some());
-                if was_split && self.history.split_parts(key, e).is_none() {
-                    changes.push(SplitChange {
-                        key: key.clone(),
-                        epoch: e,
-                        parts: Box::default(),
-                        partition: self.history.home(key, e),
-                    });
-                }
-            }
-            changes.sort_by(|a, b| a.key.cmp(&b.key));
-            self.split_changes.extend(changes);
-        }
-    }
-
-    /// Keys that became split (or split differently) or whole again since the last call, in
-    /// epoch order, each once per transition (the consumer's hooks run them).
-    pub fn take_split_changes(&mut self) -> Vec<SplitChange> {
-        std::mem::take(&mut self.split_changes)
-    }
-
-    /// The label of a record about to go to [`Core::on_record`] (see [`Core::split_label`]),
-    /// after the bookkeeping that `on_record` does first for any fetched record (the first
-    /// record of a partition can raise its drained epoch), so that both see the same state.
-    #[inline]
-    pub fn label_record(
-        &mut self,
-        partition: u32,
-        offset: i64,
-        key: Option<&[u8]>,
-        epoch: Option<u64>,
-    ) -> Option<u32> {
-        if self.split_view.is_empty() {
-            return None;
-        }
-        self.fetched(partition, offset)?;
-        self.split_label(partition, key, epoch)
-    }
-
-    /// Over how many partitions `key` is split in the epoch of its record on `partition` with
-    /// `epoch` (its `dkg-epoch` header), `None` if whole: the label the application sees, the
-    /// record's at arrival (the glue asks through [`Core::label_record`]).
-    #[inline]
-    pub fn split_label(
-        &self,
-        partition: u32,
-        key: Option<&[u8]>,
-        epoch: Option<u64>,
-    ) -> Option<u32> {
-        if self.split_view.is_empty() {
-            return None;
-        }
-        let drained = self.parts.get(&partition)?.drained;
-        self.split_view.label(key?, partition, drained, epoch)
-    }
-
     /// Another member's progress announcement (own partitions and other groups are ignored).
     pub fn on_progress(&mut self, p: &Progress, now: Monotonic) {
         if *p.topic != *self.topic
@@ -946,199 +859,6 @@ impl<M> Core<M> {
     /// Set the wall clock used for lease expiry without re-evaluating.
     pub fn set_now_ms(&mut self, now_ms: u64) {
         self.now_ms = now_ms;
-    }
-
-    // ---------------------------------------------------------------- commits
-
-    fn lowest_unprocessed(&self, partition: u32) -> Option<i64> {
-        let part = self.parts.get(&partition)?;
-        let mut low = part.lane.position()?;
-        if let Some(o) = part.hold.lowest_unprocessed() {
-            low = low.min(o);
-        }
-        if let Some(app) = self.in_app.filter(|a| a.partition == partition) {
-            low = low.min(app.offset);
-        }
-        Some(low)
-    }
-
-    /// What to commit for `partition` now. `None` before its first record; `Err(size)` when the
-    /// metadata does not fit (then nothing may be committed: an offset without the passed map
-    /// would let a next owner re-process records others rely on being done).
-    pub fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
-        let part = self.parts.get(&partition)?;
-        let offset = self.lowest_unprocessed(partition)?;
-        let mut next = part.lane.position()?;
-        let mut unprocessed = part.hold.unprocessed_offsets();
-        if let Some(app) = self.in_app.filter(|a| a.partition == partition) {
-            if let Err(i) = unprocessed.binary_search(&app.offset) {
-                unprocessed.insert(i, app.offset);
-            }
-        }
-        // Not fetched past the previous owner's window yet: what it left unprocessed there still
-        // is, the rest was processed.
-        if let Some((end, left)) = part.progress.inherited_window() {
-            if end > next {
-                unprocessed.extend(left.range(next..end).copied());
-                next = end;
-            }
-        }
-        Some(
-            part.progress
-                .meta(
-                    part.drained,
-                    offset,
-                    next,
-                    &unprocessed,
-                    self.leases.values(),
-                    self.now_ms,
-                    self.cfg.max_metadata_bytes,
-                )
-                .map(|metadata| Snapshot {
-                    partition,
-                    offset,
-                    metadata,
-                    drained: part.drained,
-                    passed: part.progress.passed_epochs(),
-                }),
-        )
-    }
-
-    /// Partitions whose drained value changed since their last progress commit.
-    pub fn progress_due(&self) -> Vec<u32> {
-        self.parts
-            .iter()
-            .filter(|(_, p)| p.drained != p.durable)
-            .map(|(&p, _)| p)
-            .collect()
-    }
-
-    /// Whether some partition's drained value changed since its last progress commit. Cheap
-    /// when nothing but fast-path records happened since the last call.
-    #[inline]
-    pub fn has_progress_due(&mut self) -> bool {
-        if !self.dirty {
-            return false;
-        }
-        let due = self.parts.values().any(|p| p.drained != p.durable);
-        if !due {
-            self.dirty = false;
-        }
-        due
-    }
-
-    /// A partition with nothing fetched whose drained value changed (through leases only): no
-    /// processing is claimed, so it is as durable as the committed state it started from.
-    /// Returns the progress to announce.
-    pub fn mark_durable(&mut self, partition: u32, now: Monotonic) -> Option<Progress> {
-        let part = self.parts.get_mut(&partition)?;
-        let drained = part.drained;
-        self.committed(partition, drained, now);
-        self.initial_progress(partition)
-    }
-
-    /// The progress of an owned partition as committed (announced on assignment).
-    pub fn initial_progress(&self, partition: u32) -> Option<Progress> {
-        let part = self.parts.get(&partition)?;
-        Some(Progress {
-            group: self.group.to_string(),
-            topic: self.topic.to_string(),
-            partition,
-            drained: part.durable,
-            passed: part.progress.passed_epochs(),
-            committed_offset: -1,
-            updated_at_ms: self.now_ms,
-        })
-    }
-
-    /// The epochs `partition` drained since the hooks last ran for it (oldest first, at most
-    /// the history kept), marking them hooked.
-    pub fn take_drained_epochs(&mut self, partition: u32) -> Vec<Drained> {
-        let Some(part) = self.parts.get_mut(&partition) else {
-            return Vec::new();
-        };
-        if part.drained <= part.hooked {
-            return Vec::new();
-        }
-        let from = part.hooked.max(self.history.min_epoch().saturating_sub(1));
-        let to = part.drained;
-        part.hooked = to;
-        ((from + 1)..=to)
-            .filter_map(|e| {
-                self.history.get(e).map(|next| Drained {
-                    partition,
-                    prev: self.history.before(e).cloned(),
-                    next: Arc::clone(next),
-                })
-            })
-            .collect()
-    }
-
-    /// A progress commit of `partition` succeeded: its drained value is durable.
-    pub fn committed(&mut self, partition: u32, drained: u64, now: Monotonic) {
-        if let Some(part) = self.parts.get_mut(&partition) {
-            part.durable = drained;
-            part.high = part.high.max(drained);
-            self.dirty = true;
-            if part.hooked < drained {
-                part.hooked = drained;
-            }
-            self.settled = self.compute_settled();
-            self.release(now);
-        }
-    }
-
-    /// The progress to announce for `snapshot`.
-    pub fn progress_record(&self, s: &Snapshot) -> Progress {
-        Progress {
-            group: self.group.to_string(),
-            topic: self.topic.to_string(),
-            partition: s.partition,
-            drained: s.drained,
-            passed: s.passed.clone(),
-            committed_offset: s.offset,
-            updated_at_ms: self.now_ms,
-        }
-    }
-
-    // ---------------------------------------------------------------- flow control
-
-    /// Partitions to pause (hold buffer over the limit) and to resume (halved, or stalled).
-    pub fn flow(&mut self, now: Monotonic) -> (Vec<u32>, Vec<u32>) {
-        let (mut pause, mut resume) = (Vec::new(), Vec::new());
-        let max = self.cfg.max_held;
-        for (&p, part) in &mut self.parts {
-            let held = part.hold.held();
-            if part.paused {
-                if held <= max / 2 {
-                    part.paused = false;
-                    resume.push(p);
-                } else if now.saturating_sub(part.quiet_since) >= self.cfg.stall_timeout {
-                    // The driver logs it (this layer does no I/O): `take_stalled`.
-                    self.stalled.push((p, held));
-                    part.paused = false;
-                    part.overflow = true;
-                    resume.push(p);
-                }
-            } else if held > max && !part.overflow {
-                part.paused = true;
-                part.quiet_since = now;
-                pause.push(p);
-            } else if part.overflow && held <= max / 2 {
-                part.overflow = false;
-            }
-        }
-        (pause, resume)
-    }
-
-    /// Partitions currently paused by flow control.
-    #[cfg(test)]
-    pub fn paused(&self) -> Vec<u32> {
-        self.parts
-            .iter()
-            .filter(|(_, p)| p.paused)
-            .map(|(&p, _)| p)
-            .collect()
     }
 }
 

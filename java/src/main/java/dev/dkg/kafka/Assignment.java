@@ -19,7 +19,7 @@ import java.util.stream.Collectors;
  * <p>DKG (Rivetti et al., "Efficient Key Grouping for Near-Optimal Load Balancing in Stream Processing Systems",
  * DEBS 2015) places a key at {@code heavy[key]} if it is a heavy hitter, else at {@code table[bucket(key)]} with
  * {@code bucket(key) = toPositive(murmur2(key, seed)) % buckets}. A key is heavy only if all its bytes equal a
- * heavy key's. Reference: {@code crates/dkg-core/src/assignment.rs} ({@code Assignment::from_json},
+ * heavy key's. Reference: {@code crates/dkg-core/src/assignment/} ({@code Assignment::from_json},
  * {@code Assignment::new}, {@code Assignment::route}) and {@code docs/spec.md}; this class must accept, reject and
  * route exactly as they do (the golden vectors under {@code spec/vectors} check it).
  *
@@ -38,7 +38,7 @@ import java.util.stream.Collectors;
  *
  * <h2>Lookup</h2>
  *
- * The design of the Rust {@code Lookup} ({@code crates/dkg-core/src/assignment.rs}, "Lookup"): one 32-bit hash
+ * The design of the Rust {@code Lookup} ({@code crates/dkg-core/src/assignment/lookup.rs}): one 32-bit hash
  * {@code h} serves both routes, the bucket {@code toPositive(h) % buckets} is computed by multiplication (Lemire,
  * Kaser, Kurz, "Faster remainder by direct computation", 2019), and an index answers "heavy partition or bucket
  * partition" without branching on which it is (heavy and light keys interleave at random in a skewed stream, and a
@@ -166,7 +166,7 @@ public final class Assignment implements ControlValue {
     private final int divisor;
     private final long multiplier;
 
-    private Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
+    Assignment(StrictJson.Document d, byte[][] keys) throws AssignmentException {
         validateTopic(d.topic);
         if (d.partitions == 0) {
             throw invalid("partitions must be at least 1");
@@ -214,7 +214,7 @@ public final class Assignment implements ControlValue {
             if (h.splitPartitions != null) {
                 int[] parts = h.splitPartitions;
                 int[] weights = h.splitWeights;
-                validateSplit(d, parts, weights);
+                AssignmentJson.validateSplit(d, parts, weights);
                 splitPartitionsOf[i] = parts;
                 splitWeightsOf[i] = weights;
                 for (int w : weights) {
@@ -420,115 +420,10 @@ public final class Assignment implements ControlValue {
 
     /**
      * Decodes and validates a control-topic value of any kind: an assignment (version 1 or 2), a retraction or a
-     * generation record (version 2).
+     * generation record (version 2); the decoder is {@link AssignmentJson#decode}.
      */
     static ControlValue decode(byte[] bytes) throws AssignmentException {
-        if (bytes.length > MAX_ASSIGNMENT_BYTES) {
-            throw tooLarge("assignment bytes", bytes.length, MAX_ASSIGNMENT_BYTES);
-        }
-        StrictJson.Document doc;
-        try {
-            // Format and version first, so a newer document reports its version rather than its shape.
-            StrictJson.Header header = StrictJson.readHeader(bytes);
-            if (!FORMAT_NAME.equals(header.format)) {
-                throw new AssignmentException(RejectReason.MALFORMED_JSON, "not a DKG assignment: format \""
-                        + display(header.format) + "\", expected \"" + FORMAT_NAME + "\"");
-            }
-            if (header.version != FORMAT_VERSION && header.version != MAX_FORMAT_VERSION) {
-                throw new AssignmentException(RejectReason.UNSUPPORTED_VERSION, "unsupported assignment format version "
-                        + Long.toUnsignedString(header.version) + " (this build reads versions " + FORMAT_VERSION
-                        + " and " + MAX_FORMAT_VERSION + ")");
-            }
-            doc = StrictJson.readDocument(bytes, header.version);
-        } catch (StrictJson.Malformed e) {
-            throw new AssignmentException(RejectReason.MALFORMED_JSON, "malformed assignment JSON: " + e.getMessage());
-        }
-        switch (doc.kind) {
-            case StrictJson.KIND_RETRACTION:
-                validateTopic(doc.topic);
-                validateGeneration(doc.generation);
-                checkEpoch(doc.epoch);
-                return new ControlValue.Retraction(doc.topic, doc.epoch, doc.generation, doc.createdAtMs);
-            case StrictJson.KIND_GENERATION:
-                validateGeneration(doc.generation);
-                return new ControlValue.Generation(doc.generation);
-            default:
-                break;
-        }
-        if (doc.tableB64 != null) {
-            doc.table = compactTable(doc);
-        }
-        if (doc.table.length != (doc.buckets & 0xffff_ffffL)) {
-            throw invalid("bucket table has " + doc.table.length + " entries, expected "
-                    + Integer.toUnsignedString(doc.buckets));
-        }
-        StrictJson.HeavyIn[] heavy = doc.heavy;
-        byte[][] keys = new byte[heavy.length][];
-        for (int i = 0; i < heavy.length; i++) {
-            keys[i] = decodeKey(i, heavy[i].keyB64);
-        }
-        validateGeneration(doc.generation);
-        return new Assignment(doc, keys);
-    }
-
-    /**
-     * The entries of a compact table ({@code table_b64}, {@code table_width}; spec 4.6): canonical base64 of
-     * {@code buckets} little-endian unsigned integers of the smallest width (1, 2 or 4 bytes) that holds
-     * {@code partitions - 1}. Entries are range-checked with the JSON table's.
-     */
-    private static int[] compactTable(StrictJson.Document doc) throws AssignmentException {
-        // The Rust decode_compact_table's order: the width, the base64, then the length.
-        long last = Math.max(0, (doc.partitions & 0xffff_ffffL) - 1);
-        int width = last <= 0xff ? 1 : last <= 0xffff ? 2 : 4;
-        if (doc.tableWidth != width) {
-            throw invalid("table_width is " + Integer.toUnsignedString(doc.tableWidth) + ", the smallest width that "
-                    + "holds partition " + last + " is " + width);
-        }
-        byte[] raw = decodeBase64(doc.tableB64, "table_b64");
-        long want = (doc.buckets & 0xffff_ffffL) * width;
-        if (raw.length != want) {
-            throw invalid("table_b64 holds " + raw.length + " bytes, " + Integer.toUnsignedString(doc.buckets)
-                    + " buckets of width " + width + " take " + want);
-        }
-        int[] table = new int[raw.length / width];
-        for (int i = 0; i < table.length; i++) {
-            int v = 0;
-            for (int j = width - 1; j >= 0; j--) {
-                v = (v << 8) | (raw[i * width + j] & 0xff);
-            }
-            table[i] = v;
-        }
-        return table;
-    }
-
-    /**
-     * A split key's parts (spec 4.6, step 14; the Rust {@code validate_split}): 2 to {@value #MAX_SPLIT_PARTS}, then
-     * part by part in range, no partition twice, weight at least 1; then the weights' sum at most
-     * {@value #MAX_SPLIT_WEIGHT_SUM}.
-     */
-    private static void validateSplit(StrictJson.Document d, int[] parts, int[] weights) throws AssignmentException {
-        if (parts.length < 2 || parts.length > MAX_SPLIT_PARTS) {
-            throw invalid("a split key has " + parts.length + " parts, it must have 2 to " + MAX_SPLIT_PARTS);
-        }
-        long sum = 0;
-        for (int j = 0; j < parts.length; j++) {
-            int p = parts[j];
-            if (Integer.compareUnsigned(p, d.partitions) >= 0) {
-                throw outOfRange(d.topic, p, d.partitions);
-            }
-            for (int k = 0; k < j; k++) {
-                if (parts[k] == p) {
-                    throw invalid("a split key names partition " + p + " twice");
-                }
-            }
-            if (weights[j] == 0) {
-                throw invalid("a split part's weight must be at least 1");
-            }
-            sum += weights[j] & 0xffff_ffffL;
-        }
-        if (sum > MAX_SPLIT_WEIGHT_SUM) {
-            throw invalid("a split key's weights sum to " + sum + ", at most " + MAX_SPLIT_WEIGHT_SUM + " are allowed");
-        }
+        return AssignmentJson.decode(bytes);
     }
 
     /**
@@ -558,32 +453,6 @@ public final class Assignment implements ControlValue {
         return order;
     }
 
-    /** A {@code generation} member, if present: 32 lowercase hex digits (spec 6.4). */
-    private static void validateGeneration(String generation) throws AssignmentException {
-        if (generation != null && !(generation.length() == 32 && generation.chars()
-                .allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))) {
-            throw invalid("generation \"" + display(generation) + "\" is not 32 lowercase hex digits");
-        }
-    }
-
-    private static byte[] decodeKey(int index, String text) throws AssignmentException {
-        return decodeBase64(text, "heavy key #" + index);
-    }
-
-    /** Standard alphabet with canonical padding (what the Rust {@code base64} STANDARD engine accepts). */
-    private static byte[] decodeBase64(String text, String what) throws AssignmentException {
-        byte[] bytes;
-        try {
-            bytes = Base64.getDecoder().decode(text);
-        } catch (IllegalArgumentException e) {
-            throw invalid(what + ": invalid base64: " + e.getMessage());
-        }
-        // Java's decoder also takes missing padding and non-zero trailing bits; canonical text re-encodes to itself.
-        if (!Base64.getEncoder().encodeToString(bytes).equals(text)) {
-            throw invalid(what + ": invalid base64: not canonical padded base64");
-        }
-        return bytes;
-    }
 
     // ------------------------------------------------------------------------------------------------------------
     // Lookup.
@@ -978,15 +847,15 @@ public final class Assignment implements ControlValue {
         }
     }
 
-    private static AssignmentException invalid(String what) {
+    static AssignmentException invalid(String what) {
         return new AssignmentException(RejectReason.INVALID, what);
     }
 
-    private static AssignmentException tooLarge(String what, long actual, long limit) {
+    static AssignmentException tooLarge(String what, long actual, long limit) {
         return tooLarge(RejectReason.OVERSIZE, what, actual, limit);
     }
 
-    private static AssignmentException tooLarge(RejectReason reason, String what, long actual, long limit) {
+    static AssignmentException tooLarge(RejectReason reason, String what, long actual, long limit) {
         return new AssignmentException(reason, "assignment too large: " + what + " is " + actual + ", limit " + limit);
     }
 
@@ -994,20 +863,20 @@ public final class Assignment implements ControlValue {
      * A limit inside the document: {@code oversize} in version 1 (spec gap G2), {@code invalid} in version 2
      * (spec 4.6: {@code oversize} is only the value's size there).
      */
-    private static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
+    static AssignmentException tooLarge(StrictJson.Document d, String what, long actual, long limit) {
         RejectReason reason = d.version == FORMAT_VERSION ? RejectReason.OVERSIZE : RejectReason.INVALID;
         return tooLarge(reason, what, actual, limit);
     }
 
     /** Spec 4.4 step 11b: an epoch (unsigned) above {@value #MAX_EPOCH} is {@code out_of_range}. */
-    private static void checkEpoch(long epoch) throws AssignmentException {
+    static void checkEpoch(long epoch) throws AssignmentException {
         if (Long.compareUnsigned(epoch, MAX_EPOCH) > 0) {
             throw new AssignmentException(RejectReason.OUT_OF_RANGE, "epoch " + Long.toUnsignedString(epoch)
                     + " out of range (at most " + MAX_EPOCH + ")");
         }
     }
 
-    private static AssignmentException outOfRange(String topic, int partition, int partitions) {
+    static AssignmentException outOfRange(String topic, int partition, int partitions) {
         return new AssignmentException(RejectReason.OUT_OF_RANGE, "topic \"" + display(topic) + "\": partition "
                 + Integer.toUnsignedString(partition) + " out of range (topic has " + partitions + " partitions)");
     }

@@ -1,5 +1,14 @@
 package dev.dkg.kafka;
 
+import static dev.dkg.kafka.ProducerSettings.configured;
+import static dev.dkg.kafka.ProducerSettings.handoffConfig;
+import static dev.dkg.kafka.ProducerSettings.innerConfig;
+import static dev.dkg.kafka.ProducerSettings.positiveLong;
+import static dev.dkg.kafka.ProducerSettings.propertiesToMap;
+import static dev.dkg.kafka.ProducerSettings.topicList;
+import static dev.dkg.kafka.ProducerSettings.validate;
+import static dev.dkg.kafka.ProducerSettings.withByteSerializersIfMissing;
+
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,7 +22,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -26,8 +34,6 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -43,13 +49,11 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.ApiException;
-import org.apache.kafka.common.errors.InterruptException;
-import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.metrics.KafkaMetric;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serializer;
 import org.slf4j.Logger;
@@ -136,11 +140,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final Thread orderingThread;
     private final Thread renewalThread;
     private final Thread handoffThread;
-    private final Map<String, Object> handoffReaderConfig;
-    /** The handoff reader's consumer while it runs (woken up by {@link #close}: an interrupt would abort its close). */
-    private volatile KafkaConsumer<byte[], byte[]> handoffConsumer;
-    /** The handoff topic was read to its end once (no window closes before: a partial view of the groups). */
-    private volatile boolean handoffCaughtUp;
+    /** Follows the groups' progress on the handoff topic, on {@link #handoffThread}. */
+    private final HandoffProgressReader handoffReader;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean stopping;
     /**
@@ -151,58 +152,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
     private final DkgMetrics.OwnRegistry ownMetrics;
     /** Where the protocol's per-topic counters are added as topics appear (the client's tags). */
     private final DkgMetrics.Registrar protocolMetrics;
-
-    /**
-     * The ordering state of one data topic. The ledgers and {@link #closedThrough} are shared with the send path;
-     * the rest belongs to the ordering thread (leases: under {@link #leaseLock}).
-     */
-    static final class TopicOrdering {
-        final String topic;
-        /** The ledger the current epoch's sends use (the fast track), and all of them by epoch. */
-        volatile EpochLedger hot;
-        final ConcurrentSkipListMap<Long, EpochLedger> ledgers = new ConcurrentSkipListMap<>();
-        /**
-         * The partition count sends route with (0: not known yet: the first send asks the client), refreshed by the
-         * ordering thread every round: {@code partitionsFor} per record would take the client's metadata lock twice.
-         */
-        volatile int sendCount;
-        /** Registered: a lease is in the log. */
-        volatile boolean registered;
-        long firstEpoch;
-        /** The highest epoch announced: the first epoch, then the latest marker's. */
-        long announced;
-        /** The latest marker's ends (empty before any). */
-        long[] base = new long[0];
-        /** The epoch in effect the ordering thread last saw. */
-        long current = -1;
-        int partitions = -1;
-        /** The protocol's counters for this topic (spec section 10 labels them by topic). */
-        final AtomicLong markers = new AtomicLong();
-        final AtomicLong windowsSettled = new AtomicLong();
-        final AtomicLong windowsTimedOut = new AtomicLong();
-        final AtomicLong countChanges = new AtomicLong();
-
-        TopicOrdering(String topic) {
-            this.topic = topic;
-        }
-
-        /** The count a first send read, unless the ordering thread has set one meanwhile. */
-        synchronized void firstCount(int n) {
-            if (sendCount <= 0) {
-                sendCount = n;
-            }
-        }
-
-        EpochLedger ledger(long epoch, int partitions) {
-            EpochLedger h = hot;
-            if (h != null && h.epoch() == epoch) {
-                return h;
-            }
-            EpochLedger l = ledgers.computeIfAbsent(epoch, e -> new EpochLedger(e, partitions));
-            hot = l;
-            return l;
-        }
-    }
 
     /**
      * A producer with the serializers named in {@code configs} ({@code key.serializer}, {@code value.serializer}).
@@ -299,7 +248,8 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         reader.put(ProducerConfig.CLIENT_ID_CONFIG,
                 clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
         reader.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
-        this.handoffReaderConfig = reader;
+        this.handoffReader =
+                new HandoffProgressReader(id, handoffTopic, reader, windows, IO_TIMEOUT_MS, () -> stopping);
         this.admin = createdAdmin;
         this.handoff = createdHandoff;
         this.inner = createdInner;
@@ -317,7 +267,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         this.orderingThread.setDaemon(true);
         this.renewalThread = new Thread(this::runRenewal, "dkg-lease-renewal-" + id.substring(0, 8));
         this.renewalThread.setDaemon(true);
-        this.handoffThread = new Thread(this::runHandoffReader, "dkg-handoff-reader-" + id.substring(0, 8));
+        this.handoffThread = new Thread(handoffReader, "dkg-handoff-reader-" + id.substring(0, 8));
         this.handoffThread.setDaemon(true);
         handoffThread.start();
         orderingThread.start();
@@ -328,29 +278,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
 
     // ------------------------------------------------------------------------------------------------------------
     // Configuration.
-
-    /** Refuses what would break the guarantee (see the class comment). */
-    static void validate(Map<String, ?> settings) {
-        Object acks = settings.get(ProducerConfig.ACKS_CONFIG);
-        if (acks != null && !acks.toString().trim().equals("all") && !acks.toString().trim().equals("-1")) {
-            throw new ConfigException(ProducerConfig.ACKS_CONFIG, acks,
-                    "DkgKafkaProducer needs acks=all: a marker's offsets must be final");
-        }
-        Object idempotence = settings.get(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG);
-        if (idempotence != null && !Boolean.parseBoolean(idempotence.toString().trim())) {
-            throw new ConfigException(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, idempotence,
-                    "DkgKafkaProducer needs an idempotent producer: retries could otherwise reorder records against "
-                            + "a marker's offsets");
-        }
-        for (String refused : List.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, ProducerConfig.PARTITIONER_CLASS_CONFIG,
-                ProducerConfig.INTERCEPTOR_CLASSES_CONFIG)) {
-            Object v = settings.get(refused);
-            if (v != null && !v.toString().isEmpty() && !(v instanceof List<?> && ((List<?>) v).isEmpty())) {
-                throw new ConfigException(refused, v, "not supported by DkgKafkaProducer: "
-                        + refusal(refused));
-            }
-        }
-    }
 
     /** A stamp header (Kafka's own {@code Header} implementation is internal). */
     private static final class StampHeader implements Header {
@@ -371,94 +298,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         public byte[] value() {
             return value;
         }
-    }
-
-    private static String refusal(String key) {
-        switch (key) {
-            case ProducerConfig.TRANSACTIONAL_ID_CONFIG:
-                return "transactions are not part of the ordering protocol in this release";
-            case ProducerConfig.PARTITIONER_CLASS_CONFIG:
-                return "it places records itself";
-            default:
-                return "its inner client sees serialized records only";
-        }
-    }
-
-    private static long positiveLong(Map<String, ?> settings, String key, long dflt) {
-        long n = DkgRouter.longConfig(settings, key, dflt);
-        if (n <= 0) {
-            throw new ConfigException(key, settings.get(key), "must be > 0");
-        }
-        return n;
-    }
-
-    private static List<String> topicList(Object v) {
-        List<String> out = new ArrayList<>();
-        if (v instanceof List<?>) {
-            ((List<?>) v).forEach(x -> out.add(x.toString().trim()));
-        } else if (v != null) {
-            out.addAll(Arrays.asList(v.toString().split(",")));
-        }
-        out.replaceAll(String::trim);
-        out.removeIf(String::isEmpty);
-        return out;
-    }
-
-    private static Map<String, Object> withByteSerializersIfMissing(Map<String, Object> settings, Serializer<?> k,
-            Serializer<?> v) {
-        Map<String, Object> out = withoutDkgKeys(settings);
-        if (k != null || !out.containsKey(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG)) {
-            out.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
-        }
-        if (v != null || !out.containsKey(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG)) {
-            out.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
-        }
-        return out;
-    }
-
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static <T> Serializer<T> configured(ProducerConfig parsed, String key, Map<String, Object> settings,
-            boolean isKey) {
-        Serializer s = parsed.getConfiguredInstance(key, Serializer.class);
-        s.configure(settings, isKey);
-        return s;
-    }
-
-    private static Map<String, Object> withoutDkgKeys(Map<String, Object> settings) {
-        Map<String, Object> out = new HashMap<>(settings);
-        out.keySet().removeIf(k -> k.startsWith("dkg."));
-        return out;
-    }
-
-    /** The data producer: the user's settings, byte serializers, idempotence and acks=all made explicit. */
-    private static Map<String, Object> innerConfig(Map<String, Object> settings) {
-        Map<String, Object> out = withoutDkgKeys(settings);
-        out.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
-        out.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
-        out.put(ProducerConfig.ACKS_CONFIG, "all");
-        out.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        return out;
-    }
-
-    /** The handoff producer: connection settings, idempotent, acks=all, room for the largest history document. */
-    private static Map<String, Object> handoffConfig(Map<String, Object> connection, Map<String, Object> settings) {
-        Map<String, Object> out = new HashMap<>(connection);
-        Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
-        out.put(ProducerConfig.CLIENT_ID_CONFIG,
-                clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
-        out.put(ProducerConfig.ACKS_CONFIG, "all");
-        out.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        out.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-        out.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Handoff.MAX_MESSAGE_BYTES);
-        out.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-        return out;
-    }
-
-    private static Map<String, Object> propertiesToMap(Properties properties) {
-        Map<String, Object> out = new HashMap<>();
-        properties.stringPropertyNames().forEach(k -> out.put(k, properties.getProperty(k)));
-        properties.forEach((k, v) -> out.putIfAbsent(k.toString(), v));
-        return out;
     }
 
     // ------------------------------------------------------------------------------------------------------------
@@ -749,7 +588,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
      */
     private void closeWindows(TopicOrdering t, long nowNanos) {
         Transition tr = router.transition(t.topic);
-        if (!t.registered || !handoffCaughtUp || tr == null || tr.open.isEmpty()) {
+        if (!t.registered || !handoffReader.caughtUp() || tr == null || tr.open.isEmpty()) {
             return;
         }
         StampWindows.Closing c = windows.due(t.topic, tr.open, t.announced, Math.max(0, t.partitions), nowNanos);
@@ -758,83 +597,6 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
             (c.reason == StampWindows.Reason.SETTLED ? t.windowsSettled : t.windowsTimedOut).incrementAndGet();
             LOG.debug("DKG: ordering producer {} closed the stamp windows of {} up to epoch {} ({})", id, t.topic,
                     Long.toUnsignedString(c.upto), c.reason.label);
-        }
-    }
-
-    /**
-     * Reads the handoff topic from its beginning and follows it: the groups' {@code progress/} records, which close
-     * stamp windows. On failure the windows stay open (moved keys stay stamped: the safe side) and it starts over.
-     */
-    private void runHandoffReader() {
-        TopicPartition tp = new TopicPartition(handoffTopic, 0);
-        while (!stopping) {
-            try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(handoffReaderConfig, new ByteArrayDeserializer(),
-                    new ByteArrayDeserializer())) {
-                handoffConsumer = c;
-                if (stopping) {
-                    return;
-                }
-                // From the beginning again (a restart after a failure): windows wait for the whole read again.
-                handoffCaughtUp = false;
-                windows.clearProgress();
-                c.assign(List.of(tp));
-                c.seekToBeginning(List.of(tp));
-                long end = c.endOffsets(List.of(tp), Duration.ofMillis(IO_TIMEOUT_MS)).get(tp);
-                while (!stopping) {
-                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
-                        onHandoffRecord(r.key(), r.value());
-                    }
-                    if (!handoffCaughtUp && c.position(tp) >= end) {
-                        handoffCaughtUp = true;
-                    }
-                }
-            } catch (InterruptException | WakeupException e) {
-                return;
-            } catch (RuntimeException e) {
-                LOG.warn("DKG: ordering producer {}: reading handoff topic {} failed: {} (retrying)", id,
-                        handoffTopic, e.toString());
-                sleep(1000);
-            }
-        }
-    }
-
-    /** One handoff record: progress is kept (key parsed from the right: a group may contain '/'), the rest skipped. */
-    void onHandoffRecord(byte[] rawKey, byte[] value) {
-        if (rawKey == null) {
-            return;
-        }
-        String key = new String(rawKey, StandardCharsets.UTF_8);
-        if (!key.startsWith("progress/")) {
-            return;
-        }
-        int last = key.lastIndexOf('/');
-        int before = key.lastIndexOf('/', last - 1);
-        if (before < "progress/".length()) {
-            return;
-        }
-        String group = key.substring("progress/".length(), before);
-        String topic = key.substring(before + 1, last);
-        String digits = key.substring(last + 1);
-        int partition;
-        try {
-            partition = Integer.parseInt(digits);
-        } catch (NumberFormatException e) {
-            return;
-        }
-        if (group.isEmpty() || topic.isEmpty() || partition < 0 || !digits.chars().allMatch(Character::isDigit)) {
-            return;
-        }
-        if (value == null) {
-            windows.onRemoved(group, topic, partition);
-            return;
-        }
-        try {
-            StrictJson.Progress p = StrictJson.readProgress(value);
-            if (p.group.equals(group) && p.topic.equals(topic) && p.partition == partition) {
-                windows.onProgress(group, topic, partition, p.drained);
-            }
-        } catch (StrictJson.Malformed e) {
-            LOG.debug("DKG: skipped a malformed handoff record {}: {}", key, e.getMessage());
         }
     }
 
@@ -895,7 +657,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
     }
 
-    private static void sleep(long ms) {
+    static void sleep(long ms) {
         try {
             Thread.sleep(ms);
         } catch (InterruptedException e) {
@@ -1068,10 +830,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         stopping = true;
         orderingThread.interrupt();
         renewalThread.interrupt();
-        KafkaConsumer<byte[], byte[]> reader = handoffConsumer;
-        if (reader != null) {
-            reader.wakeup();
-        }
+        handoffReader.wakeup();
         join(orderingThread);
         join(renewalThread);
         join(handoffThread);

@@ -38,7 +38,7 @@ class DkgKafkaProducerTest {
         for (Case c : refused) {
             Map<String, Object> settings = new HashMap<>(Map.of("bootstrap.servers", "b:1"));
             settings.put(c.key(), c.value());
-            ConfigException e = assertThrows(ConfigException.class, () -> DkgKafkaProducer.validate(settings),
+            ConfigException e = assertThrows(ConfigException.class, () -> ProducerSettings.validate(settings),
                     c.toString());
             assertTrue(e.getMessage().contains(c.key()), e.getMessage());
         }
@@ -46,7 +46,7 @@ class DkgKafkaProducerTest {
                 new Case("interceptor.classes", ""), new Case("interceptor.classes", List.of()))) {
             Map<String, Object> settings = new HashMap<>(Map.of("bootstrap.servers", "b:1"));
             settings.put(c.key(), c.value());
-            DkgKafkaProducer.validate(settings);
+            ProducerSettings.validate(settings);
         }
     }
 

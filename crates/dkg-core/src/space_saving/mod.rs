@@ -28,6 +28,9 @@
 //! counter to the next bucket (or bumps its bucket in place), so it does no allocation once the summary is
 //! full. A weighted update walks forward over the buckets it jumps past.
 
+//!
+//! The serde snapshot of a summary (what samplers ship and merge) is in the `snapshot` module.
+
 use std::fmt;
 
 use ahash::RandomState;
@@ -42,6 +45,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// Largest supported capacity (counters are addressed by `u32`; 2^30 counters is already tens of GiB).
+mod snapshot;
+
 pub const MAX_CAPACITY: usize = 1 << 30;
 
 /// "No link" marker for the index-based lists.
@@ -639,33 +644,32 @@ impl SpaceSaving {
             self.buckets.push(bucket);
             (self.buckets.len() - 1) as u32
         };
+        self.join(prev, b, b, next);
+        b
+    }
+
+    /// Make `after` follow bucket `prev` and `before` precede bucket `next` in the bucket list (a
+    /// `NIL` end moves the list's minimum or maximum instead): linking a new bucket between `prev`
+    /// and `next` joins `(prev, b)` and `(b, next)`, unlinking one joins `(prev, next)`.
+    #[inline]
+    fn join(&mut self, prev: u32, after: u32, before: u32, next: u32) {
         if prev == NIL {
-            self.min_bucket = b;
+            self.min_bucket = after;
         } else {
-            self.buckets[prev as usize].next = b;
+            self.buckets[prev as usize].next = after;
         }
         if next == NIL {
-            self.max_bucket = b;
+            self.max_bucket = before;
         } else {
-            self.buckets[next as usize].prev = b;
+            self.buckets[next as usize].prev = before;
         }
-        b
     }
 
     /// Unlink the empty bucket `b` from the bucket list and put it on the free list.
     #[inline]
     fn free_bucket(&mut self, b: u32) {
         let Bucket { prev, next, .. } = self.buckets[b as usize];
-        if prev == NIL {
-            self.min_bucket = next;
-        } else {
-            self.buckets[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.max_bucket = prev;
-        } else {
-            self.buckets[next as usize].prev = prev;
-        }
+        self.join(prev, next, prev, next);
         let bk = &mut self.buckets[b as usize];
         bk.head = NIL;
         bk.prev = NIL;
@@ -767,145 +771,6 @@ impl SpaceSaving {
         assert_eq!(seen, self.slots.len());
     }
 }
-
-// ---- serde snapshot ------------------------------------------------------------------------------
-
-/// Key bytes on the wire: base64 in human-readable formats, raw bytes otherwise.
-struct KeyRef<'a>(&'a [u8]);
-
-impl Serialize for KeyRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            s.serialize_str(&BASE64.encode(self.0))
-        } else {
-            s.serialize_bytes(self.0)
-        }
-    }
-}
-
-struct KeyBuf(Vec<u8>);
-
-impl<'de> Deserialize<'de> for KeyBuf {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = KeyBuf;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a base64 string or a byte string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<KeyBuf, E> {
-                BASE64
-                    .decode(v)
-                    .map(KeyBuf)
-                    .map_err(|e| E::custom(format_args!("key is not valid base64: {e}")))
-            }
-            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<KeyBuf, E> {
-                Ok(KeyBuf(v.to_vec()))
-            }
-            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> std::result::Result<KeyBuf, E> {
-                Ok(KeyBuf(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> std::result::Result<KeyBuf, A::Error> {
-                let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-                while let Some(b) = seq.next_element::<u8>()? {
-                    v.push(b);
-                }
-                Ok(KeyBuf(v))
-            }
-        }
-        if d.is_human_readable() {
-            d.deserialize_str(KeyVisitor)
-        } else {
-            d.deserialize_bytes(KeyVisitor)
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct SnapshotRef<'a> {
-    capacity: u64,
-    total: u64,
-    counters: Vec<(KeyRef<'a>, u64, u64)>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Snapshot {
-    capacity: u64,
-    total: u64,
-    counters: Vec<(KeyBuf, u64, u64)>,
-}
-
-impl Serialize for SpaceSaving {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        SnapshotRef {
-            capacity: self.capacity as u64,
-            total: self.total,
-            counters: self
-                .top(self.len())
-                .into_iter()
-                .map(|c| (KeyRef(c.key), c.count, c.error))
-                .collect(),
-        }
-        .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for SpaceSaving {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let snap = Snapshot::deserialize(d)?;
-        SpaceSaving::from_snapshot(snap).map_err(de::Error::custom)
-    }
-}
-
-impl SpaceSaving {
-    fn from_snapshot(snap: Snapshot) -> std::result::Result<Self, String> {
-        if snap.capacity == 0 || snap.capacity > MAX_CAPACITY as u64 {
-            return Err(format!(
-                "summary capacity {} out of range 1..={MAX_CAPACITY}",
-                snap.capacity
-            ));
-        }
-        let capacity = snap.capacity as usize;
-        if snap.counters.len() > capacity {
-            return Err(format!(
-                "summary has {} counters, more than its capacity {capacity}",
-                snap.counters.len()
-            ));
-        }
-        let mut summary = SpaceSaving::new(capacity);
-        let mut entries = Vec::with_capacity(snap.counters.len());
-        for (KeyBuf(key), count, error) in snap.counters {
-            if count == 0 {
-                return Err(format!(
-                    "counter for key {} has count 0",
-                    BASE64.encode(&key)
-                ));
-            }
-            if error > count {
-                return Err(format!(
-                    "counter for key {} has error {error} above its count {count}",
-                    BASE64.encode(&key)
-                ));
-            }
-            entries.push((key, count, error));
-        }
-        entries.sort_unstable_by(|x, y| x.0.cmp(&y.0));
-        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(format!(
-                "summary lists key {} twice",
-                BASE64.encode(&w[0].0)
-            ));
-        }
-        summary.rebuild(entries);
-        summary.total = snap.total;
-        Ok(summary)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -1009,27 +874,21 @@ mod tests {
         let mut s = SpaceSaving::new(2);
         s.insert(b"a");
         s.insert(b"b");
-        s.insert(b"c"); // evicts "a" (oldest among count 1): c = 1 + 1, error 1
-        assert_eq!(s.get(b"a"), None);
-        assert_eq!(
-            s.get(b"c"),
-            Some(Counter {
-                key: b"c",
+        // The newcomer takes the evicted counter's place: count 1 + 1, error 1 (the minimum).
+        let replaced = |s: &SpaceSaving, key: &'static [u8], evicted: &[u8]| {
+            assert_eq!(s.get(evicted), None);
+            let expected = Counter {
+                key,
                 count: 2,
-                error: 1
-            })
-        );
+                error: 1,
+            };
+            assert_eq!(s.get(key), Some(expected));
+        };
+        s.insert(b"c"); // evicts "a" (oldest among count 1)
+        replaced(&s, b"c", b"a");
         assert_eq!(s.min_count(), 1);
         s.insert(b"d"); // evicts "b"
-        assert_eq!(s.get(b"b"), None);
-        assert_eq!(
-            s.get(b"d"),
-            Some(Counter {
-                key: b"d",
-                count: 2,
-                error: 1
-            })
-        );
+        replaced(&s, b"d", b"b");
         s.check_invariants();
     }
 
@@ -1159,52 +1018,5 @@ mod tests {
         s.decay(0.0);
         assert!(s.is_empty());
         assert_eq!(s.total(), 0);
-    }
-
-    #[test]
-    fn snapshot_round_trip_and_validation() {
-        let mut s = SpaceSaving::new(3);
-        for k in [&b"\x00\xffbin"[..], b"a", b"a", b"b", b"c", b"c", b"c"] {
-            s.insert(k);
-        }
-        let json = serde_json::to_string(&s).unwrap();
-        let back: SpaceSaving = serde_json::from_str(&json).unwrap();
-        back.check_invariants();
-        assert_eq!(back.total(), s.total());
-        assert_eq!(back.top(10), s.top(10));
-        assert_eq!(serde_json::to_string(&back).unwrap(), json);
-
-        for (bad, what) in [
-            (r#"{"capacity":0,"total":0,"counters":[]}"#, "capacity"),
-            (
-                r#"{"capacity":1,"total":2,"counters":[["YQ==",1,0],["Yg==",1,0]]}"#,
-                "more than",
-            ),
-            (
-                r#"{"capacity":2,"total":2,"counters":[["YQ==",1,2]]}"#,
-                "error",
-            ),
-            (
-                r#"{"capacity":2,"total":2,"counters":[["YQ==",1,0],["YQ==",1,0]]}"#,
-                "twice",
-            ),
-            (
-                r#"{"capacity":2,"total":2,"counters":[["!!",1,0]]}"#,
-                "base64",
-            ),
-            (
-                r#"{"capacity":2,"total":2,"counters":[["YQ==",0,0]]}"#,
-                "count 0",
-            ),
-            (
-                r#"{"capacity":2,"total":2,"counters":[],"x":1}"#,
-                "unknown field",
-            ),
-        ] {
-            let err = serde_json::from_str::<SpaceSaving>(bad)
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(what), "{bad}: {err}");
-        }
     }
 }
