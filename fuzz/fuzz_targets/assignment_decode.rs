@@ -5,7 +5,7 @@
 //! `cargo +nightly fuzz run assignment_decode fuzz/corpus/assignment_decode fuzz/seeds/assignment_decode`
 #![no_main]
 
-use dkg_core::{Assignment, Route};
+use dkg_kafka_core::{Assignment, Route};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dkg_core::Assignment;
-use dkg_protocol::book::{AssignmentBook, ControlUpdate};
+use dkg_kafka_core::Assignment;
+use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "frames.rs"]

@@ -1,10 +1,10 @@
-//! Fuzz the `dkg-*` header parsers (`dkg_protocol::headers`, spec section 8): every record's headers
+//! Fuzz the `dkg-*` header parsers (`dkg_kafka_protocol::headers`, spec section 8): every record's headers
 //! (framed as name = key, value as in `frames.rs`; non-UTF-8 names are skipped like a client would
 //! never deliver them) read without a panic; `DkgHeaders::read` agrees with `epoch_of`; a decimal
 //! value parses exactly when it is 1 to 20 ASCII digits that fit a u64, and round-trips.
 #![no_main]
 
-use dkg_protocol::headers::{DkgHeaders, encode_decimal, epoch_of, parse_decimal};
+use dkg_kafka_protocol::headers::{DkgHeaders, encode_decimal, epoch_of, parse_decimal};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "frames.rs"]

@@ -1,11 +1,11 @@
-//! Fuzz the handoff-topic record decoder (`dkg_protocol::handoff::decode`, spec section 9): any key
+//! Fuzz the handoff-topic record decoder (`dkg_kafka_protocol::handoff::decode`, spec section 9): any key
 //! and value must give an entry or an error, never a panic; a parsed key re-encodes to itself; an
 //! entry is about the topic its key names.
 //!
 //! `scripts/fuzz handoff_decode` (records framed as in `frames.rs`).
 #![no_main]
 
-use dkg_protocol::handoff::{HandoffKey, decode};
+use dkg_kafka_protocol::handoff::{HandoffKey, decode};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "frames.rs"]

@@ -1,4 +1,4 @@
-//! Fuzz the decoder of a shipped window (`dkg_core::Sketch`'s `Deserialize`, the `sketch` member of
+//! Fuzz the decoder of a shipped window (`dkg_kafka_core::Sketch`'s `Deserialize`, the `sketch` member of
 //! a document on the sampler's sketches topic, written by any member): any bytes must give a sketch
 //! or an error, never a panic or an unbounded allocation; a decoded sketch re-encodes to one that
 //! decodes to the same total, and merges with itself and decays without panicking.
@@ -6,7 +6,7 @@
 //! `scripts/fuzz sketch_decode`.
 #![no_main]
 
-use dkg_core::Sketch;
+use dkg_kafka_core::Sketch;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use clap::Parser;
-use dkg_core::imbalance;
-use dkg_partitioner::DkgConsumer;
-use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_kafka_core::imbalance;
+use dkg_kafka::DkgConsumer;
+use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -110,7 +110,7 @@ pub enum ConsumeError {
         member: String,
         /// The library's error.
         #[source]
-        source: dkg_partitioner::Error,
+        source: dkg_kafka::Error,
     },
     /// Some members did not close cleanly (their records since the last commit will be
     /// delivered again to the next owners).

@@ -16,12 +16,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use dkg_core::imbalance;
-use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
-use dkg_partitioner::kafka::producer_config;
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
-use dkg_partitioner::{DeliveryFuture, DkgProducer, EpochHeader};
+use dkg_kafka_core::imbalance;
+use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_kafka::kafka::producer_config;
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
+use dkg_kafka::{DeliveryFuture, DkgProducer, EpochHeader};
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -189,7 +189,7 @@ pub enum LoadgenError {
     },
     /// Building the DKG producer failed.
     #[error("building the DKG producer: {0}")]
-    Producer(#[from] dkg_partitioner::Error),
+    Producer(#[from] dkg_kafka::Error),
     /// The topic does not exist (and --create-partitions was not given).
     #[error(
         "topic {topic:?} does not exist on {bootstrap} (pass --create-partitions N to create it)"
@@ -215,7 +215,7 @@ pub enum LoadgenError {
         topic: String,
         /// The cause.
         #[source]
-        source: dkg_partitioner::Error,
+        source: dkg_kafka::Error,
     },
     /// Some records were not delivered.
     #[error("{failed} of {total} records were not delivered; first error: {first}")]

@@ -24,12 +24,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
-use dkg_core::kafka_partition;
-use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::control::ensure_control_topic;
-use dkg_partitioner::kafka::epoch_of;
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_kafka_core::kafka_partition;
+use dkg_kafka::Assignment;
+use dkg_kafka::kafka::control::ensure_control_topic;
+use dkg_kafka::kafka::epoch_of;
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

@@ -1,12 +1,12 @@
 //! Time to build a DKG assignment for k = 100 from a sketch with 10^4 counters (fresh and
 //! migration-aware), and LPT alone on the same jobs.
 //!
-//! `cargo bench -p dkg-partitioner --no-default-features --bench build`
+//! `cargo bench -p dkg-kafka --no-default-features --bench build`
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dkg_core::{DkgConfig, Sketch, lpt, lpt_sticky};
+use dkg_kafka_core::{DkgConfig, Sketch, lpt, lpt_sticky};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! scripts/kafka start
-//! cargo bench -p dkg-partitioner --bench consumer_throughput
+//! cargo bench -p dkg-kafka --bench consumer_throughput
 //! ```
 //!
 //! Workload: `DKG_BENCH_RECORDS` (default 1 200 000, about 180 MB) records with 16-byte Zipf(1.1)
@@ -42,11 +42,11 @@ use common::{BoxError, config, cpu_secs, create_topic, env_or, median, setup};
 
 use std::time::{Duration, Instant};
 
-use dkg_core::{AssignmentParts, BucketHash, Params};
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DkgConsumer;
-use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
-use dkg_partitioner::kafka::{control, producer_config, stamp_epoch};
+use dkg_kafka_core::{AssignmentParts, BucketHash, Params};
+use dkg_kafka::Assignment;
+use dkg_kafka::DkgConsumer;
+use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
+use dkg_kafka::kafka::{control, producer_config, stamp_epoch};
 use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -11,7 +11,7 @@
 //!
 //! Both sides run the same loop (`sum_partitions`): same keys, same `black_box` on each key.
 //!
-//! `cargo bench -p dkg-partitioner --no-default-features --bench partition_for`
+//! `cargo bench -p dkg-kafka --no-default-features --bench partition_for`
 //! (`DKG_BENCH_LENGTHS=6,36` restricts the sweep to those lengths).
 
 #[path = "common/lookup.rs"]
@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use criterion::{Criterion, Throughput};
-use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
-use dkg_partitioner::Assignment;
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
+use dkg_kafka::Assignment;
 use lookup::{interleaved, sum_partitions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

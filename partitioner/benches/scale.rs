@@ -17,7 +17,7 @@
 //! Keys are 16 bytes: the zero-padded decimal form of a bijective scramble of the Zipf rank, so the
 //! `n` ranks are `n` distinct keys and hot keys are spread over the key space.
 //!
-//! `cargo bench -p dkg-partitioner --no-default-features --bench scale`
+//! `cargo bench -p dkg-kafka --no-default-features --bench scale`
 //! (`DKG_BENCH_KEYS` distinct keys, default 10^8; `DKG_BENCH_RECORDS` records, default 2 * 10^7;
 //! `DKG_BENCH_ALPHA` Zipf exponent, default 1.0; `DKG_BENCH_ROUNDS` interleaved rounds, default 101).
 //! Run by `cargo test` (no `--bench` argument), it uses 10^6 keys, 10^5 records and 3 rounds instead.
@@ -29,7 +29,7 @@ mod lookup;
 use std::hint::black_box;
 use std::time::Instant;
 
-use dkg_core::{DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch};
+use dkg_kafka_core::{DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch};
 use lookup::{Interleaved, interleaved};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

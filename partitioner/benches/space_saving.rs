@@ -2,7 +2,7 @@
 //! (`HashMap<Vec<u8>, u64>` with ahash) measured in the same run. Also prints the memory of a summary fed
 //! 10^7 distinct keys (it stays at its configured size).
 //!
-//! `cargo bench -p dkg-partitioner --no-default-features --bench space_saving`
+//! `cargo bench -p dkg-kafka --no-default-features --bench space_saving`
 //! (`cargo test` runs it without `--bench`: a smoke run with a tenth of the records and distinct keys.)
 
 use std::collections::HashMap;
@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use dkg_core::{DkgConfig, Sketch, SpaceSaving};
+use dkg_kafka_core::{DkgConfig, Sketch, SpaceSaving};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

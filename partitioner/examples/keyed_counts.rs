@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! scripts/kafka start
-//! cargo run -p dkg-partitioner --example keyed_counts -- [records] [bootstrap] [KEY=VALUE...]
+//! cargo run -p dkg-kafka --example keyed_counts -- [records] [bootstrap] [KEY=VALUE...]
 //! ```
 //!
 //! `KEY=VALUE` arguments are librdkafka settings for the two members, e.g. `group.protocol=consumer`
@@ -24,13 +24,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
-use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::control;
-use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
-use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_kafka::Assignment;
+use dkg_kafka::kafka::control;
+use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
+use dkg_kafka::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
 use rdkafka::producer::FutureRecord;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/kafka start
-//! cargo run -p dkg-partitioner --example one_line_change -- 127.0.0.1:9092 orders
+//! cargo run -p dkg-kafka --example one_line_change -- 127.0.0.1:9092 orders
 //! ```
 //!
 //! Everything else (records, `send`, `flush`) is unchanged. Until `dkg-sampler` publishes an
@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use dkg_partitioner::DkgProducer;
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_kafka::DkgProducer;
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;

@@ -20,17 +20,17 @@
 //! Every fallible call returns this crate's [`Result`] ([`Error`]). The assignment a producer routes
 //! by is an [`Assignment`] ([`DkgRouter::assignment`]). Everything else (the control and handoff
 //! topics, metrics, the rdkafka adapters) is in [`kafka`]; the DKG algorithm itself (the learner,
-//! hashing, LPT) is the `dkg-core` crate, the protocol's pure rules the `dkg-protocol` crate
+//! hashing, LPT) is the `dkg-kafka-core` crate, the protocol's pure rules the `dkg-kafka-protocol` crate
 //! (`docs/architecture.md` maps the layers).
 //!
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use dkg_partitioner::{DkgConsumer, DkgProducer};
+//! use dkg_kafka::{DkgConsumer, DkgProducer};
 //! use rdkafka::ClientConfig;
 //! use rdkafka::producer::FutureRecord;
 //!
-//! # async fn run() -> dkg_partitioner::Result<()> {
+//! # async fn run() -> dkg_kafka::Result<()> {
 //! let mut config = ClientConfig::new();
 //! config.set("bootstrap.servers", "127.0.0.1:9092");
 //! // The one-line change: a FutureProducer becomes a DkgProducer. `ordering(true)` makes it take
@@ -63,10 +63,10 @@
 //!
 //! Three layers, each a crate, with a wall between them that the compiler checks:
 //!
-//! - **`dkg-core`**, the pure core (no I/O, no clock, no rdkafka): hashing, Space-Saving, LPT, the
+//! - **`dkg-kafka-core`**, the pure core (no I/O, no clock, no rdkafka): hashing, Space-Saving, LPT, the
 //!   learner and the assignment document with its O(1) lookup. With `default-features = false`
 //!   this crate is only its [`Assignment`], [`Error`] and [`Result`].
-//! - **`dkg-protocol`**, the handoff protocol without I/O: the `dkg-*` header and handoff record
+//! - **`dkg-kafka-protocol`**, the handoff protocol without I/O: the `dkg-*` header and handoff record
 //!   codecs, the control topic's assignment book, the consumer's ordering state machine and the
 //!   producer's lease schedule and marker ends (`docs/spec.md` section 9).
 //! - **Kafka glue** (feature `kafka`, on by default): the types above and [`kafka`]. Metrics go to
@@ -77,11 +77,11 @@
 pub mod kafka;
 
 // The core's modules under short names for the glue (`crate::hash::...`); not re-exported: their
-// public paths are `dkg_core::...`.
+// public paths are `dkg_kafka_core::...`.
 #[cfg(feature = "kafka")]
-use dkg_core::{assignment, error, hash};
+use dkg_kafka_core::{assignment, error, hash};
 
-pub use dkg_core::{Assignment, Error, Result};
+pub use dkg_kafka_core::{Assignment, Error, Result};
 
 #[cfg(feature = "kafka")]
 pub use kafka::consumer::{

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::producer::{client_config, metric_value};
 use common::scenario::{PARTITIONS, Setup, epoch_assignment, key};
-use dkg_partitioner::DkgConsumer;
-use dkg_partitioner::kafka::handoff::{HandoffKey, Lease, Marker, ProducerId};
-use dkg_partitioner::kafka::handoff::{HandoffWriter, ensure_handoff_topic};
+use dkg_kafka::DkgConsumer;
+use dkg_kafka::kafka::handoff::{HandoffKey, Lease, Marker, ProducerId};
+use dkg_kafka::kafka::handoff::{HandoffWriter, ensure_handoff_topic};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
 

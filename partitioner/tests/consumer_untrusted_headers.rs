@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::producer::{client_config, metric_value};
 use common::scenario::Setup;
-use dkg_partitioner::DkgConsumer;
+use dkg_kafka::DkgConsumer;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::FutureRecord;

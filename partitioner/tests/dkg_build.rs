@@ -3,9 +3,9 @@
 //! sketches round-trip and merge, and on a skewed stream DKG balances far better than Kafka's hash.
 #![allow(clippy::unwrap_used)]
 
-use dkg_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
-use dkg_core::dkg::DEFAULT_MIGRATION_SLACK;
-use dkg_core::{DkgConfig, Route, Sketch, imbalance, kafka_partition, lpt};
+use dkg_kafka_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
+use dkg_kafka_core::dkg::DEFAULT_MIGRATION_SLACK;
+use dkg_kafka_core::{DkgConfig, Route, Sketch, imbalance, kafka_partition, lpt};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -24,8 +24,8 @@ use common::producer::{
     wait_for_epoch,
 };
 use common::scenario::{End, Log, Setup, check, counter_sum, finish_producers, wait_for_all};
-use dkg_partitioner::kafka::control::publish_assignment;
-use dkg_partitioner::{DkgProducer, EpochHeader};
+use dkg_kafka::kafka::control::publish_assignment;
+use dkg_kafka::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::{BROKERS, Cluster, FaultWatch, cluster, fault_records};
 use tokio::sync::watch;
 
@@ -44,7 +44,7 @@ struct Stream {
     control: String,
     producer: DkgProducer<FaultWatch>,
     watch: FaultWatch,
-    assignment: dkg_partitioner::Assignment,
+    assignment: dkg_kafka::Assignment,
 }
 
 impl Stream {
@@ -54,7 +54,7 @@ impl Stream {
         cluster.create_topic(&topic, PARTITIONS, &[]).await;
         let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
             client_config(cluster.bootstrap()).create().unwrap();
-        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &control, BROKERS)
+        dkg_kafka::kafka::control::ensure_control_topic(&admin, &control, BROKERS)
             .await
             .unwrap();
         let watch = FaultWatch::default();

@@ -9,8 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::producer::client_config;
-use dkg_partitioner::kafka::handoff::{HandoffEntry, HandoffReader};
-use dkg_partitioner::kafka::handoff::{HandoffWriter, Progress, ensure_handoff_topic};
+use dkg_kafka::kafka::handoff::{HandoffEntry, HandoffReader};
+use dkg_kafka::kafka::handoff::{HandoffWriter, Progress, ensure_handoff_topic};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 
@@ -69,7 +69,7 @@ async fn catch_up_returns_at_the_end_also_when_nothing_is_new() {
 /// the whole timeout; half of it is far beyond any machine's pace).
 async fn promptly(
     reader: &mut HandoffReader,
-    on_record: impl FnMut(dkg_partitioner::kafka::handoff::HandoffRecord),
+    on_record: impl FnMut(dkg_kafka::kafka::handoff::HandoffRecord),
 ) -> usize {
     let started = Instant::now();
     let read = reader

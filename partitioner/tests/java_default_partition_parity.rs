@@ -1,4 +1,4 @@
-//! Our fallback placement is the Java client's: `dkg_core::hash::kafka_partition` (and `murmur2`) agree
+//! Our fallback placement is the Java client's: `dkg_kafka_core::hash::kafka_partition` (and `murmur2`) agree
 //! with the Kafka Java client of the pinned version (kafka-clients from Maven Central, cached by
 //! `scripts/kafka`) key by key.
 //!
@@ -18,7 +18,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use dkg_core::hash::{kafka_partition, murmur2};
+use dkg_kafka_core::hash::{kafka_partition, murmur2};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

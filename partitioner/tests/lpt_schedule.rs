@@ -2,7 +2,7 @@
 //! arbitrary job sets.
 #![allow(clippy::unwrap_used)]
 
-use dkg_core::{Schedule, lpt, lpt_sticky};
+use dkg_kafka_core::{Schedule, lpt, lpt_sticky};
 use proptest::prelude::*;
 
 fn check_schedule(weights: &[u64], k: u32, s: &Schedule) {

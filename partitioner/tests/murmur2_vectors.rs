@@ -1,7 +1,7 @@
 //! Golden vectors for Kafka's murmur2, taken verbatim from the two reference clients' own tests.
 //! If one of these fails, records would land on different partitions than a stock producer's.
 
-use dkg_core::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded, to_positive};
+use dkg_kafka_core::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2, murmur2_seeded, to_positive};
 
 /// Apache Kafka, `clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java`,
 /// `testMurmur2` (expected values are Java `int`s).

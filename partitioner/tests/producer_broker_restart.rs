@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::producer::{
     ControlledTopic, ReadBack, read_back, rotating_assignment, send_paced, wait_for_epoch,
 };
-use dkg_partitioner::{DkgProducer, EpochHeader};
+use dkg_kafka::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::FaultWatch;
 
 const RECORDS: u64 = 150_000;

@@ -55,7 +55,7 @@ async fn marker_of(setup: &Setup, producer: &str, epoch: u64) -> Vec<i64> {
 /// marker of `epoch` says its records end (they must be the same).
 async fn flush_and_switch(
     setup: &Setup,
-    producer: &dkg_partitioner::DkgProducer,
+    producer: &dkg_kafka::DkgProducer,
     id: &str,
     epoch: u64,
 ) -> (Vec<i64>, Vec<i64>) {
@@ -66,7 +66,7 @@ async fn flush_and_switch(
 }
 
 /// Send `n` keyed records and drop every future at once.
-fn send_and_forget(producer: &dkg_partitioner::DkgProducer, topic: &str, from: u32, n: u32) {
+fn send_and_forget(producer: &dkg_kafka::DkgProducer, topic: &str, from: u32, n: u32) {
     for i in from..from + n {
         let key = format!("k{:04}", i % 997);
         let value = format!("v{i}");
@@ -333,7 +333,7 @@ async fn stamping_producer(
     setup: &Setup,
     window: Duration,
     registry: &prometheus::Registry,
-) -> dkg_partitioner::DkgProducer {
+) -> dkg_kafka::DkgProducer {
     setup
         .producer_builder(Duration::from_secs(5), &[])
         .stamp_window(window)

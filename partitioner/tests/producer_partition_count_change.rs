@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::producer::{
     ControlledTopic, client_config, constant_assignment, metric_value, wait_for_epoch, wait_until,
 };
-use dkg_core::kafka_partition;
-use dkg_partitioner::{DkgProducer, RouteKind};
+use dkg_kafka_core::kafka_partition;
+use dkg_kafka::{DkgProducer, RouteKind};
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::FutureRecord;
@@ -51,7 +51,7 @@ async fn producer_partition_count_change() {
     let topic_metric = |name: &str| metric_value(&registry, name, &[("topic", &topic)]);
     let keys: Vec<String> = (0..100).map(|i| format!("user-{i}")).collect();
     // Publish `a`, wait until the producer routes by it, and check every key goes to `partition`.
-    let adopt_and_send_all_to = async |a: &dkg_partitioner::Assignment, partition: i32| {
+    let adopt_and_send_all_to = async |a: &dkg_kafka::Assignment, partition: i32| {
         t.publish(a, Duration::from_secs(10)).await;
         wait_for_epoch(&router, &topic, a.epoch()).await;
         assert_eq!(

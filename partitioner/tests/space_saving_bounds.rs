@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use dkg_core::SpaceSaving;
+use dkg_kafka_core::SpaceSaving;
 use proptest::prelude::*;
 
 type Truth = HashMap<Vec<u8>, u64>;

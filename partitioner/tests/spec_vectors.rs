@@ -19,12 +19,12 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_core::{MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
-use dkg_partitioner::Assignment;
-use dkg_partitioner::kafka::control::{AssignmentBook, RejectReason};
+use dkg_kafka_core::{MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
+use dkg_kafka::Assignment;
+use dkg_kafka::kafka::control::{AssignmentBook, RejectReason};
 use serde_json::Value;
 
-const REGENERATE: &str = "regenerate with `cargo run -p dkg-partitioner --example spec_vectors -- spec/vectors` \
+const REGENERATE: &str = "regenerate with `cargo run -p dkg-kafka --example spec_vectors -- spec/vectors` \
      and review the diff: a change of placement or validation is a change of docs/spec.md";
 
 fn vectors_dir() -> PathBuf {
@@ -65,7 +65,7 @@ fn bytes_of(v: &Value, field: &str) -> Vec<u8> {
 }
 
 /// The spec's murmur2 pseudo-code (docs/spec.md, "murmur2"), transcribed with Java's signed
-/// 32-bit arithmetic rather than reusing `dkg_core::hash`.
+/// 32-bit arithmetic rather than reusing `dkg_kafka_core::hash`.
 fn spec_murmur2(data: &[u8], seed: u32) -> u32 {
     const M: i32 = 0x5bd1_e995_u32 as i32;
     let byte = |i: usize| i32::from(data[i]);

@@ -1,4 +1,4 @@
-//! The control topic's state rules for Python: `dkg_protocol::book::AssignmentBook` itself.
+//! The control topic's state rules for Python: `dkg_kafka_protocol::book::AssignmentBook` itself.
 //!
 //! The Python `Router` feeds every control-topic record (key, value; `None` = tombstone) through
 //! [`PyAssignmentBook::apply`], so the epoch floor, the topic match, tombstones and the reject
@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use dkg_core::assignment::ControlDocument;
-use dkg_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
+use dkg_kafka_core::assignment::ControlDocument;
+use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
 use pyo3::prelude::*;
 
 use crate::PyAssignment;

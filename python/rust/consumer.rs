@@ -1,4 +1,4 @@
-//! The consumer's ordering protocol for Python: `dkg_protocol::consumer::core::Core` itself.
+//! The consumer's ordering protocol for Python: `dkg_kafka_protocol::consumer::core::Core` itself.
 //!
 //! The Python `DkgConsumer` (`src/dkg_kafka/consumer.py`) does only I/O: it polls confluent-kafka,
 //! reads the handoff and control topics, commits and announces what this core says, pauses and
@@ -17,13 +17,13 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dkg_core::{Assignment, kafka_partition};
-use dkg_protocol::consumer::Monotonic;
-use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome, Snapshot};
-use dkg_protocol::consumer::lane::Lanes;
-use dkg_protocol::consumer::progress::CommitMeta;
-use dkg_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
-use dkg_protocol::headers::{EPOCH_HEADER, parse_decimal};
+use dkg_kafka_core::{Assignment, kafka_partition};
+use dkg_kafka_protocol::consumer::Monotonic;
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome, Snapshot};
+use dkg_kafka_protocol::consumer::lane::Lanes;
+use dkg_kafka_protocol::consumer::progress::CommitMeta;
+use dkg_kafka_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
+use dkg_kafka_protocol::headers::{EPOCH_HEADER, parse_decimal};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -76,7 +76,7 @@ struct State {
     housekeeping_at: Instant,
     /// Fetched from the client, not offered yet (a fetch takes what the client has queued).
     pending: VecDeque<Py<PyAny>>,
-    /// The fast path (`dkg_protocol::consumer::lane`, as the Rust consumer's): records of quiet
+    /// The fast path (`dkg_kafka_protocol::consumer::lane`, as the Rust consumer's): records of quiet
     /// partitions are handed out without the core, and a fetch asks the core nothing while it
     /// published that it has nothing to hand out or commit.
     lanes: Lanes,
@@ -287,7 +287,7 @@ impl SplitChange {
     }
 }
 
-/// The consumer protocol's state machine (`dkg_protocol::consumer::core::Core`) of one topic and
+/// The consumer protocol's state machine (`dkg_kafka_protocol::consumer::core::Core`) of one topic and
 /// group member, for the Python `DkgConsumer`.
 ///
 /// Not for concurrent use from several threads at once (the `DkgConsumer` calls it from the

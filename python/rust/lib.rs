@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use dkg_core::{Assignment, BucketHash, Error, Route, kafka_partition, murmur2};
+use dkg_kafka_core::{Assignment, BucketHash, Error, Route, kafka_partition, murmur2};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -516,10 +516,10 @@ fn py_murmur2(data: &[u8]) -> i32 {
 }
 
 /// Whether a librdkafka setting is connection-level, so the control topic's reader inherits it
-/// (`dkg_protocol::connection`: the one list, shared with the Rust glue).
+/// (`dkg_kafka_protocol::connection`: the one list, shared with the Rust glue).
 #[pyfunction]
 fn is_connection_setting(key: &str) -> bool {
-    dkg_protocol::connection::is_connection_setting(key)
+    dkg_kafka_protocol::connection::is_connection_setting(key)
 }
 
 /// Kafka's default placement of a keyed record: `to_positive(murmur2(key)) % partitions`.

@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{env_u64, key, median, prefill};
-use dkg_core::dkg::DkgConfig;
+use dkg_kafka_core::dkg::DkgConfig;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, Zipf};

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dkg_core::dkg::DkgConfig;
-use dkg_core::dkg::Sketch;
-use dkg_core::hash::kafka_partition;
+use dkg_kafka_core::dkg::DkgConfig;
+use dkg_kafka_core::dkg::Sketch;
+use dkg_kafka_core::hash::kafka_partition;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;

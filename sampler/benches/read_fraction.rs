@@ -42,7 +42,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{env_u64, median, prefill, process_cpu_secs, spread};
-use dkg_core::dkg::{DkgConfig, imbalance};
+use dkg_kafka_core::dkg::{DkgConfig, imbalance};
 use rdkafka::ClientConfig;
 
 use dkg_testkit::broker::unique_topic;
@@ -315,14 +315,14 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64)
                 .snap
                 .window;
             let assign =
-                |w: &dkg_core::dkg::Sketch| w.build(&topic, 1, 0, None).unwrap().assignment;
-            let on = |w: &dkg_core::dkg::Sketch, a: &dkg_core::assignment::Assignment| {
+                |w: &dkg_kafka_core::dkg::Sketch| w.build(&topic, 1, 0, None).unwrap().assignment;
+            let on = |w: &dkg_kafka_core::dkg::Sketch, a: &dkg_kafka_core::assignment::Assignment| {
                 w.predict(a).map_or(f64::NAN, |l| imbalance(&l))
             };
             let (fa, pa, ea) = (assign(&fw), assign(pw), assign(&ew));
             let (f_fresh, p_fresh) = (on(&fw, &fa), on(pw, &pa));
             let (cross, equal) = (on(&fw, &pa), on(&fw, &ea));
-            let heavy = |a: &dkg_core::assignment::Assignment| -> BTreeSet<Vec<u8>> {
+            let heavy = |a: &dkg_kafka_core::assignment::Assignment| -> BTreeSet<Vec<u8>> {
                 a.heavy().iter().map(|h| h.key.clone()).collect()
             };
             let (fh, ph) = (heavy(&fa), heavy(&pa));

@@ -20,7 +20,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
 use rdkafka::config::ClientConfig;
 
 /// The cluster, the data topic and the control topic: the flags `run` and `inspect` share.
@@ -140,7 +140,7 @@ pub enum BadKafkaConfig {
     },
 }
 
-pub use dkg_partitioner::kafka::redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
+pub use dkg_kafka::kafka::redact::{REDACTED, RedactedConfig, is_secret_key, shown_value};
 
 /// The values of every setting not on the allowlist ([`is_secret_key`]) this process was given:
 /// the log writer and the final error line scrub them from texts the sampler does not compose
@@ -149,7 +149,7 @@ static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new
 
 /// Add `settings`' secret values to [`SECRETS`].
 fn remember_secrets(settings: &[(String, String)]) {
-    let fresh = dkg_partitioner::kafka::redact::secret_values(
+    let fresh = dkg_kafka::kafka::redact::secret_values(
         settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     if fresh.is_empty() {
@@ -171,7 +171,7 @@ pub fn scrubbed(text: &str) -> String {
     if secrets.is_empty() {
         text.to_owned()
     } else {
-        dkg_partitioner::kafka::redact::scrub(text, &secrets)
+        dkg_kafka::kafka::redact::scrub(text, &secrets)
     }
 }
 

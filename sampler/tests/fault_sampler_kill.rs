@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DkgProducer;
+use dkg_kafka::Assignment;
+use dkg_kafka::DkgProducer;
 use dkg_testkit::cluster::cluster;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use common::wait_for;
 use common::{Sampler, read_keyed_with};
-use dkg_partitioner::kafka::control::control_topic_spec;
-use dkg_partitioner::kafka::topic::TopicSpec;
-use dkg_partitioner::{DkgConsumer, DkgProducer};
+use dkg_kafka::kafka::control::control_topic_spec;
+use dkg_kafka::kafka::topic::TopicSpec;
+use dkg_kafka::{DkgConsumer, DkgProducer};
 use dkg_testkit::broker::unique_topic;
 use dkg_testkit::sasl::{
     Acl, Grants, Names, Operation, Resource, Role, SaslBroker, User, sasl_broker,

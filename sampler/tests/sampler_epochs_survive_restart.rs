@@ -14,10 +14,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_core::assignment::{ControlDocument, GENERATION_KEY};
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DkgProducer;
-use dkg_partitioner::kafka::control::{
+use dkg_kafka_core::assignment::{ControlDocument, GENERATION_KEY};
+use dkg_kafka::Assignment;
+use dkg_kafka::DkgProducer;
+use dkg_kafka::kafka::control::{
     ControlTopicReader, ensure_control_topic, publish_value, publisher_config,
 };
 use dkg_testkit::fixtures::assignment;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use dkg_core::hash::kafka_partition;
+use dkg_kafka_core::hash::kafka_partition;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::ClientConfig;

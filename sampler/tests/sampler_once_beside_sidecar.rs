@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dkg_partitioner::Assignment;
+use dkg_kafka::Assignment;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {

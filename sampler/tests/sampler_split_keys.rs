@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_partitioner::DkgProducer;
+use dkg_kafka::DkgProducer;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::ClientConfig;

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_core::DEFAULT_LIMITS_DOCUMENT_BYTES;
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DkgProducer;
+use dkg_kafka_core::DEFAULT_LIMITS_DOCUMENT_BYTES;
+use dkg_kafka::Assignment;
+use dkg_kafka::DkgProducer;
 use rdkafka::ClientConfig;
 use rdkafka::producer::FutureRecord;
 

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::*;
-use dkg_core::kafka_partition;
+use dkg_kafka_core::kafka_partition;
 
 const PARTITIONS: u32 = 12;
 

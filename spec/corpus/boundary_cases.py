@@ -2,7 +2,7 @@
 the reject vectors, and the boundary cases of docs/spec.md section 4 the fuzzer need not find (epochs around
 2^53, the longest topic name, 16 and 17 heavy keys in a bucket, 64 split parts, number syntax, deep nesting, other
 kinds of control value). Each file is named by the SHA-1 of its bytes, as libFuzzer names its inputs; the
-verdicts come from the Rust decoder (`cargo run -p dkg-protocol --example corpus_verdicts`), not from here.
+verdicts come from the Rust decoder (`cargo run -p dkg-kafka-protocol --example corpus_verdicts`), not from here.
 
     python3 spec/corpus/boundary_cases.py spec/corpus/assignment
 """

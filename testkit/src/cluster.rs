@@ -107,7 +107,7 @@ fn normalise(bootstrap: &str) -> Vec<String> {
 }
 
 pub(crate) fn script_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka")
 }
 
 /// `scripts/kafka MODE ARGS` with `stdin` as its input: stdout, trimmed; panics with stderr on

@@ -5,9 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::collections::BTreeMap;
 
-use dkg_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
-use dkg_core::{AssignmentParts, BucketHash, HeavyKey, Params};
-use dkg_partitioner::Assignment;
+use dkg_kafka_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
+use dkg_kafka::Assignment;
 
 /// The sketch parameters of the fixtures.
 pub fn params() -> Params {
@@ -67,7 +67,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// A valid assignment for `topic`, created now (the producer's age metric is measured from it): the
-/// unit tests' fixture ([`dkg_core::fixtures::assignment`]) with bucket table `table` and heavy keys
+/// unit tests' fixture ([`dkg_kafka_core::fixtures::assignment`]) with bucket table `table` and heavy keys
 /// `(key, partition)` of weight 1000.
 pub fn assignment(
     topic: &str,
@@ -77,7 +77,7 @@ pub fn assignment(
     heavy_keys: &[(&[u8], u32)],
 ) -> Assignment {
     let weighted: Vec<(&[u8], u32, u64)> = heavy_keys.iter().map(|&(k, p)| (k, p, 1000)).collect();
-    let parts = dkg_core::fixtures::assignment(topic, partitions, epoch, table, &weighted);
+    let parts = dkg_kafka_core::fixtures::assignment(topic, partitions, epoch, table, &weighted);
     Assignment::new(AssignmentParts {
         created_at_ms: now_ms(),
         ..parts.into_parts()

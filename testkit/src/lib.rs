@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests and benches of `dkg-partitioner` and `dkg-sampler`, so each
+//! Helpers shared by the integration tests and benches of `dkg-kafka` and `dkg-sampler`, so each
 //! is written once:
 //!
 //! - [`broker`] (feature `kafka`): the real single-node broker that `scripts/kafka start` runs. A

@@ -16,8 +16,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::{Ensured, TopicSpec};
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::{Ensured, TopicSpec};
 use rdkafka::ClientConfig;
 
 use crate::broker::check_client;

@@ -1,4 +1,4 @@
-//! The one error type of the pure crates (`dkg-core`, `dkg-protocol`) and of the `dkg-partitioner`
+//! The one error type of the pure crates (`dkg-kafka-core`, `dkg-kafka-protocol`) and of the `dkg-kafka`
 //! facade.
 
 /// `Result` with this crate's [`Error`].

@@ -11,18 +11,18 @@
 //! - [`dkg`]: the learner, a [`Sketch`] that builds an [`Assignment`];
 //! - [`assignment`]: the versioned JSON document and its O(1), allocation-free, never-panicking
 //!   lookup;
-//! - [`error`]: the one error type of the pure crates and of the `dkg-partitioner` facade (the
+//! - [`error`]: the one error type of the pure crates and of the `dkg-kafka` facade (the
 //!   feature `kafka-errors` adds the Kafka client's variants for the facade; nothing here uses
 //!   them).
 //!
-//! The layers above it (`dkg-protocol`, the handoff protocol's pure state machines; the Kafka glue
-//! in `dkg-partitioner`) and the wall between them are described in `docs/architecture.md`. Most
-//! users depend on `dkg-partitioner`, which re-exports this crate under the same paths.
+//! The layers above it (`dkg-kafka-protocol`, the handoff protocol's pure state machines; the Kafka glue
+//! in `dkg-kafka`) and the wall between them are described in `docs/architecture.md`. Most
+//! users depend on `dkg-kafka`, which re-exports this crate under the same paths.
 //!
 //! ```
-//! use dkg_core::{DkgConfig, Sketch};
+//! use dkg_kafka_core::{DkgConfig, Sketch};
 //!
-//! # fn main() -> dkg_core::Result<()> {
+//! # fn main() -> dkg_kafka_core::Result<()> {
 //! let mut sketch = Sketch::new(&DkgConfig::default(), 4)?;
 //! for i in 0..1_000u32 {
 //!     sketch.observe(if i % 2 == 0 { b"hot".as_slice() } else { b"cold" });

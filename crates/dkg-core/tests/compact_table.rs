@@ -5,8 +5,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_core::assignment::COMPACT_TABLE_ABOVE_BYTES;
-use dkg_core::{Assignment, AssignmentParts, BucketHash, Error, HeavyKey, Params};
+use dkg_kafka_core::assignment::COMPACT_TABLE_ABOVE_BYTES;
+use dkg_kafka_core::{Assignment, AssignmentParts, BucketHash, Error, HeavyKey, Params};
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -2,8 +2,8 @@
 //! documents and in what the learner builds, so keys chosen to collide in the bucket hash cannot
 //! make a build quadratic or a lookup linear (every shared bucket is one bounded run).
 
-use dkg_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
-use dkg_core::{
+use dkg_kafka_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
+use dkg_kafka_core::{
     Assignment, AssignmentParts, BucketHash, DkgConfig, Error, HeavyKey, Params, Route, Sketch,
 };
 

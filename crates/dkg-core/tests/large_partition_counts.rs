@@ -1,7 +1,7 @@
 //! Assignments for 10,000 partitions with the default configuration fit Kafka's default message limits
 //! (issue 16, item 3; `DkgConfig::default`'s mu rule; BENCHMARKS.md "Scale").
 
-use dkg_core::{Assignment, DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Route, Sketch};
+use dkg_kafka_core::{Assignment, DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Route, Sketch};
 
 const K: u32 = 10_000;
 

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dkg_core::{
+use dkg_kafka_core::{
     Assignment, AssignmentParts, BucketHash, Error, HeavyKey, MAX_SPLIT_PARTS,
     MAX_SPLIT_WEIGHT_SUM, Params, Route, SplitPart,
 };

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use dkg_core::{
+use dkg_kafka_core::{
     Assignment, DEFAULT_SPLIT_SLACK, DkgConfig, MAX_SPLIT_PARTS, MAX_SPLIT_WEIGHT_SUM, Sketch,
     SplitKeys, split_parts, split_weights,
 };
@@ -135,7 +135,7 @@ fn a_key_at_30_percent_of_12_partitions_splits_in_4_and_the_prediction_falls_to_
 /// The window's prediction of the document (split keys spread by the written weights) matches the
 /// build's loads within the rounding bound of `split_weights` (per part `(1 + 1.5 p) / (S - p / 2)`
 /// of the key's weight, plus a record for `spread`'s rounding).
-fn check_prediction(s: &Sketch, build: &dkg_core::Build) {
+fn check_prediction(s: &Sketch, build: &dkg_kafka_core::Build) {
     let a = &build.assignment;
     let n = s.total() as f64;
     let mut tolerance = vec![1e-9; a.partitions() as usize];
@@ -215,7 +215,7 @@ fn the_allow_list_splits_only_its_keys_and_only_over_the_threshold() {
 }
 
 /// The heavy entry of `key` (which must be heavy).
-fn entry<'a>(a: &'a Assignment, key: &[u8]) -> &'a dkg_core::HeavyKey {
+fn entry<'a>(a: &'a Assignment, key: &[u8]) -> &'a dkg_kafka_core::HeavyKey {
     a.heavy()
         .iter()
         .find(|h| h.key == key)
@@ -327,7 +327,7 @@ proptest! {
         // The parts' records add up to the key's weight, and spread by the written weights they give
         // the build's loads within the rounding bound.
         for hk in build.assignment.heavy().iter().filter(|h| h.is_split()) {
-            let spread: u64 = dkg_core::spread(hk.weight, &hk.split).map(|(_, r)| r).sum();
+            let spread: u64 = dkg_kafka_core::spread(hk.weight, &hk.split).map(|(_, r)| r).sum();
             prop_assert_eq!(spread, hk.weight);
         }
         check_prediction(&s, &build);

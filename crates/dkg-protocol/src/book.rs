@@ -40,8 +40,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use dkg_core::assignment::{ControlDocument, GENERATION_KEY, Retraction};
-use dkg_core::{Assignment, Error, MAX_ASSIGNMENT_BYTES};
+use dkg_kafka_core::assignment::{ControlDocument, GENERATION_KEY, Retraction};
+use dkg_kafka_core::{Assignment, Error, MAX_ASSIGNMENT_BYTES};
 
 /// Why a control-topic record was rejected. `as_str` is the `reason` label of
 /// `dkg_producer_assignments_rejected_total`.
@@ -461,7 +461,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     fn doc(topic: &str, epoch: u64, table: Vec<u32>) -> Assignment {
         fixtures::assignment(topic, 3, epoch, table, &[])
@@ -578,7 +578,7 @@ mod tests {
                 .unwrap()
                 .to_json()
         };
-        let generation = |g| dkg_core::assignment::generation_record(g).unwrap();
+        let generation = |g| dkg_kafka_core::assignment::generation_record(g).unwrap();
         let mut book = AssignmentBook::new();
         let key = Some(&b"t"[..]);
         let gkey = Some(GENERATION_KEY.as_bytes());

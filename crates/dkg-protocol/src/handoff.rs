@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use dkg_core::Assignment;
+use dkg_kafka_core::Assignment;
 use serde::{Deserialize, Serialize};
 
 /// Default name of the handoff topic.
@@ -520,7 +520,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     fn id(c: char) -> ProducerId {
         ProducerId::parse(&c.to_string().repeat(32)).unwrap()

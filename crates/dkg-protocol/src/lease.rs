@@ -1,7 +1,7 @@
 //! The producer side of ordering-safe migration, without Kafka: which leases an ordering producer
 //! holds, which markers are due, and what each lease says after a renewal or a clean close.
 //!
-//! The Kafka glue (`kafka/ordering.rs` in `dkg-partitioner`) owns the in-flight gate, writes the
+//! The Kafka glue (`kafka/ordering.rs` in `dkg-kafka`) owns the in-flight gate, writes the
 //! markers ([`crate::marker`] decides their ends) and the leases this schedule hands it, and
 //! passes in the wall clock (`now_ms`). The sequence per adopted epoch is `docs/spec.md` 9.2.
 

@@ -21,12 +21,12 @@
 //!
 //! # The wall
 //!
-//! This crate depends on `dkg-core`, `serde`, `serde_json` and `ahash` only: it cannot name
+//! This crate depends on `dkg-kafka-core`, `serde`, `serde_json` and `ahash` only: it cannot name
 //! rdkafka or tokio, so the compiler refuses any I/O here. Reading the clock or sleeping is refused by clippy
 //! (`clippy.toml`: `Instant::now`, `SystemTime::now`, `thread::sleep` are disallowed; CI runs clippy
 //! with `-D warnings`). Times enter as arguments (`now`, a [`Monotonic`](consumer::Monotonic)
 //! reading of the caller's monotonic clock, and `now_ms`, the wall clock), so the tests and the
-//! simulation run on made-up time. The Kafka glue in `dkg-partitioner` moves bytes between
+//! simulation run on made-up time. The Kafka glue in `dkg-kafka` moves bytes between
 //! rdkafka and these types; `docs/architecture.md` shows the layers and where each rule lives.
 #![forbid(unsafe_code)]
 

@@ -22,15 +22,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
-use dkg_core::assignment::Assignment;
-use dkg_core::hash::kafka_partition;
-use dkg_protocol::book::{AssignmentBook, ControlUpdate};
-use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
-use dkg_protocol::consumer::progress::CommitMeta;
-use dkg_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
-use dkg_protocol::headers;
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::hash::kafka_partition;
+use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate};
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
+use dkg_kafka_protocol::consumer::progress::CommitMeta;
+use dkg_kafka_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
+use dkg_kafka_protocol::headers;
 
-const REGENERATE: &str = "regenerate with `cargo run -p dkg-protocol --example conformance_traces -- spec/traces` \
+const REGENERATE: &str = "regenerate with `cargo run -p dkg-kafka-protocol --example conformance_traces -- spec/traces` \
      and review the diff: a change of the consumer's behaviour is a change of docs/spec.md 9.3";
 
 fn traces_dir() -> PathBuf {

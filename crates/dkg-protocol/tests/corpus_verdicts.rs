@@ -8,7 +8,7 @@ mod verdicts;
 
 use std::collections::BTreeMap;
 
-const REGENERATE: &str = "regenerate with `cargo run -p dkg-protocol --example corpus_verdicts` and review \
+const REGENERATE: &str = "regenerate with `cargo run -p dkg-kafka-protocol --example corpus_verdicts` and review \
      the diff: a changed verdict is a change of the decoder's rules (docs/spec.md 4)";
 
 #[test]

@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;

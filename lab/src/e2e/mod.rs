@@ -1,6 +1,6 @@
 //! `dkg-lab e2e`: the end-to-end benchmark (issue 16, item 1). Twin topics get the same Zipf
 //! workload, one through Kafka's hash (a plain producer, `partitioner=murmur2_random`, idempotent,
-//! `acks=all`) and one through DKG (the [`DkgProducer`](dkg_partitioner::DkgProducer) with its defaults, following an assignment
+//! `acks=all`) and one through DKG (the [`DkgProducer`](dkg_kafka::DkgProducer) with its defaults, following an assignment
 //! that the learner built from a prefix of the same stream and that was published on the control
 //! topic with the library's publish code). Each topic is consumed by a group with one member per
 //! partition ([`group`]), each member a service of capacity `--member-capacity-rps` (modelled by
@@ -44,7 +44,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, ensure};
-use dkg_partitioner::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
 
 use dkg_sampler::cli::KafkaConfigArgs;
 

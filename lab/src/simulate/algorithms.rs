@@ -13,9 +13,9 @@ use std::str::FromStr;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use dkg_core::dkg::{DkgConfig, Sketch, SplitKeys};
-use dkg_core::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded, to_positive};
-use dkg_core::lpt::lpt;
+use dkg_kafka_core::dkg::{DkgConfig, Sketch, SplitKeys};
+use dkg_kafka_core::hash::{KAFKA_MURMUR2_SEED, kafka_partition, murmur2_seeded, to_positive};
+use dkg_kafka_core::lpt::lpt;
 
 use super::stream::Stream;
 use dkg_sampler::sidecar::window::Weight;

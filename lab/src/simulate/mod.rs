@@ -2,7 +2,7 @@
 //! the full-knowledge optimum and the key-grouping lower bound.
 //!
 //! Method (the DKG paper's evaluation, see shared paper notes): for each stream, DKG learns on the first
-//! `--learn-fraction` of the records (SpaceSaving + bucket counters, [`dkg_core::dkg::Sketch`]),
+//! `--learn-fraction` of the records (SpaceSaving + bucket counters, [`dkg_kafka_core::dkg::Sketch`]),
 //! builds one assignment, and the load imbalance `lambda = max_i L_i / (m / k) - 1` is measured over the
 //! WHOLE stream with that assignment, learning prefix included. A live producer cannot do that: it
 //! routes the prefix by Kafka's hash until the first assignment is published; over a long-running topic
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, bail, ensure};
-use dkg_core::dkg::{default_mu, default_theta};
+use dkg_kafka_core::dkg::{default_mu, default_theta};
 
 pub use algorithms::{Algorithm, DkgOverrides, ThetaRule};
 use algorithms::{Outcome, Prepared, bound, dkg_config};

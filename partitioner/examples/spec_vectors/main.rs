@@ -1,7 +1,7 @@
 //! Writes the golden vectors of `docs/spec.md` (the files of `spec/vectors/`, see its README).
 //!
 //! ```text
-//! cargo run -p dkg-partitioner --example spec_vectors -- spec/vectors
+//! cargo run -p dkg-kafka --example spec_vectors -- spec/vectors
 //! ```
 //!
 //! Deterministic: the same source writes the same bytes. `tests/spec_vectors.rs` regenerates them

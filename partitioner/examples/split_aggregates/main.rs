@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! scripts/kafka start
-//! cargo run -p dkg-partitioner --example split_aggregates -- [records per epoch] [bootstrap]
+//! cargo run -p dkg-kafka --example split_aggregates -- [records per epoch] [bootstrap]
 //! ```
 
 mod pattern;

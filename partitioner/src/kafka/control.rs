@@ -16,13 +16,13 @@
 //!
 //! # Validation
 //!
-//! Every record goes through [`AssignmentBook::apply`] (pure, in [`dkg_protocol::book`], where the
+//! Every record goes through [`AssignmentBook::apply`] (pure, in [`dkg_kafka_protocol::book`], where the
 //! rules are listed) before it can move a record: rejected records are logged with their
 //! [`RejectReason`] and the last good assignment stays.
 //!
 use std::time::Duration;
 
-use dkg_protocol::connection::is_connection_setting;
+use dkg_kafka_protocol::connection::is_connection_setting;
 use rdkafka::ClientContext;
 use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
@@ -36,7 +36,7 @@ use crate::assignment::{
 };
 use crate::error::{Error, Result};
 use crate::kafka::topic::{self, CompactedReader, Ensured, TopicSpec};
-pub use dkg_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
+pub use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
 
 /// Default name of the control topic.
 pub const DEFAULT_CONTROL_TOPIC: &str = "_dkg.assignments";

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use dkg_protocol::marker::EpochLedger;
+use dkg_kafka_protocol::marker::EpochLedger;
 use futures_channel::oneshot;
 use rdkafka::ClientContext;
 use rdkafka::client::OAuthToken;

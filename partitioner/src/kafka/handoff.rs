@@ -2,7 +2,7 @@
 //! ([`HandoffWriter`]) and reading them ([`HandoffReader`]).
 //!
 //! The records themselves (keys, leases, progress, history) and their codecs are pure and live in
-//! [`dkg_protocol::handoff`], re-exported here; the protocol is described there and in
+//! [`dkg_kafka_protocol::handoff`], re-exported here; the protocol is described there and in
 //! `docs/architecture.md`.
 
 use std::fmt;
@@ -15,17 +15,17 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tracing::warn;
 
-pub use dkg_protocol::handoff::{
+pub use dkg_kafka_protocol::handoff::{
     DEFAULT_HANDOFF_TOPIC, DEFAULT_LEASE, HandoffEntry, HandoffKey, Lease, Marker, MarkerReject,
     ProducerId, Progress, decode,
 };
-pub use dkg_protocol::headers::PRODUCER_HEADER;
+pub use dkg_kafka_protocol::headers::PRODUCER_HEADER;
 
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
 use crate::kafka::control;
 use crate::kafka::topic::{CompactedReader, Ensured};
-use dkg_protocol::handoff::to_json;
+use dkg_kafka_protocol::handoff::to_json;
 
 /// The wall clock: time since the Unix epoch (zero if the clock is before 1970).
 fn since_unix_epoch() -> Duration {
@@ -41,9 +41,9 @@ pub fn now_ms() -> u64 {
 }
 
 /// The monotonic clock the glue passes into the pure layer: time since the first reading in this
-/// process ([`dkg_protocol::consumer::Monotonic`]).
+/// process ([`dkg_kafka_protocol::consumer::Monotonic`]).
 #[must_use]
-pub fn mono_now() -> dkg_protocol::consumer::Monotonic {
+pub fn mono_now() -> dkg_kafka_protocol::consumer::Monotonic {
     static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     ORIGIN.get_or_init(std::time::Instant::now).elapsed()
 }

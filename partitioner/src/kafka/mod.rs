@@ -28,7 +28,7 @@
 //! - **Same placement as Kafka until told otherwise.** Before a topic's first assignment, after a
 //!   tombstone, and whenever the assignment's partition count differs from the topic's current one,
 //!   keyed records go to `toPositive(murmur2(key)) % partitions`
-//!   ([`kafka_partition`](dkg_core::kafka_partition)), the Java producer's placement, bit for bit.
+//!   ([`kafka_partition`](dkg_kafka_core::kafka_partition)), the Java producer's placement, bit for bit.
 //!   Wrapping an existing Java-compatible producer therefore moves nothing until an assignment
 //!   exists. (librdkafka's own default, `consistent_random`, is CRC32-based; the wrapper does not
 //!   reproduce it.)
@@ -66,7 +66,7 @@
 //! ([`DkgProducerContext`], [`DeliveryContext`]).
 //!
 //! The pure parts (header and handoff codecs, the assignment book, the consumer's state machine,
-//! the lease schedule and marker ends) are in the `dkg-protocol` crate; the modules here move bytes between
+//! the lease schedule and marker ends) are in the `dkg-kafka-protocol` crate; the modules here move bytes between
 //! rdkafka and them. The layering and where each rule lives: `docs/architecture.md`.
 //!
 //! [`Producer`]: rdkafka::producer::Producer
@@ -89,7 +89,7 @@ pub(crate) mod router;
 pub mod topic;
 
 // What the crate root does not list. The producer, router and consumer types a user names are at
-// the root (`dkg_partitioner::DkgProducer`, ...), each under that one path; the control and
+// the root (`dkg_kafka::DkgProducer`, ...), each under that one path; the control and
 // handoff topics' items under `control::`, `handoff::`, `topic::`.
 pub use consumer::{DEFAULT_MAX_HELD_RECORDS, DkgContext, NoHooks, uses_consumer_group_protocol};
 pub use delivery::DeliveryContext;

@@ -34,7 +34,7 @@
 //! The router stamps the keys an epoch switch moved only while the switch's window is open
 //! (its builder's `track_windows`); a task of its own (`follow_windows`)
 //! reads the consumer groups' progress from the handoff topic and closes windows by the pure rule
-//! of [`dkg_protocol::window`]: in epoch order, once this producer announced the epoch and every
+//! of [`dkg_kafka_protocol::window`]: in epoch order, once this producer announced the epoch and every
 //! followed group settled it, or after [`ProducerConfig::stamp_window`](crate::ProducerConfig::stamp_window).
 //! It never closes one before its first complete read of the handoff topic. If reading fails, the
 //! windows stay open (moved keys stay stamped: the safe side) and the read is retried.
@@ -80,9 +80,9 @@ use crate::kafka::handoff::{
 };
 use crate::kafka::router::DkgRouter;
 use crate::kafka::topic::duration_millis;
-use dkg_protocol::lease::LeaseSchedule;
-use dkg_protocol::marker::{EpochLedger, MarkerTracker};
-use dkg_protocol::window::{GroupProgress, GroupSettled, StampWindows};
+use dkg_kafka_protocol::lease::LeaseSchedule;
+use dkg_kafka_protocol::marker::{EpochLedger, MarkerTracker};
+use dkg_kafka_protocol::window::{GroupProgress, GroupSettled, StampWindows};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -596,7 +596,7 @@ impl<C: ClientContext + 'static> Task<C> {
 const WINDOW_CHECK: Duration = Duration::from_millis(100);
 
 /// Read the consumer groups' progress from the handoff topic and close the stamp windows whose
-/// switch they settled (`dkg_protocol::window`). Nothing closes before the first complete read:
+/// switch they settled (`dkg_kafka_protocol::window`). Nothing closes before the first complete read:
 /// a partial view of the groups could close a window a group still needs. Runs until aborted.
 async fn follow_windows(
     router: DkgRouter,

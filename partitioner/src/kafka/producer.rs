@@ -1,5 +1,5 @@
 //! The producer wrapper: [`DkgProducer`] (its docs: the one-line change, ordering, cost, defaults),
-//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_partitioner::DkgProducer`.
+//! [`ProducerConfig`] and [`DkgProducerBuilder`]. Reached as `dkg_kafka::DkgProducer`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use crate::kafka::router::{
     DkgRouter, RouteKind, RouterConfig, Routing, router_setters, stamp_epoch,
 };
 use crate::kafka::topic;
-use dkg_protocol::marker::EpochLedger;
+use dkg_kafka_protocol::marker::EpochLedger;
 
 /// Which records carry the [`EPOCH_HEADER`](crate::kafka::EPOCH_HEADER) (and, for ordering
 /// producers, `dkg-producer`). Never a split key's records, in any mode (`docs/spec.md` 4.6).

@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DeliveryFuture;
-use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
-use dkg_partitioner::kafka::epoch_of;
-use dkg_partitioner::{DkgProducer, DkgProducerBuilder, DkgRouter, EpochHeader};
+use dkg_kafka::Assignment;
+use dkg_kafka::DeliveryFuture;
+use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
+use dkg_kafka::kafka::epoch_of;
+use dkg_kafka::{DkgProducer, DkgProducerBuilder, DkgRouter, EpochHeader};
 use prometheus::Registry;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DeliveryFuture;
-use dkg_partitioner::kafka::control::publish_assignment;
-use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, DkgProducerBuilder, EpochChange};
+use dkg_kafka::Assignment;
+use dkg_kafka::DeliveryFuture;
+use dkg_kafka::kafka::control::publish_assignment;
+use dkg_kafka::{ConsumerHooks, DkgConsumer, DkgProducer, DkgProducerBuilder, EpochChange};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
@@ -668,7 +668,7 @@ impl Setup {
             client_config(&setup.bootstrap)
                 .create()
                 .expect("admin client");
-        dkg_partitioner::kafka::control::ensure_control_topic(&admin, &setup.control, replication)
+        dkg_kafka::kafka::control::ensure_control_topic(&admin, &setup.control, replication)
             .await
             .expect("create the control topic");
         setup.publish(1).await;
@@ -775,16 +775,16 @@ impl Setup {
     pub async fn announce_group(&self, group: &str, drained: u64) {
         let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
             client_config(&self.bootstrap).create().unwrap();
-        dkg_partitioner::kafka::handoff::ensure_handoff_topic(&admin, &self.handoff, 1)
+        dkg_kafka::kafka::handoff::ensure_handoff_topic(&admin, &self.handoff, 1)
             .await
             .unwrap();
-        let writer = dkg_partitioner::kafka::handoff::HandoffWriter::new(
+        let writer = dkg_kafka::kafka::handoff::HandoffWriter::new(
             &client_config(&self.bootstrap),
             &self.handoff,
         )
         .unwrap();
         for partition in 0..PARTITIONS {
-            let progress = dkg_partitioner::kafka::handoff::Progress {
+            let progress = dkg_kafka::kafka::handoff::Progress {
                 group: group.to_owned(),
                 topic: self.topic.clone(),
                 partition,

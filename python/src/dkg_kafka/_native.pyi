@@ -206,7 +206,7 @@ class ControlUpdate:
 
 @final
 class AssignmentBook:
-    """The control topic's validated state (the Rust ``dkg_protocol::book::AssignmentBook``)."""
+    """The control topic's validated state (the Rust ``dkg_kafka_protocol::book::AssignmentBook``)."""
 
     def __new__(cls, max_value_bytes: int | None = None) -> AssignmentBook: ...
     def apply(self, key: bytes | None, value: bytes | None) -> ControlUpdate:

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dkg_core::assignment::{Assignment, MAX_EPOCH};
-use dkg_core::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
+use dkg_kafka_core::assignment::{Assignment, MAX_EPOCH};
+use dkg_kafka_core::dkg::{Build, DEFAULT_MIGRATION_SLACK, Sketch, imbalance};
 
 use super::metrics::key_label;
 
@@ -115,7 +115,7 @@ pub(super) fn least_moving(
     r: Rebuild<'_>,
     default: (Build, Candidate),
     current: f64,
-) -> dkg_partitioner::Result<(Build, Candidate)> {
+) -> dkg_kafka::Result<(Build, Candidate)> {
     let ladder = decide::slack_ladder(
         policy,
         current,
@@ -208,7 +208,7 @@ pub(super) fn split_keys_shown(a: &Assignment) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dkg_core::dkg::DkgConfig;
+    use dkg_kafka_core::dkg::DkgConfig;
 
     use super::*;
 
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn split_keys_are_shown_with_their_part_counts() {
-        use dkg_core::dkg::SplitKeys;
+        use dkg_kafka_core::dkg::SplitKeys;
         let config = DkgConfig::builder()
             .mu(2.0)
             .split(SplitKeys::Auto)

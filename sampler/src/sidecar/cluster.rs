@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_core::dkg::Sketch;
-use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_kafka_core::dkg::Sketch;
+use dkg_kafka::kafka::topic::TopicSpec;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
@@ -505,7 +505,7 @@ impl Freshest {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use dkg_core::dkg::DkgConfig;
+    use dkg_kafka_core::dkg::DkgConfig;
 
     fn doc(member: &str, partitions: u32, created: u64, keys: &[&[u8]]) -> ShippedSketch {
         let mut sketch = Sketch::new(&DkgConfig::default(), partitions).unwrap();

@@ -274,7 +274,7 @@ pub fn consumer_config(
             c.set(k, v);
         }
     }
-    if !dkg_partitioner::kafka::uses_consumer_group_protocol(&c)
+    if !dkg_kafka::kafka::uses_consumer_group_protocol(&c)
         && c.get("partition.assignment.strategy").is_none()
     {
         c.set("partition.assignment.strategy", "range");
@@ -675,7 +675,7 @@ fn detect(detector: &mut Detector, msg: &BorrowedMessage<'_>) {
         .and_then(|t| u64::try_from(t).ok())
         .unwrap_or_else(wall_ms);
     detector.observe(key, msg.partition(), t, || {
-        msg.headers().and_then(dkg_partitioner::kafka::epoch_of)
+        msg.headers().and_then(dkg_kafka::kafka::epoch_of)
     });
 }
 

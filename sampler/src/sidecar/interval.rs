@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use dkg_core::assignment::Assignment;
-use dkg_core::dkg::{Build, Sketch, imbalance};
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::dkg::{Build, Sketch, imbalance};
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use tokio::sync::watch;

@@ -29,8 +29,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dkg_core::assignment::Assignment;
-use dkg_core::hash::kafka_partition;
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::hash::kafka_partition;
 
 /// How long after a placement change the superseded placement is still right (ms): producers adopt a
 /// publication within about a second (their reader polls every 100 ms), with margin for a slow one.
@@ -412,8 +412,8 @@ impl Detector {
 
 #[cfg(test)]
 mod tests {
-    use dkg_core::assignment::{AssignmentParts, HeavyKey, SplitPart};
-    use dkg_core::dkg::{DkgConfig, Sketch};
+    use dkg_kafka_core::assignment::{AssignmentParts, HeavyKey, SplitPart};
+    use dkg_kafka_core::dkg::{DkgConfig, Sketch};
     use proptest::prelude::*;
 
     use super::*;

@@ -38,9 +38,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_core::assignment::Assignment;
-use dkg_partitioner::kafka::control;
-use dkg_partitioner::kafka::control::{
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka::kafka::control;
+use dkg_kafka::kafka::control::{
     AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
 };
 use rdkafka::config::ClientConfig;
@@ -500,7 +500,7 @@ impl Publisher {
         sent.map(|_| ()).map_err(|e| StepError {
             step: "producing the record",
             code: match &e {
-                dkg_partitioner::Error::Kafka(k) => k.rdkafka_error_code(),
+                dkg_kafka::Error::Kafka(k) => k.rdkafka_error_code(),
                 _ => None,
             },
             text: e.to_string(),
@@ -649,7 +649,7 @@ pub fn new_generation_id() -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dkg_core::assignment::{GENERATION_KEY, Retraction, generation_record};
+    use dkg_kafka_core::assignment::{GENERATION_KEY, Retraction, generation_record};
     use dkg_testkit::fixtures::assignment;
 
     use super::*;

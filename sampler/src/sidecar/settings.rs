@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
-use dkg_core::dkg::{DkgConfig, SplitKeys};
-use dkg_core::hash::BucketHash;
+use dkg_kafka_core::dkg::{DkgConfig, SplitKeys};
+use dkg_kafka_core::hash::BucketHash;
 use rdkafka::config::ClientConfig;
 
 use super::RunError;

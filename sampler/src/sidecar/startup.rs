@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use dkg_partitioner::kafka::control;
-use dkg_partitioner::kafka::topic;
-use dkg_partitioner::kafka::topic::TopicSpec;
+use dkg_kafka::kafka::control;
+use dkg_kafka::kafka::topic;
+use dkg_kafka::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -230,7 +230,7 @@ impl Retry<'_, '_> {
                     match topic::ensure_compacted(admin.as_ref(), spec, topic::ADMIN_TIMEOUT).await
                     {
                         Ok(_) => Ok(()),
-                        Err(e @ dkg_partitioner::Error::ControlTopicMisconfigured { .. }) => {
+                        Err(e @ dkg_kafka::Error::ControlTopicMisconfigured { .. }) => {
                             *misconfigured.lock().unwrap_or_else(PoisonError::into_inner) =
                                 Some(e.to_string());
                             Ok(())

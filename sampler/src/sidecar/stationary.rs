@@ -7,8 +7,8 @@
 //! 10^5 keys, 12 partitions, 2,000 records/s, `--interval-secs 5`) and the live split target (one key at
 //! 30% over 12 partitions, `--split-keys auto`). DKG: Rivetti et al., DEBS 2015.
 
-use dkg_core::assignment::Assignment;
-use dkg_core::dkg::{DkgConfig, Sketch, SplitKeys, imbalance};
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::dkg::{DkgConfig, Sketch, SplitKeys, imbalance};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -28,7 +28,7 @@
 //! [`Weight::Bytes`] it adds that weight times its size (key + value + header names and values,
 //! `ingest::record_bytes`), so the sketch, the bucket counters and every prediction built on them are in bytes.
 //! SpaceSaving's bounds hold for weighted updates with the total weight as `N` (see
-//! `dkg_core::space_saving`). The sample size behind the estimates ([`IntervalSnapshot::window_samples`])
+//! `dkg_kafka_core::space_saving`). The sample size behind the estimates ([`IntervalSnapshot::window_samples`])
 //! stays a count of records in both modes: the sampling noise depends on how many records were drawn,
 //! not on how many bytes they carry.
 //!
@@ -38,7 +38,7 @@
 
 use std::time::{Duration, Instant};
 
-use dkg_core::dkg::{DkgConfig, Sketch};
+use dkg_kafka_core::dkg::{DkgConfig, Sketch};
 
 use super::misplaced::PlacementCounts;
 use rand::rngs::SmallRng;
@@ -186,7 +186,7 @@ pub struct Window {
 /// A sketch for `partitions` partitions; warns when its documents may not fit a control topic with the
 /// broker's default `max.message.bytes` (they still fit one this project created), so the operator learns
 /// it at startup rather than from a rejected publication.
-fn new_sketch(config: &DkgConfig, partitions: u32) -> dkg_partitioner::Result<Sketch> {
+fn new_sketch(config: &DkgConfig, partitions: u32) -> dkg_kafka::Result<Sketch> {
     let sketch = Sketch::new(config, partitions)?;
     if !config.fits_default_limits(partitions) {
         tracing::warn!(
@@ -208,7 +208,7 @@ impl Window {
         config: &DkgConfig,
         partitions: u32,
         sampler: RecordSampler,
-    ) -> dkg_partitioner::Result<Self> {
+    ) -> dkg_kafka::Result<Self> {
         Ok(Self {
             config: config.clone(),
             sketch: new_sketch(config, partitions)?,
@@ -350,7 +350,7 @@ impl Window {
 
     /// Forget everything and learn for `partitions` partitions from now on (the topic's partition count
     /// changed: old frequencies say nothing about the new placement).
-    pub fn reset(&mut self, partitions: u32) -> dkg_partitioner::Result<()> {
+    pub fn reset(&mut self, partitions: u32) -> dkg_kafka::Result<()> {
         self.sketch = new_sketch(&self.config, partitions)?;
         self.window_samples = 0.0;
         (self.size_sum, self.size_sum_sq) = (0.0, 0.0);

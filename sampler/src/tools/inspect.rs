@@ -1,13 +1,13 @@
 //! `dkg-sampler inspect`: print a topic's current assignment from the control topic.
 //!
 //! Reads the control topic from the beginning to its end with the same validation producers apply
-//! ([`dkg_partitioner::kafka::control::AssignmentBook`]), so what it prints is exactly what a `DkgProducer`
+//! ([`dkg_kafka::kafka::control::AssignmentBook`]), so what it prints is exactly what a `DkgProducer`
 //! started now would route by. Read-only: it never creates the control topic.
 
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_partitioner::kafka::control::ControlTopicReader;
+use dkg_kafka::kafka::control::ControlTopicReader;
 
 use crate::cli::{BadKafkaConfig, ClusterArgs};
 
@@ -72,7 +72,7 @@ pub enum InspectError {
         control_topic: String,
         /// The cause.
         #[source]
-        source: dkg_partitioner::Error,
+        source: dkg_kafka::Error,
     },
     /// A `--kafka-config` entry is malformed.
     #[error("{0}")]
@@ -130,8 +130,8 @@ async fn probe_control_topic(
 ) -> Result<(), InspectError> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let bootstrap = cluster.bootstrap_servers.clone();
-    let config = dkg_partitioner::kafka::topic::reader_config(
-        &dkg_partitioner::kafka::control::connection_config(connection),
+    let config = dkg_kafka::kafka::topic::reader_config(
+        &dkg_kafka::kafka::control::connection_config(connection),
         "dkg-control-reader",
     );
     let consumer: BaseConsumer = config.create().map_err(|e| InspectError::Unreachable {

@@ -2,7 +2,7 @@
 //! to Kafka's default placement.
 //!
 //! Reads the control topic to its end with the producers' validation
-//! ([`dkg_partitioner::kafka::control::AssignmentBook`]), then writes, with a plain idempotent producer:
+//! ([`dkg_kafka::kafka::control::AssignmentBook`]), then writes, with a plain idempotent producer:
 //! with `--control-format v1` a tombstone (every reader understands it; it also clears the epoch
 //! floor, `docs/spec.md` 6.3), with `v2` a retraction document one epoch above the topic's
 //! current one, naming the generation in force, whose epoch stays the topic's floor after
@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_core::assignment::Retraction;
-use dkg_partitioner::kafka::control::{publish_retraction, publisher_config, retract_assignment};
+use dkg_kafka_core::assignment::Retraction;
+use dkg_kafka::kafka::control::{publish_retraction, publisher_config, retract_assignment};
 use rdkafka::producer::FutureProducer;
 
 use super::inspect::{InspectError, block_on, read_control_topic};
@@ -65,7 +65,7 @@ pub enum RetractError {
         control_topic: String,
         /// The cause.
         #[source]
-        source: dkg_partitioner::Error,
+        source: dkg_kafka::Error,
     },
 }
 
@@ -92,7 +92,7 @@ async fn retract(args: &Args) -> Result<String, RetractError> {
         .map_err(InspectError::from)?;
     let producer: FutureProducer = publisher_config(&connection)
         .create()
-        .map_err(|e| failed(dkg_partitioner::Error::Kafka(e)))?;
+        .map_err(|e| failed(dkg_kafka::Error::Kafka(e)))?;
     match args.format.control_format {
         ControlFormat::V1 => {
             retract_assignment(&producer, control_topic, topic, timeout)

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dkg_partitioner::Assignment;
-use dkg_partitioner::DkgProducer;
+use dkg_kafka::Assignment;
+use dkg_kafka::DkgProducer;
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use dkg_testkit::broker::{bootstrap, create_topic, unique_topic};
 use dkg_testkit::process::LoggedChild;
@@ -300,7 +300,7 @@ pub struct Workload {
     hold: Arc<AtomicU64>,
     handle: Option<tokio::task::JoinHandle<()>>,
     /// The `DkgProducer`'s router (a `dkg` workload): what it has adopted, an event tests wait for.
-    router: Option<dkg_partitioner::DkgRouter>,
+    router: Option<dkg_kafka::DkgRouter>,
     topic: String,
 }
 
@@ -623,10 +623,10 @@ pub async fn publish_raw(assignment: &Assignment) {
     c.set("bootstrap.servers", bootstrap());
     let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
         c.create().expect("admin client");
-    dkg_partitioner::kafka::control::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
+    dkg_kafka::kafka::control::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
         .await
         .expect("the control topic");
-    dkg_partitioner::kafka::control::publish_assignment(
+    dkg_kafka::kafka::control::publish_assignment(
         &control_publisher(),
         CONTROL_TOPIC,
         assignment,
@@ -640,14 +640,14 @@ pub async fn publish_raw(assignment: &Assignment) {
 fn control_publisher() -> FutureProducer {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap());
-    dkg_partitioner::kafka::control::publisher_config(&c)
+    dkg_kafka::kafka::control::publisher_config(&c)
         .create()
         .expect("publisher")
 }
 
 /// Retract `topic`'s assignment (a tombstone) with a plain producer.
 pub async fn retract_raw(topic: &str) {
-    dkg_partitioner::kafka::control::retract_assignment(
+    dkg_kafka::kafka::control::retract_assignment(
         &control_publisher(),
         CONTROL_TOPIC,
         topic,

@@ -11,16 +11,16 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::Serialize;
 
-use dkg_core::assignment::Assignment;
-use dkg_core::hash::kafka_partition;
-use dkg_protocol::book::{AssignmentBook, ControlUpdate};
-use dkg_protocol::consumer::Monotonic;
-use dkg_protocol::consumer::core::{Core, CoreConfig, Drained, Incoming, Outcome};
-use dkg_protocol::consumer::progress::CommitMeta;
-use dkg_protocol::handoff::{
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::hash::kafka_partition;
+use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate};
+use dkg_kafka_protocol::consumer::Monotonic;
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Drained, Incoming, Outcome};
+use dkg_kafka_protocol::consumer::progress::CommitMeta;
+use dkg_kafka_protocol::handoff::{
     self, HandoffEntry, HandoffKey, Lease, Marker, MarkerReject, ProducerId, Progress,
 };
-use dkg_protocol::headers;
+use dkg_kafka_protocol::headers;
 
 // ------------------------------------------------------------------------------ the format
 
@@ -765,7 +765,7 @@ pub fn doc(
     whole: &[(&[u8], u32)],
     split: &[(&[u8], &[u32])],
 ) -> Assignment {
-    use dkg_core::assignment::{AssignmentParts, HeavyKey, SplitPart};
+    use dkg_kafka_core::assignment::{AssignmentParts, HeavyKey, SplitPart};
     let mut heavy: Vec<HeavyKey> = whole
         .iter()
         .map(|&(k, p)| HeavyKey::whole(k.to_vec(), p, 10))
@@ -788,10 +788,10 @@ pub fn doc(
         topic: TOPIC.to_owned(),
         partitions,
         epoch,
-        bucket_hash: dkg_core::hash::BucketHash::default(),
+        bucket_hash: dkg_kafka_core::hash::BucketHash::default(),
         table: vec![0],
         heavy,
-        params: dkg_core::fixtures::params(),
+        params: dkg_kafka_core::fixtures::params(),
         created_at_ms: 1,
         predicted_load: vec![1.0 / f64::from(partitions); partitions as usize],
     })

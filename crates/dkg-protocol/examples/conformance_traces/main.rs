@@ -2,7 +2,7 @@
 //! README).
 //!
 //! ```text
-//! cargo run -p dkg-protocol --example conformance_traces -- spec/traces
+//! cargo run -p dkg-kafka-protocol --example conformance_traces -- spec/traces
 //! ```
 //!
 //! Deterministic: the same source writes the same bytes. `tests/conformance_traces.rs`

@@ -3,7 +3,7 @@
 //! the core that contradicts a rule stops the generator rather than rewriting the trace.
 
 use crate::driver::{Config, Effect, NOW_MS, Out, Trace, Y, Z, doc};
-use dkg_core::assignment::Assignment;
+use dkg_kafka_core::assignment::Assignment;
 
 /// The producers' leases run until this wall-clock time (30 s after the start).
 const LEASE_UNTIL: u64 = NOW_MS + 30_000;

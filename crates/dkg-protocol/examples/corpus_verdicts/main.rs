@@ -2,7 +2,7 @@
 //! committed fuzz corpus `spec/corpus/assignment/` (see `spec/corpus/README.md`).
 //!
 //! ```text
-//! cargo run -p dkg-protocol --example corpus_verdicts
+//! cargo run -p dkg-kafka-protocol --example corpus_verdicts
 //! ```
 //!
 //! Deterministic: the same corpus and decoder write the same bytes. `tests/corpus_verdicts.rs`

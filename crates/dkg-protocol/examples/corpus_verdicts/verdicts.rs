@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dkg_core::Assignment;
-use dkg_core::assignment::ControlDocument;
-use dkg_protocol::book::{AssignmentBook, ControlUpdate};
+use dkg_kafka_core::Assignment;
+use dkg_kafka_core::assignment::ControlDocument;
+use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate};
 
 /// The corpus folder, relative to the repository root.
 pub const CORPUS_DIR: &str = "spec/corpus/assignment";
@@ -68,7 +68,7 @@ pub fn verdicts_file() -> std::io::Result<String> {
         ));
     }
     Ok(format!(
-        "{{\n  \"description\": \"The assignment decoder's verdict on every file of spec/corpus/assignment/: accept, or the reject reason (docs/spec.md 4; written by `cargo run -p dkg-protocol --example corpus_verdicts`)\",\n  \"verdicts\": {{\n{}\n  }}\n}}\n",
+        "{{\n  \"description\": \"The assignment decoder's verdict on every file of spec/corpus/assignment/: accept, or the reject reason (docs/spec.md 4; written by `cargo run -p dkg-kafka-protocol --example corpus_verdicts`)\",\n  \"verdicts\": {{\n{}\n  }}\n}}\n",
         lines.join(",\n")
     ))
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::Monotonic;
 
 use crate::handoff::{Lease, Marker, MarkerReject, ProducerId, Progress};
-use dkg_core::assignment::Assignment;
+use dkg_kafka_core::assignment::Assignment;
 
 use super::history::{History, Homes};
 use super::hold::{Held, HoldBuffer, Released, Wait};
@@ -867,7 +867,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     const P: u32 = 4;
 

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use dkg_core::assignment::Assignment;
-use dkg_core::hash::kafka_partition;
+use dkg_kafka_core::assignment::Assignment;
+use dkg_kafka_core::hash::kafka_partition;
 
 /// The split keys of one assignment: key -> the partitions of its parts (document order).
 pub type SplitKeys = HashMap<Box<[u8]>, Box<[u32]>, ahash::RandomState>;
@@ -227,7 +227,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     fn a(epoch: u64, hot_on: u32) -> Arc<Assignment> {
         Arc::new(fixtures::with_hot_key(4, epoch, vec![0, 1, 2, 3], hot_on))

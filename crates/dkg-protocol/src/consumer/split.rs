@@ -154,8 +154,8 @@ pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::assignment::{Assignment, AssignmentParts, HeavyKey, SplitPart};
-    use dkg_core::fixtures;
+    use dkg_kafka_core::assignment::{Assignment, AssignmentParts, HeavyKey, SplitPart};
+    use dkg_kafka_core::fixtures;
 
     /// An assignment of topic `t` over `partitions` whose heavy keys are `places`: a key whole on
     /// its one partition, or split (weights 1) over several. Every bucket on partition 0.

@@ -438,7 +438,7 @@ fn gen_doc(epoch: u64, generation: Option<&str>) -> String {
 }
 
 fn retraction(epoch: u64, generation: Option<&str>) -> String {
-    let r = dkg_core::assignment::Retraction {
+    let r = dkg_kafka_core::assignment::Retraction {
         topic: "orders".to_owned(),
         epoch,
         generation: generation.map(str::to_owned),
@@ -448,9 +448,9 @@ fn retraction(epoch: u64, generation: Option<&str>) -> String {
 }
 
 fn generation(g: &str) -> Record {
-    let value = dkg_core::assignment::generation_record(g).expect("a valid generation");
+    let value = dkg_kafka_core::assignment::generation_record(g).expect("a valid generation");
     put(
-        dkg_core::assignment::GENERATION_KEY,
+        dkg_kafka_core::assignment::GENERATION_KEY,
         String::from_utf8(value).expect("UTF-8"),
     )
 }
@@ -636,7 +636,7 @@ pub(super) fn v2_control_file() -> String {
                     Some(b"orders".to_vec()),
                     Some(
                         String::from_utf8(
-                            dkg_core::assignment::generation_record(G1).expect("valid"),
+                            dkg_kafka_core::assignment::generation_record(G1).expect("valid"),
                         )
                         .expect("UTF-8"),
                     ),

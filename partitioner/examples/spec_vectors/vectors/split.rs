@@ -43,7 +43,7 @@ fn split_document(base: Assignment, split: &[SplitSpec]) -> Assignment {
         hk.partition = spread[0].0;
         hk.split = spread
             .iter()
-            .map(|&(partition, weight)| dkg_core::assignment::SplitPart { partition, weight })
+            .map(|&(partition, weight)| dkg_kafka_core::assignment::SplitPart { partition, weight })
             .collect();
     }
     assignment(parts)

@@ -68,8 +68,8 @@ impl Default for ConsumerConfig {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             ensure_handoff_topic: true,
             handoff_topic_replication: topic::BROKER_DEFAULT_REPLICATION,
-            max_metadata_bytes: dkg_protocol::consumer::progress::DEFAULT_MAX_METADATA_BYTES,
-            history_epochs: dkg_protocol::consumer::history::DEFAULT_KEEP,
+            max_metadata_bytes: dkg_kafka_protocol::consumer::progress::DEFAULT_MAX_METADATA_BYTES,
+            history_epochs: dkg_kafka_protocol::consumer::history::DEFAULT_KEEP,
             unknown_epoch_wait: Duration::from_secs(10),
             max_lease: 4 * handoff::DEFAULT_LEASE,
         }

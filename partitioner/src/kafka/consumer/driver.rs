@@ -1,5 +1,5 @@
 //! The consuming loop of a [`DkgConsumer`]: fetch, hand records to the pure state machine
-//! (`dkg_protocol::consumer::core`) or past it on the fast path, and the periodic housekeeping
+//! (`dkg_kafka_protocol::consumer::core`) or past it on the fast path, and the periodic housekeeping
 //! (rebalance notes, lease expiry, flow control, gauges, garbage collection). See
 //! `docs/architecture.md`.
 

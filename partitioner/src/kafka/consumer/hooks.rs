@@ -6,7 +6,7 @@ use std::fmt;
 use crate::assignment::Assignment;
 use crate::hash::kafka_partition;
 
-pub use dkg_protocol::consumer::split::SplitChange;
+pub use dkg_kafka_protocol::consumer::split::SplitChange;
 
 /// Callbacks of a [`DkgConsumer`](super::DkgConsumer). All run on the task that calls
 /// [`recv`](super::DkgConsumer::recv) (or `commit`/`close`), synchronously, between two records:
@@ -199,7 +199,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     fn a(epoch: u64, hot_on: u32) -> Assignment {
         fixtures::with_hot_key(4, epoch, vec![0; 4], hot_on)
@@ -245,7 +245,7 @@ mod tests {
         // A split key: its parts, and its first part as its partition (asking does not spread).
         let mut parts = a(3, 2).into_parts();
         parts.heavy[0].split = [2, 0]
-            .map(|partition| dkg_core::assignment::SplitPart {
+            .map(|partition| dkg_kafka_core::assignment::SplitPart {
                 partition,
                 weight: 1,
             })

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rdkafka::Timestamp;
 use rdkafka::message::{BorrowedMessage, Headers, Message, OwnedHeaders, OwnedMessage};
 
-pub(crate) use dkg_protocol::headers::DkgHeaders;
+pub(crate) use dkg_kafka_protocol::headers::DkgHeaders;
 
 /// A record handed to the application: an owned copy (key, payload, headers) plus where it came
 /// from and the DKG epoch that placed it.

@@ -24,8 +24,8 @@ use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
-use dkg_protocol::consumer::core::Anomalies;
-use dkg_protocol::handoff::MarkerReject;
+use dkg_kafka_protocol::consumer::core::Anomalies;
+use dkg_kafka_protocol::handoff::MarkerReject;
 
 use crate::error::Result;
 

@@ -1,6 +1,6 @@
 //! The consumer driver: [`DkgConsumer`] (its docs: the protocol's pointer, cost, bounded
 //! buffering, offsets) and its parts, split by responsibility (builder, context and callbacks, the
-//! consuming loop, commits, followers). Reached as `dkg_partitioner::DkgConsumer`.
+//! consuming loop, commits, followers). Reached as `dkg_kafka::DkgConsumer`.
 
 mod builder;
 mod commits;
@@ -41,10 +41,10 @@ use crate::kafka::handoff::{
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::topic::{self, duration_millis};
 
-use dkg_protocol::consumer::Monotonic;
-use dkg_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
-use dkg_protocol::consumer::lane::Lanes;
-use dkg_protocol::consumer::progress::CommitMeta;
+use dkg_kafka_protocol::consumer::Monotonic;
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
+use dkg_kafka_protocol::consumer::lane::Lanes;
+use dkg_kafka_protocol::consumer::progress::CommitMeta;
 
 pub use self::hooks::{ConsumerHooks, EpochChange, NoHooks, SplitChange};
 use self::message::DkgHeaders;
@@ -90,7 +90,7 @@ impl Drop for Tasks {
 /// switches.
 ///
 /// The protocol (the problem, the rules for producers and consumers, why it cannot deadlock, and
-/// the guarantee) is specified in [`dkg_protocol::consumer`], beside the pure state machine that
+/// the guarantee) is specified in [`dkg_kafka_protocol::consumer`], beside the pure state machine that
 /// implements it; this module is the driver that moves records between rdkafka and that state
 /// machine. The layering is in `docs/architecture.md`.
 ///
@@ -134,8 +134,8 @@ impl Drop for Tasks {
 /// on close. Do not commit through other means.
 ///
 /// ```no_run
-/// # async fn run() -> dkg_partitioner::Result<()> {
-/// use dkg_partitioner::DkgConsumer;
+/// # async fn run() -> dkg_kafka::Result<()> {
+/// use dkg_kafka::DkgConsumer;
 /// use rdkafka::ClientConfig;
 ///
 /// let mut config = ClientConfig::new();

@@ -43,7 +43,7 @@ pub struct RouterConfig {
     /// (no commits, `fetch.wait.max.ms=100`, ...) are still applied on top. Default: derived.
     pub control_consumer_config: Option<ClientConfig>,
     /// Reject control-topic values larger than this (capped at
-    /// [`MAX_ASSIGNMENT_BYTES`](dkg_core::MAX_ASSIGNMENT_BYTES), the default).
+    /// [`MAX_ASSIGNMENT_BYTES`](dkg_kafka_core::MAX_ASSIGNMENT_BYTES), the default).
     pub max_assignment_bytes: usize,
     /// Compute [`Routing::moved`] (one more O(1) lookup per routed record, in the previous
     /// assignment). Default false; [`DkgProducer`](crate::DkgProducer) turns it on for

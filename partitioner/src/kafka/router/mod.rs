@@ -1,5 +1,5 @@
 //! The routing state shared by every producer flavour: [`DkgRouter`] (its docs: the hot path) and
-//! its parts (state, followers, adapters, builder). Reached as `dkg_partitioner::DkgRouter`.
+//! its parts (state, followers, adapters, builder). Reached as `dkg_kafka::DkgRouter`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -32,10 +32,10 @@ use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
 use crate::kafka::metrics::{OTHER_TOPIC, ProducerMetrics, RouteCounters, TopicStatus};
 use crate::kafka::topic::{self, duration_millis};
-use dkg_protocol::headers;
-use dkg_protocol::window::OpenWindow;
+use dkg_kafka_protocol::headers;
+use dkg_kafka_protocol::window::OpenWindow;
 
-pub use dkg_protocol::headers::EPOCH_HEADER;
+pub use dkg_kafka_protocol::headers::EPOCH_HEADER;
 
 mod adapters;
 mod builder;
@@ -375,7 +375,7 @@ mod tests {
 
     use super::state::{Before, Transition};
     use super::*;
-    use dkg_core::fixtures;
+    use dkg_kafka_core::fixtures;
 
     #[test]
     fn router_config_debug_shows_no_secret_of_the_control_consumer() {

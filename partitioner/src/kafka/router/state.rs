@@ -65,7 +65,7 @@ const MAX_BEFORES: usize = 8;
 /// Open windows kept per topic at most.
 const MAX_OPEN: usize = 64;
 
-/// The epoch transitions of a topic whose stamp windows are open (`dkg_protocol::window`,
+/// The epoch transitions of a topic whose stamp windows are open (`dkg_kafka_protocol::window`,
 /// `docs/spec.md` 9.2.2). Stored before the assignment they lead to, and used by a route only when
 /// `to_epoch` equals the epoch of the assignment it loaded, so a route racing an adoption never
 /// pairs an assignment with the wrong predecessors (it counts the key as moved).

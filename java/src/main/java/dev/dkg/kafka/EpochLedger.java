@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The delivery accounting of the records one ordering producer routed to one topic under one epoch: how many are
  * still without an outcome, and per partition 1 + the largest acknowledged offset (docs/spec.md 9.2; the Java
- * counterpart of the Rust {@code dkg_protocol::marker::EpochLedger}). Shared by the sending threads and the client's
+ * counterpart of the Rust {@code dkg_kafka_protocol::marker::EpochLedger}). Shared by the sending threads and the client's
  * I/O thread, which runs the delivery callbacks: atomics, no lock on the hot path.
  *
  * <p>Order of a record's calls: {@link #sent} before the record is handed to the client (so the count is in before

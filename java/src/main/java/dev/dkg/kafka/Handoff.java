@@ -24,7 +24,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /**
  * The records an ordering producer writes to the handoff topic (docs/spec.md 9.1), as the Rust
- * {@code dkg_protocol::handoff} encodes them: keys {@code lease2/<topic>/<producer>}, {@code marker/<topic>/<producer>}
+ * {@code dkg_kafka_protocol::handoff} encodes them: keys {@code lease2/<topic>/<producer>}, {@code marker/<topic>/<producer>}
  * and {@code assignment/<topic>/<epoch>}; values compact JSON with the members in the Rust encoder's order. Also
  * the topic itself: one partition, compacted, created when missing, checked otherwise.
  */

@@ -8,7 +8,7 @@ import java.util.TreeMap;
 
 /**
  * When an ordering producer's stamp windows close (docs/spec.md 9.2.2), the Java counterpart of the Rust
- * {@code dkg_protocol::window} ({@code GroupProgress} and {@code StampWindows}): what the consumer groups announced
+ * {@code dkg_kafka_protocol::window} ({@code GroupProgress} and {@code StampWindows}): what the consumer groups announced
  * on the handoff topic ({@code progress/<group>/<topic>/<partition>}: the epoch each partition drained), and the
  * rule. Pure (the caller passes its monotonic clock); thread-safe (the handoff reader feeds it, the ordering thread
  * asks it).

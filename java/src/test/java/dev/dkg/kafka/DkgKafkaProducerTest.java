@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The pure parts of the Java ordering producer: the settings it refuses, the handoff records it writes (byte for
- * byte what the Rust encoder writes, {@code dkg_protocol::handoff}, so that both decode alike), and the epoch
+ * byte what the Rust encoder writes, {@code dkg_kafka_protocol::handoff}, so that both decode alike), and the epoch
  * ledger its markers are made from. The broker side is {@code partitioner/tests/consumer_java_producer.rs} (Java and
  * Rust producers under {@code DkgConsumer}) and {@code it/OrderingProducerIT}.
  */
