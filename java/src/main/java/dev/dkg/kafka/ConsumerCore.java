@@ -134,7 +134,11 @@ final class ConsumerCore<M> {
 
     private static final long NONE = Long.MIN_VALUE;
 
-    /** The application's record: processed when it asks for the next one. */
+    /**
+     * A record handed to the application and not processed yet. The Rust core has one (its application takes one
+     * record at a time); here a poll hands out a batch, processed together when the application polls again,
+     * commits or closes, or up to an offset when it commits offsets of its own ({@link #processedBelow}).
+     */
     private static final class InApp {
         final int partition;
         final long offset;
@@ -201,7 +205,7 @@ final class ConsumerCore<M> {
     /** Minimum drained over all partitions: records of epochs up to it are never held. */
     private long settled;
     private final ArrayDeque<Ready<M>> ready = new ArrayDeque<>();
-    private InApp inApp;
+    private final List<InApp> inApp = new ArrayList<>();
     private final List<Long> holdTimes = new ArrayList<>();
     private final List<int[]> stalled = new ArrayList<>();
     private long nowMs;
@@ -318,8 +322,15 @@ final class ConsumerCore<M> {
         return r == null ? 0 : r;
     }
 
+    /** The lowest offset of the application's records of {@code partition}, or null. */
     private Long inAppOn(int partition) {
-        return inApp != null && inApp.partition == partition ? inApp.offset : null;
+        Long low = null;
+        for (InApp a : inApp) {
+            if (a.partition == partition && (low == null || a.offset < low)) {
+                low = a.offset;
+            }
+        }
+        return low;
     }
 
     private long computeSettled() {
@@ -380,36 +391,64 @@ final class ConsumerCore<M> {
             remote.put(partition, part.durable);
         }
         ready.removeIf(r -> r.partition == partition);
-        if (inApp != null && inApp.partition == partition) {
-            inApp = null;
-        }
+        inApp.removeIf(a -> a.partition == partition);
         refresh(now);
     }
 
     // ------------------------------------------------------------------------------------------------ records
 
-    /** The record the application holds is processed (it asked for the next one, committed or closed). */
+    /** The records the application holds are processed (it polled again, committed or closed). */
     void processed() {
-        InApp app = inApp;
-        if (app == null) {
+        processedWhere(a -> true);
+    }
+
+    /**
+     * The application's records of {@code partition} below {@code offset} are processed (it committed that offset
+     * itself: what it committed it has processed).
+     */
+    void processedBelow(int partition, long offset) {
+        processedWhere(a -> a.partition == partition && a.offset < offset);
+    }
+
+    /** Whether the application holds records not processed yet. */
+    boolean hasInApp() {
+        return !inApp.isEmpty();
+    }
+
+    private void processedWhere(java.util.function.Predicate<InApp> which) {
+        if (inApp.isEmpty()) {
             return;
         }
-        inApp = null;
-        Part<M> part = parts.get(app.partition);
-        if (part == null) {
-            return;
-        }
-        if (app.fromHold) {
-            part.hold.processed(app.offset);
-            if (part.progress.hasPending() && part.progress.recheck(part.hold::minEpochBelow)) {
-                part.drained = drainedNow(part);
+        java.util.Set<Integer> touched = new java.util.TreeSet<>();
+        java.util.Set<Integer> fromHold = new java.util.TreeSet<>();
+        for (java.util.Iterator<InApp> it = inApp.iterator(); it.hasNext();) {
+            InApp app = it.next();
+            if (!which.test(app)) {
+                continue;
+            }
+            it.remove();
+            Part<M> part = parts.get(app.partition);
+            if (part == null) {
+                continue;
+            }
+            touched.add(app.partition);
+            if (app.fromHold) {
+                part.hold.processed(app.offset);
+                fromHold.add(app.partition);
             }
         }
-        if (part.progress.hasAwaiting()) {
-            // The application's record was what kept the position below a marker's end.
-            Long position = markerPosition(part, null, null);
-            if (part.progress.arrived(position, part.hold::minEpochBelow)) {
+        for (int p : touched) {
+            Part<M> part = parts.get(p);
+            if (fromHold.contains(p) && part.progress.hasPending()
+                    && part.progress.recheck(part.hold::minEpochBelow)) {
                 part.drained = drainedNow(part);
+            }
+            if (part.progress.hasAwaiting()) {
+                // The application's records were what kept the position below a marker's end.
+                Long position = markerPosition(part, inAppOn(p), null);
+                if (part.progress.arrived(position, part.hold::minEpochBelow)) {
+                    part.drained = drainedNow(part);
+                }
             }
         }
     }
@@ -543,7 +582,7 @@ final class ConsumerCore<M> {
                 }
             }
         }
-        inApp = new InApp(partition, offset, false);
+        inApp.add(new InApp(partition, offset, false));
         return Outcome.DELIVER;
     }
 
@@ -594,7 +633,7 @@ final class ConsumerCore<M> {
         if (r == null) {
             return null;
         }
-        inApp = new InApp(r.partition, r.offset, true);
+        inApp.add(new InApp(r.partition, r.offset, true));
         return r.msg;
     }
 
@@ -839,6 +878,11 @@ final class ConsumerCore<M> {
         refresh(now);
     }
 
+    /** The wall clock the core last read (milliseconds). */
+    long nowMs() {
+        return nowMs;
+    }
+
     /** Sets the wall clock used for lease expiry without re-evaluating. */
     void setNowMs(long nowMs) {
         this.nowMs = nowMs;
@@ -878,11 +922,12 @@ final class ConsumerCore<M> {
         }
         long next = part.position;
         List<Long> unprocessed = part.hold.unprocessedOffsets();
-        Long app = inAppOn(partition);
-        if (app != null) {
-            int i = Collections.binarySearch(unprocessed, app);
-            if (i < 0) {
-                unprocessed.add(-i - 1, app);
+        for (InApp a : inApp) {
+            if (a.partition == partition) {
+                int i = Collections.binarySearch(unprocessed, a.offset);
+                if (i < 0) {
+                    unprocessed.add(-i - 1, a.offset);
+                }
             }
         }
         // Not fetched past the previous owner's window yet: what it left unprocessed there still is.

@@ -123,9 +123,76 @@ final class HandoffRecords {
             this.updatedAtMs = updatedAtMs;
         }
 
+        /** Its handoff key, {@code progress/<group>/<topic>/<partition>}. */
+        String key() {
+            return "progress/" + group + "/" + topic + "/" + Integer.toUnsignedString(partition);
+        }
+
+        /** Its value, byte for byte as the Rust encoder writes it (members in declaration order, serde's escapes). */
+        String encode() {
+            StringBuilder b = new StringBuilder(128 + passed.size() * 44);
+            b.append("{\"group\":");
+            json(b, group);
+            b.append(",\"topic\":");
+            json(b, topic);
+            b.append(",\"partition\":").append(Integer.toUnsignedString(partition));
+            b.append(",\"drained\":").append(Long.toUnsignedString(drained));
+            b.append(",\"passed\":{");
+            boolean first = true;
+            for (Map.Entry<String, Long> e : passed.entrySet()) {
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                json(b, e.getKey());
+                b.append(':').append(Long.toUnsignedString(e.getValue()));
+            }
+            b.append("},\"committed_offset\":").append(committedOffset);
+            b.append(",\"updated_at_ms\":").append(Long.toUnsignedString(updatedAtMs));
+            return b.append('}').toString();
+        }
+
         @Override
         Object[] components() {
             return new Object[] {group, topic, partition, drained, passed, committedOffset, updatedAtMs};
         }
+    }
+
+    /** A JSON string as serde_json writes it: {@code "} and {@code \\} escaped, control characters as its short escapes or {@code \\u00XX}. */
+    static void json(StringBuilder b, String s) {
+        b.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"':
+                    b.append("\\\"");
+                    break;
+                case '\\':
+                    b.append("\\\\");
+                    break;
+                case '\n':
+                    b.append("\\n");
+                    break;
+                case '\r':
+                    b.append("\\r");
+                    break;
+                case '\t':
+                    b.append("\\t");
+                    break;
+                case '\b':
+                    b.append("\\b");
+                    break;
+                case '\f':
+                    b.append("\\f");
+                    break;
+                default:
+                    if (c < 0x20) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+            }
+        }
+        b.append('"');
     }
 }
