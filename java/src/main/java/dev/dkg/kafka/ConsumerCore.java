@@ -282,6 +282,12 @@ final class ConsumerCore<M> {
         return out;
     }
 
+    /** The highest fetched offset + 1 of an owned partition (-1: nothing fetched, or not owned). */
+    long fetchPosition(int partition) {
+        Part<M> part = parts.get(partition);
+        return part == null || part.position == NONE ? -1 : part.position;
+    }
+
     /** Lowest unprocessed offset per owned partition (null before the first record). */
     Map<Integer, Long> positions() {
         Map<Integer, Long> out = new TreeMap<>();
