@@ -190,7 +190,10 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
                 DkgRouter.longConfig(configs, MAX_LEASE_MS_CONFIG, 120_000));
         Map<String, Object> connection = ControlFollower.connectionSettings(configs);
         Object clientId = configs.get(ConsumerConfig.CLIENT_ID_CONFIG);
-        String base = clientId == null || clientId.toString().isEmpty() ? "dkg-" + group : clientId.toString();
+        // The client ids of its own clients and metrics: the application's, else one of this instance's own (several
+        // members of a group may share a JVM).
+        String base = clientId == null || clientId.toString().isEmpty()
+                ? "dkg-consumer-" + Handoff.newProducerId().substring(0, 8) : clientId.toString();
         TopicTail createdControl = null;
         TopicTail createdHandoff = null;
         KafkaProducer<byte[], byte[]> createdWriter = null;
