@@ -147,21 +147,27 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
     /**
      * Wraps a consumer created elsewhere (a Spring Kafka {@code DefaultKafkaConsumerFactory}'s post-processor:
      * {@code factory.addPostProcessor(c -> DkgKafkaConsumer.wrap(c, factory.getConfigurationProperties()))}). It must
-     * not be subscribed yet and must have {@code enable.auto.commit=false}; closing the wrapper closes it.
+     * not be subscribed yet and must have {@code enable.auto.commit=false} (Spring's containers set it); its group is
+     * {@code group.id} of {@code configs}, else the consumer's own; closing the wrapper closes it.
      *
      * @param delegate the consumer
      * @param configs its configuration (connection settings, {@code group.id}) plus the {@code dkg.*} settings
      * @param <K> key type
      * @param <V> value type
      * @return the decorator
-     * @throws KafkaException if {@code enable.auto.commit} is true in {@code configs}, or the control and handoff
+     * @throws KafkaException if {@code enable.auto.commit} is true in {@code configs}, there is no group, or the control and handoff
      *     topics cannot be read in time
      */
     public static <K, V> DkgKafkaConsumer<K, V> wrap(Consumer<K, V> delegate, Map<String, ?> configs) {
         Object auto = configs.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-        if (auto == null || Boolean.parseBoolean(auto.toString())) {
+        if (auto != null && Boolean.parseBoolean(auto.toString())) {
             throw new KafkaException("DKG: DkgKafkaConsumer needs enable.auto.commit=false (auto-commits would skip "
-                    + "held records); it is " + (auto == null ? "unset (true by default)" : auto));
+                    + "held records)");
+        }
+        if (auto == null) {
+            // Spring Kafka's containers set it false themselves, outside the factory's properties.
+            LOG.info("DKG: enable.auto.commit is not in the configuration given to DkgKafkaConsumer.wrap: the wrapped "
+                    + "consumer must have it false (auto-commits would skip held records)");
         }
         return new DkgKafkaConsumer<>(delegate, configs, true);
     }
@@ -170,6 +176,14 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
         this.delegate = delegate;
         this.ownsDelegate = ownsDelegate;
         Object g = configs.get(ConsumerConfig.GROUP_ID_CONFIG);
+        if (g == null || g.toString().isEmpty()) {
+            // A group given to the client directly (Spring Kafka's listener groupId), not in the factory's properties.
+            try {
+                g = delegate.groupMetadata().groupId();
+            } catch (RuntimeException e) {
+                g = null;
+            }
+        }
         if (g == null || g.toString().isEmpty()) {
             closeDelegateQuietly();
             throw new KafkaException("DKG: DkgKafkaConsumer needs a group.id (progress is announced per group)");
