@@ -670,6 +670,12 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
             long slice = !batch.isEmpty() ? 0 : holding ? Math.min(left, SLICE_MS) : left;
             ConsumerRecords<K, V> fetched = delegate.poll(Duration.ofMillis(slice));
             now = System.nanoTime();
+            // A rebalance inside that poll revoked partitions: their records of this batch were not processed (the
+            // final commit lies below them), so they go to the next owner, not to the application.
+            batch.keySet().removeIf(tp -> {
+                ConsumerDriver<ConsumerRecord<K, V>> d = drivers.get(tp.topic());
+                return d == null || !d.core().owns(tp.partition());
+            });
             drainFollowers(now);
             for (ConsumerRecord<K, V> r : fetched) {
                 ConsumerDriver<ConsumerRecord<K, V>> d = drivers.get(r.topic());
@@ -696,6 +702,12 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
                 break;
             }
         }
+        for (Map.Entry<TopicPartition, List<ConsumerRecord<K, V>>> e : batch.entrySet()) {
+            ConsumerMetrics m = topicMetrics.get(e.getKey().topic());
+            for (ConsumerRecord<K, V> r : e.getValue()) {
+                m.record(r.partition(), splitParts(r));
+            }
+        }
         return records(batch);
     }
 
@@ -710,14 +722,12 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
         if (records.isEmpty()) {
             return;
         }
-        ConsumerMetrics m = topicMetrics.get(d.topic());
         for (ConsumerDriver.Labelled<ConsumerRecord<K, V>> l : records) {
             ConsumerRecord<K, V> r = l.msg;
             batch.computeIfAbsent(new TopicPartition(r.topic(), r.partition()), tp -> new ArrayList<>()).add(r);
             if (l.split > 0) {
                 labels.put(r, l.split);
             }
-            m.record(r.partition(), l.split);
         }
     }
 
