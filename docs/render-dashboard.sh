@@ -5,15 +5,16 @@
 #   docs/render-dashboard.sh [seconds-of-workload (default 180)]
 #
 # Needs: the local broker (scripts/kafka), Debian's prometheus and chromium (apt-get install prometheus
-# chromium), and a release build (cargo build --release -p dkg-sampler). Runs the compose stack's workload
+# chromium), and a release build (cargo build --release -p dkg-sampler -p dkg-lab). Runs the compose stack's workload
 # (Zipf 1.0 over 100k keys, 12 partitions, hash and DKG twins) against the local broker on fresh topics.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${1:-180}
 BIN=${DKG_SAMPLER_BIN:-$ROOT/target/release/dkg-sampler}
+LAB=${DKG_LAB_BIN:-$ROOT/target/release/dkg-lab}
 OUT=${DKG_DASHBOARD_PNG:-$ROOT/docs/dashboard.png}
-[[ -x "$BIN" ]] || { echo "build first: cargo build --release -p dkg-sampler" >&2; exit 1; }
+[[ -x "$BIN" && -x "$LAB" ]] || { echo "build first: cargo build --release -p dkg-sampler -p dkg-lab" >&2; exit 1; }
 command -v prometheus >/dev/null || { echo "apt-get install prometheus" >&2; exit 1; }
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [[ -n "$CHROMIUM" ]] || { echo "apt-get install chromium" >&2; exit 1; }
@@ -37,9 +38,9 @@ cleanup() {
 trap cleanup EXIT
 
 LOAD=(--alpha 1.0 --keys 100000 --count 1000000000 --rate 2000 --create-partitions 12)
-"$BIN" loadgen --bootstrap-servers "$BS" --topic "$HASH" "${LOAD[@]}" --plain --metrics-addr "127.0.0.1:$P_LG_HASH" >"$WORK/lg-hash.log" 2>&1 &
+"$LAB" loadgen --bootstrap-servers "$BS" --topic "$HASH" "${LOAD[@]}" --plain --metrics-addr "127.0.0.1:$P_LG_HASH" >"$WORK/lg-hash.log" 2>&1 &
 PIDS+=($!)
-"$BIN" loadgen --bootstrap-servers "$BS" --topic "$DKG" "${LOAD[@]}" --metrics-addr "127.0.0.1:$P_LG_DKG" >"$WORK/lg-dkg.log" 2>&1 &
+"$LAB" loadgen --bootstrap-servers "$BS" --topic "$DKG" "${LOAD[@]}" --metrics-addr "127.0.0.1:$P_LG_DKG" >"$WORK/lg-dkg.log" 2>&1 &
 PIDS+=($!)
 sleep 3
 "$BIN" run --bootstrap-servers "$BS" --topic "$DKG" --interval-secs 10 --metrics-addr "127.0.0.1:$P_SAMPLER" >"$WORK/sampler.log" 2>&1 &

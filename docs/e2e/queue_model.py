@@ -3,7 +3,7 @@
 
 BENCHMARKS.md, "End to end", "What (b) can reach". Each member is one FIFO server (the e2e members process
 their partition's records one at a time at a fixed cost), fed by its partition's share of a Poisson stream.
-This script takes the per-partition shares of a run's JSON (`dkg-sampler e2e`, `hash.per_partition` and
+This script takes the per-partition shares of a run's JSON (`dkg-lab e2e`, `hash.per_partition` and
 `dkg.per_partition`), offers both groups the run's (b) rate (70% of the hash group's capacity) and computes
 each record's sojourn (wait + service) with Lindley's recursion, exactly, for deterministic and for
 exponential service times. It prints the p99 over all records (what the target compares), the worst

@@ -43,16 +43,16 @@ func runBin(t *testing.T, timeout time.Duration, bin string, args ...string) {
 }
 
 // The sampler (Rust) learns a Zipf stream and publishes an assignment; the Rust DKG producer
-// (dkg-sampler loadgen) and each Go adapter (franz-go, sarama, kafka-go) then write the same keys:
+// (dkg-lab loadgen) and each Go adapter (franz-go, sarama, kafka-go) then write the same keys:
 // every record of every producer must be where the spec's placement (the Go lookup, which passes
 // the golden vectors) puts it, so the Go adapters and the Rust producer agree record by record.
 func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
-	bin := samplerBin(t)
+	bin, lab := samplerBin(t), labBin(t)
 	const partitions = 6
 	b, topic, control := dataAndControl(t, "adapters", partitions)
 
 	// Phase 1: Kafka's placement (the Rust plain producer), learned by the sampler, which publishes once.
-	runBin(t, 60*time.Second, bin, "loadgen", "--bootstrap-servers", b, "--topic", topic, "--plain",
+	runBin(t, 60*time.Second, lab, "loadgen", "--bootstrap-servers", b, "--topic", topic, "--plain",
 		"--alpha", "1.1", "--keys", "2000", "--count", "30000", "--seed", "3", "--value-prefix", "plain")
 	runBin(t, 120*time.Second, bin, "run", "--bootstrap-servers", b, "--topic", topic, "--control-topic", control,
 		"--sketches-topic", unique("sketches"), "--interval-secs", "2", "--metrics-addr",
@@ -72,7 +72,7 @@ func TestSamplerAssignmentPlacesEveryAdapterLikeRust(t *testing.T) {
 	t.Logf("sampler's assignment: epoch %d, %d buckets, %d heavy keys", a.Epoch, len(a.Table), len(a.Heavy))
 
 	// Phase 2: the Rust DKG producer places the same stream by the assignment.
-	runBin(t, 60*time.Second, bin, "loadgen", "--bootstrap-servers", b, "--topic", topic, "--control-topic", control,
+	runBin(t, 60*time.Second, lab, "loadgen", "--bootstrap-servers", b, "--topic", topic, "--control-topic", control,
 		"--alpha", "1.1", "--keys", "2000", "--count", "20000", "--seed", "3", "--value-prefix", "rust")
 	// The Rust stream in send order (values are rust:SEQ:...).
 	stream := make([][]byte, 20000)

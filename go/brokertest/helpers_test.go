@@ -25,14 +25,22 @@ func bootstrap(t *testing.T) string {
 	return b
 }
 
+// samplerBin is the product binary (dkg-sampler run), labBin the lab's (dkg-lab loadgen).
 func samplerBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("DKG_SAMPLER_BIN")
+	return workspaceBin(t, "dkg-sampler", "DKG_SAMPLER_BIN")
+}
+
+func labBin(t *testing.T) string { t.Helper(); return workspaceBin(t, "dkg-lab", "DKG_LAB_BIN") }
+
+func workspaceBin(t *testing.T, name, envVar string) string {
+	t.Helper()
+	bin := os.Getenv(envVar)
 	if bin == "" {
-		bin, _ = filepath.Abs("../../target/debug/dkg-sampler")
+		bin, _ = filepath.Abs("../../target/debug/" + name)
 	}
 	if st, err := os.Stat(bin); err != nil || st.Mode()&0o111 == 0 {
-		t.Fatalf("the sampler binary %s is missing: cargo build -p dkg-sampler (scripts/test does) or set DKG_SAMPLER_BIN", bin)
+		t.Fatalf("the binary %s is missing: cargo build -p %s (scripts/test does) or set %s", bin, name, envVar)
 	}
 	return bin
 }

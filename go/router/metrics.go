@@ -18,8 +18,8 @@ var (
 		"Keyed records routed by the DKG producer wrapper to each partition.",
 		[]string{"topic", "partition"}, nil)
 	descRejected = prometheus.NewDesc("dkg_producer_assignments_rejected_total",
-		"Control-topic records rejected by the DKG producer wrapper, by reason.",
-		[]string{"reason"}, nil)
+		"Control-topic records rejected by the DKG producer wrapper, by topic (this producer's, else (other)) and reason.",
+		[]string{"topic", "reason"}, nil)
 	descCountChanges = prometheus.NewDesc("dkg_producer_partition_count_changes_total",
 		"Changes of the topic's partition count after the first seen: each moves keys without a marker or an epoch stamp (outside the ordering guarantee).",
 		[]string{"topic"}, nil)
@@ -48,7 +48,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, reason := range dkg.AllReasons {
 		ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue,
-			float64(c.r.rejected[reason].Load()), reason.String())
+			float64(c.r.rejected[reason].Load()), OtherTopic, reason.String())
 	}
 	nowMs := float64(time.Now().UnixMilli())
 	c.r.topics.Range(func(_, v any) bool {
@@ -75,6 +75,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				float64(routes[route]), t.name, route.String())
 		}
 		ch <- prometheus.MustNewConstMetric(descCountChanges, prometheus.CounterValue, float64(t.changes.Load()), t.name)
+		for _, reason := range dkg.AllReasons {
+			ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue,
+				float64(t.rejected[reason].Load()), t.name, reason.String())
+		}
 		a := t.assignment.Load()
 		epoch, inEffect := 0.0, 0.0
 		if a != nil {

@@ -81,7 +81,14 @@ type topicState struct {
 	// serves both dkg_producer_records_total and dkg_producer_partition_records_total.
 	cells     atomic.Pointer[[]*atomic.Uint64]
 	metaCount atomic.Int64 // PartitionFor's count from metadata, 0 = unknown
+	// rejected counts control records naming this topic that were rejected, once it is used.
+	rejected [dkg.NumReasons]atomic.Uint64
 }
+
+// OtherTopic is the topic label of rejected control records that name no topic this router
+// produces to (another producer's topic, or none): not a legal topic name, so it never collides
+// with one, and the series stay bounded by the producer's own topics (spec 10).
+const OtherTopic = "(other)"
 
 // New starts a Router: it reads the control topic to its end (an error after StartupTimeout), then
 // follows it in the background until Close. A missing control topic reads as empty.
@@ -248,7 +255,11 @@ func (r *Router) publish(u dkg.Update) bool {
 		r.changes.Add(1)
 		r.log.Info("dkg router: assignment retracted, Kafka's placement until the next one", "topic", u.Topic)
 	case dkg.Rejected:
-		r.rejected[u.Err.Reason].Add(1)
+		if v, ok := r.topics.Load(u.Topic); ok && v.(*topicState).used.Load() {
+			v.(*topicState).rejected[u.Err.Reason].Add(1)
+		} else {
+			r.rejected[u.Err.Reason].Add(1)
+		}
 		r.log.Warn("dkg router: control record rejected, the last good assignment stays", "key", u.Topic,
 			"reason", u.Err.Reason.String(), "detail", u.Err.Detail)
 	case dkg.Reset, dkg.Reread:
@@ -287,8 +298,15 @@ func (r *Router) Epoch(topic string) uint64 {
 	return 0
 }
 
-// Rejected is the number of control records rejected for reason so far.
-func (r *Router) Rejected(reason dkg.Reason) uint64 { return r.rejected[reason].Load() }
+// Rejected is the number of control records rejected for reason so far, every topic.
+func (r *Router) Rejected(reason dkg.Reason) uint64 {
+	n := r.rejected[reason].Load()
+	r.topics.Range(func(_, v any) bool {
+		n += v.(*topicState).rejected[reason].Load()
+		return true
+	})
+	return n
+}
 
 // Place is the partition of a keyed record of topic over partitions partitions (spec 5), counted in
 // the metrics: the current assignment in effect, else Kafka's murmur2 placement. Never blocks;

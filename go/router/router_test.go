@@ -88,14 +88,31 @@ func TestOfflineRouterPlacesBySpec(t *testing.T) {
 		got[f.GetName()] = len(f.GetMetric())
 		if f.GetName() == "dkg_producer_assignments_rejected_total" {
 			for _, m := range f.GetMetric() {
-				if m.GetLabel()[0].GetValue() == "stale_epoch" && m.GetCounter().GetValue() != 1 {
-					t.Errorf("stale_epoch counted %v", m.GetCounter().GetValue())
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				want := 0.0
+				if labels["reason"] == "stale_epoch" && labels["topic"] == "orders" {
+					want = 1
+				} else if labels["reason"] == "bad_key" && labels["topic"] == OtherTopic {
+					want = 1
+				} else if labels["reason"] == "malformed_json" && labels["topic"] == "orders" {
+					want = 2
+				} else if labels["reason"] == "epoch_conflict" || labels["reason"] == "topic_mismatch" ||
+					labels["reason"] == "out_of_range" || labels["reason"] == "unsupported_version" {
+					if labels["topic"] == "orders" {
+						want = 1
+					}
+				}
+				if m.GetCounter().GetValue() != want {
+					t.Errorf("rejected %v counted %v, want %v", labels, m.GetCounter().GetValue(), want)
 				}
 			}
 		}
 	}
 	want := map[string]int{
-		"dkg_producer_assignments_rejected_total": 10, "dkg_producer_records_total": 4,
+		"dkg_producer_assignments_rejected_total": 20, "dkg_producer_records_total": 4,
 		"dkg_producer_partition_records_total": 3 + dkg.KafkaPartition([]byte("hot"), 4)/3, "dkg_producer_epoch": 1, "dkg_producer_assignment_in_effect": 1,
 		"dkg_producer_assignment_age_seconds": 1, "dkg_producer_partition_count_changes_total": 1,
 	}

@@ -38,15 +38,16 @@
 //! run.
 
 mod common;
-use common::{BoxError, check_broker, config, create_topic, env_or, median};
+use common::{BoxError, config, cpu_secs, create_topic, env_or, median, setup};
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use dkg_core::{AssignmentParts, BucketHash, Params};
 use dkg_partitioner::Assignment;
 use dkg_partitioner::DkgConsumer;
 use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
 use dkg_partitioner::kafka::{control, producer_config, stamp_epoch};
+use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
@@ -54,9 +55,8 @@ use rdkafka::Message as _;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::error::KafkaError;
+use rdkafka::producer::future_producer::OwnedDeliveryResult;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 
 const PARTITIONS: u32 = 12;
 const KEYS: u32 = 100_000;
@@ -71,6 +71,9 @@ async fn fill(bootstrap: &str, topic: &str, records: usize, stamped: bool) -> Re
     let mut rng = StdRng::seed_from_u64(7);
     let value = [b'v'; VALUE_BYTES];
     let mut in_flight = std::collections::VecDeque::new();
+    let mut failed = 0_u64;
+    let mut settle =
+        |r: Result<OwnedDeliveryResult, _>| failed += u64::from(!matches!(r, Ok(Ok(_))));
     for _ in 0..records {
         let key = format!("{:016}", zipf.sample(&mut rng) as u64);
         let mut record = FutureRecord::to(topic)
@@ -79,29 +82,16 @@ async fn fill(bootstrap: &str, topic: &str, records: usize, stamped: bool) -> Re
         if stamped {
             record = record.headers(stamp_epoch(None, 1));
         }
-        loop {
-            match producer.send_result(record) {
-                Ok(f) => {
-                    in_flight.push_back(f);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    if let Some(f) = in_flight.pop_front() {
-                        f.await?.map_err(|(e, _)| e)?;
-                    }
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        }
-        if in_flight.len() > 50_000 {
-            if let Some(f) = in_flight.pop_front() {
-                f.await?.map_err(|(e, _)| e)?;
-            }
-        }
+        // The client's own `send_result` shape: the record comes back inside the error.
+        #[allow(clippy::result_large_err)]
+        let send = |r| producer.send_result(r);
+        send_windowed(send, record, &mut in_flight, 50_000, &mut settle).await?;
     }
     for f in in_flight {
-        f.await?.map_err(|(e, _)| e)?;
+        settle(f.await);
+    }
+    if failed > 0 {
+        return Err(format!("{failed} deliveries failed").into());
     }
     Ok(())
 }
@@ -141,25 +131,6 @@ struct Names<'a> {
     bootstrap: &'a str,
     control: &'a str,
     handoff: &'a str,
-}
-
-/// CPU seconds (user + system) this thread has used, from `/proc/thread-self/stat` (10 ms
-/// resolution; 0 where unavailable).
-fn thread_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// One run's result.
@@ -210,7 +181,7 @@ async fn run(
                 let m = consumer.recv().await?;
                 seen += 1;
                 if seen == warm {
-                    cpu_start = thread_cpu();
+                    cpu_start = cpu_secs("/proc/thread-self/stat");
                     start = Some(Instant::now());
                 }
                 if variant == Variant::PlainOwned {
@@ -220,7 +191,7 @@ async fn run(
                     bytes += m.key().map_or(0, <[u8]>::len) + m.payload().map_or(0, <[u8]>::len);
                 }
             }
-            end_cpu = thread_cpu();
+            end_cpu = cpu_secs("/proc/thread-self/stat");
             end = Instant::now();
         }
         Variant::Dkg | Variant::DkgOwned => {
@@ -242,11 +213,11 @@ async fn run(
                 }
                 seen += 1;
                 if seen == warm {
-                    cpu_start = thread_cpu();
+                    cpu_start = cpu_secs("/proc/thread-self/stat");
                     start = Some(Instant::now());
                 }
             }
-            end_cpu = thread_cpu();
+            end_cpu = cpu_secs("/proc/thread-self/stat");
             end = Instant::now();
             consumer.close().await?;
         }
@@ -264,28 +235,7 @@ async fn run(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), BoxError> {
-    let bootstrap = std::env::var("DKG_TEST_BOOTSTRAP")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "127.0.0.1:9092".to_owned());
-    if let Err(e) = check_broker(&bootstrap) {
-        eprintln!(
-            "consumer_throughput needs a Kafka broker at {bootstrap} ({e}).\n\
-             Start it with `scripts/kafka start` (or set DKG_TEST_BOOTSTRAP)."
-        );
-        std::process::exit(2);
-    }
-    let measuring = std::env::args().any(|a| a == "--bench");
-    let (records, runs): (usize, usize) = if measuring {
-        (
-            env_or("DKG_BENCH_RECORDS", 1_200_000),
-            env_or("DKG_BENCH_RUNS", 5),
-        )
-    } else {
-        (3_000, 1)
-    };
-    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
-    let id = format!("{}-{stamp}", std::process::id());
+    let (bootstrap, records, runs, id) = setup("consumer_throughput", 1_200_000, 3_000)?;
     let control = format!("bench-consumer-control-{id}");
     let handoff = format!("bench-consumer-handoff-{id}");
     let topics = [

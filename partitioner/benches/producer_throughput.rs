@@ -33,7 +33,7 @@
 //! Run without `--bench` (as `cargo test --all-targets` does) it only makes a 2 000-record smoke run.
 
 mod common;
-use common::{BoxError, check_broker, config, create_topic, env_or, median};
+use common::{BoxError, config, cpu_secs, create_topic, median, setup};
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -44,13 +44,14 @@ use dkg_partitioner::DeliveryFuture;
 use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
 use dkg_partitioner::kafka::{producer_config, stamp_epoch};
 use dkg_partitioner::{DkgProducer, EpochHeader};
+use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
+use std::future::Future;
 
 const PARTITIONS: u32 = 12;
 const KEYS: u32 = 100_000;
@@ -146,32 +147,18 @@ async fn run(variant: &Variant, topic: &str, keys: &[[u8; 16]]) -> Result<f64, B
     let mut in_flight: VecDeque<DeliveryFuture> = VecDeque::with_capacity(MAX_IN_FLIGHT);
     let start = Instant::now();
     let mut failed = 0_u64;
+    let mut settle = |r: <DeliveryFuture as Future>::Output| {
+        failed += u64::from(!matches!(r, Ok(Ok(_))));
+    };
     for key in keys {
-        let mut record = FutureRecord::to(topic).key(&key[..]).payload(&value[..]);
-        loop {
-            match variant.send(record) {
-                Ok(f) => {
-                    in_flight.push_back(f);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    match in_flight.pop_front() {
-                        Some(f) => failed += u64::from(!matches!(f.await, Ok(Ok(_)))),
-                        None => tokio::time::sleep(Duration::from_millis(1)).await,
-                    }
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        }
-        if in_flight.len() >= MAX_IN_FLIGHT {
-            if let Some(f) = in_flight.pop_front() {
-                failed += u64::from(!matches!(f.await, Ok(Ok(_))));
-            }
-        }
+        let record = FutureRecord::to(topic).key(&key[..]).payload(&value[..]);
+        // The client's own `send_result` shape: the record comes back inside the error.
+        #[allow(clippy::result_large_err)]
+        let send = |r| variant.send(r);
+        send_windowed(send, record, &mut in_flight, MAX_IN_FLIGHT, &mut settle).await?;
     }
     for f in in_flight {
-        failed += u64::from(!matches!(f.await, Ok(Ok(_))));
+        settle(f.await);
     }
     let secs = start.elapsed().as_secs_f64();
     if failed > 0 {
@@ -182,33 +169,11 @@ async fn run(variant: &Variant, topic: &str, keys: &[[u8; 16]]) -> Result<f64, B
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), BoxError> {
-    let bootstrap = std::env::var("DKG_TEST_BOOTSTRAP")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "127.0.0.1:9092".to_owned());
-    if let Err(e) = check_broker(&bootstrap) {
-        eprintln!(
-            "producer_throughput needs a Kafka broker at {bootstrap} ({e}).\n\
-             Start it with `scripts/kafka start` (or set DKG_TEST_BOOTSTRAP)."
-        );
-        std::process::exit(2);
-    }
-    // `cargo bench` passes --bench; without it (`cargo test --benches`/`--all-targets`) only a
-    // smoke run checks that the benchmark works.
-    let measuring = std::env::args().any(|a| a == "--bench");
-    let (records, runs): (usize, usize) = if measuring {
-        (
-            env_or("DKG_BENCH_RECORDS", 500_000),
-            env_or("DKG_BENCH_RUNS", 5),
-        )
-    } else {
-        (2_000, 1)
-    };
-    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
-    let topic = format!("bench-producer-{}-{stamp}", std::process::id());
-    let control = format!("bench-producer-control-{}-{stamp}", std::process::id());
-    let empty_control = format!("bench-producer-empty-{}-{stamp}", std::process::id());
-    let handoff = format!("bench-producer-handoff-{}-{stamp}", std::process::id());
+    let (bootstrap, records, runs, id) = setup("producer_throughput", 500_000, 2_000)?;
+    let topic = format!("bench-producer-{id}");
+    let control = format!("bench-producer-control-{id}");
+    let empty_control = format!("bench-producer-empty-{id}");
+    let handoff = format!("bench-producer-handoff-{id}");
     create_topic(&bootstrap, &topic, PARTITIONS).await?;
 
     let keys = keys(records);
@@ -297,9 +262,9 @@ async fn main() -> Result<(), BoxError> {
         for i in 0..variants.len() {
             let idx = (i + round) % variants.len();
             let (name, v) = variants[idx];
-            let cpu_before = process_cpu_secs();
+            let cpu_before = cpu_secs("/proc/self/stat");
             let r = run(v, &topic, &keys).await?;
-            let cpu = (process_cpu_secs() - cpu_before) * 1e6 / records as f64;
+            let cpu = (cpu_secs("/proc/self/stat") - cpu_before) * 1e6 / records as f64;
             println!("  round {round} {name:>13}: {r:>10.0} records/s, {cpu:.2} us CPU/record");
             rates[idx].push(r);
             cpu_us[idx].push(cpu);
@@ -375,19 +340,4 @@ async fn main() -> Result<(), BoxError> {
         if p99 <= 1000.0 { "met" } else { "MISSED" }
     );
     Ok(())
-}
-
-/// User + system CPU seconds of this process so far (Linux `/proc/self/stat`; 0 elsewhere).
-fn process_cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| -> f64 { fields.get(i).and_then(|x| x.parse().ok()).unwrap_or(0.0) };
-    // USER_HZ is 100 on every Linux the project targets.
-    (ticks(11) + ticks(12)) / 100.0
 }

@@ -22,11 +22,15 @@
 //! `DKG_BENCH_ALPHA` Zipf exponent, default 1.0; `DKG_BENCH_ROUNDS` interleaved rounds, default 101).
 //! Run by `cargo test` (no `--bench` argument), it uses 10^6 keys, 10^5 records and 3 rounds instead.
 
+#[allow(dead_code)] // this bench reports the median ratio and its range, not the percentiles
+#[path = "common/lookup.rs"]
+mod lookup;
+
 use std::hint::black_box;
 use std::time::Instant;
 
-use dkg_core::{DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch, kafka_partition};
-use dkg_partitioner::Assignment;
+use dkg_core::{DEFAULT_LIMITS_DOCUMENT_BYTES, DkgConfig, Sketch};
+use lookup::{Interleaved, interleaved};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;
@@ -87,43 +91,6 @@ fn time_median<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     (median(&mut times), last.expect("runs >= 1"))
 }
 
-/// The measured lookup loop of both sides: same keys, same `black_box`, results summed; not inlined
-/// so neither side's loop is specialised against the other's.
-#[inline(never)]
-fn sum_partitions(keys: &[[u8; 16]], f: impl Fn(&[u8]) -> u32) -> u32 {
-    keys.iter()
-        .fold(0_u32, |acc, k| acc.wrapping_add(f(black_box(k.as_slice()))))
-}
-
-fn ns_per_key(keys: &[[u8; 16]], f: impl Fn(&[u8]) -> u32) -> f64 {
-    let start = Instant::now();
-    black_box(sum_partitions(keys, f));
-    start.elapsed().as_secs_f64() * 1e9 / keys.len() as f64
-}
-
-/// `(kafka ns/key, dkg ns/key, median ratio, min ratio, max ratio)` over `rounds` alternating rounds.
-fn lookup_ratio(a: &Assignment, keys: &[[u8; 16]], rounds: usize) -> (f64, f64, f64, f64, f64) {
-    let k = black_box(a.partitions());
-    let (mut base, mut ours, mut ratios) = (vec![], vec![], vec![]);
-    for round in 0..rounds {
-        let kafka = |key: &[u8]| kafka_partition(key, k);
-        let dkg = |key: &[u8]| a.partition_for(key);
-        let (b, o) = if round % 2 == 0 {
-            let b = ns_per_key(keys, kafka);
-            (b, ns_per_key(keys, dkg))
-        } else {
-            let o = ns_per_key(keys, dkg);
-            (ns_per_key(keys, kafka), o)
-        };
-        base.push(b);
-        ours.push(o);
-        ratios.push(o / b);
-    }
-    let r = median(&mut ratios);
-    let (min, max) = (ratios[0], ratios[ratios.len() - 1]);
-    (median(&mut base), median(&mut ours), r, min, max)
-}
-
 fn main() {
     // `cargo test --all-targets` runs this binary without `--bench` (a debug build, in CI): a smoke run
     // of every step on a small stream, as criterion's test mode is; `cargo bench` measures.
@@ -171,7 +138,14 @@ fn main() {
         });
         let a = &first.assignment;
         let doc = a.to_json().len();
-        let (base, ours, ratio, min, max) = lookup_ratio(a, &lookup_keys, rounds);
+        let Interleaved {
+            base,
+            ours,
+            ratio,
+            min,
+            max,
+            ..
+        } = interleaved(a, &lookup_keys, rounds);
         println!(
             "{}: {} buckets, {} heavy keys, {} counters\n  \
              sketch {:.1} MiB; build fresh {:.0} ms, migration-aware {:.0} ms (target < 1000 ms)\n  \

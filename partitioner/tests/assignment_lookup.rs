@@ -194,34 +194,43 @@ fn assignment_is_shareable_across_threads() {
     check::<Assignment>();
 }
 
+/// A valid assignment of 1..=`max_partitions` partitions and 1..=`max_buckets` buckets (a random
+/// table, a random murmur2 seed) with `heavy` heavy keys of fewer than `key_len` bytes (cut to the
+/// per-bucket bound), and those keys.
+fn arb_assignment_of(
+    max_partitions: u32,
+    max_buckets: usize,
+    key_len: usize,
+    heavy_keys: std::ops::Range<usize>,
+) -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
+    (1..=max_partitions, 1..=max_buckets, any::<u32>()).prop_flat_map(
+        move |(partitions, buckets, seed)| {
+            (
+                prop::collection::vec(0..partitions, buckets),
+                prop::collection::btree_map(
+                    prop::collection::vec(any::<u8>(), 0..key_len),
+                    0..partitions,
+                    heavy_keys.clone(),
+                ),
+            )
+                .prop_map(move |(table, heavy_map)| {
+                    let heavy_map =
+                        within_bucket_bound(heavy_map, BucketHash::Murmur2 { seed }, table.len());
+                    let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
+                    let heavy_keys = heavy_map
+                        .into_iter()
+                        .map(|(key, partition)| heavy(&key, partition, 1))
+                        .collect();
+                    let mut p = parts(partitions, table, heavy_keys);
+                    p.bucket_hash = BucketHash::Murmur2 { seed };
+                    (Assignment::new(p).expect("generated parts are valid"), keys)
+                })
+        },
+    )
+}
+
 fn arb_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
-    (1_u32..=64, 1_usize..=300, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
-        (
-            prop::collection::vec(0..partitions, buckets),
-            prop::collection::btree_map(
-                prop::collection::vec(any::<u8>(), 0..20),
-                0..partitions,
-                0..64,
-            ),
-        )
-            .prop_map(move |(table, heavy_map)| {
-                let heavy_map =
-                    within_bucket_bound(heavy_map, BucketHash::Murmur2 { seed }, table.len());
-                let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
-                let heavy_keys = heavy_map
-                    .into_iter()
-                    .map(|(key, partition)| HeavyKey {
-                        key,
-                        partition,
-                        weight: 1,
-                        split: Vec::new(),
-                    })
-                    .collect();
-                let mut p = parts(partitions, table, heavy_keys);
-                p.bucket_hash = BucketHash::Murmur2 { seed };
-                (Assignment::new(p).expect("generated parts are valid"), keys)
-            })
-    })
+    arb_assignment_of(64, 300, 20, 0..64)
 }
 
 proptest! {
@@ -236,13 +245,7 @@ proptest! {
         for key in probes.iter().chain(&heavy_keys) {
             let p = a.partition_for(key);
             prop_assert!(p < a.partitions());
-            let expected = match a.heavy().iter().find(|h| &h.key == key) {
-                Some(h) => (h.partition, Route::Heavy),
-                None => {
-                    let b = a.bucket_hash().bucket(key, a.buckets());
-                    (a.table()[b as usize], Route::Bucket)
-                }
-            };
+            let expected = by_the_rule(&a, key);
             prop_assert_eq!(a.route(key), expected);
             prop_assert_eq!(p, expected.0);
             prop_assert_eq!(a.bucket(key), a.bucket_hash().bucket(key, a.buckets()));
@@ -482,28 +485,7 @@ fn a_bucket_with_many_heavy_keys_routes_them_all() {
 /// Heavy keys packed into few buckets (so buckets share groups, hold one heavy key inline, or
 /// several in a run, up to the per-bucket bound).
 fn arb_crowded_assignment() -> impl Strategy<Value = (Assignment, Vec<Vec<u8>>)> {
-    (1_u32..=8, 1_usize..=6, any::<u32>()).prop_flat_map(|(partitions, buckets, seed)| {
-        (
-            prop::collection::vec(0..partitions, buckets),
-            prop::collection::btree_map(
-                prop::collection::vec(any::<u8>(), 0..40),
-                0..partitions,
-                1..24,
-            ),
-        )
-            .prop_map(move |(table, heavy_map)| {
-                let heavy_map =
-                    within_bucket_bound(heavy_map, BucketHash::Murmur2 { seed }, table.len());
-                let keys: Vec<Vec<u8>> = heavy_map.keys().cloned().collect();
-                let heavy_keys = heavy_map
-                    .into_iter()
-                    .map(|(key, partition)| heavy(&key, partition, 1))
-                    .collect();
-                let mut p = parts(partitions, table, heavy_keys);
-                p.bucket_hash = BucketHash::Murmur2 { seed };
-                (Assignment::new(p).expect("generated parts are valid"), keys)
-            })
-    })
+    arb_assignment_of(8, 6, 40, 1..24)
 }
 
 proptest! {

@@ -57,22 +57,16 @@ async fn consumer_producer_lease_expiry() {
         .to_string();
     let (stop_survivor, rx0) = watch::channel(false);
     let (stop_doomed, rx1) = watch::channel(false);
-    let t0 = spawn_producer(
-        survivor.clone(),
-        0,
-        setup.topic.clone(),
-        PER_PRODUCER,
-        RATE,
-        rx0,
-    );
-    let t1 = spawn_producer(
-        doomed.clone(),
-        1,
-        setup.topic.clone(),
-        PER_PRODUCER,
-        RATE,
-        rx1,
-    );
+    let [t0, t1] = [(&survivor, 0, rx0), (&doomed, 1, rx1)].map(|(producer, idx, stop)| {
+        spawn_producer(
+            producer.clone(),
+            idx,
+            setup.topic.clone(),
+            PER_PRODUCER,
+            RATE,
+            stop,
+        )
+    });
 
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     setup.publish(2).await;

@@ -29,16 +29,7 @@ async fn catch_up_returns_at_the_end_also_after_transaction_markers() {
     tx_config.set("transactional.id", format!("{control}-publisher"));
     let producer: FutureProducer = tx_config.create().unwrap();
     producer.init_transactions(Duration::from_secs(30)).unwrap();
-    producer.begin_transaction().unwrap();
-    for epoch in 1..=2 {
-        let a = rotating_assignment("orders", 6, epoch);
-        publish_assignment(&producer, &control, &a, Duration::from_secs(10))
-            .await
-            .unwrap();
-    }
-    producer
-        .commit_transaction(Duration::from_secs(30))
-        .unwrap();
+    publish_in_transaction(&producer, &control, 1..=2).await;
 
     let mut reader = ControlTopicReader::new(&config, &control).unwrap();
     // With read_committed the end is the last stable offset, which can trail commit_transaction's return
@@ -65,19 +56,31 @@ async fn catch_up_returns_at_the_end_also_after_transaction_markers() {
     );
 
     // Something new, again transactional: the third catch-up reads exactly it.
-    producer.begin_transaction().unwrap();
-    let a = rotating_assignment("orders", 6, 3);
-    publish_assignment(&producer, &control, &a, Duration::from_secs(10))
-        .await
-        .unwrap();
-    producer
-        .commit_transaction(Duration::from_secs(30))
-        .unwrap();
+    publish_in_transaction(&producer, &control, 3..=3).await;
     let mut offsets = Vec::new();
     catch_up_until_epoch(&mut reader, 3, &mut offsets).await;
     // Offset 2 is the first transaction's commit marker: the new record is at 3, read once.
     assert_eq!(offsets, vec![3]);
     assert_eq!(reader.book().get("orders").unwrap().epoch(), 3);
+}
+
+/// Publish the `epochs` of "orders" (6 partitions) in one transaction of `producer`: the log ends
+/// in its commit marker.
+async fn publish_in_transaction(
+    producer: &FutureProducer,
+    control: &str,
+    epochs: std::ops::RangeInclusive<u64>,
+) {
+    producer.begin_transaction().unwrap();
+    for epoch in epochs {
+        let a = rotating_assignment("orders", 6, epoch);
+        publish_assignment(producer, control, &a, Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
 }
 
 /// Call `catch_up` until the book holds `epoch` for "orders" (each call must return within its timeout),

@@ -15,10 +15,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::producer::{
-    ReadBack, client_config, raw_publisher, read_back, rotating_assignment, send_paced,
-    wait_for_epoch,
+    ControlledTopic, ReadBack, read_back, rotating_assignment, send_paced, wait_for_epoch,
 };
-use dkg_partitioner::kafka::control::publish_assignment;
 use dkg_partitioner::{DkgProducer, EpochHeader};
 use dkg_testkit::cluster::FaultWatch;
 
@@ -42,32 +40,23 @@ async fn producer_broker_restart() {
         status.contains(&managed),
         "scripts/kafka does not run the broker at {managed}: {status}"
     );
-    let topic = common::unique_topic("restart");
-    let control = common::unique_topic("restart-control");
-    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+    let t = ControlledTopic::new("restart", PARTITIONS).await;
+    let topic = &t.topic;
 
     let watch = FaultWatch::default();
-    let producer: DkgProducer<FaultWatch> = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
+    let producer: DkgProducer<FaultWatch> = t
+        .producer_builder()
         .epoch_header(EpochHeader::All)
         .build_with_context(watch.clone())
         .await
         .unwrap();
-    let assignment = rotating_assignment(&topic, PARTITIONS, 1);
-    publish_assignment(
-        &raw_publisher(&bootstrap),
-        &control,
-        &assignment,
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
-    wait_for_epoch(producer.router(), &topic, 1).await;
+    let assignment = rotating_assignment(topic, PARTITIONS, 1);
+    t.publish(&assignment, Duration::from_secs(10)).await;
+    wait_for_epoch(producer.router(), topic, 1).await;
     let errors_before = watch.errors();
 
     let start = Instant::now();
-    let (sent, down_for) = send_paced(&producer, &topic, RECORDS, RATE_PER_SEC, RESTART_AT, || {
+    let (sent, down_for) = send_paced(&producer, topic, RECORDS, RATE_PER_SEC, RESTART_AT, || {
         common::kafka_script(&["stop"]);
         let down = Instant::now();
         common::kafka_script(&["start"]);
@@ -91,7 +80,7 @@ async fn producer_broker_restart() {
         "the producer never reported the broker outage"
     );
 
-    let counts = read_back(&bootstrap, &topic, PARTITIONS, sent.records, &assignment).await;
+    let counts = read_back(&bootstrap, topic, PARTITIONS, sent.records, &assignment).await;
     assert_eq!(
         counts,
         ReadBack::CLEAN,
@@ -99,14 +88,7 @@ async fn producer_broker_restart() {
     );
 
     // The control-topic reader survived the restart: a new epoch still reaches the producer.
-    let next = rotating_assignment(&topic, PARTITIONS, 2);
-    publish_assignment(
-        &raw_publisher(&bootstrap),
-        &control,
-        &next,
-        Duration::from_secs(30),
-    )
-    .await
-    .unwrap();
-    wait_for_epoch(producer.router(), &topic, 2).await;
+    let next = rotating_assignment(topic, PARTITIONS, 2);
+    t.publish(&next, Duration::from_secs(30)).await;
+    wait_for_epoch(producer.router(), topic, 2).await;
 }

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::producer::{
-    client_config, constant_assignment, metric_value, raw_publisher, wait_for_epoch, wait_until,
+    ControlledTopic, constant_assignment, metric_value, wait_for_epoch, wait_until,
 };
 use dkg_core::kafka_partition;
-use dkg_partitioner::kafka::control::{publish_assignment, retract_assignment};
+use dkg_partitioner::kafka::control::retract_assignment;
 use dkg_partitioner::kafka::epoch_of;
 use dkg_partitioner::{DkgProducer, EpochHeader, RouteKind};
 use rdkafka::Message as _;
@@ -45,22 +45,21 @@ async fn send_keys(producer: &DkgProducer, topic: &str, phase: &str, keys: &[Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_follows_control_topic() {
-    let bootstrap = common::bootstrap();
-    let topic = common::unique_topic("follows");
-    let control = common::unique_topic("follows-control");
-    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
+    let t = ControlledTopic::new("follows", PARTITIONS).await;
 
     let registry = prometheus::Registry::new();
-    let producer = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
-        .epoch_header(EpochHeader::All)
-        .metrics(&registry)
-        .build()
-        .await
-        .expect("build the producer");
+    let producer = t.producer(EpochHeader::All, &registry).await;
+    let (bootstrap, topic, control) = (t.bootstrap.clone(), t.topic.clone(), t.control.clone());
     let router = producer.router().clone();
-    let publisher = raw_publisher(&bootstrap);
+    // The producer's per-topic metrics, as a dashboard reads them.
+    let topic_metric = |name: &str| metric_value(&registry, name, &[("topic", &topic)]);
+    let records_routed = |route: &str| {
+        metric_value(
+            &registry,
+            "dkg_producer_records_total",
+            &[("topic", &topic), ("route", route)],
+        )
+    };
     let keys: Vec<String> = (0..200).map(|i| format!("key-{i}")).collect();
     let hot = "hot-key".to_owned();
 
@@ -73,24 +72,12 @@ async fn producer_follows_control_topic() {
             "{key}"
         );
     }
-    assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_records_total",
-            &[("topic", &topic), ("route", "fallback")]
-        ),
-        200.0
-    );
-    assert_eq!(
-        metric_value(&registry, "dkg_producer_epoch", &[("topic", &topic)]),
-        0.0
-    );
+    assert_eq!(records_routed("fallback"), 200.0);
+    assert_eq!(topic_metric("dkg_producer_epoch"), 0.0);
 
     // 2. An assignment: heavy key -> 5, every other key -> 2.
     let a1 = constant_assignment(&topic, PARTITIONS, 1, 2, &[(hot.as_bytes(), 5)]);
-    publish_assignment(&publisher, &control, &a1, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&a1, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 1).await;
     let during = send_keys(&producer, &topic, "during", &keys).await;
     assert!(during.iter().all(|&p| p == 2), "{during:?}");
@@ -101,44 +88,19 @@ async fn producer_follows_control_topic() {
         (r.partition, r.epoch, r.route),
         (Some(5), Some(1), RouteKind::Heavy)
     );
+    assert_eq!(records_routed("bucket"), 200.0);
     assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_records_total",
-            &[("topic", &topic), ("route", "bucket")]
-        ),
-        200.0
-    );
-    assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_records_total",
-            &[("topic", &topic), ("route", "heavy")]
-        ),
+        records_routed("heavy"),
         2.0,
         "one send plus one route() call"
     );
-    assert_eq!(
-        metric_value(&registry, "dkg_producer_epoch", &[("topic", &topic)]),
-        1.0
-    );
-    assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_assignment_in_effect",
-            &[("topic", &topic)]
-        ),
-        1.0
-    );
-    let age = metric_value(
-        &registry,
-        "dkg_producer_assignment_age_seconds",
-        &[("topic", &topic)],
-    );
+    assert_eq!(topic_metric("dkg_producer_epoch"), 1.0);
+    assert_eq!(topic_metric("dkg_producer_assignment_in_effect"), 1.0);
+    let age = topic_metric("dkg_producer_assignment_age_seconds");
     assert!((0.0..60.0).contains(&age), "age {age}");
 
     // 3. Tombstone: back to the default placement.
-    retract_assignment(&publisher, &control, &topic, Duration::from_secs(10))
+    retract_assignment(&t.publisher, &control, &topic, Duration::from_secs(10))
         .await
         .unwrap();
     wait_until("the retraction", Duration::from_secs(60), || {
@@ -147,10 +109,7 @@ async fn producer_follows_control_topic() {
     .await;
     let after = send_keys(&producer, &topic, "after", &keys).await;
     assert_eq!(after, before);
-    assert_eq!(
-        metric_value(&registry, "dkg_producer_epoch", &[("topic", &topic)]),
-        0.0
-    );
+    assert_eq!(topic_metric("dkg_producer_epoch"), 0.0);
 
     // The log holds what the deliveries said, and the header says which epoch placed a record.
     let seen: Arc<Mutex<HashMap<String, Placed>>> = Arc::default();
@@ -193,9 +152,7 @@ async fn producer_follows_control_topic() {
         let target = (epoch % u64::from(PARTITIONS)) as u32;
         let a = constant_assignment(&topic, PARTITIONS, epoch, target, &[]);
         let start = Instant::now();
-        publish_assignment(&publisher, &control, &a, Duration::from_secs(10))
-            .await
-            .unwrap();
+        t.publish(&a, Duration::from_secs(10)).await;
         wait_until(
             &format!("epoch {epoch} in effect"),
             Duration::from_secs(60),
@@ -213,15 +170,11 @@ async fn producer_follows_control_topic() {
     let p99 = waits[waits.len() - 1];
     let p50 = waits[waits.len() / 2];
     println!("publish-to-effect over 20 publications: p50 {p50:?}, p99 {p99:?} (all {waits:?})");
-    assert_eq!(
-        metric_value(&registry, "dkg_producer_epoch", &[("topic", &topic)]),
-        21.0
-    );
+    assert_eq!(topic_metric("dkg_producer_epoch"), 21.0);
 
     // With epoch_header(false) the placement is the same, only the header is left out.
-    let quiet = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
+    let quiet = t
+        .producer_builder()
         .epoch_header(false)
         .build()
         .await

@@ -11,9 +11,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::producer::{client_config, consume_all, metric_value, wait_for_epoch, wait_until};
+use common::producer::{consume_all, metric_value, wait_for_epoch, wait_until};
 use common::scenario::{KEYS, PARTITIONS, Setup};
-use dkg_partitioner::DkgProducer;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
@@ -52,6 +51,20 @@ async fn marker_of(setup: &Setup, producer: &str, epoch: u64) -> Vec<i64> {
     }
 }
 
+/// Flush `producer` (id `id`), publish `epoch`: the data log's ends then, and where the producer's
+/// marker of `epoch` says its records end (they must be the same).
+async fn flush_and_switch(
+    setup: &Setup,
+    producer: &dkg_partitioner::DkgProducer,
+    id: &str,
+    epoch: u64,
+) -> (Vec<i64>, Vec<i64>) {
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let ends = log_ends(&setup.bootstrap, &setup.topic);
+    setup.publish(epoch).await;
+    (ends, marker_of(setup, id, epoch).await)
+}
+
 /// Send `n` keyed records and drop every future at once.
 fn send_and_forget(producer: &dkg_partitioner::DkgProducer, topic: &str, from: u32, n: u32) {
     for i in from..from + n {
@@ -70,22 +83,17 @@ async fn producer_marker_mode() {
 
     // Epoch 1 (in effect at build): 6,000 records, futures dropped.
     send_and_forget(&producer, &setup.topic, 0, 6_000);
-    producer.flush(Duration::from_secs(30)).unwrap();
-    let after_epoch_1 = log_ends(&setup.bootstrap, &setup.topic);
+    let (after_epoch_1, marker) = flush_and_switch(&setup, &producer, &id, 2).await;
     assert_eq!(after_epoch_1.iter().sum::<i64>(), 6_000);
-    setup.publish(2).await;
     assert_eq!(
-        marker_of(&setup, &id, 2).await,
-        after_epoch_1,
+        marker, after_epoch_1,
         "the marker of 2 ends exactly above the epoch-1 records"
     );
 
     // Epoch 2: more records; the marker of 3 ends above them.
     send_and_forget(&producer, &setup.topic, 6_000, 3_000);
-    producer.flush(Duration::from_secs(30)).unwrap();
-    let after_epoch_2 = log_ends(&setup.bootstrap, &setup.topic);
-    setup.publish(3).await;
-    assert_eq!(marker_of(&setup, &id, 3).await, after_epoch_2);
+    let (after_epoch_2, marker) = flush_and_switch(&setup, &producer, &id, 3).await;
+    assert_eq!(marker, after_epoch_2);
 
     producer.close().await.unwrap();
     let plain = setup.read_plain(9_000).await;
@@ -197,13 +205,10 @@ async fn a_refused_record_comes_back_unrouted_and_its_resend_counts_before_the_m
     let resent = producer.send(back, Duration::from_secs(10)).await.unwrap();
     let placed = producer.router().route(&setup.topic, moved.as_bytes());
     assert_eq!(Some(resent.partition), placed.partition);
-    producer.flush(Duration::from_secs(30)).unwrap();
-    let ends = log_ends(&setup.bootstrap, &setup.topic);
+    let (ends, marker) = flush_and_switch(&setup, &producer, &id, 3).await;
     assert_eq!(ends.iter().sum::<i64>(), 2);
-    setup.publish(3).await;
     assert_eq!(
-        marker_of(&setup, &id, 3).await,
-        ends,
+        marker, ends,
         "the marker of 3 ends above the re-sent record"
     );
     producer.close().await.unwrap();
@@ -322,6 +327,22 @@ async fn read_keys_and_headers(setup: &Setup, expected: usize) -> Vec<Read> {
         .unwrap()
 }
 
+/// An ordering producer of `setup` (5 s lease) whose stamp windows close at `window` at the latest,
+/// its metrics in `registry`.
+async fn stamping_producer(
+    setup: &Setup,
+    window: Duration,
+    registry: &prometheus::Registry,
+) -> dkg_partitioner::DkgProducer {
+    setup
+        .producer_builder(Duration::from_secs(5), &[])
+        .stamp_window(window)
+        .metrics(registry)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// Stamp windows (`docs/spec.md` 9.2.2) on the broker: after an epoch switch an ordering producer
 /// stamps the keys it moved only until every consumer group that follows the topic has settled
 /// the switch (read from the groups' progress on the handoff topic), or for its window bound;
@@ -333,20 +354,8 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
     // A group that kept up with epoch 1.
     setup.announce_group("live", 1).await;
     let registry = prometheus::Registry::new();
-    let mut config = client_config(&setup.bootstrap);
-    config.set("linger.ms", "5");
-    let producer = DkgProducer::builder(config)
-        .control_topic(&setup.control)
-        .handoff_topic(&setup.handoff)
-        .topics([setup.topic.as_str()])
-        .ordering(true)
-        .lease_duration(Duration::from_secs(5))
-        // Longer than any step below waits: only a settled group closes this producer's windows.
-        .stamp_window(Duration::from_secs(120))
-        .metrics(&registry)
-        .build()
-        .await
-        .unwrap();
+    // Longer than any step below waits: only a settled group closes this producer's windows.
+    let producer = stamping_producer(&setup, Duration::from_secs(120), &registry).await;
     let topic = setup.topic.clone();
     // 0 until the first window of that reason closed (the series appears then).
     let closed_in = |registry: &prometheus::Registry, reason: &str| {
@@ -419,19 +428,7 @@ async fn moved_keys_are_stamped_only_until_the_groups_settle_the_switch() {
     // Epoch 3, and "live" never settles it: a producer with a short bound (2 s) closes its window
     // at the bound. (It starts with epoch 2 in effect, whose window "live" settled already.)
     let short_registry = prometheus::Registry::new();
-    let mut config = client_config(&setup.bootstrap);
-    config.set("linger.ms", "5");
-    let short = DkgProducer::builder(config)
-        .control_topic(&setup.control)
-        .handoff_topic(&setup.handoff)
-        .topics([setup.topic.as_str()])
-        .ordering(true)
-        .lease_duration(Duration::from_secs(5))
-        .stamp_window(Duration::from_secs(2))
-        .metrics(&short_registry)
-        .build()
-        .await
-        .unwrap();
+    let short = stamping_producer(&setup, Duration::from_secs(2), &short_registry).await;
     wait_until(
         "the short-bound producer's window of epoch 2 closed",
         Duration::from_secs(60),

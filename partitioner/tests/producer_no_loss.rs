@@ -12,20 +12,19 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::producer::{assignment, client_config, raw_publisher};
+use common::producer::{ControlledTopic, assignment};
 use dkg_core::kafka_partition;
 use dkg_partitioner::Assignment;
 use dkg_partitioner::DeliveryFuture;
+use dkg_partitioner::EpochHeader;
 use dkg_partitioner::kafka::control::publish_assignment;
 use dkg_partitioner::kafka::epoch_of;
-use dkg_partitioner::{DkgProducer, EpochHeader};
+use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
 use rdkafka::Message as _;
-use rdkafka::error::KafkaError;
 use rdkafka::producer::FutureRecord;
-use rdkafka::types::RDKafkaErrorCode;
 
 const RECORDS: u64 = 1_000_000;
 const PARTITIONS: u32 = 8;
@@ -57,19 +56,11 @@ struct Check {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_no_loss() {
-    let bootstrap = common::bootstrap();
-    let topic = common::unique_topic("noloss");
-    let control = common::unique_topic("noloss-control");
-    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
-
-    let producer = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
-        .epoch_header(EpochHeader::All)
-        .build()
-        .await
-        .unwrap();
-    let publisher = raw_publisher(&bootstrap);
+    let t = ControlledTopic::new("noloss", PARTITIONS).await;
+    let producer = t
+        .producer(EpochHeader::All, &prometheus::Registry::new())
+        .await;
+    let (bootstrap, topic, control) = (t.bootstrap.clone(), t.topic.clone(), t.control.clone());
     let assignments: HashMap<u64, Assignment> =
         (1..=2).map(|e| (e, epoch_assignment(&topic, e))).collect();
 
@@ -114,7 +105,7 @@ async fn producer_no_loss() {
             // Publish mid-stream without pausing production.
             published += 1;
             let (p, c, a) = (
-                publisher.clone(),
+                t.publisher.clone(),
                 control.clone(),
                 assignments[&published].clone(),
             );
@@ -125,28 +116,13 @@ async fn producer_no_loss() {
         *routed_under.entry(epoch_now).or_default() += 1;
         let key = ((zipf.sample(&mut rng) as u64).clamp(1, KEYS) - 1).to_string();
         let payload = seq.to_le_bytes();
-        let mut record = FutureRecord::to(&topic).key(&key).payload(&payload[..]);
-        loop {
-            match producer.send_result(record) {
-                Ok(f) => {
-                    in_flight.push_back(f);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    if let Some(oldest) = in_flight.pop_front() {
-                        settle(oldest.await, &mut failed);
-                    }
-                }
-                Err((e, _)) => {
-                    failed.push(e.to_string());
-                    break;
-                }
-            }
-        }
-        if in_flight.len() >= 50_000 {
-            let oldest = in_flight.pop_front().unwrap();
-            settle(oldest.await, &mut failed);
+        let record = FutureRecord::to(&topic).key(&key).payload(&payload[..]);
+        // The client's own `send_result` shape: the record comes back inside the error.
+        #[allow(clippy::result_large_err)]
+        let send = |r| producer.send_result(r);
+        let settled = |r| settle(r, &mut failed);
+        if let Err(e) = send_windowed(send, record, &mut in_flight, 50_000, settled).await {
+            failed.push(e.to_string());
         }
         seq += 1;
     }

@@ -9,10 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::producer::{
-    client_config, constant_assignment, metric_value, raw_publisher, wait_for_epoch, wait_until,
+    ControlledTopic, client_config, constant_assignment, metric_value, wait_for_epoch, wait_until,
 };
 use dkg_core::kafka_partition;
-use dkg_partitioner::kafka::control::publish_assignment;
 use dkg_partitioner::{DkgProducer, RouteKind};
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
@@ -36,45 +35,37 @@ async fn send_all(producer: &DkgProducer, topic: &str, keys: &[String]) -> Vec<i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_partition_count_change() {
-    let bootstrap = common::bootstrap();
-    let topic = common::unique_topic("grow");
-    let control = common::unique_topic("grow-control");
-    common::create_topic(&bootstrap, &topic, 4, &[]).await;
+    let t = ControlledTopic::new("grow", 4).await;
 
     let registry = prometheus::Registry::new();
-    let producer = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
+    let producer = t
+        .producer_builder()
         .metrics(&registry)
         .metadata_refresh_interval(Duration::from_millis(500))
         .build()
         .await
         .unwrap();
+    let (bootstrap, topic) = (t.bootstrap.clone(), t.topic.clone());
     let router = producer.router().clone();
-    let publisher = raw_publisher(&bootstrap);
+    // The producer's per-topic metrics, as a dashboard reads them.
+    let topic_metric = |name: &str| metric_value(&registry, name, &[("topic", &topic)]);
     let keys: Vec<String> = (0..100).map(|i| format!("user-{i}")).collect();
-    assert_eq!(router.partition_count(&topic), Some(4));
-    let count_changes = || {
-        metric_value(
-            &registry,
-            "dkg_producer_partition_count_changes_total",
-            &[("topic", &topic)],
-        )
+    // Publish `a`, wait until the producer routes by it, and check every key goes to `partition`.
+    let adopt_and_send_all_to = async |a: &dkg_partitioner::Assignment, partition: i32| {
+        t.publish(a, Duration::from_secs(10)).await;
+        wait_for_epoch(&router, &topic, a.epoch()).await;
+        assert_eq!(
+            send_all(&producer, &topic, &keys).await,
+            vec![partition; keys.len()]
+        );
     };
+    assert_eq!(router.partition_count(&topic), Some(4));
+    let count_changes = || topic_metric("dkg_producer_partition_count_changes_total");
     assert_eq!(count_changes(), 0.0, "the first count known is no change");
 
     // An assignment for 4 partitions: everything on partition 3.
     let four = constant_assignment(&topic, 4, 1, 3, &[]);
-    publish_assignment(&publisher, &control, &four, Duration::from_secs(10))
-        .await
-        .unwrap();
-    wait_for_epoch(&router, &topic, 1).await;
-    assert!(
-        send_all(&producer, &topic, &keys)
-            .await
-            .iter()
-            .all(|&p| p == 3)
-    );
+    adopt_and_send_all_to(&four, 3).await;
 
     // Grow to 8 partitions.
     let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
@@ -107,14 +98,7 @@ async fn producer_partition_count_change() {
     assert!(fallback.iter().any(|&p| p >= 4), "new partitions are used");
     let r = router.route(&topic, b"user-1");
     assert_eq!((r.route, r.epoch), (RouteKind::Fallback, None));
-    assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_assignment_in_effect",
-            &[("topic", &topic)]
-        ),
-        0.0
-    );
+    assert_eq!(topic_metric("dkg_producer_assignment_in_effect"), 0.0);
     assert!(
         metric_value(
             &registry,
@@ -125,30 +109,12 @@ async fn producer_partition_count_change() {
 
     // A matching assignment takes over.
     let eight = constant_assignment(&topic, 8, 2, 7, &[]);
-    publish_assignment(&publisher, &control, &eight, Duration::from_secs(10))
-        .await
-        .unwrap();
-    wait_for_epoch(&router, &topic, 2).await;
-    assert!(
-        send_all(&producer, &topic, &keys)
-            .await
-            .iter()
-            .all(|&p| p == 7)
-    );
-    assert_eq!(
-        metric_value(
-            &registry,
-            "dkg_producer_assignment_in_effect",
-            &[("topic", &topic)]
-        ),
-        1.0
-    );
+    adopt_and_send_all_to(&eight, 7).await;
+    assert_eq!(topic_metric("dkg_producer_assignment_in_effect"), 1.0);
 
     // An assignment for more partitions than exist is held back, never used.
     let sixteen = constant_assignment(&topic, 16, 3, 15, &[]);
-    publish_assignment(&publisher, &control, &sixteen, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&sixteen, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 3).await;
     let held = send_all(&producer, &topic, &keys).await;
     for (k, p) in keys.iter().zip(&held) {

@@ -1,6 +1,8 @@
 //! Hostile control-topic values (malformed JSON, unknown version, out-of-range partitions, an older
 //! or conflicting epoch, a wrong topic, a key that is no topic name, an oversize value) are rejected and counted
-//! by reason while production continues with the last good assignment.
+//! by topic and reason while production continues with the last good assignment. A rejected record
+//! of a topic this producer does not write counts under `topic="(other)"` (issue 31: one topic's
+//! rejects used to show on every producer of the shared control topic, with no topic to tell).
 #![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used)]
 
@@ -9,12 +11,13 @@ mod common;
 use std::time::Duration;
 
 use common::producer::{
-    client_config, constant_assignment, metric_value, publish_raw, raw_publisher, wait_for_epoch,
+    ControlledTopic, client_config, constant_assignment, metric_value, publish_raw, wait_for_epoch,
     wait_until,
 };
 use dkg_core::MAX_ASSIGNMENT_BYTES;
-use dkg_partitioner::kafka::control::{RejectReason, publish_assignment};
+use dkg_partitioner::kafka::control::RejectReason;
 use dkg_partitioner::kafka::epoch_of;
+use dkg_partitioner::kafka::metrics::OTHER_TOPIC;
 use dkg_partitioner::{DkgProducer, EpochHeader};
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
@@ -23,29 +26,17 @@ const PARTITIONS: u32 = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_rejects_hostile_assignments() {
-    let bootstrap = common::bootstrap();
-    let topic = common::unique_topic("hostile");
+    let t = ControlledTopic::new("hostile", PARTITIONS).await;
     let other_topic = common::unique_topic("hostile-other");
-    let control = common::unique_topic("hostile-control");
-    common::create_topic(&bootstrap, &topic, PARTITIONS, &[]).await;
 
     let registry = prometheus::Registry::new();
-    let producer = DkgProducer::builder(client_config(&bootstrap))
-        .control_topic(&control)
-        .topics([topic.as_str()])
-        .epoch_header(EpochHeader::All)
-        .metrics(&registry)
-        .build()
-        .await
-        .unwrap();
+    let producer = t.producer(EpochHeader::All, &registry).await;
+    let (bootstrap, topic, control) = (t.bootstrap.clone(), t.topic.clone(), t.control.clone());
     let router = producer.router().clone();
-    let publisher = raw_publisher(&bootstrap);
 
     // The last good assignment: everything on partition 3, epoch 5.
     let good = constant_assignment(&topic, PARTITIONS, 5, 3, &[]);
-    publish_assignment(&publisher, &control, &good, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&good, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 5).await;
 
     let good_json = String::from_utf8(good.to_json()).unwrap();
@@ -83,34 +74,69 @@ async fn producer_rejects_hostile_assignments() {
         (key, &oversize, RejectReason::Oversize),
     ];
     for (k, v, _) in &hostile {
-        publish_raw(&publisher, &control, *k, Some(v)).await;
+        publish_raw(&t.publisher, &control, *k, Some(v)).await;
     }
-    let count = |reason: RejectReason| {
+    // Another producer's topic: its bad record counts here under "(other)", not under `topic`.
+    publish_raw(
+        &t.publisher,
+        &control,
+        Some(other_topic.as_bytes()),
+        Some(b"{\"format\""),
+    )
+    .await;
+    let count = |topic: &str, reason: RejectReason| {
         metric_value(
             &registry,
             "dkg_producer_assignments_rejected_total",
-            &[("reason", reason.as_str())],
+            &[("topic", topic), ("reason", reason.as_str())],
         )
+    };
+    // The record's topic if it is this producer's, else "(other)" (a key that is no topic name too).
+    let label = |k: Option<&[u8]>| {
+        if k == key {
+            topic.as_str()
+        } else {
+            OTHER_TOPIC
+        }
     };
     wait_until(
         "every hostile record to be rejected",
         Duration::from_secs(20),
-        || hostile.iter().all(|(_, _, reason)| count(*reason) >= 1.0),
+        || {
+            hostile
+                .iter()
+                .all(|(k, _, reason)| count(label(*k), *reason) >= 1.0)
+                && count(OTHER_TOPIC, RejectReason::MalformedJson) >= 1.0
+        },
     )
     .await;
-    assert_eq!(count(RejectReason::MalformedJson), 2.0);
+    assert_eq!(count(&topic, RejectReason::MalformedJson), 2.0);
+    assert_eq!(count(OTHER_TOPIC, RejectReason::MalformedJson), 1.0);
     for reason in [
         RejectReason::UnsupportedVersion,
         RejectReason::OutOfRange,
         RejectReason::StaleEpoch,
         RejectReason::EpochConflict,
         RejectReason::TopicMismatch,
-        RejectReason::BadKey,
         RejectReason::Oversize,
     ] {
-        assert_eq!(count(reason), 1.0, "{reason}");
+        assert_eq!(count(&topic, reason), 1.0, "{reason}");
+        assert_eq!(count(OTHER_TOPIC, reason), 0.0, "{reason}");
     }
-    assert_eq!(count(RejectReason::Invalid), 0.0);
+    assert_eq!(count(OTHER_TOPIC, RejectReason::BadKey), 1.0);
+    assert_eq!(count(&topic, RejectReason::BadKey), 0.0);
+    assert_eq!(count(&topic, RejectReason::Invalid), 0.0);
+    // Bounded: the producer's one topic and "(other)", every reason from the start.
+    let series: Vec<String> = registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "dkg_producer_assignments_rejected_total")
+        .flat_map(|f| f.get_metric().iter())
+        .filter_map(|m| m.get_label().iter().find(|l| l.name() == "topic"))
+        .map(|l| l.value().to_owned())
+        .collect();
+    assert_eq!(series.len(), 2 * RejectReason::ALL.len(), "{series:?}");
+    assert!(!series.contains(&other_topic), "{series:?}");
 
     // The last good assignment is still in force and production goes on with it.
     assert_eq!(router.assignment(&topic).unwrap().epoch(), 5);
@@ -145,9 +171,7 @@ async fn producer_rejects_hostile_assignments() {
 
     // The reader is alive: a valid newer epoch is still adopted after all that.
     let next = constant_assignment(&topic, PARTITIONS, 6, 1, &[]);
-    publish_assignment(&publisher, &control, &next, Duration::from_secs(10))
-        .await
-        .unwrap();
+    t.publish(&next, Duration::from_secs(10)).await;
     wait_for_epoch(&router, &topic, 6).await;
     assert_eq!(router.route(&topic, b"x").partition, Some(1));
 

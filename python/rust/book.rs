@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use dkg_core::assignment::ControlDocument;
 use dkg_protocol::book::{AssignmentBook, ControlUpdate, RejectReason};
 use pyo3::prelude::*;
 
@@ -17,8 +18,14 @@ pub(crate) fn reject_reasons() -> Vec<&'static str> {
 }
 
 /// The label the book gives a document that fails to decode. The book checks the key and then
-/// decodes before it looks at the topic, so any valid key yields the decoding's own reason.
+/// decodes before it looks at the topic, so any valid key yields the decoding's own reason. A
+/// valid control value of another kind (a retraction or generation record) is not an assignment:
+/// `invalid`, as in Java and Go; the book would go on to compare its topic with the key and
+/// say `topic_mismatch` (spec/corpus/ found it).
 pub(crate) fn decode_reason(data: &[u8]) -> &'static str {
+    if ControlDocument::from_json(data).is_ok() {
+        return "invalid";
+    }
     match AssignmentBook::new().apply(Some(b"-"), Some(data)) {
         ControlUpdate::Rejected { reason, .. } => reason.as_str(),
         _ => "invalid",

@@ -30,11 +30,13 @@ create_exception!(
 );
 
 mod book;
+mod consumer;
 mod fastcall;
 mod produce;
 mod table;
 
-/// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`.
+/// `AssignmentError(message)` with `.reason` = the label the control topic's book gives `data`
+/// (`invalid` for a valid retraction or generation document: not an assignment).
 fn assignment_error(py: Python<'_>, e: &Error, data: &[u8]) -> PyErr {
     let err = AssignmentError::new_err(e.to_string());
     let reason = py.detach(|| book::decode_reason(data));
@@ -513,6 +515,13 @@ fn py_murmur2(data: &[u8]) -> i32 {
     i32::from_ne_bytes(murmur2(data).to_ne_bytes())
 }
 
+/// Whether a librdkafka setting is connection-level, so the control topic's reader inherits it
+/// (`dkg_protocol::connection`: the one list, shared with the Rust glue).
+#[pyfunction]
+fn is_connection_setting(key: &str) -> bool {
+    dkg_protocol::connection::is_connection_setting(key)
+}
+
 /// Kafka's default placement of a keyed record: `to_positive(murmur2(key)) % partitions`.
 #[pyfunction(name = "kafka_partition")]
 fn py_kafka_partition(key: &[u8], partitions: u32) -> PyResult<u32> {
@@ -568,6 +577,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RouteCounters>()?;
     m.add_class::<Placement>()?;
     m.add_class::<produce::ProducerCore>()?;
+    consumer::register(m)?;
     fastcall::install(m.py())?;
     m.add_class::<table::PlacementTable>()?;
     m.add_class::<book::PyAssignmentBook>()?;
@@ -578,6 +588,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(py_murmur2, m)?)?;
     m.add_function(wrap_pyfunction!(py_kafka_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(is_connection_setting, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a64_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(spec_random_keys, m)?)?;
     Ok(())

@@ -165,6 +165,8 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
         assert producer.router.wait_for_epoch(topic, 5, ADOPTION_TIMEOUT)
         thread = threading.Thread(target=produce)
         thread.start()
+        # Rejections are labelled by topic once the router produced to it.
+        assert producer.router.wait_until(lambda r: topic in r.counters(), ADOPTION_TIMEOUT)
         other = rotated("some-other-topic", 4, epoch=9, shift=0)
         hostile: list[tuple[bytes | None, bytes, str]] = [
             (topic.encode(), b"{not json", "malformed_json"),
@@ -198,8 +200,15 @@ def test_hostile_documents_are_rejected_and_counted_while_producing_goes_on(
     assert errors == []
     assert len(delivered) > 50
     assert all(p == a.partition_for(k) for k, p in delivered)
-    for reason, n in want.items():
-        assert sample(registry, "dkg_producer_assignments_rejected_total", {"reason": reason}) == n
+    for key, _, reason in hostile:
+        label = topic if key == topic.encode() else "(other)"
+        n = sum(1 for k, _, r in hostile if r == reason and k == key)
+        got = sample(registry, "dkg_producer_assignments_rejected_total", {"topic": label, "reason": reason})
+        assert got == n, (label, reason)
+    assert sample(
+        registry, "dkg_producer_assignments_rejected_total", {"topic": "(other)", "reason": "malformed_json"}
+    ) == 0
+    assert producer.router.rejected_by_topic()[("(other)", "bad_key")] == 1
     assert sample(registry, "dkg_producer_epoch", {"topic": topic}) == 5
     assert sample(registry, "dkg_producer_assignment_in_effect", {"topic": topic}) == 1
     age = sample(registry, "dkg_producer_assignment_age_seconds", {"topic": topic})

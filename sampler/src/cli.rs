@@ -192,6 +192,33 @@ impl std::io::Write for ScrubbedStderr {
     }
 }
 
+/// Install the log (stderr, scrubbed: [`ScrubbedStderr`]) with `level` in tracing's EnvFilter syntax,
+/// else RUST_LOG, else `info`: the `--log-level` of both binaries (`dkg-sampler`, `dkg-lab`).
+pub fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(level) => EnvFilter::try_new(level)
+            .map_err(|e| anyhow::anyhow!("invalid --log-level {level:?}: {e}"))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| ScrubbedStderr)
+        .init();
+    Ok(())
+}
+
+/// A binary's exit: success, or the error (its causes too) on stderr, scrubbed of secrets, and failure.
+pub fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", scrubbed(&format!("{err:#}")));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// `key=value` with [`shown_value`].
 fn shown_entry(entry: &str) -> String {
     match entry.split_once('=') {
@@ -251,7 +278,7 @@ impl KafkaConfigArgs {
             .join(" "))
     }
 
-    /// These settings as the environment of a child `dkg-sampler` (the variables, not flags: a
+    /// These settings as the environment of a child `dkg-sampler` or `dkg-lab` (the variables, not flags: a
     /// secret in an argument would show in the process list).
     pub fn child_env(&self) -> Vec<(&'static str, String)> {
         let mut env = vec![("DKG_KAFKA_CONFIG", self.kafka_config.join("\n"))];

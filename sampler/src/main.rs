@@ -1,9 +1,10 @@
-//! `dkg-sampler`: the DKG sidecar and its offline tools.
+//! `dkg-sampler`: the DKG sidecar and its operator tools, the binary users deploy.
 //!
-//! Layout: [`sidecar`] is the long-running service (`run`); [`tools`] holds the offline and operator tools
-//! (`simulate`, `inspect`, `retract`, `loadgen`, `consume`, `demo`, `e2e`). Each subcommand's module has `pub struct Args`
-//! (clap derive) and `pub fn run(args)`. To add a subcommand: a module, a variant of [`Command`], and one
-//! arm in [`main`].
+//! Layout (in the library, `src/lib.rs`): `sidecar` is the long-running service (`run`); `tools` holds
+//! the operator tools (`inspect`, `retract`). Each subcommand's module has `pub struct Args` (clap derive)
+//! and `pub fn run(args)`. To add a subcommand: a module, a variant of [`Command`], and one arm in
+//! [`run`]. The lab's tools (simulate, loadgen, consume, demo, e2e, soak) are the `dkg-lab` binary
+//! (`lab/`), so their dependencies (plotters, a font, indicatif, rand_distr) stay out of this one.
 
 // The clap doc comments are also `--help` texts, which write placeholders as `<topic>`.
 #![allow(rustdoc::invalid_html_tags)]
@@ -11,16 +12,10 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
-
-mod cli;
-mod serve;
-mod shutdown;
-mod sidecar;
-mod tools;
+use dkg_sampler::{cli, sidecar, tools};
 
 /// Skew-aware key partitioning for Apache Kafka (DKG, DEBS 2015): learns a topic's key distribution,
-/// publishes partition assignments, and simulates DKG offline.
+/// publishes partition assignments (`run`), and shows or retracts them (`inspect`, `retract`).
 #[derive(Debug, Parser)]
 #[command(name = "dkg-sampler", version, about, long_about = None, propagate_version = true)]
 struct Cli {
@@ -33,10 +28,10 @@ struct Cli {
     command: Command,
 }
 
+// `run`'s flags are many and the others' few: the enum is built once, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Compare DKG with Kafka's hash partitioner and the optimum on Zipf streams or key traces.
-    Simulate(tools::simulate::Args),
     /// The sidecar: learn a live topic's key skew, publish DKG assignments, serve Prometheus metrics.
     ///
     /// Consumes the topic in its own consumer group, keeps a decayed window of key frequencies
@@ -53,56 +48,19 @@ enum Command {
     /// Retract a topic's assignment on the control topic (producers return to Kafka's placement):
     /// a tombstone, or with --control-format v2 a retraction document that keeps the epoch.
     Retract(tools::retract::Args),
-    /// Produce Zipf-skewed records through the DKG producer (or a plain one) and show the spread.
-    Loadgen(tools::loadgen::Args),
-    /// Consume a topic as a consumer group of DkgConsumers with a simulated cost per record, serve
-    /// their dkg_consumer_* metrics, and print how the records spread over partitions and members.
-    Consume(tools::consume::Args),
-    /// Live terminal demo: the same skewed workload through Kafka's hash and through DKG, side by side.
-    Demo(tools::demo::Args),
-    /// End-to-end benchmark: consumer-group capacity and latency, Kafka's hash vs DKG, on twin topics.
-    E2e(tools::e2e::Args),
-    /// Soak: the sampler, drifting ordering producers and a consumer group as processes for a long
-    /// run, then every record checked (lost, duplicated, misplaced) and each process's memory reported.
-    Soak(tools::soak::Args),
-}
-
-fn init_tracing(level: Option<&str>) -> anyhow::Result<()> {
-    let filter = match level {
-        Some(level) => EnvFilter::try_new(level)
-            .map_err(|e| anyhow::anyhow!("invalid --log-level {level:?}: {e}"))?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| cli::ScrubbedStderr)
-        .init();
-    Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    init_tracing(cli.log_level.as_deref())?;
+    cli::init_tracing(cli.log_level.as_deref())?;
     match cli.command {
-        Command::Simulate(args) => tools::simulate::run(args),
         Command::Run(args) => sidecar::run(args).map_err(Into::into),
         Command::Inspect(args) => tools::inspect::run(args).map_err(Into::into),
         Command::Retract(args) => tools::retract::run(args).map_err(Into::into),
-        Command::Loadgen(args) => tools::loadgen::run(args).map_err(Into::into),
-        Command::Consume(args) => tools::consume::run(args).map_err(Into::into),
-        Command::Demo(args) => tools::demo::run(args),
-        Command::E2e(args) => tools::e2e::run(args),
-        Command::Soak(args) => tools::soak::run(args),
     }
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {}", cli::scrubbed(&format!("{err:#}")));
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_code(run(Cli::parse()))
 }
 
 #[cfg(test)]
@@ -112,5 +70,15 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// The product binary carries the sidecar and the operator's tools only; the lab is `dkg-lab`.
+    #[test]
+    fn only_product_commands() {
+        let names: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        assert_eq!(names, ["run", "inspect", "retract"]);
     }
 }

@@ -1,4 +1,4 @@
-//! `/metrics` over HTTP for the subcommands that export a Prometheus registry (`loadgen`, `consume`).
+//! `/metrics` over HTTP for the lab's subcommands that export a Prometheus registry (`dkg-lab loadgen`, `consume`).
 //! The library only registers metrics in a caller's registry; serving them is the binary's job.
 //! (`run` has its own server in `sidecar::http`, with its sampler-specific endpoints.)
 

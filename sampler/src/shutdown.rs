@@ -1,4 +1,4 @@
-//! Graceful shutdown on SIGTERM / Ctrl-C for the long-running subcommands (`run`, `consume`): the
+//! Graceful shutdown on SIGTERM / Ctrl-C for the long-running subcommands (`run`, `dkg-lab consume`): the
 //! first signal asks the work loop to finish cleanly, a second one exits at once.
 
 use tokio::sync::watch;

@@ -63,12 +63,10 @@ async fn sampler_killed_mid_transaction_never_splits_producers() {
     let workload = Workload::start_on(
         &bootstrap,
         WorkloadSpec {
-            topic: topic.clone(),
             alpha: 1.1,
             keys: 1_000,
             records_per_second: 5_000,
-            dkg: true,
-            seed: 13,
+            ..WorkloadSpec::zipf(&topic, 13)
         },
     )
     .await;

@@ -324,7 +324,13 @@ async fn every_role_works_with_exactly_its_acl_set_and_secrets_stay_hidden() {
 fn help_never_shows_secret_settings_from_the_environment() {
     let secret = "hunter2-help-secret";
     for sub in ["run", "inspect", "loadgen", "consume", "demo"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
+        // The lab's tools share the sampler's Kafka flags (dkg_sampler::cli).
+        let bin = if ["run", "inspect"].contains(&sub) {
+            env!("CARGO_BIN_EXE_dkg-sampler").into()
+        } else {
+            dkg_testkit::process::workspace_bin("dkg-lab")
+        };
+        let out = Command::new(bin)
             .args([sub, "--help"])
             .env(
                 "DKG_KAFKA_CONFIG",

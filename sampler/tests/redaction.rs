@@ -1,6 +1,7 @@
 //! Secrets never leave the process (issue 31, finding 3): a table of secret-bearing settings, known
 //! to librdkafka, unknown to it (Java-style) and misspelt, given to every subcommand of dkg-sampler
-//! that takes Kafka settings; none of the values may appear in stdout or stderr, whatever the
+//! and of dkg-lab (the lab's binary, which shares the sampler's flags and scrubbed log) that takes
+//! Kafka settings; none of the values may appear in stdout or stderr, whatever the
 //! subcommand does with them (librdkafka rejects the unknown ones with an error that echoes key and
 //! value; the known ones go on to an unreachable broker). `simulate` takes no Kafka settings.
 //!
@@ -73,8 +74,17 @@ fn subcommands() -> Vec<(&'static str, Vec<&'static str>)> {
     ]
 }
 
+/// The binary of `subcommand`: dkg-sampler's own, or the lab's.
+fn binary(subcommand: &str) -> std::path::PathBuf {
+    if ["run", "inspect", "retract"].contains(&subcommand) {
+        env!("CARGO_BIN_EXE_dkg-sampler").into()
+    } else {
+        dkg_testkit::process::workspace_bin("dkg-lab")
+    }
+}
+
 fn command(args: &[&str], flags: &[(&str, &str)], env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+    let mut c = Command::new(binary(args[0]));
     c.args(args)
         .args(["--bootstrap-servers", "127.0.0.1:1"])
         .env("DKG_LOG", "debug,librdkafka=debug,rdkafka=debug")

@@ -43,12 +43,8 @@ async fn sampler_follows_drift_and_holds_still_on_a_stable_distribution() {
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start_held(
         WorkloadSpec {
-            topic: topic.clone(),
-            alpha: 1.0,
-            keys: 10_000,
             records_per_second: 20_000,
-            dkg: true,
-            seed: 7,
+            ..WorkloadSpec::zipf(&topic, 7)
         },
         HELD,
     )
@@ -162,6 +158,24 @@ async fn sampler_follows_drift_and_holds_still_on_a_stable_distribution() {
             .metric("dkg_sampler_moved_load_share_ratio", &[("topic", &topic)])
             .expect("moved share");
         assert!((0.0..=1.0).contains(&moved), "moved share {moved}");
+
+        // The misplacement detector (issue 31 item 5) allows for each new epoch's adoption lag:
+        // the wrapped producer's records are not misplaced across the drift's epochs (counted
+        // until two intervals after the last publish seen above).
+        let until = sampler.intervals() + 2;
+        wait_for("two more intervals", Duration::from_secs(30), || {
+            (sampler.intervals() >= until).then_some(())
+        });
+        let label = [("topic", topic.as_str())];
+        let counter = |name| sampler.metric(name, &label).unwrap_or(0.0);
+        let checked = counter("dkg_sampler_placement_checked_records_total");
+        let misplaced = counter("dkg_sampler_misplaced_records_total");
+        eprintln!("misplaced: {misplaced} of {checked} checked");
+        assert!(
+            checked > STABLE_RECORDS && misplaced / checked < 0.005,
+            "misplaced {misplaced} of {checked} checked: {}",
+            sampler.log()
+        );
     });
 
     let published = epochs(&read_control_topic(&topic, true));

@@ -17,12 +17,8 @@ async fn dry_run_serves_the_assignment_it_would_publish_and_publishes_nothing() 
     let topic = unique_topic("sampler-dry-run");
     create_topic(&bootstrap(), &topic, 6, &[]).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
         alpha: 1.2,
-        keys: 10_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 9,
+        ..WorkloadSpec::zipf(&topic, 9)
     })
     .await;
 

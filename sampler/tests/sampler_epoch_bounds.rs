@@ -72,17 +72,7 @@ const SAMPLER_ARGS: [&str; 2] = ["--interval-secs", "1"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn out_of_range_epochs_are_ignored_by_producers_and_the_sampler_across_a_restart() {
-    let topic = unique_topic("sampler-epoch-bounds");
-    create_topic(&bootstrap(), &topic, 6, &[]).await;
-    let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 10_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 31,
-    })
-    .await;
+    let (topic, workload) = topic_with_workload("sampler-epoch-bounds", 6, 31).await;
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", bootstrap());
     let registry = prometheus::Registry::new();
@@ -107,11 +97,7 @@ async fn out_of_range_epochs_are_ignored_by_producers_and_the_sampler_across_a_r
     };
 
     let mut s = Sampler::start("bounds-1", &topic, &SAMPLER_ARGS);
-    let first = tokio::task::block_in_place(|| {
-        wait_for("the first assignment", Duration::from_secs(60), || {
-            s.assignment()
-        })
-    });
+    let first = tokio::task::block_in_place(|| s.wait_assignment(Duration::from_secs(60)));
     tokio::task::block_in_place(|| {
         wait_for("the producer to adopt it", Duration::from_secs(20), || {
             (router_epoch(&router, &topic) == first.epoch()).then_some(())
@@ -181,23 +167,9 @@ async fn out_of_range_epochs_are_ignored_by_producers_and_the_sampler_across_a_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_valid_record_at_the_largest_epoch_stops_the_sampler_and_says_how_to_recover() {
-    let topic = unique_topic("sampler-epoch-exhausted");
-    create_topic(&bootstrap(), &topic, 4, &[]).await;
-    let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 10_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 53,
-    })
-    .await;
+    let (topic, workload) = topic_with_workload("sampler-epoch-exhausted", 4, 53).await;
     let s = Sampler::start("exhausted", &topic, &SAMPLER_ARGS);
-    let first = tokio::task::block_in_place(|| {
-        wait_for("the first assignment", Duration::from_secs(60), || {
-            s.assignment()
-        })
-    });
+    let first = tokio::task::block_in_place(|| s.wait_assignment(Duration::from_secs(60)));
     let publishes = || s.metric("dkg_sampler_publishes_total", &[("topic", &topic)]);
     let published = publishes();
     let offset = write_raw(&topic, &all_on_zero(&first, MAX_EPOCH)).await;

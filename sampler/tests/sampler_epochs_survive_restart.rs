@@ -37,25 +37,13 @@ async fn epochs_continue_from_the_control_topic_after_every_restart() {
     create_topic(&bootstrap(), &topic, 4, &[]).await;
     publish_raw(&foreign_assignment(&topic, 41)).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
         keys: 1_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 5,
+        ..WorkloadSpec::zipf(&topic, 5)
     })
     .await;
 
     tokio::task::block_in_place(|| {
-        let once = || {
-            let mut s = Sampler::start("once", &topic, &["--once", "--interval-secs", "1"]);
-            let status = s.wait_exit(Duration::from_secs(60));
-            assert!(
-                status.success(),
-                "--once exits 0 after publishing: {status}\n{}",
-                s.log()
-            );
-        };
+        let once = || Sampler::run_once("once", &topic);
         once();
         assert_eq!(epochs(&read_control_topic(&topic, true)), vec![41, 42]);
         once();
@@ -142,26 +130,17 @@ fn once_v2(topic: &str, control: &str) {
 
 /// `dkg-sampler retract --control-format <format>` on `control`; exits 0, its stdout.
 fn retract(topic: &str, control: &str, format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"))
-        .args([
-            "retract",
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--topic",
-            topic,
-        ])
-        .args(["--control-topic", control, "--control-format", format])
-        .env("DKG_LOG", "warn")
-        .output()
-        .expect("run dkg-sampler retract");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "retract: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+    cmd.args([
+        "retract",
+        "--bootstrap-servers",
+        &bootstrap(),
+        "--topic",
+        topic,
+    ])
+    .args(["--control-topic", control, "--control-format", format])
+    .env("DKG_LOG", "warn");
+    dkg_testkit::process::run_ok(&mut cmd, "dkg-sampler retract")
 }
 
 fn client() -> ClientConfig {
@@ -188,12 +167,9 @@ async fn v2_setup(name: &str, seed: u64) -> (String, String, Workload) {
     let control = unique_topic(&format!("{name}-control"));
     create_topic(&bootstrap(), &topic, 4, &[]).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
         keys: 1_000,
-        records_per_second: 10_000,
         dkg: false,
-        seed,
+        ..WorkloadSpec::zipf(&topic, seed)
     })
     .await;
     (topic, control, workload)

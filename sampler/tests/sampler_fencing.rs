@@ -28,12 +28,8 @@ async fn a_second_sampler_fences_the_first_and_epochs_never_conflict() {
     create_topic(&bootstrap(), &topic, 6, &[]).await;
     let txn = format!("dkg-sampler.fencing-test.{topic}");
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 10_000,
         records_per_second: 20_000,
-        dkg: true,
-        seed: 3,
+        ..WorkloadSpec::zipf(&topic, 3)
     })
     .await;
     let group_a = format!("{topic}.a");

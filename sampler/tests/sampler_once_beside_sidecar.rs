@@ -14,34 +14,12 @@ use dkg_partitioner::Assignment;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {
-    let topic = unique_topic("sampler-once-beside");
-    create_topic(&bootstrap(), &topic, 3, &[]).await;
-    let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
-        keys: 10_000,
-        records_per_second: 10_000,
-        dkg: true,
-        seed: 17,
-    })
-    .await;
+    let (topic, workload) = topic_with_workload("sampler-once-beside", 3, 17).await;
     let s = Sampler::start("sidecar", &topic, &["--interval-secs", "1"]);
-    let first = tokio::task::block_in_place(|| {
-        wait_for(
-            "the sidecar's first assignment",
-            Duration::from_secs(60),
-            || s.assignment(),
-        )
-    });
+    let first = tokio::task::block_in_place(|| s.wait_assignment(Duration::from_secs(60)));
 
     let once_epoch = tokio::task::block_in_place(|| {
-        let mut once = Sampler::start("once", &topic, &["--once", "--interval-secs", "1"]);
-        let status = once.wait_exit(Duration::from_secs(60));
-        assert!(
-            status.success(),
-            "--once publishes: {status}\n{}",
-            once.log()
-        );
+        Sampler::run_once("once", &topic);
         let epoch = wait_for(
             "the sidecar to read the one-shot epoch",
             Duration::from_secs(20),
@@ -63,13 +41,7 @@ async fn a_once_run_beside_a_sidecar_leaves_it_publishing() {
     });
 
     grow_partitions(&topic, 5).await;
-    let grown = tokio::task::block_in_place(|| {
-        wait_for(
-            "the sidecar's assignment for 5 partitions",
-            Duration::from_secs(90),
-            || s.assignment().filter(|a| a.partitions() == 5),
-        )
-    });
+    let grown = tokio::task::block_in_place(|| s.wait_assignment_for(5, Duration::from_secs(90)));
     assert!(grown.epoch() > once_epoch, "above the one-shot epoch");
     let published = read_control_topic(&topic, true);
     assert_strictly_increasing(&epochs(&published));

@@ -30,12 +30,10 @@ async fn sampler_brings_the_records_per_partition_to_the_key_grouping_bound() {
     let topic = unique_topic("sampler-e2e");
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
         alpha: ALPHA,
         keys: KEYS,
         records_per_second: 25_000,
-        dkg: true,
-        seed: 1,
+        ..WorkloadSpec::zipf(&topic, 1)
     })
     .await;
 

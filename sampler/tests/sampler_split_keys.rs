@@ -190,6 +190,16 @@ async fn a_key_at_30_percent_is_split_and_the_measured_imbalance_falls_under_10_
         find(&m, "dkg_sampler_split_keys", &[("topic", topic.as_str())]),
         Some(1.0)
     );
+    // The misplacement detector (issue 31 item 5) takes any part of a split key as right: the
+    // hot key's records on its four partitions are not misplaced.
+    let counter = |name| find(&m, name, &[("topic", topic.as_str())]).unwrap_or(0.0);
+    let checked = counter("dkg_sampler_placement_checked_records_total");
+    let misplaced = counter("dkg_sampler_misplaced_records_total");
+    eprintln!("misplaced: {misplaced} of {checked} checked");
+    assert!(
+        checked > 0.0 && misplaced / checked < 0.005,
+        "misplaced {misplaced} of {checked} checked"
+    );
     let log = without_colours(&sampler.log());
     assert!(
         log.lines()

@@ -33,12 +33,10 @@ async fn a_thousand_partition_assignment_fits_default_limits_and_the_producer_fo
     eprintln!("topics created in {:?}", created.elapsed());
 
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
-        alpha: 1.0,
         keys: 100_000,
         records_per_second: 20_000,
         dkg: false,
-        seed: 16,
+        ..WorkloadSpec::zipf(&topic, 16)
     })
     .await;
     // A backlog first: a consumer of 1,000 partitions needs seconds to start fetching them all. The

@@ -69,12 +69,10 @@ async fn two_samplers(protocol_args: &[&str]) {
     let topic = unique_topic("sampler-two");
     create_topic(&bootstrap(), &topic, PARTITIONS, &[]).await;
     let workload = Workload::start(WorkloadSpec {
-        topic: topic.clone(),
         alpha: 1.2,
-        keys: 10_000,
         records_per_second: 20_000,
         dkg: false,
-        seed: 11,
+        ..WorkloadSpec::zipf(&topic, 11)
     })
     .await;
     let args: Vec<&str> = ["--interval-secs", "1"]

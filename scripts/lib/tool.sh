@@ -1,9 +1,10 @@
 # scripts/lib/tool.sh: what scripts/demo, scripts/e2e and scripts/soak share (sourced, not run). Each sets
-# ROOT, TOOL (the dkg-sampler subcommand, also the prefix of messages) and KEEP_BROKER, collects its own
+# ROOT, TOOL (the dkg-lab subcommand, also the prefix of messages) and KEEP_BROKER, collects its own
 # arguments in ARGS and HELP, then calls:
-#   tool_build       build dkg-sampler (release; DKG_BUILD_PROFILE=dev builds and runs the debug binary, as
-#                    the CI smoke run of scripts/demo does, which finds it built) and set BIN; with HELP=1
-#                    print the script's header comment and the subcommand's --help, and exit
+#   tool_build       build dkg-lab and dkg-sampler (release; DKG_BUILD_PROFILE=dev builds and runs the debug
+#                    binaries, as the CI smoke run of scripts/demo does, which finds them built; the lab's demo
+#                    and soak start the sidecar from the dkg-sampler beside it) and set BIN to dkg-lab; with
+#                    HELP=1 print the script's header comment and the subcommand's --help, and exit
 #   tool_broker      set BOOTSTRAP: DKG_BOOTSTRAP_SERVERS when set (a broker of yours, or the one scripts/test
 #                    runs; scripts/kafka is then not touched), else start the local broker (scripts/kafka start;
 #                    DKG_KAFKA_PORT etc. are honoured) and stop it at exit if this script started it (unless
@@ -38,12 +39,13 @@ tool_build() {
     dev) dir=debug ;;
     *) tool_die "DKG_BUILD_PROFILE must be release or dev, got '$profile'" ;;
   esac
-  echo "$TOOL: building dkg-sampler ($profile; the first build compiles librdkafka and takes a few minutes)" >&2
-  cargo build --profile "$profile" --locked -p dkg-sampler --bin dkg-sampler --manifest-path "$ROOT/Cargo.toml" >&2
+  echo "$TOOL: building dkg-lab and dkg-sampler ($profile; the first build compiles librdkafka and takes a few minutes)" >&2
+  cargo build --profile "$profile" --locked -p dkg-lab --bin dkg-lab -p dkg-sampler --bin dkg-sampler \
+    --manifest-path "$ROOT/Cargo.toml" >&2
   local target_dir
   target_dir=$(cargo metadata --format-version 1 --no-deps --manifest-path "$ROOT/Cargo.toml" |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-  BIN="${target_dir:-$ROOT/target}/$dir/dkg-sampler"
+  BIN="${target_dir:-$ROOT/target}/$dir/dkg-lab"
   [[ -x "$BIN" ]] || tool_die "built binary not found at $BIN"
   if ((HELP)); then
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"

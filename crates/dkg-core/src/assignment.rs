@@ -610,11 +610,14 @@ impl Assignment {
             created_at_ms: doc.created_at_ms,
             predicted_load: doc.predicted_load,
         };
-        let mut a = Self::validated(parts, &empty_splits)?;
-        if let Some(g) = doc.generation {
-            validate_generation(&g)?;
-            a.generation = Some(g);
+        // The generation id before the document's own invariants (`docs/spec.md` 6.4: after the
+        // key encoding of step 6, before the topic of step 7), as Java and Go check it: a document
+        // with a bad id and an out-of-range table entry is `invalid`, not `out_of_range`.
+        if let Some(g) = &doc.generation {
+            validate_generation(g)?;
         }
+        let mut a = Self::validated(parts, &empty_splits)?;
+        a.generation = doc.generation;
         Ok(a)
     }
 

@@ -53,7 +53,7 @@ use crate::space_saving::{Counter, MAX_CAPACITY, SpaceSaving};
 /// of a fair share keeps the heavy list short (at most `4k` keys, `8k` SpaceSaving counters) while the buckets
 /// only carry keys small enough for LPT to even out (a list schedule ends within one job of the mean).
 ///
-/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Balance (simulate)"): over alpha 0.5..2.0 x k 5..100,
+/// Measured (`dkg-lab simulate`, BENCHMARKS.md "Balance (simulate)"): over alpha 0.5..2.0 x k 5..100,
 /// n = 10^4..10^6, the rules `c / k` for c in {0.05, 0.1, 0.25, 0.5, 1} give the same gap to lpt-full
 /// within seed noise once mu >= 32 (paired over 20 seeds at mu = 64, c = 0.1, 0.5, 1 differ from c = 0.25
 /// by -0.004, +0.013, +0.006 points, all within 1.5 standard errors). So c is chosen for the worst case,
@@ -72,7 +72,7 @@ pub const DEFAULT_THETA_MAX: f64 = 0.1;
 /// and one `u64` in the sketch, so 64 per partition is free for a Kafka producer (6400 entries at
 /// `k = 100`).
 ///
-/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Balance (simulate)"), mean of dkg minus lpt-full over the
+/// Measured (`dkg-lab simulate`, BENCHMARKS.md "Balance (simulate)"), mean of dkg minus lpt-full over the
 /// 30 cells alpha 0.5..2.0 x k 5..100, m = 10^6, theta = 0.25/k:
 /// - learning on 10% of the stream, n = 10^4, 20 seeds: mu 16/24/32/64/128 -> 0.88/0.84/0.78/0.87/1.00 points;
 ///   n = 10^6: 32/64/128 -> 0.98/0.90/1.13. Gaps > 2 points remain only where no key exceeds 1/k and k >= 20:
@@ -92,7 +92,7 @@ pub const DEFAULT_MU: f64 = 64.0;
 
 /// Lowest mu [`default_mu`] goes to for large partition counts.
 ///
-/// Measured (`dkg-sampler simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"), 10,000
+/// Measured (`dkg-lab simulate`, BENCHMARKS.md "Scale: 1,000 and 10,000 partitions"), 10,000
 /// partitions, 10^8 records over 10^8 distinct keys, learning on 10%: with Zipf 0.8, 1.0 and 1.2 the top
 /// key exceeds 1/k and every mu gives the key-grouping bound; with Zipf 0.5 (no dominant key) lambda
 /// is 9.1 / 13.5 / 17.1 / 23.3 % for mu 64 / 10 / 8 / 4 (lpt-full 0.0; learning the whole stream,

@@ -9,6 +9,8 @@
 //!   their codecs;
 //! - [`book`]: the control topic's validation ([`AssignmentBook`](book::AssignmentBook),
 //!   [`RejectReason`](book::RejectReason), [`ControlUpdate`](book::ControlUpdate));
+//! - [`connection`]: which settings of a user's client configuration the side clients (control and
+//!   handoff topics) inherit;
 //! - [`consumer`]: the consumer's state machine for ordering-safe migration (core, hold, history,
 //!   progress, lanes; rules C1-C19 of `docs/spec.md` 9.3), with its deterministic simulation in
 //!   the tests;
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod book;
+pub mod connection;
 pub mod consumer;
 pub mod handoff;
 pub mod headers;

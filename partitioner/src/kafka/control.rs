@@ -22,6 +22,7 @@
 //!
 use std::time::Duration;
 
+use dkg_protocol::connection::is_connection_setting;
 use rdkafka::ClientContext;
 use rdkafka::admin::AdminClient;
 use rdkafka::config::ClientConfig;
@@ -203,39 +204,16 @@ where
         .map_err(|(e, _)| Error::Kafka(e))
 }
 
-/// Connection-level settings of `config` (bootstrap, security, sockets, client id), dropping
-/// producer- or consumer-specific ones, so the same user config can build the control-topic
+/// Connection-level settings of `config` (bootstrap, security, sockets, client id; the list is
+/// [`is_connection_setting`]'s), dropping producer- or consumer-specific ones, so the same user config can build the control-topic
 /// consumer and admin client.
 #[must_use]
 pub fn connection_config(config: &ClientConfig) -> ClientConfig {
-    const EXACT: &[&str] = &[
-        "bootstrap.servers",
-        "metadata.broker.list",
-        "security.protocol",
-        "client.rack",
-        "client.dns.lookup",
-        "log_level",
-        "log.connection.close",
-        "topic.metadata.refresh.interval.ms",
-    ];
-    const PREFIXES: &[&str] = &[
-        "ssl.",
-        "ssl_",
-        "sasl.",
-        "socket.",
-        "broker.",
-        "api.version",
-        "reconnect.backoff",
-        "retry.backoff",
-        "enable.ssl",
-        "enable.sasl",
-        "https.",
-    ];
     let mut out = ClientConfig::new();
     // Values through `get`: `config_map` masks passwords (rdkafka's sanitised view), which would
     // hand the control-topic clients "[sanitized for safety]" as their SASL password.
     for key in config.config_map().into_keys() {
-        if (EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p)))
+        if is_connection_setting(key)
             && let Some(value) = config.get(key)
         {
             out.set(key, value);
@@ -336,7 +314,14 @@ impl ControlTopicReader {
             let mut reread = false;
             let read = reader
                 .read_to_end(timeout, |offset, key, value| {
-                    let record = apply_quietly(book, &control_topic, offset, key, value);
+                    let record = apply(
+                        book,
+                        &control_topic,
+                        offset,
+                        key,
+                        value,
+                        Rejects::Summarised,
+                    );
                     rejected.add(&record);
                     reread |= rereads(&record);
                     on_record(&record);
@@ -370,7 +355,9 @@ impl ControlTopicReader {
         let Self { reader, book } = self;
         let control_topic = reader.topic().to_owned();
         let record = reader
-            .next(|offset, key, value| apply(book, &control_topic, offset, key, value))
+            .next(|offset, key, value| {
+                apply(book, &control_topic, offset, key, value, Rejects::Logged)
+            })
             .await;
         if rereads(&record) {
             if let Err(e) = reader.rewind() {
@@ -441,20 +428,11 @@ fn rereads(record: &ControlRecord) -> bool {
     matches!(record.update, ControlUpdate::Reset { reread: true, .. })
 }
 
-/// [`apply`] without the per-record warning of a rejected record (the catch-up summarises them).
-fn apply_quietly(
-    book: &mut AssignmentBook,
-    control_topic: &str,
-    offset: i64,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-) -> ControlRecord {
-    let update = book.apply(key, value);
-    if matches!(update, ControlUpdate::Rejected { .. }) {
-        return ControlRecord { offset, update };
-    }
-    log_update(control_topic, offset, &update);
-    ControlRecord { offset, update }
+/// Whether [`apply`] logs a rejected record: not in a catch-up, which summarises them.
+#[derive(Clone, Copy)]
+enum Rejects {
+    Logged,
+    Summarised,
 }
 
 /// Apply one record to `book` and log what it did.
@@ -464,9 +442,13 @@ fn apply(
     offset: i64,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
+    rejects: Rejects,
 ) -> ControlRecord {
     let update = book.apply(key, value);
-    log_update(control_topic, offset, &update);
+    let rejected = matches!(update, ControlUpdate::Rejected { .. });
+    if !rejected || matches!(rejects, Rejects::Logged) {
+        log_update(control_topic, offset, &update);
+    }
     ControlRecord { offset, update }
 }
 
@@ -526,12 +508,13 @@ mod tests {
             (b"orders", b"null"),
         ];
         for (offset, (key, value)) in (0_i64..).zip(records) {
-            summary.add(&apply_quietly(
+            summary.add(&apply(
                 &mut book,
                 "c",
                 offset,
                 Some(key),
                 Some(value),
+                Rejects::Summarised,
             ));
         }
         let orders = &summary.topics["orders"];

@@ -10,7 +10,7 @@
 //! | `dkg_producer_epoch` | gauge | `topic` | epoch of the topic's current assignment, 0 = none |
 //! | `dkg_producer_assignment_in_effect` | gauge | `topic` | 1 while the current assignment routes records, 0 while it waits for the topic's partition count to match (or there is none) |
 //! | `dkg_producer_assignment_age_seconds` | gauge | `topic` | now minus the assignment's `created_at_ms` (the publisher's clock), computed at scrape; absent without an assignment |
-//! | `dkg_producer_assignments_rejected_total` | counter | `reason` | control-topic records rejected, by [`RejectReason`] |
+//! | `dkg_producer_assignments_rejected_total` | counter | `topic`, `reason` | control-topic records rejected, by [`RejectReason`] and the data topic the record names: one this producer writes to (or declared), else [`OTHER_TOPIC`] (another producer's topic, or no topic at all), so the series stay bounded by the producer's own topics |
 //! | `dkg_producer_partition_count_changes_total` | counter | `topic` | changes of the topic's partition count seen after the first: each moves keys (to Kafka's placement over the new count) with no marker and no `dkg-epoch` stamp, outside the ordering guarantee |
 //! | `dkg_producer_stamp_windows_closed_total` | counter | `topic`, `reason` | ordering producers: stamp windows closed (`docs/spec.md` 9.2.2), `reason` = `settled` (every followed consumer group settled the switch) or `timed_out` (open for the bound) |
 //!
@@ -35,6 +35,10 @@ use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registr
 
 use crate::error::Result;
 use crate::kafka::control::RejectReason;
+
+/// The `topic` label of rejected control records that name no topic of this producer (another
+/// producer's topic, or none): not a legal topic name, so it never collides with one.
+pub const OTHER_TOPIC: &str = "(other)";
 
 /// Per-topic route counters, resolved once.
 #[derive(Clone, Debug)]
@@ -62,7 +66,6 @@ pub(crate) struct ProducerMetrics {
     records: IntCounterVec,
     partition_records: IntCounterVec,
     rejected_vec: IntCounterVec,
-    rejected: Vec<IntCounter>,
     count_changes: IntCounterVec,
     windows_closed: IntCounterVec,
     epoch: IntGaugeVec,
@@ -91,7 +94,7 @@ impl ProducerMetrics {
                 "dkg_producer_assignments_rejected_total",
                 "Control-topic records rejected by the DKG producer wrapper, by reason.",
             ),
-            &["reason"],
+            &["topic", "reason"],
         )?;
         let count_changes = IntCounterVec::new(
             Opts::new(
@@ -109,11 +112,11 @@ impl ProducerMetrics {
             ),
             &["topic", "reason"],
         )?;
-        // One series per reason from the start, so dashboards see zeros rather than gaps.
-        let rejected = RejectReason::ALL
-            .iter()
-            .map(|r| rejected_vec.with_label_values(&[r.as_str()]))
-            .collect();
+        // One series per reason from the start (here for other topics, for each of the
+        // producer's topics when it is first used), so dashboards see zeros rather than gaps.
+        for r in RejectReason::ALL {
+            rejected_vec.with_label_values(&[OTHER_TOPIC, r.as_str()]);
+        }
         let epoch = IntGaugeVec::new(
             Opts::new(
                 "dkg_producer_epoch",
@@ -140,7 +143,6 @@ impl ProducerMetrics {
             records,
             partition_records,
             rejected_vec,
-            rejected,
             count_changes,
             windows_closed,
             epoch,
@@ -149,8 +151,12 @@ impl ProducerMetrics {
         })
     }
 
-    /// The route counters of `topic` (resolved once per topic).
+    /// The route counters of `topic` (resolved once per topic, when it is first used: its
+    /// rejection series start then too).
     pub(crate) fn route_counters(&self, topic: &str) -> RouteCounters {
+        for r in RejectReason::ALL {
+            self.rejected_vec.with_label_values(&[topic, r.as_str()]);
+        }
         RouteCounters {
             heavy: self.records.with_label_values(&[topic, "heavy"]),
             bucket: self.records.with_label_values(&[topic, "bucket"]),
@@ -177,9 +183,12 @@ impl ProducerMetrics {
             .inc();
     }
 
-    /// The rejection counter of `reason`.
-    pub(crate) fn rejected(&self, reason: RejectReason) -> Option<&IntCounter> {
-        self.rejected.get(reason.index())
+    /// Count a control record rejected for `reason` under the `topic` label (one of the
+    /// producer's topics, or [`OTHER_TOPIC`]). Rare: the label lookup is paid per rejection.
+    pub(crate) fn rejected(&self, topic: &str, reason: RejectReason) {
+        self.rejected_vec
+            .with_label_values(&[topic, reason.as_str()])
+            .inc();
     }
 
     /// Register everything in `registry` as one collector (all or nothing); `snapshot` supplies the
@@ -205,18 +214,26 @@ struct ProducerCollector {
     scrape: Mutex<()>,
 }
 
+impl ProducerCollector {
+    /// Every metric this collector exposes, in exposition order.
+    fn parts(&self) -> [&dyn Collector; 8] {
+        let m = &self.metrics;
+        [
+            &m.records,
+            &m.partition_records,
+            &m.rejected_vec,
+            &m.count_changes,
+            &m.windows_closed,
+            &m.epoch,
+            &m.in_effect,
+            &m.age,
+        ]
+    }
+}
+
 impl Collector for ProducerCollector {
     fn desc(&self) -> Vec<&Desc> {
-        let m = &self.metrics;
-        let mut d = m.records.desc();
-        d.extend(m.partition_records.desc());
-        d.extend(m.rejected_vec.desc());
-        d.extend(m.count_changes.desc());
-        d.extend(m.windows_closed.desc());
-        d.extend(m.epoch.desc());
-        d.extend(m.in_effect.desc());
-        d.extend(m.age.desc());
-        d
+        self.parts().into_iter().flat_map(|c| c.desc()).collect()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -244,14 +261,6 @@ impl Collector for ProducerCollector {
                     .set(age_ms as f64 / 1000.0);
             }
         }
-        let mut out = m.records.collect();
-        out.extend(m.partition_records.collect());
-        out.extend(m.rejected_vec.collect());
-        out.extend(m.count_changes.collect());
-        out.extend(m.windows_closed.collect());
-        out.extend(m.epoch.collect());
-        out.extend(m.in_effect.collect());
-        out.extend(m.age.collect());
-        out
+        self.parts().into_iter().flat_map(|c| c.collect()).collect()
     }
 }

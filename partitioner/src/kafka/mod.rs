@@ -38,7 +38,7 @@
 //!   5 s; until a topic's count is known, records go to librdkafka's partitioner
 //!   (`murmur2_random`, same function).
 //! - **Bad control records change nothing** (see [`control`]): rejected, logged, counted in
-//!   `dkg_producer_assignments_rejected_total{reason}`; the last good assignment stays.
+//!   `dkg_producer_assignments_rejected_total{topic,reason}`; the last good assignment stays.
 //! - **Fast adoption.** A publication is in effect in running producers typically within 100-200 ms
 //!   (one fetch wait plus the swap); the integration tests hold it under 1 s at p99.
 //! - **Hot path**: never blocks, never panics, allocates only on a topic's first record. Delivery

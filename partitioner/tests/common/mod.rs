@@ -35,19 +35,11 @@ pub fn repo_root() -> PathBuf {
 /// Runs `scripts/kafka ARGS` and returns its stdout, trimmed; panics with its stderr when it fails.
 /// Tests use it for the classpath and to stop/start the broker (e.g. `kafka_script(&["restart"])`).
 pub fn kafka_script(args: &[&str]) -> String {
-    let script = repo_root().join("scripts").join("kafka");
-    let out = Command::new(&script)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "`scripts/kafka {}` failed ({}):\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    let mut script = Command::new(repo_root().join("scripts").join("kafka"));
+    let what = format!("`scripts/kafka {}`", args.join(" "));
+    dkg_testkit::process::run_ok(script.args(args), &what)
+        .trim()
+        .to_owned()
 }
 
 /// The classpath of the pinned Kafka version (kafka-clients, the broker, tools and their dependencies), from the

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use dkg_partitioner::Assignment;
 use dkg_partitioner::DeliveryFuture;
-use dkg_partitioner::kafka::control::publisher_config;
+use dkg_partitioner::kafka::control::{publish_assignment, publisher_config};
 use dkg_partitioner::kafka::epoch_of;
-use dkg_partitioner::{DkgProducer, DkgRouter};
+use dkg_partitioner::{DkgProducer, DkgProducerBuilder, DkgRouter, EpochHeader};
+use prometheus::Registry;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
@@ -27,6 +28,61 @@ pub fn raw_publisher(bootstrap: &str) -> FutureProducer {
     publisher_config(&client_config(bootstrap))
         .create()
         .expect("create the control-topic publisher")
+}
+
+/// A fresh data topic with a control topic of its own and a plain publisher of control records:
+/// what every producer-wrapper test starts from.
+#[allow(dead_code)] // not every test binary uses every helper
+pub struct ControlledTopic {
+    pub bootstrap: String,
+    pub topic: String,
+    pub control: String,
+    pub publisher: FutureProducer,
+}
+
+#[allow(dead_code)]
+impl ControlledTopic {
+    /// Create `<prefix>-…` with `partitions` on the test broker; the control topic is created by
+    /// the first publication or producer that needs it.
+    pub async fn new(prefix: &str, partitions: u32) -> Self {
+        let bootstrap = super::bootstrap();
+        let topic = super::unique_topic(prefix);
+        let control = super::unique_topic(&format!("{prefix}-control"));
+        super::create_topic(&bootstrap, &topic, partitions, &[]).await;
+        let publisher = raw_publisher(&bootstrap);
+        Self {
+            bootstrap,
+            topic,
+            control,
+            publisher,
+        }
+    }
+
+    /// A `DkgProducer` builder for the topic that follows the control topic; the test adds what
+    /// it is about (epoch headers, metrics, a context).
+    pub fn producer_builder(&self) -> DkgProducerBuilder {
+        DkgProducer::builder(client_config(&self.bootstrap))
+            .control_topic(&self.control)
+            .topics([self.topic.as_str()])
+    }
+
+    /// [`ControlledTopic::producer_builder`] built with `header` on its records and its metrics in
+    /// `registry`.
+    pub async fn producer(&self, header: EpochHeader, registry: &Registry) -> DkgProducer {
+        self.producer_builder()
+            .epoch_header(header)
+            .metrics(registry)
+            .build()
+            .await
+            .expect("build the producer")
+    }
+
+    /// Publish `assignment` on the control topic (a sidecar's write, without the sidecar).
+    pub async fn publish(&self, assignment: &Assignment, timeout: Duration) {
+        publish_assignment(&self.publisher, &self.control, assignment, timeout)
+            .await
+            .expect("the assignment published");
+    }
 }
 
 /// Publish raw bytes (or a tombstone with `value = None`) under `key` on the control topic.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use dkg_partitioner::Assignment;
 use dkg_partitioner::DeliveryFuture;
 use dkg_partitioner::kafka::control::publish_assignment;
-use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
+use dkg_partitioner::{ConsumerHooks, DkgConsumer, DkgProducer, DkgProducerBuilder, EpochChange};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
@@ -518,23 +518,26 @@ pub fn hold_histogram(registries: &[&prometheus::Registry], le: f64) -> (u64, u6
 
 /// Sum of a counter over every series in `registries`.
 pub fn counter_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
-    registries
-        .iter()
-        .flat_map(|r| r.gather())
-        .filter(|f| f.name() == name)
-        .flat_map(|f| f.get_metric().to_vec())
-        .map(|m| m.get_counter().get_value())
-        .sum()
+    metric_sum(registries, name, |m| m.get_counter().get_value())
 }
 
 /// Sum of a gauge over every series in `registries`.
 pub fn gauge_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
+    metric_sum(registries, name, |m| m.get_gauge().get_value())
+}
+
+/// Sum of `value` over every series of `name` in `registries`.
+fn metric_sum(
+    registries: &[&prometheus::Registry],
+    name: &str,
+    value: impl Fn(&prometheus::proto::Metric) -> f64,
+) -> f64 {
     registries
         .iter()
         .flat_map(|r| r.gather())
         .filter(|f| f.name() == name)
         .flat_map(|f| f.get_metric().to_vec())
-        .map(|m| m.get_gauge().get_value())
+        .map(|m| value(&m))
         .sum()
 }
 
@@ -742,6 +745,18 @@ impl Setup {
 
     /// [`Setup::producer`] with client `settings` on top of the defaults.
     pub async fn producer_with(&self, lease: Duration, settings: &[(&str, &str)]) -> DkgProducer {
+        self.producer_builder(lease, settings)
+            .build()
+            .await
+            .expect("build an ordering DkgProducer")
+    }
+
+    /// The builder of [`Setup::producer_with`], for a test that sets more (a stamp window, metrics).
+    pub fn producer_builder(
+        &self,
+        lease: Duration,
+        settings: &[(&str, &str)],
+    ) -> DkgProducerBuilder {
         let mut config = client_config(&self.bootstrap);
         config.set("linger.ms", "5");
         for (k, v) in settings {
@@ -753,9 +768,6 @@ impl Setup {
             .topics([self.topic.as_str()])
             .ordering(true)
             .lease_duration(lease)
-            .build()
-            .await
-            .expect("build an ordering DkgProducer")
     }
 
     /// Announce on the handoff topic, as a consumer group `group` would, that it has drained

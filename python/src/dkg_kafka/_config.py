@@ -1,6 +1,7 @@
 """Client configurations derived from the user's producer configuration.
 
-Mirrors the Rust producer (``partitioner/src/kafka/control.rs``, ``connection_config``): the control
+Like the Rust producer (``partitioner/src/kafka/control.rs``, ``connection_config``), with the same list
+(``crates/dkg-protocol/src/connection.rs``, through the extension's ``is_connection_setting``): the control
 topic's consumer gets the connection-level settings only (bootstrap, security, sockets, client id), so
 the same dict that configures the producer also reaches the control topic; producer-specific settings
 (``acks``, ``linger.ms``...) would be rejected or warned about by a consumer.
@@ -13,41 +14,18 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ._native import is_connection_setting
+
 _log = logging.getLogger("dkg_kafka")
 
-_EXACT = frozenset(
-    {
-        "bootstrap.servers",
-        "metadata.broker.list",
-        "security.protocol",
-        "client.rack",
-        "client.dns.lookup",
-        "log_level",
-        "log.connection.close",
-        "topic.metadata.refresh.interval.ms",
-        # confluent-kafka's Python-level hooks that authenticate or log the connection.
-        "oauth_cb",
-        "logger",
-    }
-)
-_PREFIXES = (
-    "ssl.",
-    "ssl_",
-    "sasl.",
-    "socket.",
-    "broker.",
-    "api.version",
-    "reconnect.backoff",
-    "retry.backoff",
-    "enable.ssl",
-    "enable.sasl",
-    "https.",
-)
+# confluent-kafka's Python-level hooks that authenticate or log the connection; every other key is
+# classified by the extension, which shares the one list with the Rust glue.
+_PYTHON_HOOKS = frozenset({"oauth_cb", "logger"})
 
 
 def connection_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     """The connection-level settings of ``conf``, with ``client.id`` suffixed ``-dkg-control``."""
-    out = {k: v for k, v in conf.items() if k in _EXACT or k.startswith(_PREFIXES)}
+    out = {k: v for k, v in conf.items() if k in _PYTHON_HOOKS or is_connection_setting(k)}
     client_id = conf.get("client.id")
     out["client.id"] = f"{client_id}-dkg-control" if client_id else "dkg-control"
     return out

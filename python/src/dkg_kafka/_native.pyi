@@ -1,4 +1,5 @@
-"""Type stubs of the Rust extension ``dkg_kafka._native`` (``python/rust/lib.rs``, ``python/rust/book.rs``)."""
+"""Type stubs of the Rust extension ``dkg_kafka._native`` (``python/rust/lib.rs``, ``python/rust/book.rs``,
+``python/rust/consumer.rs``)."""
 
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, final
@@ -14,12 +15,17 @@ __all__ = [
     "Assignment",
     "AssignmentBook",
     "AssignmentError",
+    "CommitSnapshot",
+    "ConsumerCore",
     "ControlUpdate",
+    "EpochChange",
     "Placement",
     "PlacementTable",
     "ProducerCore",
     "RouteCounters",
+    "SplitChange",
     "fnv1a64_partitions",
+    "is_connection_setting",
     "kafka_partition",
     "murmur2",
     "spec_random_keys",
@@ -214,6 +220,9 @@ class AssignmentBook:
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 as Java's ``Utils.murmur2`` returns it (signed 32-bit)."""
 
+def is_connection_setting(key: str) -> bool:
+    """Whether a librdkafka setting is connection-level (the control topic's reader inherits it)."""
+
 def kafka_partition(key: bytes, partitions: int) -> int:
     """Kafka's default placement: ``to_positive(murmur2(key)) % partitions``."""
 
@@ -222,3 +231,155 @@ def fnv1a64_partitions(partitions: list[int]) -> str:
 
 def spec_random_keys(seed: int, count: int) -> list[bytes]:
     """The first ``count`` keys of the spec's splitmix64 key stream for ``seed``."""
+
+@final
+class CommitSnapshot:
+    """A commit to make for one partition: offset (lowest unprocessed) and metadata (C7)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int:
+        """The offset to commit: the lowest offset not processed yet."""
+    @property
+    def metadata(self) -> str:
+        """The commit metadata (the passed map)."""
+    @property
+    def drained(self) -> int:
+        """The drained epoch this commit makes durable."""
+
+@final
+class EpochChange:
+    """An epoch drained on one partition of this member (the ``on_epoch`` hook's argument)."""
+
+    @property
+    def prev(self) -> Assignment | None:
+        """The assignment before (``None``: Kafka's default placement, or unknown)."""
+    @property
+    def next(self) -> Assignment:
+        """The assignment now drained."""
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def partition(self) -> int:
+        """The partition that drained it."""
+    @property
+    def owned(self) -> list[int]:
+        """The partitions this member owns."""
+    def partition_before(self, key: bytes) -> int: ...
+    def partition_after(self, key: bytes) -> int: ...
+    def moved(self, key: bytes) -> bool: ...
+    def moved_out(self, key: bytes) -> bool:
+        """The key left ``partition`` for a partition this member does not own: flush and drop
+        its state now."""
+    def moved_in(self, key: bytes) -> bool: ...
+    def split_before(self, key: bytes) -> list[int] | None: ...
+    def split_after(self, key: bytes) -> list[int] | None: ...
+
+@final
+class SplitChange:
+    """A key that became split (``parts``), was split differently, or whole again (``parts``
+    empty, ``partition`` its partition) from ``epoch`` on."""
+
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def parts(self) -> list[int]: ...
+    @property
+    def partition(self) -> int | None: ...
+
+@final
+class ConsumerCore:
+    """The consumer protocol's state machine (the Rust core) of one topic and group member."""
+
+    def __new__(
+        cls,
+        topic: str,
+        group: str,
+        partitions: int,
+        *,
+        max_held: int = 10_000,
+        stall_timeout: float = 5.0,
+        max_metadata_bytes: int = 4096,
+        history: int = 32,
+        unknown_epoch_wait: float = 10.0,
+        max_lease: float = 120.0,
+    ) -> Self: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def split_records(self) -> int: ...
+    @property
+    def last_split(self) -> int | None:
+        """Over how many partitions the last handed-out record's key is split (``None``: whole)."""
+    @property
+    def last_outcome(self) -> str:
+        """What the last ``offer`` decided: ``deliver``, ``held``, ``skipped`` or ``unowned``."""
+    @property
+    def settled(self) -> int: ...
+    @property
+    def max_epoch(self) -> int: ...
+    def set_clock(self, mono: float, now_ms: int) -> None:
+        """Use a caller-set clock from now on (replays, tests)."""
+    def set_partitions(self, partitions: int) -> None: ...
+    def on_assignment(self, assignment: Assignment) -> None: ...
+    def on_handoff(self, key: bytes | None, value: bytes | None) -> str:
+        """Apply one handoff-topic record; returns its kind, ``ValueError`` if it did not decode."""
+    def tick(self) -> None: ...
+    def assign(self, partition: int, committed: int | None, metadata: str | None) -> str | None:
+        """Returns a warning for unreadable commit metadata, else ``None``."""
+    def initial_progress(self, partition: int) -> tuple[bytes, bytes] | None: ...
+    def revoke(self, partition: int) -> None: ...
+    def owns(self, partition: int) -> bool: ...
+    def owned(self) -> list[int]: ...
+    def processed(self) -> None: ...
+    def take(self) -> Any:
+        """The previous record is processed; then ``True`` (a progress commit is due), the next
+        released record, or ``None`` (fetch)."""
+    def next_ready(self) -> Any: ...
+    def next(
+        self,
+        poll: Callable[[float], Any],
+        consume: Callable[[int, float], list[Any]],
+        timeout: float,
+        check_progress: bool,
+        batch: int = 500,
+    ) -> Any:
+        """One poll step: ``1`` progress commit due, ``2`` housekeeping due, ``3`` not delivered,
+        ``None`` nothing fetched, else a record (or an error event)."""
+    def defer_housekeeping(self, seconds: float) -> None: ...
+    def batch(self, out: list[Any], max: int, check_progress: bool) -> bool:
+        """Fill a ``consume()`` batch from released and pushed records; whether a progress
+        commit is due."""
+    def push(self, msgs: list[Any]) -> None:
+        """Fetched records, offered in order by ``next`` and ``batch``."""
+    @property
+    def pending(self) -> int: ...
+    def offer(self, msg: Any) -> bool:
+        """A fetched record (``partition()``, ``offset()``, ``key()``, ``headers()``): ``True`` =
+        hand it out now."""
+    def offer_record(
+        self, partition: int, offset: int, key: bytes | None, epoch: int | None, msg: Any
+    ) -> bool: ...
+    def progress_due(self) -> list[int]: ...
+    def take_drained_epochs(self, partition: int) -> list[EpochChange]: ...
+    def snapshot(self, partition: int) -> CommitSnapshot | int | None:
+        """What to commit; ``None`` before the first record; the metadata's size if over the limit."""
+    def mark_durable(self, partition: int) -> tuple[bytes, bytes] | None: ...
+    def committed(self, snapshot: CommitSnapshot) -> tuple[bytes, bytes] | None: ...
+    def flow(self) -> tuple[list[int], list[int]]: ...
+    def take_stalled(self) -> list[tuple[int, int]]: ...
+    def take_split_changes(self) -> list[SplitChange]: ...
+    def take_hold_times(self) -> list[float]: ...
+    def take_anomalies(self) -> tuple[int, int, dict[str, int]]: ...
+    def held_counts(self) -> list[tuple[int, int]]: ...
+    def positions(self) -> list[tuple[int, int | None]]: ...
+    def records(self) -> list[int]: ...
+    def latest(self) -> Assignment | None: ...
+    def expired_leases(self) -> list[tuple[str, str]]: ...

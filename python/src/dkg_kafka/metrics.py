@@ -1,4 +1,5 @@
-"""Prometheus metrics of the router, with the Rust producer's names (``prometheus_client``).
+"""Prometheus metrics of the router and of ``DkgConsumer``, with the Rust producer's and consumer's
+names (``prometheus_client``); the consumer's are :class:`ConsumerCollector`'s.
 
 The same series as ``partitioner/src/kafka/metrics.rs``, so one dashboard serves Rust, Java and
 Python producers:
@@ -11,8 +12,10 @@ Python producers:
 - ``dkg_producer_assignment_in_effect{topic}``: 1 while the assignment routes records;
 - ``dkg_producer_assignment_age_seconds{topic}``: now minus the document's ``created_at_ms``
   (the publisher's clock, clamped at 0); absent without an assignment;
-- ``dkg_producer_assignments_rejected_total{reason}``: control-topic records rejected, one series
-  per reason from the start.
+- ``dkg_producer_assignments_rejected_total{topic,reason}``: control-topic records rejected, by
+  the record's topic when this router produced to it, else ``topic="(other)"`` (bounded by the
+  producer's own topics); one series per reason from the start for ``(other)`` and for each topic
+  once produced to.
 
 Counting happens in Rust atomics on the produce path; this collector reads them at scrape time, so
 routing a record never touches ``prometheus_client``.
@@ -25,8 +28,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _native
+from .router import OTHER_TOPIC
 
 if TYPE_CHECKING:
+    from .consumer import DkgConsumer
     from .router import Router
 
 
@@ -56,12 +61,14 @@ class RouterCollector:
                 per_partition.add_metric([topic, str(partition)], n)
         rejected = CounterMetricFamily(
             "dkg_producer_assignments_rejected",
-            "Control-topic records rejected by the DKG producer wrapper, by reason.",
-            labels=["reason"],
+            "Control-topic records rejected by the DKG producer wrapper, by topic (this producer's, "
+            "else (other)) and reason.",
+            labels=["topic", "reason"],
         )
-        counts = self._router.rejected()
-        for reason in _native.REJECT_REASONS:
-            rejected.add_metric([reason], counts.get(reason, 0))
+        counts = self._router.rejected_by_topic()
+        for topic in [OTHER_TOPIC, *sorted(self._router.counters())]:
+            for reason in _native.REJECT_REASONS:
+                rejected.add_metric([topic, reason], counts.get((topic, reason), 0))
         epoch = GaugeMetricFamily(
             "dkg_producer_epoch",
             "Epoch of the topic's current DKG assignment (0 = none).",
@@ -99,5 +106,136 @@ def register(router: Router, registry: Any) -> RouterCollector:
             "dkg_kafka metrics need prometheus_client: pip install 'dkg-kafka[metrics]'"
         ) from e
     collector = RouterCollector(router)
+    registry.register(collector)
+    return collector
+
+
+class ConsumerCollector:
+    """A ``prometheus_client`` custom collector over a :class:`~dkg_kafka.consumer.DkgConsumer`:
+    the Rust consumer's series (``partitioner/src/kafka/consumer/metrics.rs``, ``docs/metrics.md``),
+    same names, labels and meanings, each with the constant label ``member``:
+
+    - ``dkg_consumer_records_total{topic,partition}``: records handed to the application;
+    - ``dkg_consumer_member_records_total{topic}``: the same per member;
+    - ``dkg_consumer_lag_records{topic,partition}``: end of the partition (the client's cached high
+      watermark) minus the lowest unprocessed offset: held records count as lag;
+    - ``dkg_consumer_held_records{topic,partition}``: records of moved keys held back right now;
+    - ``dkg_consumer_hold_seconds{topic}``: how long each held record was held (histogram);
+    - ``dkg_consumer_split_records_total{topic}``: records handed out whose key is split;
+    - ``dkg_consumer_untrusted_records_total{topic,reason}``: ``reason="unknown_epoch"`` (C19);
+    - ``dkg_consumer_clamped_leases_total{topic}``: lease expiries clamped to ``max_lease`` (C2);
+    - ``dkg_consumer_markers_rejected_total{topic,reason}``: marker records skipped, by reason.
+
+    Record counts are the extension's (counted in Rust as records are handed out); gauges and the
+    histogram are refreshed at the consumer's housekeeping (every 100 ms while it polls). Gauges
+    cover owned partitions only (a revoked partition's series go with it).
+    """
+
+    def __init__(self, consumer: DkgConsumer) -> None:
+        self._consumer = consumer
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        c = self._consumer
+        member = c.member
+        topic = c.topic
+        core = c.core
+        state = c.metrics.snapshot()
+
+        def labels(*names: str) -> list[str]:
+            return [*names, "member"]
+
+        records = CounterMetricFamily(
+            "dkg_consumer_records",
+            "Records handed to the application by the DKG consumer, per partition.",
+            labels=labels("topic", "partition"),
+        )
+        per_partition = core.records()
+        for p, n in enumerate(per_partition):
+            if n:
+                records.add_metric([topic, str(p), member], n)
+        member_records = CounterMetricFamily(
+            "dkg_consumer_member_records",
+            "Records handed to the application by the DKG consumer, per group member.",
+            labels=labels("topic"),
+        )
+        member_records.add_metric([topic, member], sum(per_partition))
+        lag = GaugeMetricFamily(
+            "dkg_consumer_lag_records",
+            "Records behind the end of each partition (end minus lowest unprocessed offset).",
+            labels=labels("topic", "partition"),
+        )
+        for p, n in sorted(state.lag.items()):
+            lag.add_metric([topic, str(p), member], n)
+        held = GaugeMetricFamily(
+            "dkg_consumer_held_records",
+            "Records of keys that an epoch moved, held back until the key's older records on its "
+            "previous partition are processed (ordering-safe migration).",
+            labels=labels("topic", "partition"),
+        )
+        for p, n in sorted(state.held.items()):
+            held.add_metric([topic, str(p), member], n)
+        hold = HistogramMetricFamily(
+            "dkg_consumer_hold_seconds",
+            "How long records of moved keys were held.",
+            labels=labels("topic"),
+        )
+        cumulative, buckets = 0, []
+        for le, n in zip((*state.BUCKETS, float("inf")), state.hold_counts):
+            cumulative += n
+            buckets.append(("+Inf" if le == float("inf") else repr(le), cumulative))
+        hold.add_metric([topic, member], buckets, state.hold_sum)
+        split = CounterMetricFamily(
+            "dkg_consumer_split_records",
+            "Records handed to the application whose key is split over several partitions in "
+            "their epoch (no per-key order across the parts).",
+            labels=labels("topic"),
+        )
+        split.add_metric([topic, member], core.split_records)
+        untrusted = CounterMetricFamily(
+            "dkg_consumer_untrusted_records",
+            "Records whose dkg-* headers the ordering protocol could not trust, handed to the "
+            "application as data, by reason.",
+            labels=labels("topic", "reason"),
+        )
+        untrusted.add_metric([topic, "unknown_epoch", member], state.unknown_epoch)
+        clamped = CounterMetricFamily(
+            "dkg_consumer_clamped_leases",
+            "Producer leases read with an expiry beyond the consumer's max_lease from now "
+            "(clamped to it).",
+            labels=labels("topic"),
+        )
+        clamped.add_metric([topic, member], state.clamped_leases)
+        rejected = CounterMetricFamily(
+            "dkg_consumer_markers_rejected",
+            "Marker records on the handoff topic skipped by the consumer, by reason.",
+            labels=labels("topic", "reason"),
+        )
+        for reason in MARKER_REJECT_REASONS:
+            rejected.add_metric([topic, reason, member], state.markers_rejected.get(reason, 0))
+        yield from (records, member_records, lag, held, hold, split, untrusted, clamped, rejected)
+
+
+# The Rust core's MarkerReject labels, in its order (one series each from the start).
+MARKER_REJECT_REASONS = ("oversize", "malformed_json", "key_mismatch", "invalid", "partition_count")
+
+
+def register_consumer(consumer: DkgConsumer, registry: Any) -> ConsumerCollector:
+    """Register the consumer's metrics in ``registry`` (a ``prometheus_client.CollectorRegistry``).
+
+    Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
+    """
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            "dkg_kafka metrics need prometheus_client: pip install 'dkg-kafka[metrics]'"
+        ) from e
+    collector = ConsumerCollector(consumer)
     registry.register(collector)
     return collector

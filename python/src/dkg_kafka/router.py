@@ -53,6 +53,11 @@ class TopicStatus:
     in_effect: bool
 
 
+OTHER_TOPIC = "(other)"
+"""The ``topic`` label of rejected control records that name no topic this router produced to
+(another producer's topic, or none): not a legal topic name, so it never collides with one."""
+
+
 class Router:
     """Places keyed records by the current DKG assignment of their topic.
 
@@ -104,7 +109,9 @@ class Router:
         self._counters: dict[str, _native.RouteCounters] = {}
         self._counts: dict[str, int] = {}
         self._wanted: set[str] = set()
-        self._rejected = dict.fromkeys(_native.REJECT_REASONS, 0)
+        # (topic label, reason) -> count: the record's topic if this router produced to it, else
+        # OTHER_TOPIC, so the labels stay bounded by the producer's own topics.
+        self._rejected: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._wake = threading.Event()
@@ -121,8 +128,17 @@ class Router:
         self._startup_rejects: dict[str | None, dict[str, int]] = {}
         # Per topic: (epoch, time.monotonic() of its adoption), the latest only.
         self._adopted_at: dict[str, tuple[int, float]] = {}
+        # Called with every adopted assignment, in log order (``DkgConsumer`` follows the control
+        # topic through its router).
+        self._listeners: list[Callable[[_native.Assignment], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    def add_listener(self, listener: Callable[[_native.Assignment], None]) -> None:
+        """Call ``listener(assignment)`` for every assignment the router adopts from now on, in
+        control-topic order: at :meth:`start` (every record read to the end, on the calling
+        thread) and live (on the control topic's thread: keep it short, hand it over)."""
+        self._listeners.append(listener)
 
     def start(self) -> Router:
         """Read the control topic to its end (``TimeoutError`` after ``startup_timeout``), fetch
@@ -246,7 +262,8 @@ class Router:
         with self._lock:
             if update.outcome == "rejected":
                 reason = update.reason or "invalid"
-                self._rejected[reason] = self._rejected.get(reason, 0) + 1
+                label = update.topic if update.topic in self._counters else OTHER_TOPIC
+                self._rejected[label, reason] = self._rejected.get((label, reason), 0) + 1
                 self._changed.notify_all()
             elif update.outcome in ("reset", "reread"):
                 # The book dropped every topic (a recreated control topic, spec 6.4); on
@@ -271,6 +288,9 @@ class Router:
                     self._wake.set()
                 self._replace(update.topic)
                 self._changed.notify_all()
+        if update.outcome == "accepted" and update.assignment is not None:
+            for listener in self._listeners:
+                listener(update.assignment)
         if update.outcome == "rejected":
             if not self._live:
                 reasons = self._startup_rejects.setdefault(update.topic, {})
@@ -418,7 +438,16 @@ class Router:
             return self._book.get(topic)
 
     def rejected(self) -> dict[str, int]:
-        """Control-topic records rejected since start, by reason label."""
+        """Control-topic records rejected since start, by reason label (every reason, all topics)."""
+        with self._lock:
+            out = dict.fromkeys(_native.REJECT_REASONS, 0)
+            for (_, reason), n in self._rejected.items():
+                out[reason] = out.get(reason, 0) + n
+            return out
+
+    def rejected_by_topic(self) -> dict[tuple[str, str], int]:
+        """Control-topic records rejected since start, by (topic label, reason label): the
+        record's topic if this router produced to it, else :data:`OTHER_TOPIC`."""
         with self._lock:
             return dict(self._rejected)
 

@@ -10,5 +10,9 @@ pub mod window;
 pub mod fraction;
 
 #[allow(dead_code)]
+#[path = "../../src/sidecar/misplaced.rs"]
+pub mod misplaced;
+
+#[allow(dead_code)]
 #[path = "../../src/sidecar/ingest.rs"]
 pub mod ingest;

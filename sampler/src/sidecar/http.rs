@@ -5,7 +5,8 @@
 //! - `GET /healthz`: a JSON status document; `200` while the sampler runs and its intervals tick, `503`
 //!   while it waits for the broker or the topic, when no interval completed for three intervals, while
 //!   its publisher is fenced by another instance (`"state":"fenced"`), or when the topic's epochs
-//!   are exhausted (`"state":"exhausted"`, `docs/spec.md` 6.2).
+//!   are exhausted (`"state":"exhausted"`, `docs/spec.md` 6.2). A `warning` (misplaced records,
+//!   `misplaced.rs`) leaves the status code alone: the sampler still works.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -55,6 +56,9 @@ pub struct Health {
     pub interval_ms: u64,
     /// records | bytes (`--weight`): the unit of the sampler's shares and imbalances.
     pub weight: &'static str,
+    /// A problem that does not stop the sampler (no effect on the status code): the last interval's
+    /// misplaced records above `--misplaced-warn-ratio`, with their likely causes.
+    pub warning: Option<String>,
 }
 
 /// State shared between the driver and the HTTP handlers.

@@ -15,8 +15,11 @@
 //! the schedule of [`super::fraction`] (its docs say what that trades away); the log end it needs comes
 //! from the same statistics, and a rebalance restarts the schedule.
 //!
+//! Each keyed record read is also checked against the placement in effect
+//! ([`super::misplaced`], when [`ConsumeLoop::detect_misplacement`] turned it on).
+//!
 //! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
-//! depends only on `window.rs`, `fraction.rs`, the core crate and rdkafka.
+//! depends only on `window.rs`, `fraction.rs`, `misplaced.rs`, the partitioner crate and rdkafka.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +37,7 @@ use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::Offset;
 
 use super::fraction::{Schedule, Verdict, window_decay};
+use super::misplaced::{Detector, PlacementFeed, wall_ms};
 use super::window::{IntervalSnapshot, Weight, Window};
 
 /// How long one `poll` waits when the topic is idle (bounds the command latency).
@@ -339,6 +343,8 @@ pub struct ConsumeLoop {
     pending: Arc<AtomicBool>,
     /// `--read-fraction` < 1: the read/skip schedule (`None` reads every record).
     schedule: Option<Scheduled>,
+    /// The misplacement detector (`None`: off).
+    detector: Option<Detector>,
 }
 
 /// The read/skip schedule of `--read-fraction` < 1 and the rebalance it last restarted at.
@@ -387,6 +393,7 @@ impl ConsumeLoop {
                 commands: rx,
                 pending: Arc::clone(&pending),
                 schedule: None,
+                detector: None,
             },
             ConsumerHandle {
                 commands: tx,
@@ -407,6 +414,12 @@ impl ConsumeLoop {
             interval: (0, 0),
             last: None,
         });
+    }
+
+    /// Check every keyed record read against the placements `feed` hands over, for a topic of
+    /// `partitions` partitions (the counts reach the driver in each [`IntervalSnapshot`]).
+    pub fn detect_misplacement(&mut self, feed: Arc<PlacementFeed>, partitions: u32) {
+        self.detector = Some(Detector::new(feed, partitions));
     }
 
     /// Run until [`Command::Shutdown`] (or the handle is dropped), or until `limit` offsets were consumed
@@ -441,6 +454,9 @@ impl ConsumeLoop {
                         let bytes = record_bytes(&msg, self.window.weight());
                         self.window
                             .observe_sized(msg.partition(), msg.key(), 1, bytes);
+                    }
+                    if let Some(detector) = self.detector.as_mut() {
+                        detect(detector, &msg);
                     }
                     consumed += 1;
                     if consumed == 1 {
@@ -510,12 +526,19 @@ impl ConsumeLoop {
                         .schedule
                         .as_mut()
                         .map_or(decay, |s| s.end_interval(decay));
+                    let mut snapshot = self.window.end_interval(decay);
+                    if let Some(detector) = self.detector.as_mut() {
+                        snapshot.placement = detector.take();
+                    }
                     // The driver may have given up waiting; nothing to do then.
-                    let _ = reply.send(self.window.end_interval(decay));
+                    let _ = reply.send(snapshot);
                 }
                 Ok(Command::Reset { partitions }) => {
                     if let Err(e) = self.window.reset(partitions) {
                         tracing::error!(topic = %self.topic, "cannot start a window for {partitions} partitions: {e}");
+                    }
+                    if let Some(detector) = self.detector.as_mut() {
+                        detector.reset(partitions, wall_ms());
                     }
                 }
                 Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return false,
@@ -639,6 +662,21 @@ pub fn record_bytes<M: Message>(msg: &M, weight: Weight) -> u64 {
             .sum::<usize>();
     }
     n as u64
+}
+
+/// Check one record's placement: its timestamp (the producer's create time; the broker's append
+/// time on such topics; else now) and, only if needed, its `dkg-epoch` header.
+#[inline]
+fn detect(detector: &mut Detector, msg: &BorrowedMessage<'_>) {
+    let Some(key) = msg.key() else { return };
+    let t = msg
+        .timestamp()
+        .to_millis()
+        .and_then(|t| u64::try_from(t).ok())
+        .unwrap_or_else(wall_ms);
+    detector.observe(key, msg.partition(), t, || {
+        msg.headers().and_then(dkg_partitioner::kafka::epoch_of)
+    });
 }
 
 /// Store `next` as the offset to commit for `partition` (`rd_kafka_offset_store` stores its argument + 1).

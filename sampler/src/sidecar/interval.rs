@@ -33,12 +33,13 @@ use super::cluster::{self, MergedView, Peers, ShippedSketch, Shipper};
 use super::decide::{self, Current, Decision, KeepReason, PublishReason, Situation};
 use super::http::HttpState;
 use super::ingest::{Command, ConsumerHandle, Ownership, Shared};
+use super::metadata::{TopicProblem, topic_partitions};
 use super::metrics::SamplerMetrics;
+use super::misplaced;
 use super::publish::{
     ControlState, ControlView, PublishFailure, Publisher, PublisherState, new_generation_id,
 };
 use super::settings::Settings;
-use super::startup::{TopicProblem, topic_partitions};
 use super::window::{IntervalSnapshot, Weight};
 use super::{RunError, now_ms};
 use crate::cli::ControlFormat;
@@ -388,6 +389,12 @@ impl<'a> Driver<'a> {
         m.records_skipped
             .with_label_values(&[topic])
             .inc_by(snap.skipped);
+        m.observe_placement(&snap.placement);
+        let warning = misplaced::warning(&snap.placement, self.s.args.misplaced_warn_ratio);
+        if let Some(w) = &warning {
+            tracing::warn!(topic = %topic, "{w}");
+        }
+        self.http.update_health(|h| h.warning = warning);
         let lag: Vec<(u32, f64)> = self
             .io
             .shared

@@ -1,11 +1,13 @@
 //! Prometheus metrics of `dkg-sampler run` (names: the Sampler section of METRICS.md, binding).
 //!
-//! Labels are bounded: `topic`, `partition`, `placement` (hash|current|fresh), and for the top-N heavy keys
+//! Labels are bounded: `topic`, `partition`, `placement` (hash|current|fresh), `reason`
+//! (unknown_epoch|count_changed), and for the top-N heavy keys
 //! `rank` and `key` (N <= 20, keys truncated to 64 characters and escaped to printable ASCII). The hot
 //! consume loop never touches these: the driver adds each interval's totals in one call per metric.
 
 use prometheus::{Encoder, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
 
+use super::misplaced::{PlacementCounts, Skip};
 use super::window::Weight;
 
 /// Largest `--top-n`.
@@ -60,6 +62,14 @@ pub struct SamplerMetrics {
     pub consumer_lag: GaugeVec,
     /// dkg_sampler_key_grouping_bound_ratio{topic}
     pub bound: GaugeVec,
+    /// dkg_sampler_misplaced_records_ratio{topic}
+    pub misplaced_ratio: GaugeVec,
+    /// dkg_sampler_placement_checked_records_total{topic}
+    pub placement_checked: IntCounterVec,
+    /// dkg_sampler_misplaced_records_total{topic}
+    pub misplaced: IntCounterVec,
+    /// dkg_sampler_placement_unchecked_records_total{topic,reason}
+    pub placement_unchecked: IntCounterVec,
 }
 
 fn gauge(
@@ -230,6 +240,34 @@ impl SamplerMetrics {
                 "Key-grouping lower bound max(1, k * p1) - 1 on the window.",
                 &["topic"],
             )?,
+            misplaced_ratio: gauge(
+                r,
+                "dkg_sampler_misplaced_records_ratio",
+                "Misplaced / checked keyed records this sampler read in the last interval: records on a \
+                 partition that no placement in effect (allowing for adoption lag, the fallback, split \
+                 keys and stamped older epochs) gives their key; 0 when none was checked.",
+                &["topic"],
+            )?,
+            placement_checked: counter(
+                r,
+                "dkg_sampler_placement_checked_records_total",
+                "Keyed records whose partition was checked against the placement in effect.",
+                &["topic"],
+            )?,
+            misplaced: counter(
+                r,
+                "dkg_sampler_misplaced_records_total",
+                "Checked records on a partition no placement in effect gives their key.",
+                &["topic"],
+            )?,
+            placement_unchecked: counter(
+                r,
+                "dkg_sampler_placement_unchecked_records_total",
+                "Keyed records not checked: reason unknown_epoch (stamped with an epoch no longer \
+                 known, or older than the known history) or count_changed (just after a \
+                 partition-count change).",
+                &["topic", "reason"],
+            )?,
         };
         // Series that exist from the start, so dashboards see 0 rather than nothing.
         m.epoch.with_label_values(&[topic]).set(0.0);
@@ -242,7 +280,36 @@ impl SamplerMetrics {
         m.records_consumed.with_label_values(&[topic]);
         m.records_sampled.with_label_values(&[topic]);
         m.records_skipped.with_label_values(&[topic]);
+        m.misplaced_ratio.with_label_values(&[topic]).set(0.0);
+        m.placement_checked.with_label_values(&[topic]);
+        m.misplaced.with_label_values(&[topic]);
+        for reason in [Skip::UnknownEpoch, Skip::Unsettled] {
+            m.placement_unchecked
+                .with_label_values(&[topic, reason.as_str()]);
+        }
         Ok(m)
+    }
+
+    /// One interval's misplacement verdicts.
+    pub fn observe_placement(&self, c: &PlacementCounts) {
+        let topic = self.topic.as_str();
+        self.misplaced_ratio
+            .with_label_values(&[topic])
+            .set(c.ratio());
+        self.placement_checked
+            .with_label_values(&[topic])
+            .inc_by(c.checked);
+        self.misplaced
+            .with_label_values(&[topic])
+            .inc_by(c.misplaced);
+        for (reason, n) in [
+            (Skip::UnknownEpoch, c.unknown_epoch),
+            (Skip::Unsettled, c.unsettled),
+        ] {
+            self.placement_unchecked
+                .with_label_values(&[topic, reason.as_str()])
+                .inc_by(n);
+        }
     }
 
     /// The topic all series are labelled with.

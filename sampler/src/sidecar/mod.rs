@@ -15,10 +15,10 @@
 //! ```
 //!
 //! Module map: [`settings`] (the flags and their validation), [`startup`] (connecting, with backoff, and
-//! shutting down), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
+//! shutting down), [`metadata`] (the data topic's partition count), [`interval`] (one interval: measure -> merge -> decide -> publish; its arithmetic in [`calc`]), [`window`] (the
 //! learning window: decay vs ring, sampling), [`ingest`] (the hot loop consuming the data topic),
 //! [`fraction`] (`--read-fraction`: which chunks of the log it reads, and their weights),
-//! [`decide`] (hysteresis), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
+//! [`decide`] (hysteresis), [`misplaced`] (records a producer placed elsewhere), [`publish`] (transactions, fencing, epochs), [`cluster`] (several
 //! instances, mergeable sketches), [`metrics`] and [`http`] (Prometheus and the endpoints).
 //!
 //! References: DKG (Rivetti, Querzoni, Anceaume, Busnel, Sericola, DEBS 2015), SpaceSaving (Metwally,
@@ -37,7 +37,9 @@ pub mod fraction;
 pub mod http;
 pub mod ingest;
 mod interval;
+mod metadata;
 pub mod metrics;
+pub mod misplaced;
 pub mod publish;
 mod settings;
 mod startup;
@@ -131,6 +133,7 @@ async fn main_task(s: Settings) -> Result<(), RunError> {
             last_interval_ms: 0,
             interval_ms: u64::try_from(s.interval.as_millis()).unwrap_or(u64::MAX),
             weight: s.args.weight.as_str(),
+            warning: None,
         },
     ));
     let server = http::serve(s.args.metrics_addr, Arc::clone(&http), stop.clone()).await?;

@@ -47,7 +47,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 
-use super::RunError;
+use super::misplaced::{PlacementFeed, Placements};
+use super::{RunError, now_ms};
 use crate::cli::ControlFormat;
 
 /// Timeout of transactional calls and deliveries.
@@ -75,6 +76,20 @@ pub struct ControlState {
     /// resets an out-of-range position to the beginning of the new log) or the reader re-read it.
     /// Cleared by a fresh read to the end, which is what it asks for.
     pub rewound: bool,
+    /// The placements the topic had, with when this view saw each change (the misplacement
+    /// detector's history; empty until the first read to the end).
+    pub placements: Arc<Placements>,
+}
+
+impl ControlState {
+    /// `next` is in effect from now: extend the placement history (the first time: start it).
+    fn place(&mut self, next: Option<Arc<Assignment>>) {
+        if self.placements.latest().is_none() {
+            self.placements = Arc::new(Placements::starting(next));
+        } else if let Some(p) = self.placements.then(next, now_ms()) {
+            self.placements = Arc::new(p);
+        }
+    }
 }
 
 /// Follows the control topic for one data topic in a background task.
@@ -84,6 +99,7 @@ pub struct ControlView {
     connection: ClientConfig,
     control_topic: String,
     topic: String,
+    feed: Arc<PlacementFeed>,
 }
 
 impl std::fmt::Debug for ControlView {
@@ -110,9 +126,10 @@ impl ControlView {
             connection: connection.clone(),
             control_topic: control_topic.to_owned(),
             topic: topic.to_owned(),
+            feed: Arc::new(PlacementFeed::default()),
         };
         let mut reader = view.read_to_end().await?;
-        let state = Arc::clone(&view.state);
+        let live = view.clone();
         let topic = topic.to_owned();
         let mut stop = stop;
         tokio::spawn(async move {
@@ -120,8 +137,9 @@ impl ControlView {
                 tokio::select! {
                     _ = stop.changed() => return,
                     rec = reader.next_record() => {
-                        apply_update(&state, &topic, &rec);
-                        fold_book(&state, &topic, reader.book());
+                        apply_update(&live.state, &topic, &rec);
+                        fold_book(&live.state, &topic, reader.book());
+                        live.feed_placements();
                     }
                 }
             }
@@ -165,7 +183,28 @@ impl ControlView {
         s.generation = fresh.generation;
         s.end_offset = fresh.end_offset;
         s.rewound = false;
+        let current = s.current.clone();
+        s.place(current);
+        drop(s);
+        self.feed_placements();
         Ok(reader)
+    }
+
+    /// Where the consume thread's misplacement detector gets the placement history.
+    pub fn placement_feed(&self) -> Arc<PlacementFeed> {
+        Arc::clone(&self.feed)
+    }
+
+    /// Hand the placement history to the detector if it changed.
+    fn feed_placements(&self) {
+        let placements = Arc::clone(
+            &self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .placements,
+        );
+        self.feed.offer(placements);
     }
 
     /// The state as of now.
@@ -194,8 +233,12 @@ impl ControlView {
             .as_ref()
             .is_none_or(|c| c.epoch() <= assignment.epoch())
         {
+            // Before any producer can read it: records placed by it are never judged by the old one.
+            s.place(Some(Arc::clone(&assignment)));
             s.current = Some(assignment);
         }
+        drop(s);
+        self.feed_placements();
     }
 }
 
@@ -218,6 +261,7 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord
                 s.max_epoch_offset = Some(record.offset);
             }
             s.current = Some(Arc::clone(a));
+            s.place(Some(Arc::clone(a)));
         }
         ControlUpdate::Retracted { topic: t } if t == topic => {
             tracing::warn!(
@@ -225,9 +269,13 @@ fn apply_update(state: &Mutex<ControlState>, topic: &str, record: &ControlRecord
                 "the topic's assignment was retracted on the control topic"
             );
             s.current = None;
+            s.place(None);
         }
         // A new generation (the control topic was recreated): every assignment dropped.
-        ControlUpdate::Reset { .. } => s.current = None,
+        ControlUpdate::Reset { .. } => {
+            s.current = None;
+            s.place(None);
+        }
         _ => {}
     }
 }

@@ -96,6 +96,14 @@ pub struct Args {
     #[arg(long, env = "DKG_WEIGHT", value_enum, default_value_t = Weight::Records)]
     pub weight: Weight,
 
+    /// Warn (one WARN line per interval, and a `warning` on /healthz, which stays 200) when more
+    /// than this share of the keyed records checked in an interval sit on a partition the placement
+    /// in effect does not give their key (dkg_sampler_misplaced_records_ratio): a producer without
+    /// the wrapper or plug-in, with another partitioner, or stuck on an old control topic. In
+    /// [0, 1]; 1 never warns.
+    #[arg(long, env = "DKG_MISPLACED_WARN_RATIO", default_value_t = 0.01)]
+    pub misplaced_warn_ratio: f64,
+
     /// Consumer group of the sampler instances of this topic [default: dkg-sampler.<topic>].
     #[arg(long, env = "DKG_GROUP_ID")]
     pub group_id: Option<String>,
@@ -320,6 +328,12 @@ impl Settings {
             ));
         }
         in_unit("decay", args.decay, true, false)?;
+        in_unit(
+            "misplaced-warn-ratio",
+            args.misplaced_warn_ratio,
+            true,
+            true,
+        )?;
         if !(args.imbalance_threshold.is_finite() && args.imbalance_threshold >= 0.0) {
             return Err(invalid("imbalance-threshold", "must be >= 0"));
         }

@@ -13,7 +13,6 @@ use dkg_partitioner::kafka::topic::TopicSpec;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::types::RDKafkaRespErr;
 use tokio::sync::watch;
 
 use super::RunError;
@@ -22,6 +21,8 @@ use super::fraction::Schedule;
 use super::http::HttpState;
 use super::ingest::{self, Command, ConsumeLoop, ConsumerHandle, Shared};
 use super::interval::{Clients, Driver};
+use super::metadata::{TopicProblem, topic_partitions};
+use super::misplaced::PlacementFeed;
 use super::publish::{ControlView, Publisher};
 use super::settings::{Settings, invalid};
 use super::window::{RecordSampler, Window};
@@ -74,7 +75,8 @@ pub(super) async fn run_sampler(
 
     // 4. The consumer thread; 5. cluster plumbing.
     let shared = Arc::new(Shared::default());
-    let (consumer, consumer_thread) = start_consumer(s, partitions, &shared)?;
+    let feed = control_view.placement_feed();
+    let (consumer, consumer_thread) = start_consumer(s, partitions, &shared, feed)?;
     let peers = Arc::new(Peers::counting(
         http.metrics
             .sketches_rejected
@@ -269,6 +271,7 @@ fn start_consumer(
     s: &Settings,
     partitions: u32,
     shared: &Arc<Shared>,
+    placements: Arc<PlacementFeed>,
 ) -> Result<(ConsumerHandle, JoinHandle<()>), RunError> {
     let topic = &s.args.cluster.topic;
     let window = Window::new(
@@ -313,6 +316,7 @@ fn start_consumer(
         Schedule::new(s.args.read_fraction, s.args.read_chunk).extend_runs(),
         !s.standalone,
     );
+    consume_loop.detect_misplacement(placements, partitions);
     let thread = std::thread::Builder::new()
         .name("dkg-consume".into())
         .spawn(move || consume_loop.run(None))
@@ -398,43 +402,6 @@ impl Backoff {
             _ = tokio::time::sleep(delay) => true,
             _ = stop.wait_for(|s| *s) => false,
         }
-    }
-}
-
-/// Why the topic's metadata is not usable.
-#[derive(Debug)]
-pub(super) enum TopicProblem {
-    Unreachable(String),
-    Missing,
-    Other(String),
-}
-
-pub(super) async fn topic_partitions(
-    admin: &Arc<AdminClient<DefaultClientContext>>,
-    topic: &str,
-) -> Result<u32, TopicProblem> {
-    let admin = Arc::clone(admin);
-    let topic = topic.to_owned();
-    let res = tokio::task::spawn_blocking(move || {
-        admin
-            .inner()
-            .fetch_metadata(Some(&topic), Duration::from_secs(5))
-            .map(|md| {
-                md.topics()
-                    .iter()
-                    .find(|t| t.name() == topic)
-                    .map(|t| (t.error(), t.partitions().len()))
-            })
-    })
-    .await
-    .map_err(|e| TopicProblem::Other(format!("metadata task: {e}")))?;
-    match res {
-        Ok(Some((None, n))) if n > 0 => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
-        Ok(Some((Some(RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART), _)))
-        | Ok(Some((None, _)))
-        | Ok(None) => Err(TopicProblem::Missing),
-        Ok(Some((Some(e), _))) => Err(TopicProblem::Other(format!("{e:?}"))),
-        Err(e) => Err(TopicProblem::Unreachable(e.to_string())),
     }
 }
 

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::calc::{Rebuild, candidate, least_moving};
 use super::decide::{self, Current, Decision, Policy, PublishReason, Situation};
-use crate::tools::workload::{AliasTable, ZipfKeys, zipf_probabilities};
+use crate::workload::{AliasTable, ZipfKeys, zipf_probabilities};
 
 /// A stationary stream: keys and their exact probabilities.
 struct Stream {
@@ -23,7 +23,7 @@ struct Stream {
 }
 
 impl Stream {
-    /// Zipf `alpha` over `n` keys named like `dkg-sampler loadgen`'s (the id in decimal).
+    /// Zipf `alpha` over `n` keys named like `dkg-lab loadgen`'s (the id in decimal).
     fn zipf(n: u32, alpha: f64, seed: u64) -> Self {
         let ranks = ZipfKeys::new(n, alpha, seed).expect("zipf");
         Self {

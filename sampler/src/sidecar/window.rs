@@ -33,11 +33,14 @@
 //! not on how many bytes they carry.
 //!
 //! This module is also compiled into the benches (`benches/common/sidecar.rs`, via `#[path]`), so it
-//! depends only on the core crate (and clap and serde, for the `--weight` values).
+//! depends only on the core crate (and clap and serde, for the `--weight` values) and
+//! `misplaced.rs`'s counts.
 
 use std::time::{Duration, Instant};
 
 use dkg_core::dkg::{DkgConfig, Sketch};
+
+use super::misplaced::PlacementCounts;
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -156,6 +159,8 @@ pub struct IntervalSnapshot {
     pub skipped: u64,
     /// Length of the interval.
     pub elapsed: Duration,
+    /// The misplacement detector's verdicts in this interval (all zero when it is off).
+    pub placement: PlacementCounts,
 }
 
 /// The sampler's learning state for one topic and partition count.
@@ -326,6 +331,7 @@ impl Window {
             keyless: std::mem::take(&mut self.keyless),
             skipped: std::mem::take(&mut self.skipped),
             elapsed: now.duration_since(self.started),
+            placement: PlacementCounts::default(),
         };
         let decay = if decay.is_finite() {
             decay.clamp(0.0, 1.0)

@@ -1,4 +1,5 @@
-//! Helpers shared by the sampler's integration tests (`tests/sampler_*.rs`). Every test runs against the
+//! Helpers shared by the sampler's integration tests (`tests/sampler_*.rs`) and the lab's that need a
+//! sidecar (`lab/tests/*.rs` include this file with `#[path]`). Every test runs against the
 //! real single-node broker that `scripts/kafka start` runs (`.ci/run` starts it); a missing broker FAILS the
 //! test with a clear message, nothing skips.
 //!
@@ -34,6 +35,15 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
+
+/// The `dkg-sampler` binary: cargo's for the sampler's own tests, the workspace's for the lab's (which
+/// include this file with `#[path]`).
+pub fn sampler_bin() -> std::path::PathBuf {
+    option_env!("CARGO_BIN_EXE_dkg-sampler").map_or_else(
+        || dkg_testkit::process::workspace_bin("dkg-sampler"),
+        std::path::PathBuf::from,
+    )
+}
 
 /// The default control topic (the sampler's and the producer's default).
 pub const CONTROL_TOPIC: &str = "_dkg.assignments";
@@ -104,6 +114,17 @@ impl Sampler {
         Self::start_on(&bootstrap(), name, topic, extra, &[])
     }
 
+    /// Run `dkg-sampler run --once --interval-secs 1` as `name` and assert it publishes and exits 0.
+    pub fn run_once(name: &str, topic: &str) {
+        let mut s = Self::start(name, topic, &["--once", "--interval-secs", "1"]);
+        let status = s.wait_exit(Duration::from_secs(60));
+        assert!(
+            status.success(),
+            "--once exits 0 after publishing: {status}\n{}",
+            s.log()
+        );
+    }
+
     /// [`Sampler::start`] against `bootstrap` (e.g. the fault-test cluster), with extra environment.
     pub fn start_on(
         bootstrap: &str,
@@ -115,7 +136,7 @@ impl Sampler {
         let addr = free_addr();
         let log =
             std::env::temp_dir().join(format!("{}-{name}.log", unique_topic("dkg-sampler-test")));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_dkg-sampler"));
+        let mut command = Command::new(sampler_bin());
         command
             .arg("run")
             .args(["--bootstrap-servers", bootstrap, "--topic", topic])
@@ -159,6 +180,22 @@ impl Sampler {
     /// The value of `name` with `labels` (a subset), if exported.
     pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         find(&self.metrics(), name, labels)
+    }
+
+    /// Wait (blocking) until the sampler serves an assignment; `timeout` is a fault's bound.
+    pub fn wait_assignment(&self, timeout: Duration) -> Assignment {
+        wait_for("the sampler's first assignment", timeout, || {
+            self.assignment()
+        })
+    }
+
+    /// Wait (blocking) until the sampler serves an assignment for `partitions` partitions.
+    pub fn wait_assignment_for(&self, partitions: u32, timeout: Duration) -> Assignment {
+        wait_for(
+            &format!("the sampler's assignment for {partitions} partitions"),
+            timeout,
+            || self.assignment().filter(|a| a.partitions() == partitions),
+        )
     }
 
     /// `/assignment`, parsed (None on 404).
@@ -228,6 +265,29 @@ pub struct WorkloadSpec {
     /// Through `DkgProducer` (follows the control topic) or a plain producer (Kafka's hashing).
     pub dkg: bool,
     pub seed: u64,
+}
+
+impl WorkloadSpec {
+    /// The stream most tests need: Zipf(1.0) over 10,000 keys at 10,000 records/s through
+    /// `DkgProducer`. A test changes only what it is about: `WorkloadSpec { alpha: 1.2, ..zipf }`.
+    pub fn zipf(topic: &str, seed: u64) -> Self {
+        Self {
+            topic: topic.to_owned(),
+            alpha: 1.0,
+            keys: 10_000,
+            records_per_second: 10_000,
+            dkg: true,
+            seed,
+        }
+    }
+}
+
+/// A fresh topic of `partitions` with [`WorkloadSpec::zipf`]'s stream running on it.
+pub async fn topic_with_workload(name: &str, partitions: u32, seed: u64) -> (String, Workload) {
+    let topic = unique_topic(name);
+    create_topic(&bootstrap(), &topic, partitions, &[]).await;
+    let workload = Workload::start(WorkloadSpec::zipf(&topic, seed)).await;
+    (topic, workload)
 }
 
 /// A background producer of Zipf-keyed records (16-byte keys, 100-byte values).
@@ -566,11 +626,8 @@ pub async fn publish_raw(assignment: &Assignment) {
     dkg_partitioner::kafka::control::ensure_control_topic(&admin, CONTROL_TOPIC, -1)
         .await
         .expect("the control topic");
-    let producer: FutureProducer = dkg_partitioner::kafka::control::publisher_config(&c)
-        .create()
-        .expect("publisher");
     dkg_partitioner::kafka::control::publish_assignment(
-        &producer,
+        &control_publisher(),
         CONTROL_TOPIC,
         assignment,
         Duration::from_secs(10),
@@ -579,15 +636,19 @@ pub async fn publish_raw(assignment: &Assignment) {
     .expect("publish");
 }
 
-/// Retract `topic`'s assignment (a tombstone) with a plain producer.
-pub async fn retract_raw(topic: &str) {
+/// A plain (non-sidecar) producer of control records on the test broker.
+fn control_publisher() -> FutureProducer {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap());
-    let producer: FutureProducer = dkg_partitioner::kafka::control::publisher_config(&c)
+    dkg_partitioner::kafka::control::publisher_config(&c)
         .create()
-        .expect("publisher");
+        .expect("publisher")
+}
+
+/// Retract `topic`'s assignment (a tombstone) with a plain producer.
+pub async fn retract_raw(topic: &str) {
     dkg_partitioner::kafka::control::retract_assignment(
-        &producer,
+        &control_publisher(),
         CONTROL_TOPIC,
         topic,
         Duration::from_secs(10),

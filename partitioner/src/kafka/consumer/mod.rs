@@ -177,7 +177,7 @@ impl DkgConsumer {
     }
 
     /// The next record for the application, as an owned copy. The record returned by the
-    /// previous call counts as processed from now on. Barrier records are consumed here; held
+    /// previous call counts as processed from now on. Held
     /// records come out when their key's old partitions are drained. Errors are the client's
     /// (transient ones included, as with `StreamConsumer::recv`); calling `recv` again continues.
     ///

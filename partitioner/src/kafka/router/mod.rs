@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::hash::kafka_partition;
 use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::control::{self, ControlTopicReader, ControlUpdate, DEFAULT_CONTROL_TOPIC};
-use crate::kafka::metrics::{ProducerMetrics, RouteCounters, TopicStatus};
+use crate::kafka::metrics::{OTHER_TOPIC, ProducerMetrics, RouteCounters, TopicStatus};
 use crate::kafka::topic::{self, duration_millis};
 use dkg_protocol::headers;
 use dkg_protocol::window::OpenWindow;

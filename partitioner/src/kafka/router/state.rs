@@ -446,10 +446,15 @@ impl Shared {
                     "assignment retracted: Kafka's default placement"
                 );
             }
-            ControlUpdate::Rejected { reason, .. } => {
-                if let Some(c) = self.metrics.rejected(*reason) {
-                    c.inc();
-                }
+            ControlUpdate::Rejected { topic, reason, .. } => {
+                // Labelled by the record's topic only for this producer's own topics (bounded).
+                let map = self.topics.load();
+                let label = topic
+                    .as_deref()
+                    .and_then(|t| map.get(t))
+                    .filter(|s| s.routes.get().is_some())
+                    .map_or(OTHER_TOPIC, |s| &*s.name);
+                self.metrics.rejected(label, *reason);
             }
             // The book dropped every topic (a recreated control topic, spec 6.4): so does routing.
             ControlUpdate::Reset { .. } => {

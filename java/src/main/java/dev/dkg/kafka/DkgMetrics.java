@@ -99,8 +99,18 @@ public final class DkgMetrics {
     public static final String ASSIGNMENT_IN_EFFECT = "dkg-producer-assignment-in-effect";
     /** Seconds since the assignment's {@code created_at_ms} (publisher's clock), NaN without one; by {@code topic}. */
     public static final String ASSIGNMENT_AGE_SECONDS = "dkg-producer-assignment-age-seconds";
-    /** Control-topic records rejected, by {@code reason} (the {@link RejectReason} labels); a counter. */
+    /**
+     * Control-topic records rejected, by {@code topic} and {@code reason} (the {@link RejectReason} labels); a
+     * counter. {@code topic} is the record's topic when it is one of the producer's (routed or assigned, as for the
+     * other per-topic metrics), else {@link #OTHER_TOPIC}.
+     */
     public static final String ASSIGNMENTS_REJECTED_TOTAL = "dkg-producer-assignments-rejected-total";
+    /**
+     * The {@code topic} tag of rejected control records that name no topic of the producer (another producer's
+     * topic, or none): not a legal topic name, so it never collides with one. Kafka's plug-in metrics quote it for
+     * JMX ({@code "(other)"}); the shipped JMX exporter rules drop the quotes, as the other producers write it.
+     */
+    public static final String OTHER_TOPIC = "(other)";
     /** Unexpected failures inside {@code partition()} answered by the fallback placement; a counter. */
     public static final String PARTITIONER_ERRORS_TOTAL = "dkg-producer-partitioner-errors-total";
 

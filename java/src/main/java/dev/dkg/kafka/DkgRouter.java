@@ -62,6 +62,8 @@ public final class DkgRouter implements AutoCloseable {
         /** The partition count of the last {@code Cluster} passed to {@link #partitionCount}; see there. */
         private ClusterCount clusterCount;
         final RouteCounters records = new RouteCounters();
+        /** Control records naming this topic that were rejected, by {@link RejectReason#ordinal()}. */
+        final LongAdder[] rejected = newAdders();
         /** Heavy and bucket records counted apart (recording level DEBUG), else together as ASSIGNED. */
         final boolean routeDetail;
         boolean registered;
@@ -213,7 +215,8 @@ public final class DkgRouter implements AutoCloseable {
     private volatile IndexEntry[] index = new IndexEntry[16];
     /** Written only by the follower (under {@code this}); read by the metrics and {@link #assignments()}. */
     private final AssignmentBook book;
-    private final LongAdder[] rejected = new LongAdder[REASONS.length];
+    /** Rejected control records naming no topic of this router ({@link DkgMetrics#OTHER_TOPIC}), by reason. */
+    private final LongAdder[] rejected = newAdders();
     private final LongAdder errors = new LongAdder();
     private final Object metricsLock = new Object();
     private DkgMetrics.Registrar metrics;
@@ -225,9 +228,14 @@ public final class DkgRouter implements AutoCloseable {
         this.controlTopic = controlTopic;
         this.routeDetail = Sensor.RecordingLevel.DEBUG.shouldRecord(level.id);
         this.book = new AssignmentBook(maxValueBytes);
-        for (int i = 0; i < rejected.length; i++) {
-            rejected[i] = new LongAdder();
+    }
+
+    private static LongAdder[] newAdders() {
+        LongAdder[] adders = new LongAdder[REASONS.length];
+        for (int i = 0; i < adders.length; i++) {
+            adders[i] = new LongAdder();
         }
+        return adders;
     }
 
     /**
@@ -405,12 +413,16 @@ public final class DkgRouter implements AutoCloseable {
                             u.reread() ? "a document of another generation" : "new generation " + book.generation(),
                             u.reread() ? ", re-reading it from the beginning" : "");
                     break;
-                case REJECTED:
-                    rejected[u.reason().ordinal()].increment();
+                case REJECTED: {
+                    // Labelled by the record's topic only for a topic of this router (routed or assigned: its
+                    // per-topic metrics exist), else OTHER_TOPIC: the series stay bounded.
+                    TopicState s = u.topic() == null ? null : topics.get(u.topic());
+                    (s != null ? s.rejected : rejected)[u.reason().ordinal()].increment();
                     LOG.warn("DKG: rejected a record of control topic {} (topic {}, reason {}): {}; the last good "
                             + "assignment stays", controlTopic, u.topic() == null ? "<none>" : u.topic(), u.reason(),
                             u.detail());
                     break;
+                }
                 default:
                     break;
             }
@@ -513,9 +525,25 @@ public final class DkgRouter implements AutoCloseable {
         return s.records.sum(route);
     }
 
-    /** Control records rejected for {@code reason} so far. */
+    /** Control records rejected for {@code reason} so far (every topic). */
     public long rejected(RejectReason reason) {
-        return rejected[reason.ordinal()].sum();
+        long n = rejected[reason.ordinal()].sum();
+        for (TopicState s : topics.values()) {
+            n += s.rejected[reason.ordinal()].sum();
+        }
+        return n;
+    }
+
+    /**
+     * Control records rejected for {@code reason} so far under the {@code topic} label: a topic of this router, or
+     * {@link DkgMetrics#OTHER_TOPIC} for the others (and records naming no topic).
+     */
+    public long rejected(String topic, RejectReason reason) {
+        if (DkgMetrics.OTHER_TOPIC.equals(topic)) {
+            return rejected[reason.ordinal()].sum();
+        }
+        TopicState s = topics.get(topic);
+        return s == null ? 0 : s.rejected[reason.ordinal()].sum();
     }
 
     /** Unexpected failures answered by the fallback placement so far. */
@@ -538,12 +566,7 @@ public final class DkgRouter implements AutoCloseable {
                 throw new IllegalStateException("DkgRouter metrics are already bound");
             }
             metrics = pluginMetrics;
-            for (RejectReason r : REASONS) {
-                LongAdder counter = rejected[r.ordinal()];
-                add(pluginMetrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL,
-                        "Control-topic records rejected, by reason; the last good assignment stays.",
-                        tags("reason", r.label()), (config, now) -> counter.sum());
-            }
+            registerRejected(pluginMetrics, DkgMetrics.OTHER_TOPIC, rejected);
             add(pluginMetrics, DkgMetrics.PARTITIONER_ERRORS_TOTAL,
                     "Unexpected failures inside partition(), answered by Kafka's default placement.",
                     new LinkedHashMap<>(), (config, now) -> errors.sum());
@@ -571,8 +594,22 @@ public final class DkgRouter implements AutoCloseable {
         }
     }
 
+    /** The rejection counters of one {@code topic} label, one series per reason. */
+    private static void registerRejected(DkgMetrics.Registrar m, String topic, LongAdder[] counters) {
+        for (RejectReason r : REASONS) {
+            LongAdder counter = counters[r.ordinal()];
+            LinkedHashMap<String, String> tags = tags("topic", topic);
+            tags.put("reason", r.label());
+            add(m, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL,
+                    "Control-topic records rejected, by topic (this producer's, else (other)) and reason; the last "
+                            + "good assignment stays.",
+                    tags, (config, now) -> counter.sum());
+        }
+    }
+
     private static void registerTopic(DkgMetrics.Registrar m, TopicState s) {
         s.registered = true;
+        registerRejected(m, s.topic, s.rejected);
         for (Route route : ROUTES) {
             if (!exported(route, s.routeDetail)) {
                 continue;

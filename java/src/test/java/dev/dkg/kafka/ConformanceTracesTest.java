@@ -31,8 +31,7 @@ import org.junit.jupiter.api.TestFactory;
  * Replays every conformance trace of the consumer rules ({@code spec/traces}, format in its README) through the
  * Java state machine and glue ({@link ConsumerDriver} over {@link ConsumerCore}), the Kafka client replaced by the
  * trace: every step's outputs must be the trace's. The directory comes from the {@code dkg.traces} system property
- * (the pom sets it to {@code ../spec/traces}); {@code DKG_TRACES_DIR} may name another. While {@code spec/traces}
- * does not exist in this tree, the traces' own worktree is read instead.
+ * (the pom sets it to {@code ../spec/traces}); {@code DKG_TRACES_DIR} may name another.
  */
 class ConformanceTracesTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -42,13 +41,7 @@ class ConformanceTracesTest {
         String env = System.getenv("DKG_TRACES_DIR");
         String prop = System.getProperty("dkg.traces");
         assertNotNull(prop, "system property dkg.traces is not set (the pom sets it to ../spec/traces)");
-        if (env != null && !env.isEmpty()) {
-            return Path.of(env);
-        }
-        Path main = Path.of(prop);
-        // Until the traces are merged into spec/traces, the traces' own worktree (TODO: drop once merged).
-        Path pending = Path.of("/work/wt-T/spec/traces");
-        return !Files.isDirectory(main) && Files.isDirectory(pending) ? pending : main;
+        return Path.of(env != null && !env.isEmpty() ? env : prop);
     }
 
     static List<Path> traces() throws IOException {

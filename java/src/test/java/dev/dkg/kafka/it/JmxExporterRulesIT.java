@@ -158,10 +158,14 @@ class JmxExporterRulesIT {
             assertEquals(1, value(mine, "dkg_producer_assignment_in_effect", t));
             double age = value(mine, "dkg_producer_assignment_age_seconds", t);
             assertTrue(age >= 0 && age < 600, () -> "age " + age);
-            assertEquals(1, value(mine, "dkg_producer_assignments_rejected_total", Map.of("reason", "malformed_json")));
-            assertEquals(0, value(mine, "dkg_producer_assignments_rejected_total", Map.of("reason", "stale_epoch")));
-            assertEquals(10, mine.stream().filter(s -> s.name().equals("dkg_producer_assignments_rejected_total"))
-                    .count(), "one series per reject reason");
+            assertEquals(1, value(mine, "dkg_producer_assignments_rejected_total",
+                    Map.of("topic", topic, "reason", "malformed_json")));
+            assertEquals(0, value(mine, "dkg_producer_assignments_rejected_total",
+                    Map.of("topic", "(other)", "reason", "malformed_json")));
+            assertEquals(0, value(mine, "dkg_producer_assignments_rejected_total",
+                    Map.of("topic", topic, "reason", "stale_epoch")));
+            assertEquals(20, mine.stream().filter(s -> s.name().equals("dkg_producer_assignments_rejected_total"))
+                    .count(), "one series per reject reason for the topic and for (other)");
             assertEquals(0, value(mine, "dkg_producer_partitioner_errors_total", Map.of()));
         }
     }

@@ -105,9 +105,28 @@ public final class Plugin {
                 () -> epoch(producer, topic) == epoch);
     }
 
-    /** Control-topic records rejected for {@code reason} (a reject label such as {@code stale_epoch}). */
+    /** Control-topic records rejected for {@code reason} (a reject label such as {@code stale_epoch}), every topic. */
     public static long rejected(Map<MetricName, ? extends Metric> metrics, String reason) {
-        Double v = Broker.metric(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, "reason", reason);
+        long n = 0;
+        for (Map.Entry<MetricName, ? extends Metric> e : metrics.entrySet()) {
+            if (e.getKey().name().equals(DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL)
+                    && reason.equals(e.getKey().tags().get("reason"))) {
+                n += ((Number) e.getValue().metricValue()).longValue();
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Control-topic records rejected for {@code reason} under the {@code topic} tag (Kafka's plug-in metrics quote
+     * a value JMX cannot hold bare, such as {@link DkgMetrics#OTHER_TOPIC}: either form matches).
+     */
+    public static long rejected(Map<MetricName, ? extends Metric> metrics, String topic, String reason) {
+        Double v = Broker.metric(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, "topic", topic, "reason", reason);
+        if (v == null) {
+            v = Broker.metric(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, "topic", "\"" + topic + "\"", "reason",
+                    reason);
+        }
         return v == null ? 0 : v.longValue();
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dkg.kafka.Assignment;
+import dev.dkg.kafka.DkgMetrics;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -98,6 +99,10 @@ class ProducerRejectsHostileIT {
                 assertEquals(e.getValue(), Plugin.rejected(Plugin.metrics(producer), e.getKey()), e.getKey());
             }
             assertEquals(0, Plugin.rejected(Plugin.metrics(producer), "invalid"));
+            // By topic (issue 31): the record's topic for this producer's, "(other)" for a key naming none.
+            assertEquals(1, Plugin.rejected(Plugin.metrics(producer), DkgMetrics.OTHER_TOPIC, "bad_key"));
+            assertEquals(0, Plugin.rejected(Plugin.metrics(producer), topic, "bad_key"));
+            assertEquals(wanted.get("oversize"), Plugin.rejected(Plugin.metrics(producer), topic, "oversize"));
             // The last good assignment is still in force, and no other topic was hijacked.
             assertEquals(5, Plugin.epoch(producer, topic));
             assertEquals(0, Plugin.epoch(producer, otherTopic));
