@@ -560,4 +560,29 @@ class ConsumerCoreTest {
         assertEquals(Long.MAX_VALUE, EpochHeader.parse(b("18446744073709551615")));
         assertEquals(EpochHeader.NONE, EpochHeader.parse(null));
     }
+
+    @Test
+    void c4_c5_aBatchIsProcessedTogetherOrBelowACommittedOffset() {
+        // A poll hands out several records at once: all stay unprocessed (the commit below them, markers ending
+        // above them not reached) until the next poll, or, for a commit of the application's own, up to its offset.
+        ConsumerCore<Long> c = member(0);
+        c.onAssignment(assignment(2, 2), 0);
+        c.processed();
+        for (long o = 0; o < 3; o++) {
+            assertEquals(ConsumerCore.Outcome.DELIVER, on(c, 0, o, "k", 1, 0));
+        }
+        assertEquals(0, c.snapshot(0).offset, "nothing of the batch is processed yet");
+        c.onMarker(marker(2, 2, 0, 0, 0), 0);
+        assertEquals(0, drained(c, 0), "the marker's end lies above unprocessed records");
+        c.processedBelow(0, 1);
+        assertEquals(1, c.snapshot(0).offset);
+        assertEquals(0, drained(c, 0), "offset 1 is still the application's");
+        c.processedBelow(0, 2);
+        assertEquals(2, c.snapshot(0).offset);
+        assertEquals(2, drained(c, 0), "offsets 0 and 1 processed: the marker ending at 2 passes");
+        assertTrue(c.hasInApp());
+        c.processed();
+        assertEquals(3, c.snapshot(0).offset);
+        assertTrue(!c.hasInApp());
+    }
 }
