@@ -498,6 +498,16 @@ public final class Assignment implements ControlValue {
         return false;
     }
 
+    /**
+     * The partitions of {@code key}'s parts if it is a split heavy key (document order, a copy), else null. Counts
+     * nothing (the consumer asks where a key lives without spreading it).
+     */
+    public int[] splitPartsOf(byte[] key) {
+        int r = lookup(key);
+        int p = r ^ (r >> 31);
+        return p < SPLIT_BASE ? null : splitParts[p - SPLIT_BASE].clone();
+    }
+
     /** The bucket of {@code key} (heavy or not): {@code toPositive(murmur2(key, seed)) % buckets()}. */
     public int bucket(byte[] key) {
         return Murmur2.toPositive(Murmur2.hash(key, seed)) % table.length;

@@ -127,5 +127,35 @@ public final class DkgMetrics {
      */
     public static final String PARTITION_COUNT_CHANGES_TOTAL = "dkg-producer-partition-count-changes-total";
 
+    /** {@link DkgKafkaConsumer}: records handed to the application, by {@code topic} and {@code partition}; a counter. */
+    public static final String CONSUMER_RECORDS_TOTAL = "dkg-consumer-records-total";
+    /** {@link DkgKafkaConsumer}: records handed to the application, by {@code topic}; a counter. */
+    public static final String CONSUMER_MEMBER_RECORDS_TOTAL = "dkg-consumer-member-records-total";
+    /** {@link DkgKafkaConsumer}: end minus lowest unprocessed offset, by {@code topic} and {@code partition}. */
+    public static final String CONSUMER_LAG_RECORDS = "dkg-consumer-lag-records";
+    /** {@link DkgKafkaConsumer}: records of moved keys held now, by {@code topic} and {@code partition}. */
+    public static final String CONSUMER_HELD_RECORDS = "dkg-consumer-held-records";
+    /**
+     * {@link DkgKafkaConsumer}: the hold-time histogram (Rust {@code dkg_consumer_hold_seconds}) as cumulative bucket
+     * counters by {@code topic} and {@code le}; with {@link #CONSUMER_HOLD_SECONDS_SUM} and
+     * {@link #CONSUMER_HOLD_SECONDS_COUNT}.
+     */
+    public static final String CONSUMER_HOLD_SECONDS_BUCKET = "dkg-consumer-hold-seconds-bucket";
+    /** {@link DkgKafkaConsumer}: seconds records of moved keys were held, summed, by {@code topic}. */
+    public static final String CONSUMER_HOLD_SECONDS_SUM = "dkg-consumer-hold-seconds-sum";
+    /** {@link DkgKafkaConsumer}: records released from hold, by {@code topic}; a counter. */
+    public static final String CONSUMER_HOLD_SECONDS_COUNT = "dkg-consumer-hold-seconds-count";
+    /** {@link DkgKafkaConsumer}: records handed out whose key is split in their epoch, by {@code topic}; a counter. */
+    public static final String CONSUMER_SPLIT_RECORDS_TOTAL = "dkg-consumer-split-records-total";
+    /**
+     * {@link DkgKafkaConsumer}: records whose {@code dkg-*} headers could not be trusted, by {@code topic} and
+     * {@code reason} ({@code unknown_epoch}, spec 9.3 C19); a counter.
+     */
+    public static final String CONSUMER_UNTRUSTED_RECORDS_TOTAL = "dkg-consumer-untrusted-records-total";
+    /** {@link DkgKafkaConsumer}: leases clamped to the consumer's max lease (C2), by {@code topic}; a counter. */
+    public static final String CONSUMER_CLAMPED_LEASES_TOTAL = "dkg-consumer-clamped-leases-total";
+    /** {@link DkgKafkaConsumer}: marker records skipped, by {@code topic} and {@code reason} (spec 9.1); a counter. */
+    public static final String CONSUMER_MARKERS_REJECTED_TOTAL = "dkg-consumer-markers-rejected-total";
+
     private DkgMetrics() {}
 }

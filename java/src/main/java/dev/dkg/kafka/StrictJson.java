@@ -208,6 +208,221 @@ final class StrictJson extends JsonReader {
     private static final String[] PROGRESS_FIELDS = {"group", "topic", "partition", "drained"};
 
     // ---------------------------------------------------------------------------------------------------------
+    // The consumer's handoff values (spec 9.1) and commit metadata (C7): unknown members skipped, as serde's
+    // derived decoders without deny_unknown_fields do; each member at most once.
+
+    private static final String[] LEASE_FIELDS = {
+        "producer", "topic", "first_epoch", "lease_ms", "expires_at_ms", "closed_at_epoch"
+    };
+
+    /** A {@code lease2/} value; {@code closed_at_epoch} optional (absent or null: the producer runs). */
+    static HandoffRecords.Lease readLease(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        String[] text = new String[2];
+        long[] number = {0, 0, 0, HandoffRecords.NOT_CLOSED};
+        int seen = r.readObjectSkippingUnknown(LEASE_FIELDS, field -> {
+            if (field < 2) {
+                text[field] = r.readString();
+            } else if (field < 5) {
+                number[field - 2] = r.readU64();
+            } else if (!r.readNull()) {
+                number[3] = r.readU64();
+            }
+        });
+        r.end();
+        r.requireAll(java.util.Arrays.copyOf(LEASE_FIELDS, 5), seen);
+        r.producerId(text[0]);
+        return new HandoffRecords.Lease(text[0], text[1], number[0], number[1], number[2], number[3]);
+    }
+
+    private static final String[] MARKER_FIELDS = {"producer", "topic", "epoch", "ends"};
+
+    /** A {@code marker/} value's members, unchecked beyond their JSON types ({@link Handoff} checks the rest). */
+    static HandoffRecords.Marker readMarker(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        String[] text = new String[2];
+        long[] epoch = new long[1];
+        long[][] ends = new long[1][];
+        int seen = r.readObjectSkippingUnknown(MARKER_FIELDS, field -> {
+            if (field < 2) {
+                text[field] = r.readString();
+            } else if (field == 2) {
+                epoch[0] = r.readU64();
+            } else {
+                java.util.stream.LongStream.Builder out = java.util.stream.LongStream.builder();
+                r.readArray(() -> out.add(r.readI64()));
+                ends[0] = out.build().toArray();
+            }
+        });
+        r.end();
+        r.requireAll(MARKER_FIELDS, seen);
+        r.producerId(text[0]);
+        return new HandoffRecords.Marker(text[0], text[1], epoch[0], ends[0]);
+    }
+
+    private static final String[] FULL_PROGRESS_FIELDS = {
+        "group", "topic", "partition", "drained", "committed_offset", "updated_at_ms", "passed"
+    };
+
+    /** A whole {@code progress/} value, as a consumer reads another member's announcement. */
+    static HandoffRecords.Progress readFullProgress(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        String[] text = new String[2];
+        long[] number = new long[4];
+        java.util.TreeMap<String, Long> passed = new java.util.TreeMap<>();
+        int seen = r.readObjectSkippingUnknown(FULL_PROGRESS_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                case 1:
+                    text[field] = r.readString();
+                    break;
+                case 2:
+                    number[0] = Integer.toUnsignedLong(r.readU32());
+                    break;
+                case 3:
+                    number[1] = r.readU64();
+                    break;
+                case 4:
+                    number[2] = r.readI64();
+                    break;
+                case 5:
+                    number[3] = r.readU64();
+                    break;
+                default:
+                    r.readMap(key -> {
+                        r.producerId(key);
+                        if (passed.put(key, r.readU64()) != null) {
+                            throw r.error("duplicate producer");
+                        }
+                    });
+                    break;
+            }
+        });
+        r.end();
+        r.requireAll(java.util.Arrays.copyOf(FULL_PROGRESS_FIELDS, 6), seen);
+        if (number[0] > Integer.MAX_VALUE) {
+            throw r.error("partition out of range");
+        }
+        return new HandoffRecords.Progress(text[0], text[1], (int) number[0], number[1], passed, number[2],
+                number[3]);
+    }
+
+    private static final String[] META_FIELDS = {"v", "d", "p", "n", "u"};
+
+    /** Commit metadata ({@link CommitMeta}); {@code v}, {@code d} and {@code p} required, {@code n} and {@code u} not. */
+    static CommitMeta readCommitMeta(byte[] bytes) throws Malformed {
+        StrictJson r = new StrictJson(bytes);
+        long[] number = {0, 0, CommitMeta.NO_NEXT};
+        java.util.TreeMap<String, CommitMeta.PassedAt> passed = new java.util.TreeMap<>();
+        List<Long> unprocessed = new ArrayList<>();
+        int seen = r.readObjectSkippingUnknown(META_FIELDS, field -> {
+            switch (field) {
+                case 0:
+                case 1:
+                    number[field] = r.readU64();
+                    break;
+                case 2:
+                    r.readMap(key -> {
+                        r.producerId(key);
+                        long[] at = new long[2];
+                        int[] n = new int[1];
+                        r.readArray(() -> {
+                            if (n[0] >= 2) {
+                                throw r.error("invalid length, expected a tuple of size 2");
+                            }
+                            at[n[0]] = n[0] == 0 ? r.readU64() : r.readI64();
+                            n[0]++;
+                        });
+                        if (n[0] != 2) {
+                            throw r.error("invalid length, expected a tuple of size 2");
+                        }
+                        if (passed.put(key, new CommitMeta.PassedAt(at[0], at[1])) != null) {
+                            throw r.error("duplicate producer");
+                        }
+                    });
+                    break;
+                case 3:
+                    if (!r.readNull()) {
+                        number[2] = r.readI64();
+                    }
+                    break;
+                default:
+                    r.readArray(() -> unprocessed.add(r.readI64()));
+                    break;
+            }
+        });
+        r.end();
+        r.requireAll(java.util.Arrays.copyOf(META_FIELDS, 3), seen);
+        return new CommitMeta(number[0], number[1], passed, number[2], unprocessed);
+    }
+
+    /** A handoff producer id: 32 lowercase hex digits. */
+    private void producerId(String s) throws Malformed {
+        boolean ok = s.length() == 32;
+        for (int i = 0; ok && i < s.length(); i++) {
+            char c = s.charAt(i);
+            ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        }
+        if (!ok) {
+            throw error("not a producer id (32 lowercase hex digits)");
+        }
+    }
+
+    /** Consumes a JSON {@code null} if one is next. */
+    private boolean readNull() throws Malformed {
+        if (peekValueStart() == 'n') {
+            if (pos + 4 <= b.length && b[pos + 1] == 'u' && b[pos + 2] == 'l' && b[pos + 3] == 'l') {
+                pos += 4;
+                return true;
+            }
+            throw error("expected null");
+        }
+        return false;
+    }
+
+    @FunctionalInterface
+    private interface Entry {
+        void read(String key) throws Malformed;
+    }
+
+    /** An object of arbitrary member names; {@code entry} reads each value. */
+    private void readMap(Entry entry) throws Malformed {
+        expectObjectStart();
+        if (peekWs() == '}') {
+            pos++;
+            return;
+        }
+        do {
+            expectWs('"');
+            String key = readStringBody();
+            expectWs(':');
+            entry.read(key);
+        } while (moreFields());
+    }
+
+    /** An {@code i64}: a plain JSON integer in its range. */
+    private long readI64() throws Malformed {
+        boolean negative = peekValueStart() == '-';
+        if (negative) {
+            pos++;
+            if (pos >= b.length || !isDigit(b[pos])) {
+                throw error("invalid number");
+            }
+        }
+        long v = readUnsigned();
+        if (negative) {
+            if (Long.compareUnsigned(v, Long.MIN_VALUE) > 0) {
+                throw error("invalid type: floating point, expected i64");
+            }
+            return -v;
+        }
+        if (v < 0) {
+            throw error("invalid value: integer out of range for i64");
+        }
+        return v;
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
     // Pass 2: the document.
 
     /** {@code kind} of an assignment document (the default). */

@@ -71,6 +71,22 @@ class CompatTest {
             boolean kip877 = name.startsWith("dev.dkg.kafka.kip877.");
             try {
                 Class<?> c = Class.forName(name, true, CompatTest.class.getClassLoader());
+                if (name.equals(DkgKafkaConsumer.class.getName()) && !hasConsumer41Types()) {
+                    // Its close(CloseOptions) and subscribe(SubscriptionPattern) implement Consumer 4.1's methods and
+                    // name their 4.x classes: it loads, links and runs on older clients, but reflection over its
+                    // methods fails there, with exactly those classes missing.
+                    try {
+                        c.getDeclaredMethods();
+                        failed.add(name + ": its methods reflect on a client without CloseOptions");
+                    } catch (NoClassDefFoundError e) {
+                        if (!e.getMessage().endsWith("/CloseOptions") && !e.getMessage().endsWith("/SubscriptionPattern")) {
+                            failed.add(name + ": " + e);
+                        }
+                    }
+                    c.getDeclaredFields();
+                    c.getDeclaredConstructors();
+                    continue;
+                }
                 c.getDeclaredMethods();
                 c.getDeclaredFields();
                 c.getDeclaredConstructors();
@@ -86,6 +102,17 @@ class CompatTest {
         assertTrue(failed.isEmpty(), "on kafka-clients " + AppInfoParser.getVersion() + ": " + failed);
         assertEquals(hasMonitorable(), names.stream().anyMatch(n -> n.startsWith("dev.dkg.kafka.kip877.")
                 && isMonitorable(n)));
+    }
+
+    /** Whether this client has Consumer 4.1's parameter classes (CloseOptions, SubscriptionPattern). */
+    private static boolean hasConsumer41Types() {
+        try {
+            Class.forName("org.apache.kafka.clients.consumer.CloseOptions");
+            Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
     }
 
     private static boolean isMonitorable(String name) {

@@ -3,6 +3,8 @@ package dev.dkg.kafka.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.dkg.kafka.DkgConfig;
+import dev.dkg.kafka.DkgKafkaConsumer;
 import dev.dkg.kafka.DkgKafkaProducer;
 import io.prometheus.jmx.JmxCollector;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -193,6 +195,83 @@ class JmxExporterRulesIT {
                 for (String reason : List.of("settled", "timed_out")) {
                     value(mine, "dkg_producer_stamp_windows_closed_total", Map.of("topic", topic, "reason", reason));
                 }
+            }
+        }
+    }
+
+    /**
+     * The Rust consumer's names (partitioner/src/kafka/consumer/metrics.rs); its histogram as three series, the
+     * buckets named without {@code _bucket} (the exporter's client strips it from a series that is no histogram;
+     * {@code histogram_quantile} reads them by {@code le} alike).
+     */
+    private static final Set<String> CONSUMER_NAMES = Set.of("dkg_consumer_records_total",
+            "dkg_consumer_member_records_total", "dkg_consumer_lag_records", "dkg_consumer_held_records",
+            "dkg_consumer_hold_seconds", "dkg_consumer_hold_seconds_sum", "dkg_consumer_hold_seconds_count",
+            "dkg_consumer_split_records_total", "dkg_consumer_untrusted_records_total",
+            "dkg_consumer_clamped_leases_total", "dkg_consumer_markers_rejected_total");
+
+    @Test
+    void orderingConsumerMetricsBecomeTheRustConsumersSeries() throws Exception {
+        String topic = Broker.newTopic("jmx-consumer", PARTITIONS);
+        String control = Broker.createControlTopic("jmx-consumer");
+        String handoff = Broker.createControlTopic("jmx-consumer-handoff");
+        String clientId = "jmx-it-" + topic;
+        try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
+            Broker.publish(publisher, control, Doc.shuffled(topic, PARTITIONS, 1, 16, 9, List.of()));
+            try (KafkaProducer<byte[], byte[]> plain = new KafkaProducer<>(Broker.plainProducerConfig())) {
+                for (int i = 0; i < 8; i++) {
+                    Broker.ack(plain.send(new ProducerRecord<>(topic, i % PARTITIONS, ("k" + i).getBytes(
+                            StandardCharsets.UTF_8), new byte[1])), "record-" + i);
+                }
+            }
+            Map<String, Object> config = new java.util.HashMap<>();
+            config.put("bootstrap.servers", Broker.bootstrap());
+            config.put("group.id", "jmx-" + topic);
+            config.put("client.id", clientId);
+            config.put("auto.offset.reset", "earliest");
+            config.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
+            config.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
+            try (DkgKafkaConsumer<byte[], byte[]> c = new DkgKafkaConsumer<>(config,
+                    new org.apache.kafka.common.serialization.ByteArrayDeserializer(),
+                    new org.apache.kafka.common.serialization.ByteArrayDeserializer())) {
+                c.subscribe(List.of(topic));
+                int[] seen = {0};
+                Broker.waitUntil("8 records through the consumer", Duration.ofSeconds(30), () -> {
+                    seen[0] += c.poll(Duration.ofMillis(200)).count();
+                    return seen[0] >= 8;
+                });
+                // Housekeeping (gauges) runs within the next polls.
+                for (int i = 0; i < 3; i++) {
+                    c.poll(Duration.ofMillis(150));
+                }
+                List<Sample> mine = series(scrape(), clientId);
+                Set<String> names = new TreeSet<>();
+                for (Sample x : mine) {
+                    assertTrue(CONSUMER_NAMES.contains(x.name()), () -> "unexpected series " + x);
+                    names.add(x.name());
+                }
+                assertEquals(CONSUMER_NAMES, names, "every consumer series exported");
+                MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+                int attributes = 0;
+                for (ObjectName name : server.queryNames(new ObjectName("kafka.consumer:type=plugins,*"), null)) {
+                    if (clientId.equals(name.getKeyProperty("client-id"))) {
+                        attributes += server.getMBeanInfo(name).getAttributes().length;
+                    }
+                }
+                int mapped = mine.size();
+                assertEquals(attributes, mapped, () -> "MBean attributes vs series: " + mine);
+                assertEquals(8, value(mine, "dkg_consumer_member_records_total", Map.of("topic", topic)));
+                double perPartition = 0;
+                for (int p = 0; p < PARTITIONS; p++) {
+                    perPartition += value(mine, "dkg_consumer_records_total", Map.of("topic", topic, "partition",
+                            Integer.toString(p)));
+                    assertEquals(0, value(mine, "dkg_consumer_held_records", Map.of("topic", topic, "partition",
+                            Integer.toString(p))));
+                }
+                assertEquals(8, perPartition);
+                assertEquals(0, value(mine, "dkg_consumer_markers_rejected_total", Map.of("topic", topic, "reason",
+                        "partition_count")));
+                assertEquals(0, value(mine, "dkg_consumer_hold_seconds_count", Map.of("topic", topic)));
             }
         }
     }
