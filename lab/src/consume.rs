@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use clap::Parser;
-use dkg_kafka_core::imbalance;
 use dkg_kafka::DkgConsumer;
 use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
+use dkg_kafka_core::imbalance;
 use tokio::sync::watch;
 use tracing::{info, warn};
 

@@ -16,12 +16,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use dkg_kafka_core::imbalance;
 use dkg_kafka::kafka::control::DEFAULT_CONTROL_TOPIC;
 use dkg_kafka::kafka::producer_config;
 use dkg_kafka::kafka::topic;
 use dkg_kafka::kafka::topic::TopicSpec;
 use dkg_kafka::{DeliveryFuture, DkgProducer, EpochHeader};
+use dkg_kafka_core::imbalance;
 use indicatif::{ProgressBar, ProgressStyle};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};

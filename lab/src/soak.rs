@@ -24,12 +24,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
-use dkg_kafka_core::kafka_partition;
 use dkg_kafka::Assignment;
 use dkg_kafka::kafka::control::ensure_control_topic;
 use dkg_kafka::kafka::epoch_of;
 use dkg_kafka::kafka::topic;
 use dkg_kafka::kafka::topic::TopicSpec;
+use dkg_kafka_core::kafka_partition;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -599,16 +599,16 @@ fn supervise(
         if producers_done && consume_done {
             return Ok(());
         }
-        if let Some(t) = producers_done_at {
-            if t.elapsed() > Duration::from_secs(args.drain_timeout_secs) {
-                // The group did not process everything in time: reported, not fatal (what was
-                // produced is still checked).
-                eprintln!(
-                    "soak: the consumer group had not processed every record {} s after the producers finished",
-                    args.drain_timeout_secs
-                );
-                return Ok(());
-            }
+        if let Some(t) = producers_done_at
+            && t.elapsed() > Duration::from_secs(args.drain_timeout_secs)
+        {
+            // The group did not process everything in time: reported, not fatal (what was
+            // produced is still checked).
+            eprintln!(
+                "soak: the consumer group had not processed every record {} s after the producers finished",
+                args.drain_timeout_secs
+            );
+            return Ok(());
         }
     }
 }

@@ -130,10 +130,10 @@ fn prometheus_bin() -> PathBuf {
 /// The broker: `DKG_TEST_BOOTSTRAP` if set, else `scripts/kafka start` (idempotent: reuses a running
 /// broker; a failure to start fails the test).
 fn bootstrap_servers() -> String {
-    if let Ok(bs) = std::env::var("DKG_TEST_BOOTSTRAP") {
-        if !bs.trim().is_empty() {
-            return bs;
-        }
+    if let Ok(bs) = std::env::var("DKG_TEST_BOOTSTRAP")
+        && !bs.trim().is_empty()
+    {
+        return bs;
     }
     let out = Command::new("bash")
         .arg(repo_root().join("scripts/kafka"))

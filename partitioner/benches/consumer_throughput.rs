@@ -42,11 +42,11 @@ use common::{BoxError, config, cpu_secs, create_topic, env_or, median, setup};
 
 use std::time::{Duration, Instant};
 
-use dkg_kafka_core::{AssignmentParts, BucketHash, Params};
 use dkg_kafka::Assignment;
 use dkg_kafka::DkgConsumer;
 use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
 use dkg_kafka::kafka::{control, producer_config, stamp_epoch};
+use dkg_kafka_core::{AssignmentParts, BucketHash, Params};
 use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use criterion::{Criterion, Throughput};
-use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
 use dkg_kafka::Assignment;
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params, kafka_partition};
 use lookup::{interleaved, sum_partitions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

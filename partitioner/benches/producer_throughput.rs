@@ -38,12 +38,12 @@ use common::{BoxError, config, cpu_secs, create_topic, median, setup};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use dkg_kafka::Assignment;
 use dkg_kafka::DeliveryFuture;
 use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
 use dkg_kafka::kafka::{producer_config, stamp_epoch};
 use dkg_kafka::{DkgProducer, EpochHeader};
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -24,13 +24,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use dkg_kafka::Assignment;
 use dkg_kafka::kafka::control;
 use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
 use dkg_kafka::kafka::topic;
 use dkg_kafka::kafka::topic::TopicSpec;
 use dkg_kafka::{ConsumerHooks, DkgConsumer, DkgProducer, EpochChange};
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
 use rdkafka::producer::FutureRecord;

@@ -1,11 +1,11 @@
 //! The assignment document: exact shape, round trips, and hostile input (every bad document gets a
 //! typed error, nothing panics).
 
+use dkg_kafka::{Assignment, Error};
 use dkg_kafka_core::assignment::{
     MAX_BUCKETS, MAX_FORMAT_VERSION, MAX_HEAVY_KEYS, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
 use dkg_kafka_core::{BucketHash, HeavyKey, MAX_ASSIGNMENT_BYTES, MAX_EPOCH, Params};
-use dkg_kafka::{Assignment, Error};
 use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
+use dkg_kafka::Assignment;
 use dkg_kafka_core::{
     BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED, Route, kafka_partition,
     murmur2_seeded, to_positive,
 };
-use dkg_kafka::Assignment;
 use dkg_testkit::fixtures::{heavy, parts, sample, within_bucket_bound};
 use proptest::prelude::*;
 

@@ -103,8 +103,8 @@ async fn catch_up_until_epoch(reader: &mut ControlTopicReader, epoch: u64, offse
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_generation_makes_the_reader_read_again_from_the_beginning() {
     use common::producer::publish_raw;
-    use dkg_kafka_core::assignment::{GENERATION_KEY, generation_record};
     use dkg_kafka::kafka::control::{ControlUpdate, RejectReason};
+    use dkg_kafka_core::assignment::{GENERATION_KEY, generation_record};
 
     const G1: &str = "11111111111111111111111111111111";
     const G2: &str = "22222222222222222222222222222222";

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use common::producer::{
     ControlledTopic, constant_assignment, metric_value, wait_for_epoch, wait_until,
 };
-use dkg_kafka_core::kafka_partition;
 use dkg_kafka::kafka::control::retract_assignment;
 use dkg_kafka::kafka::epoch_of;
 use dkg_kafka::{DkgProducer, EpochHeader, RouteKind};
+use dkg_kafka_core::kafka_partition;
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 

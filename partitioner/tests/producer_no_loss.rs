@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::producer::{ControlledTopic, assignment};
-use dkg_kafka_core::kafka_partition;
 use dkg_kafka::Assignment;
 use dkg_kafka::DeliveryFuture;
 use dkg_kafka::EpochHeader;
 use dkg_kafka::kafka::control::publish_assignment;
 use dkg_kafka::kafka::epoch_of;
+use dkg_kafka_core::kafka_partition;
 use dkg_testkit::send::send_windowed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::producer::{
     ControlledTopic, client_config, constant_assignment, metric_value, wait_for_epoch, wait_until,
 };
-use dkg_kafka_core::kafka_partition;
 use dkg_kafka::{DkgProducer, RouteKind};
+use dkg_kafka_core::kafka_partition;
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::FutureRecord;

@@ -14,11 +14,11 @@ use common::producer::{
     ControlledTopic, client_config, constant_assignment, metric_value, publish_raw, wait_for_epoch,
     wait_until,
 };
-use dkg_kafka_core::MAX_ASSIGNMENT_BYTES;
 use dkg_kafka::kafka::control::RejectReason;
 use dkg_kafka::kafka::epoch_of;
 use dkg_kafka::kafka::metrics::OTHER_TOPIC;
 use dkg_kafka::{DkgProducer, EpochHeader};
+use dkg_kafka_core::MAX_ASSIGNMENT_BYTES;
 use rdkafka::Message as _;
 use rdkafka::producer::FutureRecord;
 

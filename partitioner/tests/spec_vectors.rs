@@ -19,9 +19,9 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use dkg_kafka_core::{MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
 use dkg_kafka::Assignment;
 use dkg_kafka::kafka::control::{AssignmentBook, RejectReason};
+use dkg_kafka_core::{MAX_ASSIGNMENT_BYTES, kafka_partition, murmur2, to_positive};
 use serde_json::Value;
 
 const REGENERATE: &str = "regenerate with `cargo run -p dkg-kafka --example spec_vectors -- spec/vectors` \

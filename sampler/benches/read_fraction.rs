@@ -316,7 +316,8 @@ fn quality(bootstrap: &str, records: u64, seeds: u64, fraction: f64, chunk: u64)
                 .window;
             let assign =
                 |w: &dkg_kafka_core::dkg::Sketch| w.build(&topic, 1, 0, None).unwrap().assignment;
-            let on = |w: &dkg_kafka_core::dkg::Sketch, a: &dkg_kafka_core::assignment::Assignment| {
+            let on = |w: &dkg_kafka_core::dkg::Sketch,
+                      a: &dkg_kafka_core::assignment::Assignment| {
                 w.predict(a).map_or(f64::NAN, |l| imbalance(&l))
             };
             let (fa, pa, ea) = (assign(&fw), assign(pw), assign(&ew));

@@ -14,9 +14,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dkg_kafka_core::assignment::{Assignment, AssignmentParts, MAX_EPOCH};
 use dkg_kafka::DkgRouter;
 use dkg_kafka::kafka::control::{publish_value, publisher_config};
+use dkg_kafka_core::assignment::{Assignment, AssignmentParts, MAX_EPOCH};
 use rdkafka::ClientConfig;
 use rdkafka::producer::FutureProducer;
 

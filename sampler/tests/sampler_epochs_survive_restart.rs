@@ -14,12 +14,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_kafka_core::assignment::{ControlDocument, GENERATION_KEY};
 use dkg_kafka::Assignment;
 use dkg_kafka::DkgProducer;
 use dkg_kafka::kafka::control::{
     ControlTopicReader, ensure_control_topic, publish_value, publisher_config,
 };
+use dkg_kafka_core::assignment::{ControlDocument, GENERATION_KEY};
 use dkg_testkit::fixtures::assignment;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions};

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dkg_kafka_core::DEFAULT_LIMITS_DOCUMENT_BYTES;
 use dkg_kafka::Assignment;
 use dkg_kafka::DkgProducer;
+use dkg_kafka_core::DEFAULT_LIMITS_DOCUMENT_BYTES;
 use rdkafka::ClientConfig;
 use rdkafka::producer::FutureRecord;
 

@@ -5,9 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::collections::BTreeMap;
 
+use dkg_kafka::Assignment;
 use dkg_kafka_core::assignment::MAX_HEAVY_KEYS_PER_BUCKET;
 use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
-use dkg_kafka::Assignment;
 
 /// The sketch parameters of the fixtures.
 pub fn params() -> Params {

@@ -45,10 +45,10 @@ where
             Err((e, _)) => return Err(e),
         }
     }
-    if in_flight.len() >= max_in_flight {
-        if let Some(f) = in_flight.pop_front() {
-            settle(f.await);
-        }
+    if in_flight.len() >= max_in_flight
+        && let Some(f) = in_flight.pop_front()
+    {
+        settle(f.await);
     }
     Ok(())
 }

@@ -115,7 +115,7 @@ fn short<const N: usize>(data: &[u8], seed: u32) -> Option<(u32, u64)> {
         k = k.wrapping_mul(M);
         h = h.wrapping_mul(M) ^ k;
     }
-    if N % 4 != 0 {
+    if !N.is_multiple_of(4) {
         h ^= (word >> (8 * (N / 4 * 4))) as u32;
         h = h.wrapping_mul(M);
     }

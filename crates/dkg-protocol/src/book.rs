@@ -310,10 +310,10 @@ impl AssignmentBook {
                 format!("record key {topic:?} but the document is for topic {doc_topic:?}"),
             );
         }
-        if let Some(g) = generation {
-            if self.generation.as_deref() != Some(g) {
-                return self.generation_differs(topic, g);
-            }
+        if let Some(g) = generation
+            && self.generation.as_deref() != Some(g)
+        {
+            return self.generation_differs(topic, g);
         }
         let epoch = match &document {
             ControlDocument::Assignment(a) => a.epoch(),

@@ -84,12 +84,12 @@ impl GroupProgress {
 
     /// A progress key was removed (a tombstone).
     pub fn on_removed(&mut self, group: &str, topic: &str, partition: u32) {
-        if let Some(groups) = self.topics.get_mut(topic) {
-            if let Some(parts) = groups.get_mut(group) {
-                parts.remove(&partition);
-                if parts.is_empty() {
-                    groups.remove(group);
-                }
+        if let Some(groups) = self.topics.get_mut(topic)
+            && let Some(parts) = groups.get_mut(group)
+        {
+            parts.remove(&partition);
+            if parts.is_empty() {
+                groups.remove(group);
             }
         }
     }

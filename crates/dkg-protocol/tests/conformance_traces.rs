@@ -176,31 +176,31 @@ impl Replayer {
                 let update = self
                     .book
                     .apply(Some(input["key"].as_str().unwrap().as_bytes()), value);
-                if let ControlUpdate::Adopted(a) = update {
-                    if a.topic() == self.topic {
-                        self.core.on_assignment(a, t);
-                    }
+                if let ControlUpdate::Adopted(a) = update
+                    && a.topic() == self.topic
+                {
+                    self.core.on_assignment(a, t);
                 }
                 self.split_hooks(&mut out);
             }
             "handoff" => {
                 let key = input["key"].as_str().unwrap().as_bytes();
                 let value = input["value"].as_str().map(str::as_bytes);
-                if let Ok(entry) = handoff::decode(Some(key), value) {
-                    if entry.topic() == self.topic {
-                        match entry {
-                            HandoffEntry::Lease(l) => self.core.on_lease(l, t),
-                            HandoffEntry::Marker(m) => self.core.on_marker(m, t),
-                            HandoffEntry::MarkerRejected { reason, .. } => {
-                                self.core.on_marker_rejected(reason);
-                            }
-                            HandoffEntry::History(a) => self.core.on_assignment(a, t),
-                            HandoffEntry::Progress(p) => self.core.on_progress(&p, t),
-                            HandoffEntry::Removed(HandoffKey::Lease { producer, .. }) => {
-                                self.core.on_lease_removed(&producer, t);
-                            }
-                            HandoffEntry::Removed(_) => {}
+                if let Ok(entry) = handoff::decode(Some(key), value)
+                    && entry.topic() == self.topic
+                {
+                    match entry {
+                        HandoffEntry::Lease(l) => self.core.on_lease(l, t),
+                        HandoffEntry::Marker(m) => self.core.on_marker(m, t),
+                        HandoffEntry::MarkerRejected { reason, .. } => {
+                            self.core.on_marker_rejected(reason);
                         }
+                        HandoffEntry::History(a) => self.core.on_assignment(a, t),
+                        HandoffEntry::Progress(p) => self.core.on_progress(&p, t),
+                        HandoffEntry::Removed(HandoffKey::Lease { producer, .. }) => {
+                            self.core.on_lease_removed(&producer, t);
+                        }
+                        HandoffEntry::Removed(_) => {}
                     }
                 }
                 self.split_hooks(&mut out);

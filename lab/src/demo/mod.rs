@@ -198,10 +198,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Err(e) => Err(e.context(format!("child logs are in {}", log_dir.display()))),
     };
-    if !args.keep_topics {
-        if let Err(e) = runtime.block_on(delete_topics(&admin, &[&hash.topic, &dkg.topic])) {
-            eprintln!("demo: could not delete the demo topics: {e:#}");
-        }
+    if !args.keep_topics
+        && let Err(e) = runtime.block_on(delete_topics(&admin, &[&hash.topic, &dkg.topic]))
+    {
+        eprintln!("demo: could not delete the demo topics: {e:#}");
     }
     result
 }

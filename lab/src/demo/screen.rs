@@ -36,7 +36,7 @@ fn bar(frac: f64, width: usize) -> String {
     const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
     let eighths = (frac.clamp(0.0, 1.0) * width as f64 * 8.0).round() as usize;
     let mut s = "█".repeat(eighths / 8);
-    if eighths % 8 > 0 {
+    if !eighths.is_multiple_of(8) {
         s.push(PARTS[eighths % 8]);
     }
     let len = s.chars().count();

@@ -6,14 +6,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use dkg_kafka_core::dkg::{DkgConfig, Sketch};
-use dkg_kafka_core::hash::kafka_partition;
-use dkg_kafka_core::imbalance;
 use dkg_kafka::DeliveryFuture;
 use dkg_kafka::DkgProducer;
 use dkg_kafka::kafka::topic;
 use dkg_kafka::kafka::topic::TopicSpec;
 use dkg_kafka::kafka::{control, producer_config};
+use dkg_kafka_core::dkg::{DkgConfig, Sketch};
+use dkg_kafka_core::hash::kafka_partition;
+use dkg_kafka_core::imbalance;
 use rdkafka::admin::AdminClient;
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -497,7 +497,7 @@ impl Side {
                     self.tally.settle(f).await;
                 }
             }
-            if sent % 1024 == 0 {
+            if sent.is_multiple_of(1024) {
                 tokio::task::yield_now().await;
             }
         }

@@ -5,8 +5,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use dkg_kafka_core::kafka_partition;
 use dkg_kafka::Assignment;
+use dkg_kafka_core::kafka_partition;
 
 /// The measured loop, shared by both sides and both of `partition_for`'s reports (criterion's and
 /// the interleaved one), so baseline and DKG lookup run the same code around the call: each key

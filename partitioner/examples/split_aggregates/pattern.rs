@@ -16,14 +16,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_kafka_core::assignment::SplitPart;
-use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use dkg_kafka::Assignment;
 use dkg_kafka::kafka::control;
 use dkg_kafka::kafka::control::{publish_assignment, publisher_config};
 use dkg_kafka::kafka::topic;
 use dkg_kafka::kafka::topic::TopicSpec;
 use dkg_kafka::{ConsumerHooks, DkgConsumer, DkgProducer, SplitChange};
+use dkg_kafka_core::assignment::SplitPart;
+use dkg_kafka_core::{AssignmentParts, BucketHash, HeavyKey, Params};
 use rdkafka::admin::AdminClient;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};

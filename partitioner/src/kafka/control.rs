@@ -359,10 +359,10 @@ impl ControlTopicReader {
                 apply(book, &control_topic, offset, key, value, Rejects::Logged)
             })
             .await;
-        if rereads(&record) {
-            if let Err(e) = reader.rewind() {
-                warn!(control_topic = %control_topic, error = %e, "cannot re-read the control topic");
-            }
+        if rereads(&record)
+            && let Err(e) = reader.rewind()
+        {
+            warn!(control_topic = %control_topic, error = %e, "cannot re-read the control topic");
         }
         record
     }

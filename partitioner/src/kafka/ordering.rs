@@ -99,10 +99,10 @@ struct TopicLedgers {
 impl TopicLedgers {
     #[inline]
     fn get(&self, epoch: u64, partitions: impl FnOnce() -> u32) -> Arc<EpochLedger> {
-        if let Some(l) = &*self.hot.load() {
-            if l.epoch() == epoch {
-                return Arc::clone(l);
-            }
+        if let Some(l) = &*self.hot.load()
+            && l.epoch() == epoch
+        {
+            return Arc::clone(l);
         }
         self.get_slow(epoch, partitions())
     }

@@ -121,28 +121,28 @@ pub fn producer_config(user: &ClientConfig) -> ClientConfig {
 /// `true`, or `delivery.report.only.error=true`.
 fn check_ordering_config(user: &ClientConfig) -> Result<()> {
     for field in ["acks", "request.required.acks"] {
-        if let Some(v) = user.get(field) {
-            if !(v.eq_ignore_ascii_case("all") || v == "-1") {
-                return Err(Error::InvalidConfig {
-                    field,
-                    reason: format!(
-                        "{v:?} with ordering(true): an ordering producer needs acks=all and \
-                         idempotence, or retries can reorder records against its markers"
-                    ),
-                });
-            }
-        }
-    }
-    if let Some(v) = user.get("enable.idempotence") {
-        if !(v.eq_ignore_ascii_case("true") || v == "1") {
+        if let Some(v) = user.get(field)
+            && !(v.eq_ignore_ascii_case("all") || v == "-1")
+        {
             return Err(Error::InvalidConfig {
-                field: "enable.idempotence",
+                field,
                 reason: format!(
-                    "{v:?} with ordering(true): an ordering producer needs idempotence, or \
-                     retries can reorder records against its markers"
+                    "{v:?} with ordering(true): an ordering producer needs acks=all and \
+                         idempotence, or retries can reorder records against its markers"
                 ),
             });
         }
+    }
+    if let Some(v) = user.get("enable.idempotence")
+        && !(v.eq_ignore_ascii_case("true") || v == "1")
+    {
+        return Err(Error::InvalidConfig {
+            field: "enable.idempotence",
+            reason: format!(
+                "{v:?} with ordering(true): an ordering producer needs idempotence, or \
+                     retries can reorder records against its markers"
+            ),
+        });
     }
     match user.get("delivery.report.only.error") {
         Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Err(Error::InvalidConfig {
@@ -304,20 +304,18 @@ impl<C: ClientContext + 'static> DkgProducer<C> {
                 EpochHeader::All => true,
                 EpochHeader::Off | EpochHeader::Auto => false,
             };
-        if stamp {
-            if let Some(epoch) = routing.epoch {
-                let headers = stamp_epoch(record.headers.take(), epoch);
-                record.headers = Some(match &self.ordering {
-                    Some(o) => {
-                        routed.added_headers = 2;
-                        stamp_producer(headers, o.id())
-                    }
-                    None => {
-                        routed.added_headers = 1;
-                        headers
-                    }
-                });
-            }
+        if stamp && let Some(epoch) = routing.epoch {
+            let headers = stamp_epoch(record.headers.take(), epoch);
+            record.headers = Some(match &self.ordering {
+                Some(o) => {
+                    routed.added_headers = 2;
+                    stamp_producer(headers, o.id())
+                }
+                None => {
+                    routed.added_headers = 1;
+                    headers
+                }
+            });
         }
         (record, Some(routed))
     }
@@ -765,15 +763,15 @@ impl Routed {
         P: ToBytes + ?Sized,
     {
         record.partition = None;
-        if self.added_headers > 0 {
-            if let Some(stamped) = record.headers.take() {
-                let keep = stamped.count().saturating_sub(self.added_headers);
-                record.headers = (self.had_headers || keep > 0).then(|| {
-                    (0..keep)
-                        .filter_map(|i| stamped.try_get(i))
-                        .fold(OwnedHeaders::new_with_capacity(keep), OwnedHeaders::insert)
-                });
-            }
+        if self.added_headers > 0
+            && let Some(stamped) = record.headers.take()
+        {
+            let keep = stamped.count().saturating_sub(self.added_headers);
+            record.headers = (self.had_headers || keep > 0).then(|| {
+                (0..keep)
+                    .filter_map(|i| stamped.try_get(i))
+                    .fold(OwnedHeaders::new_with_capacity(keep), OwnedHeaders::insert)
+            });
         }
         record
     }

@@ -276,7 +276,7 @@ impl Member {
                                 offset: m.offset(),
                             });
                             n += 1;
-                            if let Some(p) = pace.filter(|p| n % p.every == 0) {
+                            if let Some(p) = pace.filter(|p| n.is_multiple_of(p.every)) {
                                 tokio::time::sleep(p.pause).await;
                             }
                         }

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_kafka_core::dkg::Sketch;
 use dkg_kafka::kafka::topic::TopicSpec;
+use dkg_kafka_core::dkg::Sketch;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;

@@ -38,11 +38,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dkg_kafka_core::assignment::Assignment;
 use dkg_kafka::kafka::control;
-use dkg_kafka::kafka::control::{
-    AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate,
-};
+use dkg_kafka::kafka::control::{AssignmentBook, ControlRecord, ControlTopicReader, ControlUpdate};
+use dkg_kafka_core::assignment::Assignment;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::types::RDKafkaErrorCode;
@@ -286,11 +284,11 @@ fn fold_book(state: &Mutex<ControlState>, topic: &str, book: &AssignmentBook) {
     let mut s = state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(floor) = book.retraction(topic) {
-        if floor.epoch > s.max_epoch {
-            s.max_epoch = floor.epoch;
-            s.max_epoch_offset = None;
-        }
+    if let Some(floor) = book.retraction(topic)
+        && floor.epoch > s.max_epoch
+    {
+        s.max_epoch = floor.epoch;
+        s.max_epoch_offset = None;
     }
     // Never back to none here: a reader asked to re-read has none until it meets the record again,
     // and the publisher writes a generation only after a fresh read found none (interval.rs).

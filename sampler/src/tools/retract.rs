@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use clap::Parser;
-use dkg_kafka_core::assignment::Retraction;
 use dkg_kafka::kafka::control::{publish_retraction, publisher_config, retract_assignment};
+use dkg_kafka_core::assignment::Retraction;
 use rdkafka::producer::FutureProducer;
 
 use super::inspect::{InspectError, block_on, read_control_topic};

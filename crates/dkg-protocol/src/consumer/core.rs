@@ -630,12 +630,13 @@ impl<M> Core<M> {
         epoch: u64,
         msg: impl FnOnce() -> M,
     ) -> Outcome {
-        if !self.ready.is_empty() && self.ready.iter().any(|(p, _, _)| *p == partition) {
-            if let Some(part) = self.parts.get_mut(&partition) {
-                part.hold.queued(offset, epoch);
-                self.ready.push_back((partition, offset, msg()));
-                return Outcome::Held;
-            }
+        if !self.ready.is_empty()
+            && self.ready.iter().any(|(p, _, _)| *p == partition)
+            && let Some(part) = self.parts.get_mut(&partition)
+        {
+            part.hold.queued(offset, epoch);
+            self.ready.push_back((partition, offset, msg()));
+            return Outcome::Held;
         }
         self.in_app = Some(InApp {
             partition,
@@ -1957,7 +1958,7 @@ mod simulation {
             let admitted = member.lanes.admits(part, offset, epoch);
             let k = key(r.key);
             member.turn += 1;
-            if admitted && member.turn % 3 != 0 {
+            if admitted && !member.turn.is_multiple_of(3) {
                 let label = member.core.split_label(part, Some(&k), epoch);
                 assert!(member.lanes.take(part, offset, epoch));
                 let fast = member.lanes.split_label(part, Some(&k), epoch);
@@ -2225,9 +2226,13 @@ mod simulation {
             for &(id, _, label) in &self.processed {
                 let r = &self.recs[id];
                 let again = !seen.insert(id);
-                let near_parts: Vec<usize> = [r.epoch.saturating_sub(1), r.epoch + 1]
-                    .into_iter()
-                    .filter(|e| (1..=EPOCHS).contains(e))
+                // An unstamped record's candidates run up to the newest epoch the member knows:
+                // with markers, epochs can be adopted in quick succession, so an unstamped
+                // record of epoch E may be labelled by any later epoch that splits its key over
+                // its partition (spec 9.4, gap G-label).
+                let newest = if r.stamped { r.epoch + 1 } else { EPOCHS };
+                let near_parts: Vec<usize> = (r.epoch.saturating_sub(1)..=newest)
+                    .filter(|&e| e != r.epoch && (1..=EPOCHS).contains(&e))
                     .map(|e| &self.places[e as usize][r.key])
                     .filter(|place| place.len() > 1 && place.contains(&r.partition))
                     .map(Vec::len)
@@ -2238,7 +2243,10 @@ mod simulation {
                             || near_parts.iter().any(|&m| u32::try_from(m) == Ok(l))
                             || (self.crashed && l >= 2)
                     }
-                    (Some(_), None) => self.crashed,
+                    // An unstamped split record's label is the newest candidate epoch's, which
+                    // with markers may be any epoch the member knows, split or whole: not checked
+                    // (spec 9.4, gap G-label; order and exclusivity still are).
+                    (Some(_), None) => self.crashed || !r.stamped,
                     (None, None) => true,
                     (None, Some(_)) => !near_parts.is_empty(),
                 };

@@ -302,11 +302,11 @@ impl PartitionProgress {
             offset: end,
         });
         let mine = || self.awaiting.iter().filter(|a| a.producer == *producer);
-        if mine().count() > MAX_AWAITING_PER_PRODUCER {
-            if let Some(oldest) = mine().map(|a| a.epoch).min() {
-                self.awaiting
-                    .retain(|a| a.producer != *producer || a.epoch != oldest);
-            }
+        if mine().count() > MAX_AWAITING_PER_PRODUCER
+            && let Some(oldest) = mine().map(|a| a.epoch).min()
+        {
+            self.awaiting
+                .retain(|a| a.producer != *producer || a.epoch != oldest);
         }
         false
     }

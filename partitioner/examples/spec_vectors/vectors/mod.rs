@@ -13,6 +13,8 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use dkg_kafka::Assignment;
+use dkg_kafka::kafka::control::{AssignmentBook, ControlUpdate};
 use dkg_kafka_core::assignment::{
     MAX_EPOCH, MAX_HEAVY_KEYS_PER_BUCKET, MAX_KEY_BYTES, MAX_PARTITIONS, MAX_TOPIC_LEN,
 };
@@ -20,8 +22,6 @@ use dkg_kafka_core::{
     AssignmentParts, BucketHash, DEFAULT_BUCKET_SEED, HeavyKey, KAFKA_MURMUR2_SEED,
     MAX_ASSIGNMENT_BYTES, Params, Route, kafka_partition, murmur2, murmur2_seeded,
 };
-use dkg_kafka::Assignment;
-use dkg_kafka::kafka::control::{AssignmentBook, ControlUpdate};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 

@@ -363,12 +363,12 @@ async fn catch_up(
     let mut control = ControlTopicReader::new(connection, &settings.control_topic)?;
     control
         .catch_up(remaining(), |r| {
-            if let ControlUpdate::Adopted(a) = &r.update {
-                if *a.topic() == *topic {
-                    shared
-                        .core()
-                        .on_assignment(Arc::clone(a), handoff::mono_now());
-                }
+            if let ControlUpdate::Adopted(a) = &r.update
+                && *a.topic() == *topic
+            {
+                shared
+                    .core()
+                    .on_assignment(Arc::clone(a), handoff::mono_now());
             }
         })
         .await?;
@@ -376,16 +376,16 @@ async fn catch_up(
     let mut handoff = HandoffReader::new(connection, &settings.handoff_topic)?;
     let read = handoff
         .catch_up(remaining(), |r| {
-            if let Ok(entry) = r.entry {
-                if *entry.topic() == *topic {
-                    let event = BgEvent::Handoff(entry);
-                    apply(
-                        &mut shared.core(),
-                        event,
-                        handoff::mono_now(),
-                        &mut history_keys,
-                    );
-                }
+            if let Ok(entry) = r.entry
+                && *entry.topic() == *topic
+            {
+                let event = BgEvent::Handoff(entry);
+                apply(
+                    &mut shared.core(),
+                    event,
+                    handoff::mono_now(),
+                    &mut history_keys,
+                );
             }
         })
         .await?;

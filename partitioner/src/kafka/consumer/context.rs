@@ -154,10 +154,10 @@ impl Shared {
             let now = handoff::mono_now();
             let mut core = self.core();
             core.set_now_ms(handoff::now_ms());
-            if let Some(&max) = partitions.last() {
-                if max >= core.partitions() {
-                    core.set_partitions(max + 1, now);
-                }
+            if let Some(&max) = partitions.last()
+                && max >= core.partitions()
+            {
+                core.set_partitions(max + 1, now);
             }
             for &p in &partitions {
                 let (offset, meta) = metas

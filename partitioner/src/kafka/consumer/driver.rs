@@ -48,10 +48,10 @@ impl Inner {
     ) -> Result<DkgRecord<'a>> {
         inner.processed();
         loop {
-            if !inner.quiet() {
-                if let Step::Released(m) = inner.step().await {
-                    return Ok(DkgRecord::Released(m));
-                }
+            if !inner.quiet()
+                && let Step::Released(m) = inner.step().await
+            {
+                return Ok(DkgRecord::Released(m));
             }
             // Fast path: a record is already waiting in librdkafka's queue.
             {
@@ -338,11 +338,11 @@ impl Inner {
         for t in hold_times {
             self.metrics.observe_hold(t.as_secs_f64());
         }
-        if let (Some(every), Some(at)) = (self.commit_interval, self.next_auto_commit) {
-            if now >= at {
-                self.next_auto_commit = Some(now + every);
-                self.commit_all(CommitMode::Async);
-            }
+        if let (Some(every), Some(at)) = (self.commit_interval, self.next_auto_commit)
+            && now >= at
+        {
+            self.next_auto_commit = Some(now + every);
+            self.commit_all(CommitMode::Async);
         }
         if owns_zero && now >= self.next_gc {
             self.next_gc = now + GC_EVERY;

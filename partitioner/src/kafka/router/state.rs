@@ -227,38 +227,38 @@ impl TopicState {
             return Routing::UNPLACED;
         }
         let assignment = self.assignment.load();
-        if let Some(a) = assignment.as_deref() {
-            if a.partitions() == count {
-                let (p, route) = a.route(key);
-                // Guaranteed by `Assignment`; re-checked (one compare) so that no bug elsewhere can
-                // ever send a record to a partition that does not exist.
-                if p < count {
-                    let route = match route {
-                        Route::Heavy => RouteKind::Heavy,
-                        Route::Bucket => RouteKind::Bucket,
-                        Route::Split => RouteKind::Split,
-                    };
-                    match route {
-                        RouteKind::Heavy => routes.heavy.inc(),
-                        RouteKind::Split => routes.split.inc(),
-                        _ => routes.bucket.inc(),
-                    }
-                    view.count_record(p);
-                    // Split records are never stamped (`docs/spec.md` 4.6): never "moved".
-                    let moved = track_moves
-                        && route != RouteKind::Split
-                        && self
-                            .transition
-                            .load()
-                            .as_deref()
-                            .is_none_or(|t| t.moved(a.epoch(), key, p, count));
-                    return Routing {
-                        partition: Some(p as i32),
-                        epoch: Some(a.epoch()),
-                        route,
-                        moved,
-                    };
+        if let Some(a) = assignment.as_deref()
+            && a.partitions() == count
+        {
+            let (p, route) = a.route(key);
+            // Guaranteed by `Assignment`; re-checked (one compare) so that no bug elsewhere can
+            // ever send a record to a partition that does not exist.
+            if p < count {
+                let route = match route {
+                    Route::Heavy => RouteKind::Heavy,
+                    Route::Bucket => RouteKind::Bucket,
+                    Route::Split => RouteKind::Split,
+                };
+                match route {
+                    RouteKind::Heavy => routes.heavy.inc(),
+                    RouteKind::Split => routes.split.inc(),
+                    _ => routes.bucket.inc(),
                 }
+                view.count_record(p);
+                // Split records are never stamped (`docs/spec.md` 4.6): never "moved".
+                let moved = track_moves
+                    && route != RouteKind::Split
+                    && self
+                        .transition
+                        .load()
+                        .as_deref()
+                        .is_none_or(|t| t.moved(a.epoch(), key, p, count));
+                return Routing {
+                    partition: Some(p as i32),
+                    epoch: Some(a.epoch()),
+                    route,
+                    moved,
+                };
             }
         }
         let p = kafka_partition(key, count);

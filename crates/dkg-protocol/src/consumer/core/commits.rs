@@ -25,18 +25,18 @@ impl<M> Core<M> {
         let offset = self.lowest_unprocessed(partition)?;
         let mut next = part.lane.position()?;
         let mut unprocessed = part.hold.unprocessed_offsets();
-        if let Some(app) = self.in_app.filter(|a| a.partition == partition) {
-            if let Err(i) = unprocessed.binary_search(&app.offset) {
-                unprocessed.insert(i, app.offset);
-            }
+        if let Some(app) = self.in_app.filter(|a| a.partition == partition)
+            && let Err(i) = unprocessed.binary_search(&app.offset)
+        {
+            unprocessed.insert(i, app.offset);
         }
         // Not fetched past the previous owner's window yet: what it left unprocessed there still
         // is, the rest was processed.
-        if let Some((end, left)) = part.progress.inherited_window() {
-            if end > next {
-                unprocessed.extend(left.range(next..end).copied());
-                next = end;
-            }
+        if let Some((end, left)) = part.progress.inherited_window()
+            && end > next
+        {
+            unprocessed.extend(left.range(next..end).copied());
+            next = end;
         }
         Some(
             part.progress

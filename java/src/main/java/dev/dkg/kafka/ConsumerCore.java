@@ -11,7 +11,7 @@ import java.util.TreeMap;
 
 /**
  * The DKG consumer's protocol state machine (spec 9.3, rules C1-C19), without Kafka: a port of the Rust
- * {@code dkg_protocol::consumer::core}. Records in, decisions out (deliver now, hold, skip), plus the progress to
+ * {@code dkg_kafka_protocol::consumer::core}. Records in, decisions out (deliver now, hold, skip), plus the progress to
  * commit and announce, the partitions to pause and resume, and the records released from hold. One instance per
  * topic and group member; not thread-safe (the decorator calls it from the consumer's thread). Times enter as
  * arguments: {@code now} is a monotonic reading in nanoseconds, {@code nowMs} the wall clock (lease expiry).

@@ -2,7 +2,7 @@ package dev.dkg.kafka;
 
 /**
  * C1 (spec 9.3, section 8): a record's epoch is its last well-formed {@code dkg-epoch} header, plain decimal ASCII (no
- * sign, no spaces) that fits a {@code u64}; malformed values are ignored. The Rust {@code dkg_protocol::headers}.
+ * sign, no spaces) that fits a {@code u64}; malformed values are ignored. The Rust {@code dkg_kafka_protocol::headers}.
  */
 final class EpochHeader {
     /** No epoch: an unstamped record. */

@@ -6,7 +6,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Reads the handoff topic's records as a consumer does (spec 9.1; the Rust {@code dkg_protocol::handoff::decode}):
+ * Reads the handoff topic's records as a consumer does (spec 9.1; the Rust {@code dkg_kafka_protocol::handoff::decode}):
  * keys parsed from the right, values decoded and checked against their key. Unknown keys and values that do not
  * decode are skipped by the caller; markers are decoded strictly, each reject with its reason.
  */

@@ -7,7 +7,7 @@ import java.util.TreeMap;
 
 /**
  * The handoff topic's values as a consumer reads them (docs/spec.md 9.1), decoded: the Rust
- * {@code dkg_protocol::handoff} {@code Lease}, {@code Marker}, {@code MarkerReject} and {@code Progress}. Epochs and
+ * {@code dkg_kafka_protocol::handoff} {@code Lease}, {@code Marker}, {@code MarkerReject} and {@code Progress}. Epochs and
  * times are unsigned 64-bit in the spec; they stay below 2^63 here (epochs are at most 2^53 - 1, wall clocks in
  * milliseconds), so plain {@code long} comparisons are exact. Producer ids are their 32 lowercase hex digits, whose
  * {@code String} order is the Rust {@code BTreeMap} order.
