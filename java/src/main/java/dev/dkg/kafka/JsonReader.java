@@ -40,7 +40,7 @@ abstract class JsonReader {
     // Objects and arrays of known shape.
 
     /** serde's {@code Obj}: only a JSON object (not the array form serde's derive also takes). */
-    private void expectObjectStart() throws Malformed {
+    void expectObjectStart() throws Malformed {
         if (peekValueStart() != '{') {
             throw error("invalid type: expected a JSON object");
         }
@@ -140,7 +140,7 @@ abstract class JsonReader {
     }
 
     /** After a member: true if {@code ,} (another member follows), false on {@code }}. */
-    private boolean moreFields() throws Malformed {
+    boolean moreFields() throws Malformed {
         return more('}');
     }
 
@@ -346,7 +346,7 @@ abstract class JsonReader {
         return readUnsigned();
     }
 
-    private long readUnsigned() throws Malformed {
+    long readUnsigned() throws Malformed {
         int c = peekValueStart();
         if (c == '-') {
             // A valid negative number is an "invalid value" or "invalid type" for an unsigned field.
@@ -606,7 +606,7 @@ abstract class JsonReader {
         }
     }
 
-    private static boolean isDigit(int c) {
+    static boolean isDigit(int c) {
         return c >= '0' && c <= '9';
     }
 

@@ -189,7 +189,7 @@ class CompatTest {
                     + "class=DkgPartitioner,client-id=compat-test,topic=orders,route=assigned");
             assertEquals(2.0, server.getAttribute(assigned, DkgMetrics.RECORDS_TOTAL));
             ObjectName rejected = new ObjectName("kafka.producer:type=plugins,config=partitioner.class,"
-                    + "class=DkgPartitioner,client-id=compat-test,reason=stale_epoch");
+                    + "class=DkgPartitioner,client-id=compat-test,topic=orders,reason=stale_epoch");
             assertEquals(0.0, server.getAttribute(rejected, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL));
         }
         assertTrue(ManagementFactory.getPlatformMBeanServer().queryNames(

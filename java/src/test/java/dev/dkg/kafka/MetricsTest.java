@@ -129,10 +129,12 @@ class MetricsTest {
             double age = value(metrics, DkgMetrics.ASSIGNMENT_AGE_SECONDS, Map.of("topic", "orders"));
             assertTrue(age >= 60 && age < 600, "age " + age);
             assertTrue(Double.isNaN(value(metrics, DkgMetrics.ASSIGNMENT_AGE_SECONDS, Map.of("topic", "early"))));
-            assertEquals(1, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, Map.of("reason", "malformed_json")));
+            assertEquals(1, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL,
+                    Map.of("topic", "orders", "reason", "malformed_json")));
             for (RejectReason r : RejectReason.values()) {
                 if (r != RejectReason.MALFORMED_JSON) {
-                    assertEquals(0, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL, Map.of("reason", r.label())));
+                    assertEquals(0, value(metrics, DkgMetrics.ASSIGNMENTS_REJECTED_TOTAL,
+                            Map.of("topic", "orders", "reason", r.label())));
                 }
             }
             partitioner.partition("orders", null, Docs.utf8("x"), null, null, null);
