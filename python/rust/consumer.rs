@@ -17,20 +17,19 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dkg_kafka_core::{Assignment, kafka_partition};
 use dkg_kafka_protocol::consumer::Monotonic;
-use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome, Snapshot};
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
 use dkg_kafka_protocol::consumer::lane::Lanes;
 use dkg_kafka_protocol::consumer::progress::CommitMeta;
 use dkg_kafka_protocol::handoff::{self, HandoffEntry, HandoffKey, MarkerReject, Progress};
-use dkg_kafka_protocol::headers::{EPOCH_HEADER, parse_decimal};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
 use crate::PyAssignment;
+use crate::consumer_intake::{epoch_of_headers, names};
+use crate::consumer_results::{CommitSnapshot, EpochChange, SplitChange};
 
 /// What the core holds per record: the application's message object, its partition and its split
 /// label (over how many partitions its key is split in its epoch; counted when handed out).
@@ -106,187 +105,6 @@ impl Drop for Guard<'_> {
     }
 }
 
-/// A commit to make: offset (lowest unprocessed) and metadata (the passed map) of one partition;
-/// after it succeeded, [`ConsumerCore::committed`] gives the progress record to announce.
-#[pyclass(module = "dkg_kafka._native", frozen)]
-#[derive(Debug)]
-struct CommitSnapshot {
-    inner: Snapshot,
-}
-
-#[pymethods]
-impl CommitSnapshot {
-    #[getter]
-    fn partition(&self) -> u32 {
-        self.inner.partition
-    }
-
-    /// The offset to commit: the lowest offset not processed yet.
-    #[getter]
-    fn offset(&self) -> i64 {
-        self.inner.offset
-    }
-
-    /// The commit metadata (the passed map, `docs/spec.md` 9.3 C7).
-    #[getter]
-    fn metadata(&self) -> &str {
-        &self.inner.metadata
-    }
-
-    /// The drained epoch this commit makes durable.
-    #[getter]
-    fn drained(&self) -> u64 {
-        self.inner.drained
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "CommitSnapshot(partition={}, offset={}, drained={})",
-            self.inner.partition, self.inner.offset, self.inner.drained
-        )
-    }
-}
-
-/// An epoch drained on one partition of this member (the `on_epoch` hook's argument; the Rust
-/// consumer's `EpochChange`).
-#[pyclass(module = "dkg_kafka._native", frozen)]
-#[derive(Debug)]
-struct EpochChange {
-    prev: Option<Arc<Assignment>>,
-    next: Arc<Assignment>,
-    partition: u32,
-    owned: Vec<u32>,
-    partitions: u32,
-}
-
-impl EpochChange {
-    fn place(&self, a: Option<&Assignment>, key: &[u8]) -> u32 {
-        match a {
-            // A split key's first part: asking its lookup would advance its schedule.
-            Some(a) if a.partitions() == self.partitions => match a.split_of(key) {
-                Some(parts) => parts.first().map_or(0, |s| s.partition),
-                None => a.partition_for(key),
-            },
-            _ => kafka_partition(key, self.partitions),
-        }
-    }
-}
-
-fn split_parts(a: Option<&Assignment>, key: &[u8], partitions: u32) -> Option<Vec<u32>> {
-    let a = a.filter(|a| a.partitions() == partitions)?;
-    Some(a.split_of(key)?.iter().map(|s| s.partition).collect())
-}
-
-#[pymethods]
-impl EpochChange {
-    /// The assignment before (`None`: Kafka's default placement, or unknown).
-    #[getter]
-    fn prev(&self) -> Option<PyAssignment> {
-        self.prev.as_ref().map(|a| PyAssignment {
-            inner: Arc::clone(a),
-        })
-    }
-
-    /// The assignment now drained.
-    #[getter]
-    fn next(&self) -> PyAssignment {
-        PyAssignment {
-            inner: Arc::clone(&self.next),
-        }
-    }
-
-    /// The epoch now drained.
-    #[getter]
-    fn epoch(&self) -> u64 {
-        self.next.epoch()
-    }
-
-    /// The partition that drained it.
-    #[getter]
-    fn partition(&self) -> u32 {
-        self.partition
-    }
-
-    /// The partitions this member owns.
-    #[getter]
-    fn owned(&self) -> Vec<u32> {
-        self.owned.clone()
-    }
-
-    /// The key's partition before the change.
-    fn partition_before(&self, key: &[u8]) -> u32 {
-        self.place(self.prev.as_deref(), key)
-    }
-
-    /// The key's partition after the change.
-    fn partition_after(&self, key: &[u8]) -> u32 {
-        self.place(Some(&self.next), key)
-    }
-
-    /// The key changed partition.
-    fn moved(&self, key: &[u8]) -> bool {
-        self.partition_before(key) != self.partition_after(key)
-    }
-
-    /// The key lived on `partition` and now lives on a partition this member does not own:
-    /// flush and drop its state now.
-    fn moved_out(&self, key: &[u8]) -> bool {
-        self.partition_before(key) == self.partition
-            && !self.owned.contains(&self.partition_after(key))
-    }
-
-    /// The key lived on a partition of another member and now lives on one of this member's.
-    fn moved_in(&self, key: &[u8]) -> bool {
-        !self.owned.contains(&self.partition_before(key))
-            && self.owned.contains(&self.partition_after(key))
-    }
-
-    /// The key's partitions before the change if it was split then.
-    fn split_before(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(self.prev.as_deref(), key, self.partitions)
-    }
-
-    /// The key's partitions after the change if it is split now.
-    fn split_after(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(Some(&self.next), key, self.partitions)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "EpochChange(prev={:?}, next={}, partition={}, owned={:?})",
-            self.prev.as_ref().map(|a| a.epoch()),
-            self.next.epoch(),
-            self.partition,
-            self.owned
-        )
-    }
-}
-
-/// A key that became split (`parts` non-empty), was split differently, or became whole again
-/// (`parts` empty, `partition` its partition) from `epoch` on (the `on_split_change` hook's
-/// argument).
-#[pyclass(module = "dkg_kafka._native", frozen, get_all)]
-#[derive(Debug)]
-struct SplitChange {
-    key: Py<PyBytes>,
-    epoch: u64,
-    parts: Vec<u32>,
-    partition: Option<u32>,
-}
-
-#[pymethods]
-impl SplitChange {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "SplitChange(key={:?}, epoch={}, parts={:?}, partition={:?})",
-            String::from_utf8_lossy(self.key.as_bytes(py)),
-            self.epoch,
-            self.parts,
-            self.partition
-        )
-    }
-}
-
 /// The consumer protocol's state machine (`dkg_kafka_protocol::consumer::core::Core`) of one topic and
 /// group member, for the Python `DkgConsumer`.
 ///
@@ -298,53 +116,6 @@ pub(crate) struct ConsumerCore {
     state: Mutex<State>,
     topic: String,
     group: String,
-}
-
-/// Interned method and header names (looked up once per interpreter).
-static NAMES: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
-
-fn names(py: Python<'_>) -> &[Py<PyString>; 4] {
-    NAMES.get_or_init(py, || {
-        ["partition", "offset", "key", "headers"].map(|n| PyString::intern(py, n).unbind())
-    })
-}
-
-/// The `dkg-epoch` of a confluent-kafka `headers()` value (`None` or a list of `(name, value)`):
-/// the last well-formed one (`docs/spec.md` section 8, C1).
-fn epoch_of_headers(headers: &Bound<'_, PyAny>) -> Option<u64> {
-    if headers.is_none() {
-        return None;
-    }
-    let list = headers.downcast::<PyList>().ok()?;
-    let mut epoch = None;
-    for item in list.iter() {
-        let Ok(pair) = item.downcast::<PyTuple>() else {
-            continue;
-        };
-        let (Ok(name), Ok(value)) = (pair.get_item(0), pair.get_item(1)) else {
-            continue;
-        };
-        let is_epoch = name
-            .downcast::<PyString>()
-            .ok()
-            .and_then(|s| s.to_str().ok())
-            .is_some_and(|s| s == EPOCH_HEADER);
-        if !is_epoch {
-            continue;
-        }
-        let parsed = match value.downcast::<PyBytes>() {
-            Ok(b) => parse_decimal(Some(b.as_bytes())),
-            Err(_) => value
-                .downcast::<PyString>()
-                .ok()
-                .and_then(|s| s.to_str().ok())
-                .and_then(|s| parse_decimal(Some(s.as_bytes()))),
-        };
-        if parsed.is_some() {
-            epoch = parsed;
-        }
-    }
-    epoch
 }
 
 /// `DkgConsumer`'s control codes of [`ConsumerCore::next`].
@@ -774,7 +545,7 @@ impl ConsumerCore {
         } else {
             None
         };
-        Ok(self.offer_parts(partition, offset, key, epoch, msg))
+        Ok(self.offer_record(partition, offset, key, epoch, msg))
     }
 
     /// [`ConsumerCore::offer`] with the record's parts given (`epoch`: its `dkg-epoch`, already
@@ -788,7 +559,44 @@ impl ConsumerCore {
         epoch: Option<u64>,
         msg: &Bound<'_, PyAny>,
     ) -> bool {
-        self.offer_parts(partition, offset, key, epoch, msg)
+        {
+            let mut f = self.lock_fast();
+            if f.lanes.take(partition, offset, epoch) {
+                let split = f.lanes.split_label(partition, key, epoch);
+                count(&mut f, partition, split);
+                f.last_outcome = "deliver";
+                return true;
+            }
+        }
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        // The label is the record's at arrival (what the core decides by), held or not.
+        let split = s.core.label_record(partition, offset, key, epoch);
+        let clock = &s.clock;
+        let outcome = s.core.on_record(
+            Incoming {
+                partition,
+                offset,
+                key,
+                epoch,
+                msg: || (msg.clone().unbind(), partition, split),
+            },
+            || clock.mono(),
+        );
+        let State { core, lanes, .. } = s;
+        lanes.refresh(partition, core.lane(partition));
+        let (label, deliver) = match outcome {
+            Outcome::Deliver => {
+                s.lanes.took_from_core();
+                count(s, partition, split);
+                ("deliver", true)
+            }
+            Outcome::Held => ("held", false),
+            Outcome::Skipped => ("skipped", false),
+            Outcome::Unowned => ("unowned", false),
+        };
+        s.last_outcome = label;
+        deliver
     }
 
     // ------------------------------------------------------------------ commits
@@ -1028,54 +836,6 @@ impl ConsumerCore {
                     .map_or(true, |q| q != partition)
             });
         });
-    }
-
-    fn offer_parts(
-        &self,
-        partition: u32,
-        offset: i64,
-        key: Option<&[u8]>,
-        epoch: Option<u64>,
-        msg: &Bound<'_, PyAny>,
-    ) -> bool {
-        {
-            let mut f = self.lock_fast();
-            if f.lanes.take(partition, offset, epoch) {
-                let split = f.lanes.split_label(partition, key, epoch);
-                count(&mut f, partition, split);
-                f.last_outcome = "deliver";
-                return true;
-            }
-        }
-        let mut guard = self.lock();
-        let s = &mut *guard;
-        // The label is the record's at arrival (what the core decides by), held or not.
-        let split = s.core.label_record(partition, offset, key, epoch);
-        let clock = &s.clock;
-        let outcome = s.core.on_record(
-            Incoming {
-                partition,
-                offset,
-                key,
-                epoch,
-                msg: || (msg.clone().unbind(), partition, split),
-            },
-            || clock.mono(),
-        );
-        let State { core, lanes, .. } = s;
-        lanes.refresh(partition, core.lane(partition));
-        let (label, deliver) = match outcome {
-            Outcome::Deliver => {
-                s.lanes.took_from_core();
-                count(s, partition, split);
-                ("deliver", true)
-            }
-            Outcome::Held => ("held", false),
-            Outcome::Skipped => ("skipped", false),
-            Outcome::Unowned => ("unowned", false),
-        };
-        s.last_outcome = label;
-        deliver
     }
 }
 

@@ -31,6 +31,8 @@ create_exception!(
 
 mod book;
 mod consumer;
+mod consumer_intake;
+mod consumer_results;
 mod fastcall;
 mod produce;
 mod table;

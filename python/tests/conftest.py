@@ -239,3 +239,45 @@ def vector_file(name: str) -> Any:
     path = VECTORS / name
     assert path.is_file(), f"golden vectors missing: {path} (spec/vectors is part of the repo)"
     return json.loads(path.read_text())
+
+
+class FakeMsg:
+    """What ``ConsumerCore.offer`` and ``DkgConsumer`` read of a ``confluent_kafka.Message`` (of
+    topic ``orders``)."""
+
+    def __init__(
+        self,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        epoch: int | None = None,
+        *,
+        headers: Any = None,
+    ) -> None:
+        """``headers`` as confluent-kafka gives them, else one ``dkg-epoch`` header of ``epoch``."""
+        self._p, self._o, self._k = partition, offset, key
+        self._h = headers if epoch is None else [("dkg-epoch", str(epoch).encode())]
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes | None:
+        return self._k
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def headers(self) -> Any:
+        return self._h
+
+    def topic(self) -> str:
+        return "orders"
+
+    def error(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"FakeMsg({self._p}, {self._o}, {self._k!r})"

@@ -247,6 +247,17 @@ def member_conf(scenario: Scenario, name: str, protocol: str) -> dict[str, Any]:
     return conf
 
 
+def sample_sum(registry: CollectorRegistry, metric: str, sample: str) -> float:
+    """The sum of the samples named ``sample`` of ``metric`` over every label set."""
+    return sum(
+        s.value
+        for m in registry.collect()
+        if m.name == metric
+        for s in m.samples
+        if s.name == sample
+    )
+
+
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_dkg_consumers_keep_each_keys_order_across_switches(
     scenario: Scenario, protocol: str
@@ -280,21 +291,9 @@ def test_dkg_consumers_keep_each_keys_order_across_switches(
     # No member crashed: a clean rebalance commits what was processed.
     assert report.duplicates == 0, report
     # Every record handed out is counted, under the Rust consumer's metric names.
-    total = sum(
-        s.value
-        for metric in registry.collect()
-        if metric.name == "dkg_consumer_records"
-        for s in metric.samples
-        if s.name == "dkg_consumer_records_total"
-    )
+    total = sample_sum(registry, "dkg_consumer_records", "dkg_consumer_records_total")
     assert total == report.records
-    held = sum(
-        s.value
-        for metric in registry.collect()
-        if metric.name == "dkg_consumer_hold_seconds"
-        for s in metric.samples
-        if s.name == "dkg_consumer_hold_seconds_count"
-    )
+    held = sample_sum(registry, "dkg_consumer_hold_seconds", "dkg_consumer_hold_seconds_count")
     print(f"held records: {held}; on_epoch calls: {len(epochs)}")
     assert held > 0, "moved keys' records were held at some switch"
     assert {c.epoch for c in epochs} >= {2, 3, 4, 5, 6}, "on_epoch ran for every switch"

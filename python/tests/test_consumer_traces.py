@@ -22,7 +22,7 @@ from confluent_kafka import TopicPartition
 from dkg_kafka import _native
 from dkg_kafka.consumer import DkgConsumer
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, FakeMsg
 
 TRACES = Path(os.environ.get("DKG_TRACES") or REPO_ROOT / "spec" / "traces")
 
@@ -35,26 +35,6 @@ def test_every_consumer_rule_has_a_trace() -> None:
     assert TRACES.is_dir(), f"conformance traces missing: {TRACES} (spec/traces, or DKG_TRACES)"
     rules = {json.loads(p.read_text())["rule"] for p in trace_files()}
     assert rules >= {f"C{n:02d}" for n in range(1, 20)}, sorted(rules)
-
-
-class TraceMsg:
-    def __init__(self, partition: int, offset: int, key: bytes | None, headers: Any) -> None:
-        self._p, self._o, self._k, self._h = partition, offset, key, headers
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> bytes | None:
-        return self._k
-
-    def headers(self) -> Any:
-        return self._h
-
-    def error(self) -> None:
-        return None
 
 
 class TraceClient:
@@ -221,7 +201,7 @@ def test_trace(path: Path) -> None:
                 headers = [
                     (name, None if v is None else base64.b64decode(v)) for name, v in arg["headers"]
                 ]
-                msg = TraceMsg(arg["partition"], arg["offset"], key, headers)
+                msg = FakeMsg(arg["partition"], arg["offset"], key, headers=headers)
                 key_of[(arg["partition"], arg["offset"])] = key
                 if core.offer(msg):
                     hand_out(msg)

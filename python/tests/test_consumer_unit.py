@@ -16,45 +16,11 @@ import dkg_kafka
 from dkg_kafka import _native
 from dkg_kafka.consumer import DkgConsumer, consumer_config
 
-from .conftest import document
+from .conftest import FakeMsg, document
 
 TOPIC = "orders"
 GROUP = "billing"
 PRODUCER = "a" * 32
-
-
-class FakeMsg:
-    """What ``ConsumerCore.offer`` and ``DkgConsumer`` read of a ``confluent_kafka.Message``."""
-
-    def __init__(
-        self, partition: int, offset: int, key: bytes | None, epoch: int | None = None
-    ) -> None:
-        self._p, self._o, self._k = partition, offset, key
-        self._h = None if epoch is None else [("dkg-epoch", str(epoch).encode())]
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> bytes | None:
-        return self._k
-
-    def value(self) -> bytes:
-        return b"v"
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self._h
-
-    def topic(self) -> str:
-        return TOPIC
-
-    def error(self) -> None:
-        return None
-
-    def __repr__(self) -> str:
-        return f"FakeMsg({self._p}, {self._o}, {self._k!r})"
 
 
 def assignment(epoch: int, hot_on: int, partitions: int = 2) -> _native.Assignment:

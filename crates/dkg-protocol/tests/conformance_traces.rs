@@ -11,7 +11,7 @@
 #[path = "../examples/conformance_traces/driver.rs"]
 #[allow(dead_code)]
 mod driver;
-#[path = "../examples/conformance_traces/scenarios.rs"]
+#[path = "../examples/conformance_traces/scenarios/mod.rs"]
 mod scenarios;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

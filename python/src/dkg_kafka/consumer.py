@@ -286,19 +286,8 @@ class DkgConsumer:
             except KafkaException as e:
                 # A rebalance in progress, typically: the revocation below commits again.
                 _log.debug("commit before close failed: %s", e)
-        try:
-            # The final revocation (on_revoke) runs inside close, served by the client.
-            self._consumer.close()
-        finally:
-            self._stop.set()
-            for thread in self._threads:
-                thread.join(5)
-            if self._writer is not None:
-                self._writer.flush(5)
-            if self._router is not None:
-                self._router.close()
-            if self._handoff_reader is not None:
-                self._handoff_reader.close()
+        # The final revocation (on_revoke) runs inside close, served by the client.
+        self._close_client(flush=True)
         if self._final_commit_error is not None:
             raise KafkaException(f"final commit on close: {self._final_commit_error}")
 
@@ -307,12 +296,19 @@ class DkgConsumer:
         client leaves the group so that the others take the partitions over from the last
         commits (a real crash waits for the session timeout instead)."""
         self._abandoned = self._closed = True
+        self._close_client(flush=False)
+
+    def _close_client(self, *, flush: bool) -> None:
+        """Close the client, then stop the follower threads and close the router and the handoff
+        reader; `flush` sends the announcements still buffered first (a crash does not)."""
         try:
             self._consumer.close()
         finally:
             self._stop.set()
             for thread in self._threads:
                 thread.join(5)
+            if flush and self._writer is not None:
+                self._writer.flush(5)
             if self._router is not None:
                 self._router.close()
             if self._handoff_reader is not None:

@@ -94,17 +94,22 @@ class RouterCollector:
         yield from (records, per_partition, rejected, epoch, in_effect, age)
 
 
-def register(router: Router, registry: Any) -> RouterCollector:
-    """Register the router's metrics in ``registry`` (a ``prometheus_client.CollectorRegistry``).
-
-    Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
-    """
+def _require_prometheus_client() -> None:
+    """Raise ``ImportError`` with an install hint when ``prometheus_client`` is missing."""
     try:
         import prometheus_client  # noqa: F401
     except ImportError as e:
         raise ImportError(
             "dkg_kafka metrics need prometheus_client: pip install 'dkg-kafka[metrics]'"
         ) from e
+
+
+def register(router: Router, registry: Any) -> RouterCollector:
+    """Register the router's metrics in ``registry`` (a ``prometheus_client.CollectorRegistry``).
+
+    Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
+    """
+    _require_prometheus_client()
     collector = RouterCollector(router)
     registry.register(collector)
     return collector
@@ -230,12 +235,7 @@ def register_consumer(consumer: DkgConsumer, registry: Any) -> ConsumerCollector
 
     Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
     """
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError as e:
-        raise ImportError(
-            "dkg_kafka metrics need prometheus_client: pip install 'dkg-kafka[metrics]'"
-        ) from e
+    _require_prometheus_client()
     collector = ConsumerCollector(consumer)
     registry.register(collector)
     return collector

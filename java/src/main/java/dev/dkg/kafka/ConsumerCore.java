@@ -1,5 +1,11 @@
 package dev.dkg.kafka;
 
+import dev.dkg.kafka.CoreTypes.Anomalies;
+import dev.dkg.kafka.CoreTypes.Config;
+import dev.dkg.kafka.CoreTypes.Drained;
+import dev.dkg.kafka.CoreTypes.Outcome;
+import dev.dkg.kafka.CoreTypes.Snapshot;
+import dev.dkg.kafka.CoreTypes.SplitChange;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -26,170 +32,8 @@ import java.util.TreeMap;
  * @param <M> a record as the caller keeps it while held
  */
 final class ConsumerCore<M> {
-    /** The state machine's limits. */
-    static final class Config {
-        /** Held records per partition above which the partition is paused (C13). */
-        final int maxHeld;
-        /** A paused partition that released nothing for this long is resumed anyway (C13). */
-        final long stallTimeoutNanos;
-        /** Commit metadata size limit (the broker's {@code offset.metadata.max.bytes}). */
-        final int maxMetadataBytes;
-        /** Epochs of history kept. */
-        final int history;
-        /** A record of an epoch above every known one is released after this long if still unknown (C19). */
-        final long unknownEpochWaitNanos;
-        /** A lease read at wall-clock t counts as expiring at t + this at the latest (C2). */
-        final long maxLeaseMs;
-
-        Config(int maxHeld, long stallTimeoutNanos, int maxMetadataBytes, int history, long unknownEpochWaitNanos,
-                long maxLeaseMs) {
-            this.maxHeld = maxHeld;
-            this.stallTimeoutNanos = stallTimeoutNanos;
-            this.maxMetadataBytes = maxMetadataBytes;
-            this.history = history;
-            this.unknownEpochWaitNanos = unknownEpochWaitNanos;
-            this.maxLeaseMs = maxLeaseMs;
-        }
-    }
-
-    /** What {@link #onRecord} decided. */
-    enum Outcome {
-        /** Hand it to the application now. */
-        DELIVER,
-        /** Held (or queued behind released records of its partition): comes out of {@link #nextReady}. */
-        HELD,
-        /** Processed by a previous owner (C11, C12). */
-        SKIPPED,
-        /** A record of a partition not owned (raced with a revocation): dropped, the next owner reads it. */
-        UNOWNED
-    }
-
-    /** A commit to make (offset = lowest unprocessed, metadata) and, after it succeeds, the progress to announce. */
-    static final class Snapshot extends Value {
-        final int partition;
-        final long offset;
-        final String metadata;
-        final long drained;
-        final TreeMap<String, Long> passed;
-
-        Snapshot(int partition, long offset, String metadata, long drained, TreeMap<String, Long> passed) {
-            this.partition = partition;
-            this.offset = offset;
-            this.metadata = metadata;
-            this.drained = drained;
-            this.passed = passed;
-        }
-
-        @Override
-        Object[] components() {
-            return new Object[] {partition, offset, metadata, drained, passed};
-        }
-    }
-
-    /** An epoch a partition drained: the epoch hook runs before its progress commit (C7). */
-    static final class Drained {
-        final int partition;
-        /** The assignment before {@code next}, or null. */
-        final Assignment prev;
-        final Assignment next;
-
-        Drained(int partition, Assignment prev, Assignment next) {
-            this.partition = partition;
-            this.prev = prev;
-            this.next = next;
-        }
-    }
-
-    /** A key became split, was split differently, or became whole again, in {@code epoch} (C18). */
-    static final class SplitChange extends Value {
-        final RecordKey key;
-        final long epoch;
-        /** The parts' partitions from {@code epoch} on; empty: the key is whole again. */
-        final int[] parts;
-        /** The whole key's partition from {@code epoch} on (when whole again), else -1. */
-        final int partition;
-
-        SplitChange(RecordKey key, long epoch, int[] parts, int partition) {
-            this.key = key;
-            this.epoch = epoch;
-            this.parts = parts;
-            this.partition = partition;
-        }
-
-        @Override
-        Object[] components() {
-            return new Object[] {key, epoch, java.util.Arrays.toString(parts), partition};
-        }
-    }
-
-    /** Input the protocol could not trust, handled by a documented bound and counted (C2, C19, 9.1). */
-    static final class Anomalies {
-        /** Records released because their epoch stayed unknown (C19). */
-        long unknownEpochRecords;
-        /** Leases whose expiry was clamped to {@code max_lease} (C2). */
-        long clampedLeases;
-        /** Marker records rejected, by {@link HandoffRecords.MarkerReject#ordinal}. */
-        final long[] rejectedMarkers = new long[HandoffRecords.MarkerReject.values().length];
-    }
-
-    private static final long NONE = Long.MIN_VALUE;
-
-    /**
-     * A record handed to the application and not processed yet. The Rust core has one (its application takes one
-     * record at a time); here a poll hands out a batch, processed together when the application polls again,
-     * commits or closes, or up to an offset when it commits offsets of its own ({@link #processedBelow}).
-     */
-    private static final class InApp {
-        final int partition;
-        final long offset;
-        final boolean fromHold;
-
-        InApp(int partition, long offset, boolean fromHold) {
-            this.partition = partition;
-            this.offset = offset;
-            this.fromHold = fromHold;
-        }
-    }
-
-    private static final class Part<M> {
-        final HoldBuffer<M> hold = new HoldBuffer<>();
-        final PartitionProgress progress;
-        /** Highest fetched offset + 1, or {@link #NONE} before the first record. */
-        long position = NONE;
-        /** Drained by the current state (not committed yet). */
-        long drained;
-        /** Drained as last committed: what release decisions use. */
-        long durable;
-        /** The highest drained value this partition has had (committed by a previous owner, or reached here). */
-        long high;
-        /** Hooks ran for epochs up to this one. */
-        long hooked;
-        boolean paused;
-        /** Paused, or last released, at. */
-        long quietSince;
-        /** Resumed by the stall timeout: not paused again until the buffer halves. */
-        boolean overflow;
-
-        Part(PartitionProgress progress) {
-            this.progress = progress;
-        }
-
-        Long position() {
-            return position == NONE ? null : position;
-        }
-    }
-
-    private static final class Ready<M> {
-        final int partition;
-        final long offset;
-        final M msg;
-
-        Ready(int partition, long offset, M msg) {
-            this.partition = partition;
-            this.offset = offset;
-            this.msg = msg;
-        }
-    }
+    /** No offset yet (a partition's fetch position before its first record). */
+    static final long NONE = Long.MIN_VALUE;
 
     private final String topic;
     private final String group;
@@ -201,11 +45,11 @@ final class ConsumerCore<M> {
     private final TreeMap<String, HandoffRecords.Marker> markers = new TreeMap<>();
     /** Drained of partitions owned by other members, as they announced it. */
     private final Map<Integer, Long> remote = new HashMap<>();
-    private final TreeMap<Integer, Part<M>> parts = new TreeMap<>();
+    private final TreeMap<Integer, OwnedPartition<M>> parts = new TreeMap<>();
     /** Minimum drained over all partitions: records of epochs up to it are never held. */
     private long settled;
-    private final ArrayDeque<Ready<M>> ready = new ArrayDeque<>();
-    private final List<InApp> inApp = new ArrayList<>();
+    private final ArrayDeque<ReleasedRecord<M>> ready = new ArrayDeque<>();
+    private final List<AppRecord> inApp = new ArrayList<>();
     private final List<Long> holdTimes = new ArrayList<>();
     private final List<int[]> stalled = new ArrayList<>();
     private long nowMs;
@@ -276,7 +120,7 @@ final class ConsumerCore<M> {
     /** Records held per owned partition. */
     Map<Integer, Integer> heldCounts() {
         Map<Integer, Integer> out = new TreeMap<>();
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             out.put(e.getKey(), e.getValue().hold.held());
         }
         return out;
@@ -284,7 +128,7 @@ final class ConsumerCore<M> {
 
     /** The highest fetched offset + 1 of an owned partition (-1: nothing fetched, or not owned). */
     long fetchPosition(int partition) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         return part == null || part.position == NONE ? -1 : part.position;
     }
 
@@ -320,7 +164,7 @@ final class ConsumerCore<M> {
 
     /** Drained as this member sees it: its committed value for owned partitions, the announcement for others. */
     private long drainedOf(int partition) {
-        Part<M> p = parts.get(partition);
+        OwnedPartition<M> p = parts.get(partition);
         if (p != null) {
             return p.durable;
         }
@@ -331,7 +175,7 @@ final class ConsumerCore<M> {
     /** The lowest offset of the application's records of {@code partition}, or null. */
     private Long inAppOn(int partition) {
         Long low = null;
-        for (InApp a : inApp) {
+        for (AppRecord a : inApp) {
             if (a.partition == partition && (low == null || a.offset < low)) {
                 low = a.offset;
             }
@@ -348,7 +192,7 @@ final class ConsumerCore<M> {
     }
 
     /** Where {@code part}'s markers stand: every offset below it fetched and processed or tracked (C4). */
-    private static Long markerPosition(Part<?> part, Long inApp, Long fetching) {
+    private static Long markerPosition(OwnedPartition<?> part, Long inApp, Long fetching) {
         Long position = fetching != null ? fetching : part.position();
         if (position != null && inApp != null) {
             return Math.min(position, inApp);
@@ -356,7 +200,7 @@ final class ConsumerCore<M> {
         return position;
     }
 
-    private static void applyMarker(Part<?> part, int partition, HandoffRecords.Marker marker, Long inApp) {
+    private static void applyMarker(OwnedPartition<?> part, int partition, HandoffRecords.Marker marker, Long inApp) {
         if (partition >= marker.length()) {
             return;
         }
@@ -365,7 +209,7 @@ final class ConsumerCore<M> {
         part.progress.onMarker(marker.producer, marker.epoch, marker.end(partition), position, hold::minEpochBelow);
     }
 
-    private long drainedNow(Part<M> part) {
+    private long drainedNow(OwnedPartition<M> part) {
         return part.progress.drained(leases.values(), nowMs, history.maxEpoch());
     }
 
@@ -374,7 +218,7 @@ final class ConsumerCore<M> {
     /** A partition was assigned, with its committed offset (or null) and metadata (or null). */
     void assign(int partition, Long committed, CommitMeta meta, long now) {
         PartitionProgress progress = new PartitionProgress(meta, committed);
-        Part<M> part = new Part<>(progress);
+        OwnedPartition<M> part = new OwnedPartition<>(progress);
         long drained = progress.drained(leases.values(), nowMs, history.maxEpoch());
         part.drained = drained;
         // The passed map is durable (committed) and the rest is the lease view: no processing is claimed.
@@ -392,7 +236,7 @@ final class ConsumerCore<M> {
 
     /** A partition was revoked (after its final commit, if any): its held and released records are dropped. */
     void revoke(int partition, long now) {
-        Part<M> part = parts.remove(partition);
+        OwnedPartition<M> part = parts.remove(partition);
         if (part != null) {
             remote.put(partition, part.durable);
         }
@@ -421,19 +265,19 @@ final class ConsumerCore<M> {
         return !inApp.isEmpty();
     }
 
-    private void processedWhere(java.util.function.Predicate<InApp> which) {
+    private void processedWhere(java.util.function.Predicate<AppRecord> which) {
         if (inApp.isEmpty()) {
             return;
         }
         java.util.Set<Integer> touched = new java.util.TreeSet<>();
         java.util.Set<Integer> fromHold = new java.util.TreeSet<>();
-        for (java.util.Iterator<InApp> it = inApp.iterator(); it.hasNext();) {
-            InApp app = it.next();
+        for (java.util.Iterator<AppRecord> it = inApp.iterator(); it.hasNext();) {
+            AppRecord app = it.next();
             if (!which.test(app)) {
                 continue;
             }
             it.remove();
-            Part<M> part = parts.get(app.partition);
+            OwnedPartition<M> part = parts.get(app.partition);
             if (part == null) {
                 continue;
             }
@@ -444,7 +288,7 @@ final class ConsumerCore<M> {
             }
         }
         for (int p : touched) {
-            Part<M> part = parts.get(p);
+            OwnedPartition<M> part = parts.get(p);
             if (fromHold.contains(p) && part.progress.hasPending()
                     && part.progress.recheck(part.hold::minEpochBelow)) {
                 part.drained = drainedNow(part);
@@ -460,9 +304,9 @@ final class ConsumerCore<M> {
     }
 
     /** Bookkeeping for any record fetched from {@code partition}; null if it is not owned. */
-    private Part<M> fetched(int partition, long offset) {
+    private OwnedPartition<M> fetched(int partition, long offset) {
         Long app = inAppOn(partition);
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return null;
         }
@@ -487,7 +331,7 @@ final class ConsumerCore<M> {
      * after it, reached now.
      */
     void endReached(int partition, long offset, String producer, long epoch) {
-        Part<M> part = fetched(partition, offset);
+        OwnedPartition<M> part = fetched(partition, offset);
         if (part == null) {
             return;
         }
@@ -501,7 +345,7 @@ final class ConsumerCore<M> {
      */
     Outcome onRecord(int partition, long offset, byte[] key, long epoch, M msg, long now) {
         long known = history.maxEpoch();
-        Part<M> part = fetched(partition, offset);
+        OwnedPartition<M> part = fetched(partition, offset);
         if (part == null) {
             return Outcome.UNOWNED;
         }
@@ -576,19 +420,19 @@ final class ConsumerCore<M> {
      */
     private Outcome deliver(int partition, long offset, long epoch, M msg) {
         if (!ready.isEmpty()) {
-            for (Ready<M> r : ready) {
+            for (ReleasedRecord<M> r : ready) {
                 if (r.partition == partition) {
-                    Part<M> part = parts.get(partition);
+                    OwnedPartition<M> part = parts.get(partition);
                     if (part != null) {
                         part.hold.queued(offset, epoch);
-                        ready.addLast(new Ready<>(partition, offset, msg));
+                        ready.addLast(new ReleasedRecord<>(partition, offset, msg));
                         return Outcome.HELD;
                     }
                     break;
                 }
             }
         }
-        inApp.add(new InApp(partition, offset, false));
+        inApp.add(new AppRecord(partition, offset, false));
         return Outcome.DELIVER;
     }
 
@@ -635,18 +479,18 @@ final class ConsumerCore<M> {
 
     /** The next released record, in release order (it becomes the application's record), or null. */
     M nextReady() {
-        Ready<M> r = ready.pollFirst();
+        ReleasedRecord<M> r = ready.pollFirst();
         if (r == null) {
             return null;
         }
-        inApp.add(new InApp(r.partition, r.offset, true));
+        inApp.add(new AppRecord(r.partition, r.offset, true));
         return r.msg;
     }
 
     /** Releases every held record whose wait is over. */
     private void release(long now) {
         boolean any = false;
-        for (Part<M> p : parts.values()) {
+        for (OwnedPartition<M> p : parts.values()) {
             if (p.hold.held() > 0) {
                 any = true;
                 break;
@@ -660,9 +504,9 @@ final class ConsumerCore<M> {
             drained[p] = drainedOf(p);
         }
         long maxEpoch = history.maxEpoch();
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             int partition = e.getKey();
-            Part<M> part = e.getValue();
+            OwnedPartition<M> part = e.getValue();
             if (part.hold.held() == 0) {
                 continue;
             }
@@ -679,7 +523,7 @@ final class ConsumerCore<M> {
                 return false;
             }, r -> {
                 holdTimes.add(r.heldForNanos);
-                ready.addLast(new Ready<>(partition, r.offset, r.msg));
+                ready.addLast(new ReleasedRecord<>(partition, r.offset, r.msg));
             });
             if (n > 0) {
                 part.quietSince = now;
@@ -712,9 +556,9 @@ final class ConsumerCore<M> {
 
     /** Recomputes drained values, the settled epoch and releases after any change of knowledge. */
     private void refresh(long now) {
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             int partition = e.getKey();
-            Part<M> part = e.getValue();
+            OwnedPartition<M> part = e.getValue();
             if (part.progress.hasAwaiting()) {
                 part.progress.retainAwaiting(y -> {
                     HandoffRecords.Lease l = leases.get(y);
@@ -741,7 +585,7 @@ final class ConsumerCore<M> {
         }
         HandoffRecords.Marker marker = markers.get(lease.producer);
         if (marker != null) {
-            for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+            for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
                 applyMarker(e.getValue(), e.getKey(), marker, inAppOn(e.getKey()));
             }
         }
@@ -762,7 +606,7 @@ final class ConsumerCore<M> {
         if (known != null && known.epoch >= marker.epoch) {
             return; // read again, or older than one already known
         }
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             applyMarker(e.getValue(), e.getKey(), marker, inAppOn(e.getKey()));
         }
         markers.put(marker.producer, marker);
@@ -809,35 +653,7 @@ final class ConsumerCore<M> {
         }
         long from = splitSeen;
         splitSeen = max;
-        for (long e = from + 1; e <= max; e++) {
-            if (history.get(e) == null) {
-                continue;
-            }
-            Assignment prevA = history.before(e);
-            long prev = prevA == null ? -1 : prevA.epoch();
-            Map<RecordKey, int[]> nowSplit = history.splits().get(e);
-            Map<RecordKey, int[]> before = prev < 0 ? null : history.splits().get(prev);
-            List<SplitChange> changes = new ArrayList<>();
-            if (nowSplit != null) {
-                for (RecordKey key : nowSplit.keySet()) {
-                    int[] p = history.splitParts(key, e);
-                    int[] was = prev < 0 ? null : history.splitParts(key, prev);
-                    if (p != null && p.length > 0 && (was == null || !java.util.Arrays.equals(was, p))) {
-                        changes.add(new SplitChange(key, e, p.clone(), -1));
-                    }
-                }
-            }
-            if (before != null) {
-                for (RecordKey key : before.keySet()) {
-                    boolean wasSplit = history.splitParts(key, prev) != null;
-                    if (wasSplit && history.splitParts(key, e) == null) {
-                        changes.add(new SplitChange(key, e, new int[0], history.home(key, e)));
-                    }
-                }
-            }
-            changes.sort((a, b) -> a.key.compareTo(b.key));
-            splitChanges.addAll(changes);
-        }
+        splitChanges.addAll(history.splitChanges(from, max));
     }
 
     /** Keys that became split (or split differently) or whole again since the last call, in epoch order (C18). */
@@ -863,7 +679,7 @@ final class ConsumerCore<M> {
         if (splitView.isEmpty() || key == null) {
             return 0;
         }
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         return part == null ? 0 : splitView.label(new RecordKey(key), partition, part.drained, epoch);
     }
 
@@ -897,7 +713,7 @@ final class ConsumerCore<M> {
     // ------------------------------------------------------------------------------------------------ commits
 
     private Long lowestUnprocessed(int partition) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null || part.position == NONE) {
             return null;
         }
@@ -918,7 +734,7 @@ final class ConsumerCore<M> {
      * (and {@code drained} = the size) when the metadata does not fit: then nothing may be committed.
      */
     Snapshot snapshot(int partition) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return null;
         }
@@ -928,7 +744,7 @@ final class ConsumerCore<M> {
         }
         long next = part.position;
         List<Long> unprocessed = part.hold.unprocessedOffsets();
-        for (InApp a : inApp) {
+        for (AppRecord a : inApp) {
             if (a.partition == partition) {
                 int i = Collections.binarySearch(unprocessed, a.offset);
                 if (i < 0) {
@@ -954,7 +770,7 @@ final class ConsumerCore<M> {
     /** Partitions whose drained value changed since their last progress commit. */
     List<Integer> progressDue() {
         List<Integer> out = new ArrayList<>();
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             if (e.getValue().drained != e.getValue().durable) {
                 out.add(e.getKey());
             }
@@ -964,7 +780,7 @@ final class ConsumerCore<M> {
 
     /** Whether some partition's drained value changed since its last progress commit. */
     boolean hasProgressDue() {
-        for (Part<M> p : parts.values()) {
+        for (OwnedPartition<M> p : parts.values()) {
             if (p.drained != p.durable) {
                 return true;
             }
@@ -977,7 +793,7 @@ final class ConsumerCore<M> {
      * committed state it started from. Returns the progress to announce, or null.
      */
     HandoffRecords.Progress markDurable(int partition, long now) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return null;
         }
@@ -987,7 +803,7 @@ final class ConsumerCore<M> {
 
     /** The progress of an owned partition as committed (announced on assignment), or null. */
     HandoffRecords.Progress initialProgress(int partition) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return null;
         }
@@ -997,7 +813,7 @@ final class ConsumerCore<M> {
 
     /** The epochs {@code partition} drained since the hooks last ran for it (oldest first), marking them hooked. */
     List<Drained> takeDrainedEpochs(int partition) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         List<Drained> out = new ArrayList<>();
         if (part == null || part.drained <= part.hooked) {
             return out;
@@ -1016,7 +832,7 @@ final class ConsumerCore<M> {
 
     /** A progress commit of {@code partition} succeeded: its drained value is durable (C7). */
     void committed(int partition, long drained, long now) {
-        Part<M> part = parts.get(partition);
+        OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return;
         }
@@ -1041,9 +857,9 @@ final class ConsumerCore<M> {
         List<Integer> pause = new ArrayList<>();
         List<Integer> resume = new ArrayList<>();
         int max = cfg.maxHeld;
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             int p = e.getKey();
-            Part<M> part = e.getValue();
+            OwnedPartition<M> part = e.getValue();
             int held = part.hold.held();
             if (part.paused) {
                 if (held <= max / 2) {
@@ -1069,7 +885,7 @@ final class ConsumerCore<M> {
     /** Partitions currently paused by flow control. */
     List<Integer> paused() {
         List<Integer> out = new ArrayList<>();
-        for (Map.Entry<Integer, Part<M>> e : parts.entrySet()) {
+        for (Map.Entry<Integer, OwnedPartition<M>> e : parts.entrySet()) {
             if (e.getValue().paused) {
                 out.add(e.getKey());
             }

@@ -71,10 +71,10 @@ final class ConsumerDriver<M> {
         void revoked(List<Integer> partitions);
 
         /** A partition drained an epoch (C7: before the commit that makes it durable). */
-        void epoch(ConsumerCore.Drained drained, List<Integer> owned, int partitions);
+        void epoch(CoreTypes.Drained drained, List<Integer> owned, int partitions);
 
         /** A key became split, split differently, or whole again (C18). */
-        void split(ConsumerCore.SplitChange change);
+        void split(CoreTypes.SplitChange change);
 
         /** Flow control (C13). */
         void pause(int partition);
@@ -100,7 +100,7 @@ final class ConsumerDriver<M> {
     /** A progress commit failed: not retried before this monotonic time (nanoseconds), else {@link Long#MIN_VALUE}. */
     private long progressRetryAt = Long.MIN_VALUE;
 
-    ConsumerDriver(String topic, String group, int partitions, ConsumerCore.Config cfg, Sink sink, long now,
+    ConsumerDriver(String topic, String group, int partitions, CoreTypes.Config cfg, Sink sink, long now,
             long nowMs) {
         this.core = new ConsumerCore<>(topic, group, partitions, cfg);
         this.sink = sink;
@@ -178,7 +178,7 @@ final class ConsumerDriver<M> {
     }
 
     private void splitHooks() {
-        for (ConsumerCore.SplitChange c : core.takeSplitChanges()) {
+        for (CoreTypes.SplitChange c : core.takeSplitChanges()) {
             LOG.info("DKG: key {} of topic {} {} from epoch {}", c.key, core.topic(),
                     c.parts.length == 0 ? "whole again on " + c.partition : "split over " + java.util.Arrays.toString(c.parts),
                     c.epoch);
@@ -234,7 +234,7 @@ final class ConsumerDriver<M> {
             List<Commit> commit = new ArrayList<>();
             List<HandoffRecords.Progress> announce = new ArrayList<>();
             for (int p : partitions) {
-                ConsumerCore.Snapshot s = core.snapshot(p);
+                CoreTypes.Snapshot s = core.snapshot(p);
                 if (s == null) {
                     continue;
                 }
@@ -306,18 +306,18 @@ final class ConsumerDriver<M> {
      * with its label if it goes to the application now, else null ({@code outcome[0]} says why).
      */
     Labelled<M> record(int partition, long offset, byte[] key, long epoch, M msg, long now,
-            ConsumerCore.Outcome[] outcome) {
+            CoreTypes.Outcome[] outcome) {
         int split = core.labelRecord(partition, offset, key, epoch);
         Labelled<M> l = new Labelled<>(msg, split);
-        ConsumerCore.Outcome o = core.onRecord(partition, offset, key, epoch, l, now);
+        CoreTypes.Outcome o = core.onRecord(partition, offset, key, epoch, l, now);
         if (outcome != null) {
             outcome[0] = o;
         }
-        if (o == ConsumerCore.Outcome.UNOWNED) {
+        if (o == CoreTypes.Outcome.UNOWNED) {
             LOG.debug("DKG: record {}-{}@{} of a partition no longer owned: dropped (its next owner reads it)",
                     core.topic(), partition, offset);
         }
-        return o == ConsumerCore.Outcome.DELIVER ? l : null;
+        return o == CoreTypes.Outcome.DELIVER ? l : null;
     }
 
     /** Commits the drained changes (C7): epoch hooks, one synchronous commit with metadata, then announcements. */
@@ -326,12 +326,12 @@ final class ConsumerDriver<M> {
             return;
         }
         for (int round = 0; round < 4 && core.hasProgressDue(); round++) {
-            List<ConsumerCore.Drained> drained = new ArrayList<>();
-            List<ConsumerCore.Snapshot> snapshots = new ArrayList<>();
+            List<CoreTypes.Drained> drained = new ArrayList<>();
+            List<CoreTypes.Snapshot> snapshots = new ArrayList<>();
             List<HandoffRecords.Progress> immediate = new ArrayList<>();
             for (int p : core.progressDue()) {
                 drained.addAll(core.takeDrainedEpochs(p));
-                ConsumerCore.Snapshot s = core.snapshot(p);
+                CoreTypes.Snapshot s = core.snapshot(p);
                 if (s == null) {
                     // Nothing fetched yet: the change comes from leases only and claims no processing.
                     HandoffRecords.Progress r = core.markDurable(p, now);
@@ -351,14 +351,14 @@ final class ConsumerDriver<M> {
                 sink.announce(r);
             }
             List<Integer> owned = core.owned();
-            for (ConsumerCore.Drained d : drained) {
+            for (CoreTypes.Drained d : drained) {
                 sink.epoch(d, owned, core.partitions());
             }
             if (snapshots.isEmpty()) {
                 return;
             }
             List<Commit> commits = new ArrayList<>();
-            for (ConsumerCore.Snapshot s : snapshots) {
+            for (CoreTypes.Snapshot s : snapshots) {
                 commits.add(new Commit(s.partition, s.offset, s.metadata));
             }
             try {
@@ -369,7 +369,7 @@ final class ConsumerDriver<M> {
                 return;
             }
             progressRetryAt = Long.MIN_VALUE;
-            for (ConsumerCore.Snapshot s : snapshots) {
+            for (CoreTypes.Snapshot s : snapshots) {
                 if (core.owns(s.partition)) {
                     core.committed(s.partition, s.drained, now);
                     sink.announce(core.progressRecord(s));
@@ -382,7 +382,7 @@ final class ConsumerDriver<M> {
     List<Commit> commitAll() {
         List<Commit> out = new ArrayList<>();
         for (int p : core.owned()) {
-            ConsumerCore.Snapshot s = core.snapshot(p);
+            CoreTypes.Snapshot s = core.snapshot(p);
             if (s != null && s.metadata != null) {
                 out.add(new Commit(p, s.offset, s.metadata));
             }

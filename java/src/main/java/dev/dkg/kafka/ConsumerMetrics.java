@@ -115,7 +115,7 @@ final class ConsumerMetrics {
         }
     }
 
-    void anomalies(ConsumerCore.Anomalies a) {
+    void anomalies(CoreTypes.Anomalies a) {
         unknownEpoch.addAndGet(a.unknownEpochRecords);
         clampedLeases.addAndGet(a.clampedLeases);
         for (int i = 0; i < rejected.length; i++) {

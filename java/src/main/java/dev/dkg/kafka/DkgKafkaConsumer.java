@@ -17,13 +17,11 @@ import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.consumer.OffsetCommitCallback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -33,9 +31,7 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
@@ -71,7 +67,7 @@ import org.slf4j.LoggerFactory;
  * @param <K> key type
  * @param <V> value type
  */
-public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
+public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     private static final Logger LOG = LoggerFactory.getLogger(DkgKafkaConsumer.class);
 
     /** Held records per partition above which it is paused (C13; the Rust default). */
@@ -89,12 +85,11 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
     /** Longest one inner poll lasts while records are held: released records come out within this. */
     private static final long SLICE_MS = 100;
 
-    private final Consumer<K, V> delegate;
     private final boolean ownsDelegate;
     private final String group;
     private final String controlTopic;
     private final String handoffTopic;
-    private final ConsumerCore.Config coreConfig;
+    private final CoreTypes.Config coreConfig;
     private final TopicTail control;
     private final TopicTail handoff;
     private final KafkaProducer<byte[], byte[]> writer;
@@ -173,7 +168,7 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
     }
 
     private DkgKafkaConsumer(Consumer<K, V> delegate, Map<String, ?> configs, boolean ownsDelegate) {
-        this.delegate = delegate;
+        super(delegate);
         this.ownsDelegate = ownsDelegate;
         Object g = configs.get(ConsumerConfig.GROUP_ID_CONFIG);
         if (g == null || g.toString().isEmpty()) {
@@ -195,7 +190,7 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
                 DkgConfig.HANDOFF_TOPIC_DEFAULT);
         long startupMs = DkgRouter.longConfig(configs, DkgConfig.STARTUP_TIMEOUT_MS_CONFIG,
                 DkgConfig.STARTUP_TIMEOUT_MS_DEFAULT);
-        this.coreConfig = new ConsumerCore.Config(
+        this.coreConfig = new CoreTypes.Config(
                 (int) DkgRouter.longConfig(configs, MAX_HELD_RECORDS_CONFIG, 10_000),
                 DkgRouter.longConfig(configs, STALL_TIMEOUT_MS_CONFIG, 5_000) * 1_000_000,
                 (int) DkgRouter.longConfig(configs, MAX_METADATA_BYTES_CONFIG, CommitMeta.DEFAULT_MAX_METADATA_BYTES),
@@ -219,9 +214,9 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
             producer.put(ProducerConfig.CLIENT_ID_CONFIG, base + "-dkg-progress");
             producer.put(ProducerConfig.ACKS_CONFIG, "all");
             createdWriter = new KafkaProducer<>(producer, new ByteArraySerializer(), new ByteArraySerializer());
-            createdControl = new TopicTail(controlTopic, tailConfig(connection, base + "-dkg-control"),
+            createdControl = new TopicTail(controlTopic, TopicTail.config(connection, base + "-dkg-control"),
                     "dkg-consumer-control-" + group);
-            createdHandoff = new TopicTail(handoffTopic, tailConfig(connection, base + "-dkg-handoff"),
+            createdHandoff = new TopicTail(handoffTopic, TopicTail.config(connection, base + "-dkg-handoff"),
                     "dkg-consumer-handoff-" + group);
             long deadline = System.nanoTime() + startupMs * 1_000_000;
             if (!createdControl.awaitCaughtUp(startupMs)
@@ -273,18 +268,6 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
                 LOG.debug("DKG: closing the inner consumer: {}", e.toString());
             }
         }
-    }
-
-    private static Map<String, Object> tailConfig(Map<String, Object> connection, String clientId) {
-        Map<String, Object> out = new HashMap<>(connection);
-        out.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
-        out.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        out.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        out.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        out.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);
-        out.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100);
-        out.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, Handoff.MAX_MESSAGE_BYTES);
-        return out;
     }
 
     // ---------------------------------------------------------------------------------------------------- DKG API
@@ -383,22 +366,8 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
 
     /** The replay logs keep the latest value per key (the topics are compacted: that is their state). */
     private void trimLogs() {
-        trim(controlLog, 4096);
-        trim(handoffLog, 16384);
-    }
-
-    private static void trim(List<TopicTail.Entry> log, int max) {
-        if (log.size() <= max) {
-            return;
-        }
-        Map<String, TopicTail.Entry> latest = new LinkedHashMap<>();
-        for (TopicTail.Entry e : log) {
-            String k = e.key == null ? "" : new String(e.key, java.nio.charset.StandardCharsets.ISO_8859_1);
-            latest.remove(k);
-            latest.put(k, e);
-        }
-        log.clear();
-        log.addAll(latest.values());
+        TopicTail.keepLatest(controlLog, 4096);
+        TopicTail.keepLatest(handoffLog, 16384);
     }
 
     /** Every housekeeping interval: leases expire, flow control, gauges. */
@@ -473,12 +442,12 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
         }
 
         @Override
-        public void epoch(ConsumerCore.Drained d, List<Integer> owned, int partitions) {
+        public void epoch(CoreTypes.Drained d, List<Integer> owned, int partitions) {
             listener.onEpoch(new EpochChange(topic, d.prev, d.next, d.partition, owned, partitions));
         }
 
         @Override
-        public void split(ConsumerCore.SplitChange c) {
+        public void split(CoreTypes.SplitChange c) {
             listener.onSplitChange(new SplitChange(topic, c.key.bytes(), c.epoch, c.parts, c.partition));
         }
 
@@ -920,208 +889,11 @@ public final class DkgKafkaConsumer<K, V> implements Consumer<K, V> {
         }
     }
 
-    // ---------------------------------------------------------------------------------------------------- delegated
-
-    @Override
-    public Set<TopicPartition> assignment() {
-        return delegate.assignment();
-    }
-
-    @Override
-    public Set<String> subscription() {
-        return delegate.subscription();
-    }
-
-    @Override
-    public void seek(TopicPartition partition, long offset) {
-        delegate.seek(partition, offset);
-    }
-
-    @Override
-    public void seek(TopicPartition partition, OffsetAndMetadata offsetAndMetadata) {
-        delegate.seek(partition, offsetAndMetadata);
-    }
-
-    @Override
-    public void seekToBeginning(Collection<TopicPartition> partitions) {
-        delegate.seekToBeginning(partitions);
-    }
-
-    @Override
-    public void seekToEnd(Collection<TopicPartition> partitions) {
-        delegate.seekToEnd(partitions);
-    }
-
-    @Override
-    public long position(TopicPartition partition) {
-        return delegate.position(partition);
-    }
-
-    @Override
-    public long position(TopicPartition partition, Duration timeout) {
-        return delegate.position(partition, timeout);
-    }
-
-    /**
-     * {@code Consumer.committed(TopicPartition)} for kafka-clients 3.x callers (removed in 4.0).
-     *
-     * @param partition the partition
-     * @return its committed offset, or null
-     */
-    public OffsetAndMetadata committed(TopicPartition partition) {
-        return delegate.committed(Set.of(partition)).get(partition);
-    }
-
-    /**
-     * {@code Consumer.committed(TopicPartition, Duration)} for kafka-clients 3.x callers (removed in 4.0).
-     *
-     * @param partition the partition
-     * @param timeout the timeout
-     * @return its committed offset, or null
-     */
-    public OffsetAndMetadata committed(TopicPartition partition, Duration timeout) {
-        return delegate.committed(Set.of(partition), timeout).get(partition);
-    }
-
-    @Override
-    public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
-        return delegate.committed(partitions);
-    }
-
-    @Override
-    public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
-        return delegate.committed(partitions, timeout);
-    }
-
     /** The inner client's metrics and this consumer's own ({@code dkg-consumer-*}). */
     @Override
     public Map<MetricName, ? extends Metric> metrics() {
         Map<MetricName, Metric> all = new HashMap<>(delegate.metrics());
         all.putAll(ownMetrics.metrics());
         return all;
-    }
-
-    @Override
-    public List<PartitionInfo> partitionsFor(String topic) {
-        return delegate.partitionsFor(topic);
-    }
-
-    @Override
-    public List<PartitionInfo> partitionsFor(String topic, Duration timeout) {
-        return delegate.partitionsFor(topic, timeout);
-    }
-
-    @Override
-    public Map<String, List<PartitionInfo>> listTopics() {
-        return delegate.listTopics();
-    }
-
-    @Override
-    public Map<String, List<PartitionInfo>> listTopics(Duration timeout) {
-        return delegate.listTopics(timeout);
-    }
-
-    @Override
-    public Set<TopicPartition> paused() {
-        return delegate.paused();
-    }
-
-    /** Pauses fetching; the protocol's own flow control (C13) pauses and resumes partitions too. */
-    @Override
-    public void pause(Collection<TopicPartition> partitions) {
-        delegate.pause(partitions);
-    }
-
-    @Override
-    public void resume(Collection<TopicPartition> partitions) {
-        delegate.resume(partitions);
-    }
-
-    @Override
-    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch) {
-        return delegate.offsetsForTimes(timestampsToSearch);
-    }
-
-    @Override
-    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch,
-            Duration timeout) {
-        return delegate.offsetsForTimes(timestampsToSearch, timeout);
-    }
-
-    @Override
-    public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) {
-        return delegate.beginningOffsets(partitions);
-    }
-
-    @Override
-    public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) {
-        return delegate.beginningOffsets(partitions, timeout);
-    }
-
-    @Override
-    public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) {
-        return delegate.endOffsets(partitions);
-    }
-
-    @Override
-    public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) {
-        return delegate.endOffsets(partitions, timeout);
-    }
-
-    @Override
-    public OptionalLong currentLag(TopicPartition topicPartition) {
-        return delegate.currentLag(topicPartition);
-    }
-
-    @Override
-    public ConsumerGroupMetadata groupMetadata() {
-        return delegate.groupMetadata();
-    }
-
-    @Override
-    public void enforceRebalance() {
-        delegate.enforceRebalance();
-    }
-
-    /**
-     * {@code Consumer.enforceRebalance(String)} (kafka-clients 3.2+).
-     *
-     * @param reason the reason
-     */
-    public void enforceRebalance(String reason) {
-        delegate.enforceRebalance(reason);
-    }
-
-    @Override
-    public void wakeup() {
-        delegate.wakeup();
-    }
-
-    /**
-     * The inner client's ({@code Consumer.clientInstanceId}, kafka-clients 3.7+).
-     *
-     * @param timeout the timeout
-     * @return the client instance id
-     */
-    public Uuid clientInstanceId(Duration timeout) {
-        return delegate.clientInstanceId(timeout);
-    }
-
-    /**
-     * The inner client's ({@code Consumer.registerMetricForSubscription}, kafka-clients 4.0+).
-     *
-     * @param metric the metric
-     */
-    public void registerMetricForSubscription(KafkaMetric metric) {
-        delegate.registerMetricForSubscription(metric);
-    }
-
-    /**
-     * The inner client's ({@code Consumer.unregisterMetricFromSubscription}, kafka-clients 4.0+).
-     *
-     * @param metric the metric
-     */
-    public void unregisterMetricFromSubscription(KafkaMetric metric) {
-        delegate.unregisterMetricFromSubscription(metric);
     }
 }

@@ -1,5 +1,6 @@
 package dev.dkg.kafka;
 
+import dev.dkg.kafka.CoreTypes.SplitChange;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -212,6 +213,44 @@ final class EpochHistory {
                     out.add(q);
                 }
             }
+        }
+        return out;
+    }
+
+    /**
+     * The keys whose split changed in each known epoch of {@code (from, to]}, each against the epoch before (C18): by
+     * epoch, then key.
+     */
+    List<SplitChange> splitChanges(long from, long to) {
+        List<SplitChange> out = new ArrayList<>();
+        for (long e = from + 1; e <= to; e++) {
+            if (get(e) == null) {
+                continue;
+            }
+            Assignment prevA = before(e);
+            long prev = prevA == null ? -1 : prevA.epoch();
+            Map<RecordKey, int[]> nowSplit = splits().get(e);
+            Map<RecordKey, int[]> prevSplit = prev < 0 ? null : splits().get(prev);
+            List<SplitChange> changes = new ArrayList<>();
+            if (nowSplit != null) {
+                for (RecordKey key : nowSplit.keySet()) {
+                    int[] p = splitParts(key, e);
+                    int[] was = prev < 0 ? null : splitParts(key, prev);
+                    if (p != null && p.length > 0 && (was == null || !java.util.Arrays.equals(was, p))) {
+                        changes.add(new SplitChange(key, e, p.clone(), -1));
+                    }
+                }
+            }
+            if (prevSplit != null) {
+                for (RecordKey key : prevSplit.keySet()) {
+                    boolean wasSplit = splitParts(key, prev) != null;
+                    if (wasSplit && splitParts(key, e) == null) {
+                        changes.add(new SplitChange(key, e, new int[0], home(key, e)));
+                    }
+                }
+            }
+            changes.sort((a, b) -> a.key.compareTo(b.key));
+            out.addAll(changes);
         }
         return out;
     }

@@ -1,11 +1,14 @@
 package dev.dkg.kafka;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
@@ -118,5 +121,36 @@ final class TopicTail implements Runnable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /**
+     * The tail consumer's configuration: {@code connection} (the application's settings), read from the start,
+     * committed records only.
+     */
+    static Map<String, Object> config(Map<String, Object> connection, String clientId) {
+        Map<String, Object> out = new HashMap<>(connection);
+        out.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        out.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        out.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        out.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        out.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);
+        out.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100);
+        out.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, Handoff.MAX_MESSAGE_BYTES);
+        return out;
+    }
+
+    /** Keeps the latest entry per key of {@code log} once it exceeds {@code max} (compacted topics: that is their state). */
+    static void keepLatest(List<Entry> log, int max) {
+        if (log.size() <= max) {
+            return;
+        }
+        Map<String, Entry> latest = new LinkedHashMap<>();
+        for (Entry e : log) {
+            String k = e.key == null ? "" : new String(e.key, java.nio.charset.StandardCharsets.ISO_8859_1);
+            latest.remove(k);
+            latest.put(k, e);
+        }
+        log.clear();
+        log.addAll(latest.values());
     }
 }

@@ -79,7 +79,7 @@ class ConformanceTracesTest {
 
         Member(JsonNode cfg, List<byte[]> keys) {
             this.keys = keys;
-            ConsumerCore.Config c = new ConsumerCore.Config(cfg.get("max_held").asInt(),
+            CoreTypes.Config c = new CoreTypes.Config(cfg.get("max_held").asInt(),
                     cfg.get("stall_timeout_ms").asLong() * 1_000_000, cfg.get("max_metadata_bytes").asInt(),
                     cfg.get("history").asInt(), cfg.get("unknown_epoch_wait_ms").asLong() * 1_000_000,
                     cfg.get("max_lease_ms").asLong());
@@ -124,7 +124,7 @@ class ConformanceTracesTest {
         }
 
         @Override
-        public void epoch(ConsumerCore.Drained d, List<Integer> owned, int partitions) {
+        public void epoch(CoreTypes.Drained d, List<Integer> owned, int partitions) {
             EpochChange c = new EpochChange(driver.topic(), d.prev, d.next, d.partition, owned, partitions);
             ObjectNode e = NODES.objectNode().put("partition", d.partition).put("epoch", c.epoch());
             if (d.prev == null) {
@@ -142,7 +142,7 @@ class ConformanceTracesTest {
         }
 
         @Override
-        public void split(ConsumerCore.SplitChange c) {
+        public void split(CoreTypes.SplitChange c) {
             ObjectNode s = NODES.objectNode().put("key_b64", Base64.getEncoder().encodeToString(c.key.bytes()))
                     .put("epoch", c.epoch);
             ArrayNode parts = s.putArray("parts");
@@ -231,11 +231,11 @@ class ConformanceTracesTest {
                         byte[] v = h.get(1).isNull() ? null : Base64.getDecoder().decode(h.get(1).asText());
                         epoch = EpochHeader.fold(epoch, h.get(0).asText(), v);
                     }
-                    ConsumerCore.Outcome[] outcome = new ConsumerCore.Outcome[1];
+                    CoreTypes.Outcome[] outcome = new CoreTypes.Outcome[1];
                     ConsumerDriver.Labelled<long[]> l = d.record(p, o, key, epoch, new long[] {p, o}, now, outcome);
                     if (l != null) {
                         delivered(delivered, l);
-                    } else if (outcome[0] == ConsumerCore.Outcome.SKIPPED) {
+                    } else if (outcome[0] == CoreTypes.Outcome.SKIPPED) {
                         skipped.addArray().add(p).add(o);
                     }
                     break;
@@ -260,7 +260,7 @@ class ConformanceTracesTest {
             d.held().forEach((p, n) -> held.put(Integer.toString(p), n));
             assertEquals(want.has("held") ? want.get("held") : NODES.objectNode(), norm(held), where + ": held");
             assertEquals(orEmptyArray(want.get("effects")), norm(m.effects), where + ": effects");
-            ConsumerCore.Anomalies a = d.core().takeAnomalies();
+            CoreTypes.Anomalies a = d.core().takeAnomalies();
             ObjectNode counted = NODES.objectNode();
             if (a.unknownEpochRecords > 0) {
                 counted.put("unknown_epoch", a.unknownEpochRecords);

@@ -22,8 +22,8 @@ class ConsumerCoreTest {
     static final String Y = "a".repeat(32);
     static final long SEC = 1_000_000_000L;
 
-    static ConsumerCore.Config cfg() {
-        return new ConsumerCore.Config(4, 5 * SEC, 4096, 8, 3 * SEC, 60_000);
+    static CoreTypes.Config cfg() {
+        return new CoreTypes.Config(4, 5 * SEC, 4096, 8, 3 * SEC, 60_000);
     }
 
     static byte[] b(String s) {
@@ -64,7 +64,7 @@ class ConsumerCoreTest {
         return new HandoffRecords.Progress("g", "t", partition, drained, Map.of(), 0, 0);
     }
 
-    static ConsumerCore.Outcome on(ConsumerCore<Long> c, int p, long o, String key, long epoch, long now) {
+    static CoreTypes.Outcome on(ConsumerCore<Long> c, int p, long o, String key, long epoch, long now) {
         return c.onRecord(p, o, key == null ? null : b(key), epoch, o, now);
     }
 
@@ -88,13 +88,13 @@ class ConsumerCoreTest {
 
     static Long deliver(ConsumerCore<Long> c, int p, long o, String key, long epoch) {
         c.processed();
-        return on(c, p, o, key, epoch, 0) == ConsumerCore.Outcome.DELIVER ? o : null;
+        return on(c, p, o, key, epoch, 0) == CoreTypes.Outcome.DELIVER ? o : null;
     }
 
     static List<HandoffRecords.Progress> commitDue(ConsumerCore<Long> c) {
         List<HandoffRecords.Progress> out = new ArrayList<>();
         for (int p : c.progressDue()) {
-            ConsumerCore.Snapshot s = c.snapshot(p);
+            CoreTypes.Snapshot s = c.snapshot(p);
             c.committed(p, s.drained, 0);
             out.add(c.progressRecord(s));
         }
@@ -116,7 +116,7 @@ class ConsumerCoreTest {
     }
 
     static long drained(ConsumerCore<Long> c, int partition) {
-        ConsumerCore.Snapshot s = c.snapshot(partition);
+        CoreTypes.Snapshot s = c.snapshot(partition);
         return s == null ? -1 : s.drained;
     }
 
@@ -141,18 +141,18 @@ class ConsumerCoreTest {
         bb.onAssignment(assignment(2, 2), 0);
         // B sees hot's epoch-2 record before A drained partition 1: held (C8).
         bb.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(bb, 2, 1, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(bb, 2, 1, "hot", 2, 0));
         // C10: an unstamped hot record while partition 2 has drained only 1: the held epoch-2 record is another
         // producer's, it does not wait.
         bb.processed();
-        assertEquals(ConsumerCore.Outcome.DELIVER, on(bb, 2, 2, "hot", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.DELIVER, on(bb, 2, 2, "hot", EpochHeader.NONE, 0));
         // A key whose epoch-1 home is partition 0 waits for partition 0.
         assertNull(deliver(bb, 2, 3, "cold", 2));
         // Partition 2 drains 2; now an unstamped hot record may be the held one's producer's: it queues (C10).
         end(bb, 2, 4, 2);
         assertEquals(2, drained(bb, 2));
         bb.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(bb, 2, 5, "hot", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(bb, 2, 5, "hot", EpochHeader.NONE, 0));
         assertEquals(3, bb.heldCounts().get(2));
 
         assertEquals(2L, deliver(a, 1, 2, "hot", 1));
@@ -176,10 +176,10 @@ class ConsumerCoreTest {
         ConsumerCore<Long> c = member(2);
         c.onAssignment(assignment(2, 2), 0);
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 10, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 10, "hot", 2, 0));
         end(c, 2, 11, 2);
         assertEquals(List.of(2), c.progressDue());
-        ConsumerCore.Snapshot s = c.snapshot(2);
+        CoreTypes.Snapshot s = c.snapshot(2);
         assertEquals(10, s.offset, "the held record keeps the commit below it");
         assertEquals(2, s.drained);
         c.onAssignment(assignment(3, 2), 0);
@@ -203,10 +203,10 @@ class ConsumerCoreTest {
         };
         ConsumerCore<Long> a = setup.apply(new int[] {1});
         a.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(a, 1, 5, "hot", 3, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(a, 1, 5, "hot", 3, 0));
         assertNotNull(deliver(a, 1, 6, "x", 2));
         end(a, 1, 7, 3);
-        ConsumerCore.Snapshot s = a.snapshot(1);
+        CoreTypes.Snapshot s = a.snapshot(1);
         assertEquals(5, s.offset);
         assertEquals(3, s.drained);
         // A crashes; B takes partition 1 from the committed offset and metadata.
@@ -214,9 +214,9 @@ class ConsumerCoreTest {
         ConsumerCore<Long> bb = setup.apply(new int[0]);
         bb.assign(1, s.offset, meta, 0);
         assertNull(bb.snapshot(1));
-        assertEquals(ConsumerCore.Outcome.HELD, on(bb, 1, 5, "hot", 3, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(bb, 1, 5, "hot", 3, 0));
         bb.processed();
-        assertEquals(ConsumerCore.Outcome.SKIPPED, on(bb, 1, 6, "x", 2, 0), "processed by A");
+        assertEquals(CoreTypes.Outcome.SKIPPED, on(bb, 1, 6, "x", 2, 0), "processed by A");
         end(bb, 1, 7, 3);
         assertEquals(3, drained(bb, 1));
         announce(bb, List.of(progress(2, 3)));
@@ -231,10 +231,10 @@ class ConsumerCoreTest {
         assertEquals(10L, deliver(a, 1, 10, "x", EpochHeader.NONE));
         a.processed();
         // Stamped 2 while nothing is settled: waits for the key's homes of epochs 0 and 1.
-        assertEquals(ConsumerCore.Outcome.HELD, on(a, 1, 11, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(a, 1, 11, "hot", 2, 0));
         assertEquals(12L, deliver(a, 1, 12, "y", EpochHeader.NONE));
         a.processed();
-        ConsumerCore.Snapshot s = a.snapshot(1);
+        CoreTypes.Snapshot s = a.snapshot(1);
         assertEquals(11, s.offset);
         CommitMeta meta = CommitMeta.parse(s.metadata);
         assertEquals(13, meta.next);
@@ -242,9 +242,9 @@ class ConsumerCoreTest {
         ConsumerCore<Long> bb = member(1);
         bb.onAssignment(assignment(2, 2), 0);
         bb.assign(1, s.offset, meta, 0);
-        assertEquals(ConsumerCore.Outcome.HELD, on(bb, 1, 11, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(bb, 1, 11, "hot", 2, 0));
         bb.processed();
-        assertEquals(ConsumerCore.Outcome.SKIPPED, on(bb, 1, 12, "y", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.SKIPPED, on(bb, 1, 12, "y", EpochHeader.NONE, 0));
         assertEquals(13L, deliver(bb, 1, 13, "y", EpochHeader.NONE));
     }
 
@@ -253,7 +253,7 @@ class ConsumerCoreTest {
         ConsumerCore<Long> c = member(2);
         announce(c, List.of(progress(0, 1), progress(1, 1), progress(3, 1)));
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 10, "hot", 99, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 10, "hot", 99, 0));
         // The key's unstamped records do not queue behind it; other keys pass.
         assertEquals(11L, deliver(c, 2, 11, "hot", EpochHeader.NONE));
         assertEquals(12L, deliver(c, 2, 12, "cold", 1));
@@ -269,7 +269,7 @@ class ConsumerCoreTest {
 
         // An epoch learnt within the bound follows the normal rules.
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 13, "hot", 5, 3 * SEC));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 13, "hot", 5, 3 * SEC));
         c.onAssignment(assignment(5, 2), 4 * SEC);
         c.tick(10 * SEC, 10);
         assertNull(c.nextReady(), "known now: waits for partition 1");
@@ -329,7 +329,7 @@ class ConsumerCoreTest {
 
         // C3: a marker for another partition count is rejected and counted.
         d.onMarker(marker(3, 1, 1), 0);
-        ConsumerCore.Anomalies an = d.takeAnomalies();
+        CoreTypes.Anomalies an = d.takeAnomalies();
         assertEquals(1, an.rejectedMarkers[HandoffRecords.MarkerReject.PARTITION_COUNT.ordinal()]);
         d.onMarkerRejected(HandoffRecords.MarkerReject.INVALID);
         assertEquals(1, d.takeAnomalies().rejectedMarkers[HandoffRecords.MarkerReject.INVALID.ordinal()]);
@@ -380,7 +380,7 @@ class ConsumerCoreTest {
     void c7_theSnapshotCarriesPositionUnprocessedAndTheApplicationsRecord() throws Exception {
         ConsumerCore<Long> c = member(0);
         assertEquals(0L, deliver(c, 0, 0, "k", EpochHeader.NONE));
-        ConsumerCore.Snapshot s = c.snapshot(0);
+        CoreTypes.Snapshot s = c.snapshot(0);
         assertEquals(0, s.offset, "the application's record is not processed yet");
         c.processed();
         s = c.snapshot(0);
@@ -425,9 +425,9 @@ class ConsumerCoreTest {
         c.onAssignment(placed(3, "hot", new int[] {2, 3}, "cold", new int[] {0}), 0);
         c.onAssignment(placed(4, "hot", new int[] {3}, "cold", new int[] {0}), 0);
         c.onAssignment(placed(5, "hot", new int[] {3}, "cold", new int[] {0}), 0);
-        List<ConsumerCore.SplitChange> got = c.takeSplitChanges();
+        List<CoreTypes.SplitChange> got = c.takeSplitChanges();
         assertEquals(3, got.size(), got.toString());
-        for (ConsumerCore.SplitChange ch : got) {
+        for (CoreTypes.SplitChange ch : got) {
             assertArrayEquals(b("hot"), ch.key.bytes());
         }
         assertEquals(2, got.get(0).epoch);
@@ -472,7 +472,7 @@ class ConsumerCoreTest {
         assertEquals(1, c.settled());
         assertEquals(2, c.splitLabel(1, b("hot"), EpochHeader.NONE));
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 1, 1, "hot", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 1, 1, "hot", EpochHeader.NONE, 0));
         // Partition 2 (the other part) draining 2 does not release it: only whole homes count.
         c.onProgress(progress(2, 2), 0);
         assertNull(c.nextReady());
@@ -501,7 +501,7 @@ class ConsumerCoreTest {
         commitDue(c);
         others(c, 1, 3);
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 3, 1, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 3, 1, "hot", 2, 0));
         c.onProgress(progress(1, 2), 0);
         assertNull(c.nextReady(), "part 2 not drained");
         c.onProgress(progress(2, 2), 0);
@@ -514,7 +514,7 @@ class ConsumerCoreTest {
         c.onAssignment(placed(1, "hot", new int[] {1, 2}), 0);
         c.assign(0, null, null, 0);
         assertEquals(0, c.labelRecord(0, 0, b("hot"), EpochHeader.NONE));
-        assertEquals(ConsumerCore.Outcome.DELIVER, on(c, 0, 0, "hot", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.DELIVER, on(c, 0, 0, "hot", EpochHeader.NONE, 0));
     }
 
     @Test
@@ -522,10 +522,10 @@ class ConsumerCoreTest {
         ConsumerCore<Long> c = member(2);
         c.onAssignment(assignment(2, 2), 0);
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 0, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 0, "hot", 2, 0));
         c.processed();
-        assertEquals(ConsumerCore.Outcome.DELIVER, on(c, 2, 1, null, 2, 0));
-        assertEquals(ConsumerCore.Outcome.UNOWNED, on(c, 1, 0, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.DELIVER, on(c, 2, 1, null, 2, 0));
+        assertEquals(CoreTypes.Outcome.UNOWNED, on(c, 1, 0, "hot", 2, 0));
         // Revoked: the held record is dropped, the next owner reads it.
         c.revoke(2, 0);
         assertNull(c.nextReady());
@@ -537,11 +537,11 @@ class ConsumerCoreTest {
         ConsumerCore<Long> c = member(2);
         c.onAssignment(assignment(2, 2), 0);
         c.processed();
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 0, "hot", 2, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 0, "hot", 2, 0));
         others(c, 2, 2);
         assertTrue(c.hasReady());
         // Not taken yet: a record of the same partition queues behind it.
-        assertEquals(ConsumerCore.Outcome.HELD, on(c, 2, 1, "hot", EpochHeader.NONE, 0));
+        assertEquals(CoreTypes.Outcome.HELD, on(c, 2, 1, "hot", EpochHeader.NONE, 0));
         assertEquals(List.of(0L, 1L), readyAll(c));
     }
 
@@ -569,7 +569,7 @@ class ConsumerCoreTest {
         c.onAssignment(assignment(2, 2), 0);
         c.processed();
         for (long o = 0; o < 3; o++) {
-            assertEquals(ConsumerCore.Outcome.DELIVER, on(c, 0, o, "k", 1, 0));
+            assertEquals(CoreTypes.Outcome.DELIVER, on(c, 0, o, "k", 1, 0));
         }
         assertEquals(0, c.snapshot(0).offset, "nothing of the batch is processed yet");
         c.onMarker(marker(2, 2, 0, 0, 0), 0);
