@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _native
 from .router import OTHER_TOPIC
@@ -94,14 +94,20 @@ class RouterCollector:
         yield from (records, per_partition, rejected, epoch, in_effect, age)
 
 
-def _require_prometheus_client() -> None:
-    """Raise ``ImportError`` with an install hint when ``prometheus_client`` is missing."""
+_Collector = TypeVar("_Collector", "RouterCollector", "ConsumerCollector")
+
+
+def _registered(collector: _Collector, registry: Any) -> _Collector:
+    """``collector`` registered in ``registry``; ``ImportError`` with an install hint when
+    ``prometheus_client`` is missing."""
     try:
         import prometheus_client  # noqa: F401
     except ImportError as e:
         raise ImportError(
             "dkg_kafka metrics need prometheus_client: pip install 'dkg-kafka[metrics]'"
         ) from e
+    registry.register(collector)
+    return collector
 
 
 def register(router: Router, registry: Any) -> RouterCollector:
@@ -109,10 +115,7 @@ def register(router: Router, registry: Any) -> RouterCollector:
 
     Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
     """
-    _require_prometheus_client()
-    collector = RouterCollector(router)
-    registry.register(collector)
-    return collector
+    return _registered(RouterCollector(router), registry)
 
 
 class ConsumerCollector:
@@ -235,7 +238,4 @@ def register_consumer(consumer: DkgConsumer, registry: Any) -> ConsumerCollector
 
     Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
     """
-    _require_prometheus_client()
-    collector = ConsumerCollector(consumer)
-    registry.register(collector)
-    return collector
+    return _registered(ConsumerCollector(consumer), registry)
