@@ -38,7 +38,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from . import _native
+from ._native import Assignment, CommitSnapshot, ConsumerCore, EpochChange, SplitChange
 from ._config import connection_config, control_consumer_config
 from .router import DEFAULT_CONTROL_TOPIC, Router
 
@@ -59,9 +59,9 @@ _SEQ = itertools.count()
 # A poll without timeout waits in steps of this (it returns at housekeeping anyway).
 _FOREVER = 3600.0
 
-OnEpoch = Callable[[_native.EpochChange], object]
+OnEpoch = Callable[[EpochChange], object]
 OnPartitions = Callable[[list[int]], object]
-OnSplitChange = Callable[[_native.SplitChange], object]
+OnSplitChange = Callable[[SplitChange], object]
 
 
 def uses_consumer_group_protocol(conf: Mapping[str, Any]) -> bool:
@@ -179,7 +179,7 @@ class DkgConsumer:
         self._startup_timeout = startup_timeout
         self._ensure_handoff = ensure_handoff_topic
         self._consumer = Consumer(self._conf)
-        self._core: _native.ConsumerCore | None = None
+        self._core: ConsumerCore | None = None
         # The data topic ("" before subscribe).
         self.topic: str = ""
         self._router: Router | None = None
@@ -189,7 +189,7 @@ class DkgConsumer:
         self._stop = threading.Event()
         # Filled by the control and handoff threads, drained by the polling thread (the core is
         # only ever driven from there, as the Rust consumer's loop owns its events).
-        self._events: collections.deque[tuple[bytes | None, bytes | None] | _native.Assignment] = (
+        self._events: collections.deque[tuple[bytes | None, bytes | None] | Assignment] = (
             collections.deque()
         )
         self._next_housekeeping = 0.0
@@ -220,7 +220,7 @@ class DkgConsumer:
         if tm is None or tm.error is not None or not tm.partitions:
             raise ValueError(f"topic {topic!r} does not exist ({tm.error if tm else 'no metadata'})")
         self.topic = topic
-        core = _native.ConsumerCore(topic, self.group, len(tm.partitions), **self._core_args)
+        core = ConsumerCore(topic, self.group, len(tm.partitions), **self._core_args)
         self._core = core
         connection = connection_config(self._user_conf)
         if self._ensure_handoff:
@@ -407,7 +407,7 @@ class DkgConsumer:
     # -- state -------------------------------------------------------------------------------
 
     @property
-    def core(self) -> _native.ConsumerCore:
+    def core(self) -> ConsumerCore:
         """The protocol's state machine (for inspection: owned partitions, settled epoch...)."""
         return self._require_core()
 
@@ -425,12 +425,12 @@ class DkgConsumer:
 
     # -- internals: the polling thread -------------------------------------------------------
 
-    def _require_core(self) -> _native.ConsumerCore:
+    def _require_core(self) -> ConsumerCore:
         if self._core is None:
             raise RuntimeError("DkgConsumer: call subscribe([topic]) first")
         return self._core
 
-    def _on_control(self, assignment: _native.Assignment) -> None:
+    def _on_control(self, assignment: Assignment) -> None:
         if assignment.topic == self.topic:
             self._events.append(assignment)
 
@@ -439,7 +439,7 @@ class DkgConsumer:
         events = self._events
         while events:
             ev = events.popleft()
-            if isinstance(ev, _native.Assignment):
+            if isinstance(ev, Assignment):
                 _log.info("consumer saw a new assignment: topic %s, epoch %d", ev.topic, ev.epoch)
                 core.on_assignment(ev)
                 continue
@@ -509,13 +509,13 @@ class DkgConsumer:
         except KafkaException as e:
             _log.warning("pause/resume of %s failed: %s", partitions, e)
 
-    def _snapshots(self, core: _native.ConsumerCore, partitions: Sequence[int]) -> list[TopicPartition]:
+    def _snapshots(self, core: ConsumerCore, partitions: Sequence[int]) -> list[TopicPartition]:
         """Offsets and metadata to commit for ``partitions`` (those with something fetched and
         metadata within the limit)."""
         out = []
         for p in partitions:
             s = core.snapshot(p)
-            if isinstance(s, _native.CommitSnapshot):
+            if isinstance(s, CommitSnapshot):
                 out.append(TopicPartition(self.topic, p, s.offset, metadata=s.metadata))
         return out
 
@@ -523,8 +523,8 @@ class DkgConsumer:
         """Drained changes: hooks, a synchronous commit with the metadata, then the
         announcement on the handoff topic (C7; the Rust glue's ``commit_progress``)."""
         core = self._require_core()
-        snapshots: list[_native.CommitSnapshot] = []
-        changes: list[_native.EpochChange] = []
+        snapshots: list[CommitSnapshot] = []
+        changes: list[EpochChange] = []
         for p in core.progress_due():
             changes.extend(core.take_drained_epochs(p))
             s = core.snapshot(p)
@@ -573,7 +573,7 @@ class DkgConsumer:
         except (KafkaException, BufferError) as e:
             _log.warning("progress announcement not sent: %s", e)
 
-    def _collect_garbage(self, core: _native.ConsumerCore) -> None:
+    def _collect_garbage(self, core: ConsumerCore) -> None:
         """Tombstone leases expired long ago, with their producer's marker."""
         if self._writer is None:
             return
@@ -659,7 +659,7 @@ class DkgConsumer:
             snapshots = []
             for p in partitions:
                 s = core.snapshot(p)
-                if isinstance(s, _native.CommitSnapshot):
+                if isinstance(s, CommitSnapshot):
                     snapshots.append(s)
                 elif isinstance(s, int):
                     _log.error(
@@ -778,7 +778,7 @@ class ConsumerMetricsState:
         self.markers_rejected: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def update(self, consumer: DkgConsumer, core: _native.ConsumerCore) -> None:
+    def update(self, consumer: DkgConsumer, core: ConsumerCore) -> None:
         held = dict(core.held_counts())
         lag = {}
         for p, pos in core.positions():

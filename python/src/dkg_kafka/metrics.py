@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _native
+from ._native import REJECT_REASONS
 from .router import OTHER_TOPIC
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class RouterCollector:
         )
         counts = self._router.rejected_by_topic()
         for topic in [OTHER_TOPIC, *sorted(self._router.counters())]:
-            for reason in _native.REJECT_REASONS:
+            for reason in REJECT_REASONS:
                 rejected.add_metric([topic, reason], counts.get((topic, reason), 0))
         epoch = GaugeMetricFamily(
             "dkg_producer_epoch",

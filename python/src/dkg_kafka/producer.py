@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from . import _native
+from ._native import ProducerCore
 from ._config import producer_config
 from .router import DEFAULT_CONTROL_TOPIC, Router
 
@@ -32,7 +32,7 @@ def _forward(name: str) -> Callable[..., Any]:
     return forward
 
 
-class DkgProducer(_native.ProducerCore):
+class DkgProducer(ProducerCore):
     """Drop-in for ``confluent_kafka.Producer``: ``Producer(conf)`` becomes ``DkgProducer(conf)``.
 
     ``produce`` has the client's signature and exceptions. Keyless records and records with an

@@ -31,7 +31,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from . import _native
+from ._native import Assignment, AssignmentBook, ControlUpdate, Placement, PlacementTable, REJECT_REASONS, RouteCounters
 from ._config import connection_config, control_consumer_config
 
 DEFAULT_CONTROL_TOPIC = "_dkg.assignments"
@@ -102,11 +102,11 @@ class Router:
         self._refresh = max(0.1, metadata_refresh_interval)
         self._metadata_timeout = metadata_timeout
         self._list_topics = list_topics
-        self._book = _native.AssignmentBook()
+        self._book = AssignmentBook()
         # Read without a lock on the produce path (a cached lookup, python/rust/table.rs); written
         # under `_lock` by the two background threads.
-        self._placements = _native.PlacementTable()
-        self._counters: dict[str, _native.RouteCounters] = {}
+        self._placements = PlacementTable()
+        self._counters: dict[str, RouteCounters] = {}
         self._counts: dict[str, int] = {}
         self._wanted: set[str] = set()
         # (topic label, reason) -> count: the record's topic if this router produced to it, else
@@ -120,8 +120,8 @@ class Router:
         self._threads: list[threading.Thread] = []
         # Per topic: its current assignment and where keys lived before it (previous
         # assignment, whether that is known: not for the first one read at start-up).
-        self._current: dict[str, _native.Assignment] = {}
-        self._before: dict[str, tuple[_native.Assignment | None, bool]] = {}
+        self._current: dict[str, Assignment] = {}
+        self._before: dict[str, tuple[Assignment | None, bool]] = {}
         self._live = False
         # Records rejected while reading the control topic at start-up, per record key: reason ->
         # count. Logged as one line per topic once read (not one line per old record).
@@ -130,11 +130,11 @@ class Router:
         self._adopted_at: dict[str, tuple[int, float]] = {}
         # Called with every adopted assignment, in log order (``DkgConsumer`` follows the control
         # topic through its router).
-        self._listeners: list[Callable[[_native.Assignment], None]] = []
+        self._listeners: list[Callable[[Assignment], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def add_listener(self, listener: Callable[[_native.Assignment], None]) -> None:
+    def add_listener(self, listener: Callable[[Assignment], None]) -> None:
         """Call ``listener(assignment)`` for every assignment the router adopts from now on, in
         control-topic order: at :meth:`start` (every record read to the end, on the calling
         thread) and live (on the control topic's thread: keep it short, hand it over)."""
@@ -209,7 +209,7 @@ class Router:
         self._unplaced(topic)
         return _UNPLACED
 
-    def placement(self, topic: str) -> _native.Placement | None:
+    def placement(self, topic: str) -> Placement | None:
         """The topic's current placement (``None`` while its partition count is unknown)."""
         return self._placements.get(topic)
 
@@ -225,10 +225,10 @@ class Router:
 
     # -- state, under `_lock` ----------------------------------------------------------------
 
-    def _counters_of(self, topic: str) -> _native.RouteCounters:
+    def _counters_of(self, topic: str) -> RouteCounters:
         counters = self._counters.get(topic)
         if counters is None:
-            counters = self._counters[topic] = _native.RouteCounters()
+            counters = self._counters[topic] = RouteCounters()
         return counters
 
     def _replace(self, topic: str) -> None:
@@ -237,7 +237,7 @@ class Router:
         if count is None:
             return
         previous, previous_known = self._before.get(topic, (None, False))
-        placement = _native.Placement(
+        placement = Placement(
             count,
             self._current.get(topic),
             self._counters_of(topic),
@@ -254,7 +254,7 @@ class Router:
 
     # -- the control topic -------------------------------------------------------------------
 
-    def _apply(self, key: bytes | None, value: bytes | None) -> _native.ControlUpdate:
+    def _apply(self, key: bytes | None, value: bytes | None) -> ControlUpdate:
         # Only this thread (or a test) applies records. Decoding (up to 8 MiB) runs outside
         # `_lock` and without the GIL, so a produce() that needs the lock (a topic's first record)
         # never waits for it; `_replace` reads the book's latest state under the lock.
@@ -432,7 +432,7 @@ class Router:
 
     # -- inspection ----------------------------------------------------------------------------
 
-    def assignment(self, topic: str) -> _native.Assignment | None:
+    def assignment(self, topic: str) -> Assignment | None:
         """The topic's current assignment (in effect or not)."""
         with self._lock:
             return self._book.get(topic)
@@ -440,7 +440,7 @@ class Router:
     def rejected(self) -> dict[str, int]:
         """Control-topic records rejected since start, by reason label (every reason, all topics)."""
         with self._lock:
-            out = dict.fromkeys(_native.REJECT_REASONS, 0)
+            out = dict.fromkeys(REJECT_REASONS, 0)
             for (_, reason), n in self._rejected.items():
                 out[reason] = out.get(reason, 0) + n
             return out
@@ -451,7 +451,7 @@ class Router:
         with self._lock:
             return dict(self._rejected)
 
-    def counters(self) -> dict[str, _native.RouteCounters]:
+    def counters(self) -> dict[str, RouteCounters]:
         """The route and partition counters of every topic seen."""
         with self._lock:
             return dict(self._counters)
