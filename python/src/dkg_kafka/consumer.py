@@ -40,6 +40,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from ._native import Assignment, CommitSnapshot, ConsumerCore, EpochChange, SplitChange
 from ._config import connection_config, control_consumer_config
+from .metrics import ConsumerMetricsState
 from .router import DEFAULT_CONTROL_TOPIC, Router
 
 DEFAULT_HANDOFF_TOPIC = "_dkg.handoff"
@@ -481,7 +482,7 @@ class DkgConsumer:
             )
         self._flow(pause, True)
         self._flow(resume, False)
-        self.metrics.update(self, core)
+        self.metrics.update(self._consumer, self.topic, core)
         if self._writer is not None:
             self._writer.poll(0)
         if now >= self._next_commit and self._commit_interval is not None:
@@ -760,65 +761,6 @@ class DkgConsumer:
             for msg in batch:
                 if msg.error() is None:
                     events.append((msg.key(), msg.value()))
-
-
-class ConsumerMetricsState:
-    """What the metrics collector reads: gauges and histogram counts refreshed at housekeeping
-    (every 100 ms while polling), replaced whole so a scrape on another thread reads one state."""
-
-    BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
-
-    def __init__(self) -> None:
-        self.held: dict[int, int] = {}
-        self.lag: dict[int, int] = {}
-        self.hold_counts = [0] * (len(self.BUCKETS) + 1)
-        self.hold_sum = 0.0
-        self.unknown_epoch = 0
-        self.clamped_leases = 0
-        self.markers_rejected: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def update(self, consumer: DkgConsumer, core: ConsumerCore) -> None:
-        held = dict(core.held_counts())
-        lag = {}
-        for p, pos in core.positions():
-            if pos is None:
-                continue
-            try:
-                _, high = consumer._consumer.get_watermark_offsets(
-                    TopicPartition(consumer.topic, p), cached=True
-                )
-            except KafkaException:
-                continue
-            if high >= 0:
-                lag[p] = max(0, high - pos)
-        times = core.take_hold_times()
-        unknown, clamped, rejected = core.take_anomalies()
-        with self._lock:
-            self.held, self.lag = held, lag
-            for t in times:
-                i = next((i for i, le in enumerate(self.BUCKETS) if t <= le), len(self.BUCKETS))
-                self.hold_counts[i] += 1
-                self.hold_sum += t
-            self.unknown_epoch += unknown
-            self.clamped_leases += clamped
-            for reason, n in rejected.items():
-                self.markers_rejected[reason] = self.markers_rejected.get(reason, 0) + n
-
-    def forget(self, partitions: list[int]) -> None:
-        with self._lock:
-            self.held = {p: n for p, n in self.held.items() if p not in partitions}
-            self.lag = {p: n for p, n in self.lag.items() if p not in partitions}
-
-    def snapshot(self) -> ConsumerMetricsState:
-        """A copy taken under the lock (for a scrape)."""
-        with self._lock:
-            out = ConsumerMetricsState()
-            out.held, out.lag = dict(self.held), dict(self.lag)
-            out.hold_counts, out.hold_sum = list(self.hold_counts), self.hold_sum
-            out.unknown_epoch, out.clamped_leases = self.unknown_epoch, self.clamped_leases
-            out.markers_rejected = dict(self.markers_rejected)
-            return out
 
 
 def _deadline(timeout: float | None) -> float:

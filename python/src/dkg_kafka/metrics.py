@@ -23,16 +23,91 @@ routing a record never touches ``prometheus_client``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._native import REJECT_REASONS
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from ._native import REJECT_REASONS, ConsumerCore
 from .router import OTHER_TOPIC
 
 if TYPE_CHECKING:
-    from .consumer import DkgConsumer
     from .router import Router
+
+
+class ConsumerView(Protocol):
+    """What :class:`ConsumerCollector` reads of a ``DkgConsumer`` (a protocol, so this module does not
+    import the consumer's)."""
+
+    @property
+    def member(self) -> str: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def core(self) -> ConsumerCore: ...
+    @property
+    def metrics(self) -> ConsumerMetricsState: ...
+
+
+class ConsumerMetricsState:
+    """What the metrics collector reads: gauges and histogram counts refreshed at housekeeping
+    (every 100 ms while polling), replaced whole so a scrape on another thread reads one state."""
+
+    BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+    def __init__(self) -> None:
+        self.held: dict[int, int] = {}
+        self.lag: dict[int, int] = {}
+        self.hold_counts = [0] * (len(self.BUCKETS) + 1)
+        self.hold_sum = 0.0
+        self.unknown_epoch = 0
+        self.clamped_leases = 0
+        self.markers_rejected: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def update(self, client: Consumer, topic: str, core: ConsumerCore) -> None:
+        held = dict(core.held_counts())
+        lag = {}
+        for p, pos in core.positions():
+            if pos is None:
+                continue
+            try:
+                _, high = client.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+            except KafkaException:
+                continue
+            if high >= 0:
+                lag[p] = max(0, high - pos)
+        times = core.take_hold_times()
+        unknown, clamped, rejected = core.take_anomalies()
+        with self._lock:
+            self.held, self.lag = held, lag
+            for t in times:
+                i = next((i for i, le in enumerate(self.BUCKETS) if t <= le), len(self.BUCKETS))
+                self.hold_counts[i] += 1
+                self.hold_sum += t
+            self.unknown_epoch += unknown
+            self.clamped_leases += clamped
+            for reason, n in rejected.items():
+                self.markers_rejected[reason] = self.markers_rejected.get(reason, 0) + n
+
+    def forget(self, partitions: list[int]) -> None:
+        with self._lock:
+            self.held = {p: n for p, n in self.held.items() if p not in partitions}
+            self.lag = {p: n for p, n in self.lag.items() if p not in partitions}
+
+    def snapshot(self) -> ConsumerMetricsState:
+        """A copy taken under the lock (for a scrape)."""
+        with self._lock:
+            out = ConsumerMetricsState()
+            out.held, out.lag = dict(self.held), dict(self.lag)
+            out.hold_counts, out.hold_sum = list(self.hold_counts), self.hold_sum
+            out.unknown_epoch, out.clamped_leases = self.unknown_epoch, self.clamped_leases
+            out.markers_rejected = dict(self.markers_rejected)
+            return out
+
+
 
 
 class RouterCollector:
@@ -139,7 +214,7 @@ class ConsumerCollector:
     cover owned partitions only (a revoked partition's series go with it).
     """
 
-    def __init__(self, consumer: DkgConsumer) -> None:
+    def __init__(self, consumer: ConsumerView) -> None:
         self._consumer = consumer
 
     def collect(self) -> Iterator[Any]:
@@ -233,7 +308,7 @@ class ConsumerCollector:
 MARKER_REJECT_REASONS = ("oversize", "malformed_json", "key_mismatch", "invalid", "partition_count")
 
 
-def register_consumer(consumer: DkgConsumer, registry: Any) -> ConsumerCollector:
+def register_consumer(consumer: ConsumerView, registry: Any) -> ConsumerCollector:
     """Register the consumer's metrics in ``registry`` (a ``prometheus_client.CollectorRegistry``).
 
     Raises ``ImportError`` with an install hint when ``prometheus_client`` is missing.
