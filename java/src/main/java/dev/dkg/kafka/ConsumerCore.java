@@ -305,14 +305,14 @@ final class ConsumerCore<M> {
 
     /** Bookkeeping for any record fetched from {@code partition}; null if it is not owned. */
     private OwnedPartition<M> fetched(int partition, long offset) {
-        Long app = inAppOn(partition);
         OwnedPartition<M> part = parts.get(partition);
         if (part == null) {
             return null;
         }
         if (part.progress.hasAwaiting()) {
-            // Everything below this record was fetched (the record itself is not tracked yet).
-            Long position = markerPosition(part, app, offset);
+            // Everything below this record was fetched (the record itself is not tracked yet). The application's
+            // records are looked up only here: a scan of them per fetched record made a poll quadratic in its batch.
+            Long position = markerPosition(part, inAppOn(partition), offset);
             if (part.progress.arrived(position, part.hold::minEpochBelow)) {
                 part.drained = drainedNow(part);
             }

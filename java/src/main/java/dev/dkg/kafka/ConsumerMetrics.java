@@ -87,12 +87,12 @@ final class ConsumerMetrics {
         });
     }
 
-    /** A record handed to the application. */
-    void record(int partition, int split) {
-        records.incrementAndGet();
-        partition(partition)[0].incrementAndGet();
+    /** {@code n} records of one partition handed to the application, {@code split} of them of split keys. */
+    void records(int partition, int n, int split) {
+        records.addAndGet(n);
+        partition(partition)[0].addAndGet(n);
         if (split > 0) {
-            splitRecords.incrementAndGet();
+            splitRecords.addAndGet(split);
         }
     }
 
