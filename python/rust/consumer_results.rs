@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use dkg_kafka_core::{Assignment, kafka_partition};
+use dkg_kafka_core::Assignment;
 use dkg_kafka_protocol::consumer::core::Snapshot;
+use dkg_kafka_protocol::consumer::history::{partition_under, split_under};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -63,24 +64,6 @@ pub(crate) struct EpochChange {
     pub(crate) partitions: u32,
 }
 
-impl EpochChange {
-    fn place(&self, a: Option<&Assignment>, key: &[u8]) -> u32 {
-        match a {
-            // A split key's first part: asking its lookup would advance its schedule.
-            Some(a) if a.partitions() == self.partitions => match a.split_of(key) {
-                Some(parts) => parts.first().map_or(0, |s| s.partition),
-                None => a.partition_for(key),
-            },
-            _ => kafka_partition(key, self.partitions),
-        }
-    }
-}
-
-fn split_parts(a: Option<&Assignment>, key: &[u8], partitions: u32) -> Option<Vec<u32>> {
-    let a = a.filter(|a| a.partitions() == partitions)?;
-    Some(a.split_of(key)?.iter().map(|s| s.partition).collect())
-}
-
 #[pymethods]
 impl EpochChange {
     /// The assignment before (`None`: Kafka's default placement, or unknown).
@@ -119,12 +102,12 @@ impl EpochChange {
 
     /// The key's partition before the change.
     fn partition_before(&self, key: &[u8]) -> u32 {
-        self.place(self.prev.as_deref(), key)
+        partition_under(self.prev.as_deref(), key, self.partitions)
     }
 
     /// The key's partition after the change.
     fn partition_after(&self, key: &[u8]) -> u32 {
-        self.place(Some(&self.next), key)
+        partition_under(Some(&self.next), key, self.partitions)
     }
 
     /// The key changed partition.
@@ -147,12 +130,12 @@ impl EpochChange {
 
     /// The key's partitions before the change if it was split then.
     fn split_before(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(self.prev.as_deref(), key, self.partitions)
+        split_under(self.prev.as_deref(), key, self.partitions)
     }
 
     /// The key's partitions after the change if it is split now.
     fn split_after(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(Some(&self.next), key, self.partitions)
+        split_under(Some(&self.next), key, self.partitions)
     }
 
     fn __repr__(&self) -> String {

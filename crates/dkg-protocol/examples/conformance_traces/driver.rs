@@ -12,10 +12,10 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde::Serialize;
 
 use dkg_kafka_core::assignment::Assignment;
-use dkg_kafka_core::hash::kafka_partition;
 use dkg_kafka_protocol::book::{AssignmentBook, ControlUpdate};
 use dkg_kafka_protocol::consumer::Monotonic;
 use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Drained, Incoming, Outcome};
+use dkg_kafka_protocol::consumer::history::partition_under;
 use dkg_kafka_protocol::consumer::progress::CommitMeta;
 use dkg_kafka_protocol::handoff::{
     self, HandoffEntry, HandoffKey, Lease, Marker, MarkerReject, ProducerId, Progress,
@@ -482,13 +482,7 @@ impl Member {
     /// The epoch hook with the trace's keys that moved out (the glue's `EpochChange::moved_out`).
     fn epoch_hook(&self, d: &Drained, owned: &[u32]) -> Hook {
         let n = self.cfg.partitions;
-        let place = |a: Option<&Assignment>, key: &[u8]| match a {
-            Some(a) if a.partitions() == n => match a.split_of(key) {
-                Some(parts) => parts.first().map_or(0, |s| s.partition),
-                None => a.partition_for(key),
-            },
-            _ => kafka_partition(key, n),
-        };
+        let place = |a: Option<&Assignment>, key: &[u8]| partition_under(a, key, n);
         let prev = d.prev.as_deref();
         let moved_out_b64 = self
             .keys

@@ -222,6 +222,28 @@ impl History {
     }
 }
 
+/// The partition of `key` under `a` on a topic of `partitions` (`None`, or an assignment for another
+/// partition count: Kafka's default placement); for a split key the partition of its first part, without
+/// advancing its spread. One rule for every hook that says where a key was and is (the glue's
+/// `EpochChange`, the Python binding's, the conformance driver's).
+#[must_use]
+pub fn partition_under(a: Option<&Assignment>, key: &[u8], partitions: u32) -> u32 {
+    match a {
+        Some(a) if a.partitions() == partitions => match a.split_of(key) {
+            Some(parts) => parts.first().map_or(0, |s| s.partition),
+            None => a.partition_for(key),
+        },
+        _ => kafka_partition(key, partitions),
+    }
+}
+
+/// The partitions of `key` under `a` if `a` splits it on a topic of `partitions`.
+#[must_use]
+pub fn split_under(a: Option<&Assignment>, key: &[u8], partitions: u32) -> Option<Vec<u32>> {
+    let a = a.filter(|a| a.partitions() == partitions)?;
+    Some(a.split_of(key)?.iter().map(|s| s.partition).collect())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::assignment::Assignment;
-use crate::hash::kafka_partition;
+use dkg_kafka_protocol::consumer::history::{partition_under, split_under};
 
 pub use dkg_kafka_protocol::consumer::split::SplitChange;
 
@@ -129,42 +129,31 @@ impl<'a> EpochChange<'a> {
         self.owned
     }
 
-    fn place(&self, a: Option<&Assignment>, key: &[u8]) -> u32 {
-        match a {
-            // A split key's first part: its lookup would take the next partition of its spread.
-            Some(a) if a.partitions() == self.partitions => match a.split_of(key) {
-                Some(parts) => parts.first().map_or(0, |s| s.partition),
-                None => a.partition_for(key),
-            },
-            _ => kafka_partition(key, self.partitions),
-        }
-    }
-
     /// The key's partitions before the change if it was split then (see
     /// [`DkgMessage::split_parts`](super::DkgMessage::split_parts)): a split key's state is kept
     /// per partition, so [`EpochChange::moved_out`] and the partition of a split key (its first
     /// part) say little about it.
     #[must_use]
     pub fn split_before(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(self.prev, key, self.partitions)
+        split_under(self.prev, key, self.partitions)
     }
 
     /// The key's partitions after the change if it is split now.
     #[must_use]
     pub fn split_after(&self, key: &[u8]) -> Option<Vec<u32>> {
-        split_parts(Some(self.next), key, self.partitions)
+        split_under(Some(self.next), key, self.partitions)
     }
 
     /// The key's partition before the change.
     #[must_use]
     pub fn partition_before(&self, key: &[u8]) -> u32 {
-        self.place(self.prev, key)
+        partition_under(self.prev, key, self.partitions)
     }
 
     /// The key's partition after the change.
     #[must_use]
     pub fn partition_after(&self, key: &[u8]) -> u32 {
-        self.place(Some(self.next), key)
+        partition_under(Some(self.next), key, self.partitions)
     }
 
     /// The key changed partition.
@@ -189,17 +178,13 @@ impl<'a> EpochChange<'a> {
     }
 }
 
-fn split_parts(a: Option<&Assignment>, key: &[u8], partitions: u32) -> Option<Vec<u32>> {
-    let a = a.filter(|a| a.partitions() == partitions)?;
-    Some(a.split_of(key)?.iter().map(|s| s.partition).collect())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use dkg_kafka_core::fixtures;
+    use dkg_kafka_core::hash::kafka_partition;
 
     fn a(epoch: u64, hot_on: u32) -> Assignment {
         fixtures::with_hot_key(4, epoch, vec![0; 4], hot_on)
