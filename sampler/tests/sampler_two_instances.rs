@@ -34,8 +34,8 @@ fn epoch(s: &Sampler) -> u64 {
     s.health().and_then(|h| h["epoch"].as_u64()).unwrap_or(0)
 }
 
-/// A key generation whose three hottest keys land both on partitions 0-5 (the leader's half under the range
-/// assignor) and 6-11 (the follower's half).
+/// A key generation whose three hottest keys land both on partitions 0-5 and 6-11 (a drift that every
+/// member of the group sees part of).
 fn generation_spanning_both_halves(from: u64) -> (u64, Vec<Vec<u8>>) {
     (from..from + 100)
         .find_map(|g| {
@@ -47,6 +47,22 @@ fn generation_spanning_both_halves(from: u64) -> (u64, Vec<Vec<u8>>) {
             (parts.iter().any(|p| *p < 6) && parts.iter().any(|p| *p >= 6)).then_some((g, keys))
         })
         .expect("some generation spans both halves")
+}
+
+/// A key generation whose hottest key (rank 1) lands on one of `partitions`. Rank 1 carries about 21% of a
+/// Zipf(1.2) stream over 10,000 keys, over twice a partition's fair share of 12, so every assignment fitted to a window
+/// that has seen it pins it. Ranks 2 and 3 (9% and 6%) can ride in a bucket at a cost below the
+/// sampler's hysteresis, so an epoch that pins them is not owed (CI saw epoch 2 without rank 3, and no
+/// later epoch, since the gain stayed under the margin).
+fn generation_with_top_key_on(partitions: &BTreeSet<u32>, from: u64) -> (u64, Vec<u8>) {
+    (from..from + 1000)
+        .find_map(|g| {
+            let key = zipf_key(g, 1).into_bytes();
+            partitions
+                .contains(&kafka_partition(&key, PARTITIONS))
+                .then_some((g, key))
+        })
+        .expect("some generation puts its top key on the given partitions")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,58 +166,37 @@ async fn two_samplers(protocol_args: &[&str]) {
             assert!(follower_owned.contains(&p), "lag only for owned partitions");
         }
 
-        // Drift to hot keys on both halves: the next epoch must pin the follower's hot keys too, which only
-        // the follower consumes: proof that the leader merged the follower's window.
+        // Drift to a generation whose hottest key only the follower consumes: an epoch that pins it proves
+        // the leader merged the follower's window (the leader never reads that key's partition). The first
+        // epoch after the drift may come from a window still made mostly of the old generation, so wait
+        // for the epoch that pins it; one never comes if the leader ignores the follower's window.
         let epoch_before = epoch(leader);
-        let (generation, hot) = generation_spanning_both_halves(1);
+        let (generation, hot) = generation_with_top_key_on(&follower_owned, 1);
         workload.set_generation(generation);
-        // The first epoch after the drift may come from a window still made mostly of the old
-        // generation (CI once saw epoch 2 without the rank-3 key): wait for an epoch that pins every
-        // hot key. One never comes if the leader ignores the follower's window, since only the
-        // follower consumes the partitions of some of those keys.
-        let who = |p: u32| {
-            if follower_owned.contains(&p) {
-                "follower"
-            } else {
-                "leader"
-            }
-        };
-        let mut last_missing = String::new();
+        let hot_partition = kafka_partition(&hot, PARTITIONS);
+        let mut last_seen = String::new();
         wait_for(
-            "an epoch built from both windows that pins every hot key",
+            "an epoch built from both windows that pins the follower's hot key",
             Duration::from_secs(60),
             || {
                 let a = leader.assignment()?;
                 if a.epoch() <= epoch_before {
                     return None;
                 }
-                let missing: Vec<String> = hot
-                    .iter()
-                    .filter(|key| !a.heavy().iter().any(|h| &h.key == *key))
-                    .map(|key| {
-                        let p = kafka_partition(key, PARTITIONS);
-                        format!(
-                            "{} (partition {p}, {})",
-                            String::from_utf8_lossy(key),
-                            who(p)
-                        )
-                    })
-                    .collect();
-                if missing.is_empty() {
+                if a.heavy().iter().any(|h| h.key == hot) {
                     return Some(());
                 }
-                let line = format!("epoch {} lacks {}", a.epoch(), missing.join(", "));
-                if line != last_missing {
+                let line = format!(
+                    "epoch {} lacks {} (partition {hot_partition}, follower)",
+                    a.epoch(),
+                    String::from_utf8_lossy(&hot)
+                );
+                if line != last_seen {
                     eprintln!("{line}");
-                    last_missing = line;
+                    last_seen = line;
                 }
                 None
             },
-        );
-        assert!(
-            hot.iter()
-                .any(|k| follower_owned.contains(&kafka_partition(k, PARTITIONS))),
-            "the test needs a hot key on the follower's partitions"
         );
         assert_eq!(publishes(follower), 0.0, "only the leader publishes");
 
