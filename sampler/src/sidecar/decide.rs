@@ -117,6 +117,31 @@ pub struct Situation {
     pub force: bool,
     /// Seconds the window has been learning (since the sampler started or the partition count changed).
     pub learned_secs: f64,
+    /// The sampler reads behind the log (`None`: it keeps up, or it has deferred for
+    /// [`MAX_CATCH_UP_DEFERRALS`] intervals in a row and decides anyway).
+    pub catching_up: Option<CatchingUp>,
+}
+
+/// Intervals in a row a replacement may wait for the sampler to catch up ([`KeepReason::CatchingUp`]); after
+/// that it decides anyway, so a sampler that never catches up still follows drift.
+pub const MAX_CATCH_UP_DEFERRALS: u32 = 10;
+
+/// How far behind the log the sampler reads, as of the consumer's last statistics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CatchingUp {
+    /// Records between the sampler's position and the log end, summed over its partitions.
+    pub unread: u64,
+    /// Records it read in the interval that just ended.
+    pub read: u64,
+}
+
+impl CatchingUp {
+    /// `Some` when more records wait unread than the interval read: the reads are then a catch-up, which
+    /// fetches partitions in uneven lumps, so the interval's partition mix is not the log's and its key
+    /// counts carry a partition skew that a fresh assignment would fit (BENCHMARKS.md, "Flake hunt").
+    pub fn detect(unread: u64, read: u64) -> Option<Self> {
+        (unread > read.max(1)).then_some(Self { unread, read })
+    }
 }
 
 /// Why a fresh assignment is published.
@@ -182,6 +207,16 @@ pub enum KeepReason {
     Balanced {
         /// Its predicted imbalance.
         current: f64,
+    },
+    /// The current assignment looks imbalanced, but the sampler reads behind the log: the decision waits
+    /// until it has caught up.
+    CatchingUp {
+        /// Its predicted imbalance on the window.
+        current: f64,
+        /// Records unread on the sampler's partitions.
+        unread: u64,
+        /// Records read in the last interval.
+        read: u64,
     },
     /// The fresh assignment is not better by more than the effective margin.
     NoImprovement {
@@ -337,6 +372,13 @@ pub fn decide(policy: &Policy, s: &Situation) -> Decision {
     }
     if current <= policy.imbalance_threshold {
         return Decision::Keep(KeepReason::Balanced { current });
+    }
+    if let Some(CatchingUp { unread, read }) = s.catching_up {
+        return Decision::Keep(KeepReason::CatchingUp {
+            current,
+            unread,
+            read,
+        });
     }
     let margin = effective_margin(policy, s.partitions, s.window_samples);
     if current - s.fresh_imbalance > margin {
@@ -495,6 +537,17 @@ impl fmt::Display for KeepReason {
                     pct(*current)
                 )
             }
+            KeepReason::CatchingUp {
+                current,
+                unread,
+                read,
+            } => write!(
+                f,
+                "current assignment predicts {} imbalance, but {unread} records wait unread (the \
+                 interval read {read}): a catch-up reads partitions unevenly, so the window's \
+                 partition mix is not the log's; deciding once caught up",
+                pct(*current)
+            ),
             KeepReason::NoImprovement {
                 current,
                 fresh,
@@ -524,6 +577,7 @@ mod tests {
             fresh_imbalance: fresh,
             force,
             learned_secs: 10.0,
+            catching_up: None,
         }
     }
 
@@ -895,6 +949,61 @@ mod tests {
         let s = situation(Current::Predicted { imbalance: 0.3 }, 0.2, MANY, false);
         assert!(decide(&lenient, &s).publishes());
         assert!(!decide(&strict, &s).publishes());
+    }
+
+    #[test]
+    fn an_imbalanced_assignment_waits_while_the_sampler_catches_up() {
+        let p = Policy::default();
+        let imbalanced = situation(Current::Predicted { imbalance: 0.3 }, 0.01, MANY, false);
+        assert!(decide(&p, &imbalanced).publishes());
+        // More unread than the interval read: the decision waits and says why.
+        let behind = Situation {
+            catching_up: CatchingUp::detect(50_000, 20_000),
+            ..imbalanced
+        };
+        let Decision::Keep(reason) = decide(&p, &behind) else {
+            panic!("published while catching up");
+        };
+        assert_eq!(
+            reason,
+            KeepReason::CatchingUp {
+                current: 0.3,
+                unread: 50_000,
+                read: 20_000
+            }
+        );
+        assert!(reason.to_string().contains("50000 records wait unread"));
+        // Keeping up (less unread than one interval's reads), the first epoch, a partition count change
+        // and --once do not wait.
+        assert_eq!(CatchingUp::detect(19_999, 20_000), None);
+        assert_eq!(CatchingUp::detect(0, 0), None);
+        assert_eq!(CatchingUp::detect(1, 0), None);
+        assert!(CatchingUp::detect(2, 0).is_some());
+        for current in [
+            Current::None,
+            Current::OtherPartitionCount { partitions: 3 },
+        ] {
+            let s = Situation {
+                current,
+                catching_up: CatchingUp::detect(50_000, 20_000),
+                ..situation(current, 0.01, MANY, false)
+            };
+            assert!(decide(&p, &s).publishes(), "{current:?}");
+        }
+        let forced = Situation {
+            force: true,
+            ..behind
+        };
+        assert!(decide(&p, &forced).publishes());
+        // A balanced assignment is kept for that reason, not for the catch-up.
+        let balanced = Situation {
+            current: Current::Predicted { imbalance: 0.001 },
+            ..behind
+        };
+        assert!(matches!(
+            decide(&p, &balanced),
+            Decision::Keep(KeepReason::Balanced { .. })
+        ));
     }
 
     #[test]

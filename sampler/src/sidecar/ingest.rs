@@ -68,6 +68,9 @@ pub struct Shared {
     /// The end of each owned partition's log (the next offset to be written, or the last stable offset
     /// if lower), as of the last statistics.
     log_end: Mutex<BTreeMap<u32, i64>>,
+    /// Records between the application's position and the log end, summed over the owned partitions, as
+    /// of the last statistics (the catch-up guard, `decide::CatchingUp`).
+    unread: AtomicU64,
     /// Bumped at every rebalance callback (the read-fraction schedule restarts).
     rebalances: AtomicU64,
     /// Records polled and observed since start (monotonic; for liveness and the benches).
@@ -98,6 +101,11 @@ impl Shared {
     /// The consumer lag (records) of every owned partition, as of the last librdkafka statistics.
     pub fn lag(&self) -> BTreeMap<u32, i64> {
         lock(&self.lag).clone()
+    }
+
+    /// Records waiting unread on the owned partitions, as of the last statistics.
+    pub fn unread(&self) -> u64 {
+        self.unread.load(Ordering::Relaxed)
     }
 
     /// The known end of `partition`'s log, if the statistics reported one.
@@ -158,6 +166,7 @@ impl ClientContext for SamplerContext {
         let owned = lock(&self.shared.ownership).partitions.clone();
         let mut lag = BTreeMap::new();
         let mut log_end = BTreeMap::new();
+        let mut unread: u64 = 0;
         if let Some(topic) = statistics.topics.get(&self.topic) {
             let fetched = topic.partitions.values().map(|p| p.rxmsgs).sum();
             self.shared.fetched.store(fetched, Ordering::Relaxed);
@@ -177,9 +186,14 @@ impl ClientContext for SamplerContext {
                 };
                 if end >= 0 {
                     log_end.insert(p, end);
+                    // app_offset: the offset after the last record handed to the loop (-1001 before one).
+                    if stats.app_offset >= 0 {
+                        unread += u64::try_from(end - stats.app_offset).unwrap_or(0);
+                    }
                 }
             }
         }
+        self.shared.unread.store(unread, Ordering::Relaxed);
         *lock(&self.shared.lag) = lag;
         *lock(&self.shared.log_end) = log_end;
     }

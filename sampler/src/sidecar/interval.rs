@@ -81,6 +81,8 @@ pub(super) struct Driver<'a> {
     last_published: u64,
     publishes: u64,
     intervals: u64,
+    /// Decisions in a row kept back because the sampler read behind the log (`decide::CatchingUp`).
+    catch_up_deferrals: u32,
     /// The control topic holds the largest epoch for the topic: why nothing is published (logged
     /// once, shown on `/healthz`).
     exhausted: Option<String>,
@@ -147,6 +149,7 @@ impl<'a> Driver<'a> {
             partition_window: BTreeMap::new(),
             awaiting_coverage: false,
             caught_up: false,
+            catch_up_deferrals: 0,
             uncovered_logged: false,
             dry_current,
             learning_since: Instant::now(),
@@ -587,6 +590,17 @@ impl<'a> Driver<'a> {
             .with_label_values(&[topic])
             .set(decide::fit_noise(self.partitions, view.window_samples));
 
+        let catching_up = if self.catch_up_deferrals < decide::MAX_CATCH_UP_DEFERRALS {
+            decide::CatchingUp::detect(self.io.shared.unread(), me.snap.consumed)
+        } else {
+            tracing::warn!(
+                topic = %topic,
+                "the sampler has read behind the log for {} intervals in a row: deciding anyway (a sampler that \
+                 cannot keep up can read a share of each partition: --read-fraction)",
+                self.catch_up_deferrals
+            );
+            None
+        };
         let decision = decide::decide(
             &self.s.policy,
             &Situation {
@@ -596,8 +610,14 @@ impl<'a> Driver<'a> {
                 fresh_imbalance,
                 force: self.once(),
                 learned_secs: self.learning_since.elapsed().as_secs_f64(),
+                catching_up,
             },
         );
+        if matches!(decision, Decision::Keep(KeepReason::CatchingUp { .. })) {
+            self.catch_up_deferrals += 1;
+        } else {
+            self.catch_up_deferrals = 0;
+        }
         match decision {
             Decision::Keep(reason) => {
                 let epoch_now = current.as_ref().map_or(0, |a| a.epoch());

@@ -124,6 +124,7 @@ fn run(
                 fresh_imbalance: fresh.imbalance,
                 force: false,
                 learned_secs: f64::from(interval) * interval_secs,
+                catching_up: None,
             },
         );
         if let Decision::Publish(reason) = decision {
