@@ -14,15 +14,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::scenario::{
-    End, Log, Sent, Setup, check, finish_producers, hold_histogram, wait_for_all,
-};
+use common::java::{JavaProducer, Workload};
+use common::scenario::{End, Log, Setup, check, finish_producers, hold_histogram, wait_for_all};
 use tokio::sync::watch;
 
 const PER_PRODUCER: u64 = 15_000;
@@ -32,113 +28,6 @@ const RUST: u32 = 0;
 const JAVA: u32 = 1;
 /// The last epoch published; the Java producer closes once it has adopted it.
 const LAST_EPOCH: u64 = 6;
-
-/// The Java producer process: its id (from its "ready" line) and where its acknowledged records go.
-struct JavaProducer {
-    child: Child,
-    id: String,
-    out: std::path::PathBuf,
-    stdout: BufReader<std::process::ChildStdout>,
-    stdin: std::process::ChildStdin,
-}
-
-impl JavaProducer {
-    /// Compiles and starts `OrderingProducer`; returns once it is constructed (its control topic
-    /// read, its lease written), at most 60 s. It sends nothing before [`JavaProducer::go`].
-    fn start(setup: &Setup, lease: Duration) -> Self {
-        let cp = common::compile_java(
-            "tools/java/OrderingProducer.java",
-            Some("java/src/main/java"),
-        );
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "java-producer-{}-{}.txt",
-            setup.topic,
-            std::process::id()
-        ));
-        let mut child = Command::new(common::java_bin("java"))
-            .arg("-cp")
-            .arg(&cp)
-            .arg("OrderingProducer")
-            .args([
-                setup.bootstrap.as_str(),
-                setup.topic.as_str(),
-                setup.control.as_str(),
-                setup.handoff.as_str(),
-                &JAVA.to_string(),
-                &PER_PRODUCER.to_string(),
-                &RATE.to_string(),
-                &lease.as_millis().to_string(),
-            ])
-            .arg(&out)
-            .arg(LAST_EPOCH.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the Java producer");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let stdin = child.stdin.take().unwrap();
-        let started = Instant::now();
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .expect("the Java producer's first line");
-        let id = line
-            .trim()
-            .strip_prefix("ready ")
-            .unwrap_or_else(|| panic!("the Java producer did not start: {line:?}"))
-            .to_owned();
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the Java producer took {:?} to start",
-            started.elapsed()
-        );
-        Self {
-            child,
-            id,
-            out,
-            stdout,
-            stdin,
-        }
-    }
-
-    /// Starts its sends: with the Rust producer's, so that both producers' records span the five
-    /// switches whatever the JVM's start-up took (a Java run of sends over before epoch 2 was
-    /// published left hot keys with one home).
-    fn go(&mut self) {
-        use std::io::Write;
-        self.stdin.write_all(b"go\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Waits for the process to end (it closes its producer: markers, closed leases) and returns
-    /// the acknowledged records in send order.
-    fn finish(mut self) -> Vec<Sent> {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "the Java producer failed: {status}");
-        assert!(
-            line.starts_with("done "),
-            "the Java producer's last line: {line:?}"
-        );
-        let text = std::fs::read_to_string(&self.out).unwrap();
-        text.lines()
-            .map(|l| {
-                let mut f = l.split(' ');
-                let pseq = f.next().unwrap().parse().unwrap();
-                let key = f.next().unwrap().to_owned();
-                let partition = f.next().unwrap().parse().unwrap();
-                Sent {
-                    producer: JAVA,
-                    pseq,
-                    key,
-                    partition,
-                }
-            })
-            .collect()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn java_and_rust_ordering_producers_keep_each_keys_order_across_five_switches() {
@@ -150,7 +39,14 @@ async fn java_and_rust_ordering_producers_keep_each_keys_order_across_five_switc
         .await;
 
     let lease = Duration::from_secs(3);
-    let mut java = tokio::task::block_in_place(|| JavaProducer::start(&setup, lease));
+    let workload = Workload {
+        idx: JAVA,
+        count: PER_PRODUCER,
+        rate: RATE,
+        lease,
+        last_epoch: LAST_EPOCH,
+    };
+    let mut java = tokio::task::block_in_place(|| JavaProducer::start(&setup, workload));
     let (stop_tx, stop) = watch::channel(false);
     let (producers, tasks) = setup
         .start_producers(1, lease, PER_PRODUCER, RATE, &stop)

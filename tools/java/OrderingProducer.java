@@ -10,7 +10,8 @@
 //       stdout: "ready <producer id>" once constructed (control topic read, lease written), then "done <acked>"
 //       after close; it sends nothing before it reads a line ("go") on stdin, so the test can start its sends
 //       together with the Rust producers' and the epoch switches (a JVM starts in its own time); OUT: one line
-//       per acknowledged record, "<seq> <key> <partition>", in send order.
+//       per acknowledged record, "<seq> <key> <partition>", in send order. A line "stop" after "go" ends the sends
+//       before COUNT (partitioner/tests/consumer_mixed_fleet.rs sends until its last switch has happened).
 //       Exits 1 on any error (printed to stderr).
 
 import java.io.BufferedReader;
@@ -22,6 +23,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.dkg.kafka.Assignment;
@@ -64,6 +66,8 @@ public final class OrderingProducer {
         int[] partitions = new int[count];
         String[] keys = new String[count];
         AtomicReference<Exception> failure = new AtomicReference<>();
+        AtomicBoolean stopped = new AtomicBoolean();
+        int sends = 0;
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (DkgKafkaProducer<String, String> producer =
                 new DkgKafkaProducer<>(config, new StringSerializer(), new StringSerializer())) {
@@ -73,8 +77,23 @@ public final class OrderingProducer {
             if (!"go".equals(go)) {
                 throw new IllegalStateException("expected \"go\" on stdin, read " + go);
             }
+            // A "stop" line ends the sends early (the mixed-fleet test sends until its last switch has happened).
+            Thread stopper = new Thread(() -> {
+                try {
+                    for (String line; (line = stdin.readLine()) != null; ) {
+                        if (line.equals("stop")) {
+                            stopped.set(true);
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    // stdin gone: no stop
+                }
+            }, "stdin");
+            stopper.setDaemon(true);
+            stopper.start();
             long start = System.nanoTime();
-            for (int seq = 0; seq < count; seq++) {
+            for (int seq = 0; seq < count && !stopped.get(); seq++) {
+                sends = seq + 1;
                 if (seq % 50 == 0) {
                     long due = start + (long) (seq / rate * 1e9);
                     long wait = due - System.nanoTime();
@@ -122,7 +141,7 @@ public final class OrderingProducer {
         }
         int acked = 0;
         try (BufferedWriter out = Files.newBufferedWriter(Path.of(args[8]), StandardCharsets.UTF_8)) {
-            for (int seq = 0; seq < count; seq++) {
+            for (int seq = 0; seq < sends; seq++) {
                 if (partitions[seq] >= 0) {
                     out.write(seq + " " + keys[seq] + " " + partitions[seq] + "\n");
                     acked++;

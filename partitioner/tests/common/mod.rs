@@ -9,6 +9,8 @@
 #![allow(dead_code)]
 
 #[cfg(feature = "kafka")]
+pub mod java;
+#[cfg(feature = "kafka")]
 pub mod producer;
 #[cfg(feature = "kafka")]
 pub mod scenario;
@@ -70,10 +72,18 @@ pub fn java_bin(tool: &str) -> PathBuf {
 /// compiles only those it reaches); returns the classpath to run it with. Missing `javac` or a
 /// failed compile panics: the Java tests never skip.
 pub fn compile_java(source: &str, sourcepath: Option<&str>) -> String {
+    compile_java_programs(&[source], sourcepath)
+}
+
+/// [`compile_java`] for several programs in one `javac` run (the classes they share compiled once):
+/// one classpath runs any of them.
+pub fn compile_java_programs(sources: &[&str], sourcepath: Option<&str>) -> String {
     let kafka_cp = java_classpath();
-    let src = repo_root().join(source);
-    assert!(src.is_file(), "{} is missing", src.display());
-    let stem = src
+    let srcs: Vec<PathBuf> = sources.iter().map(|s| repo_root().join(s)).collect();
+    for src in &srcs {
+        assert!(src.is_file(), "{} is missing", src.display());
+    }
+    let stem = srcs[0]
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     let classes = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -86,7 +96,7 @@ pub fn compile_java(source: &str, sourcepath: Option<&str>) -> String {
     if let Some(path) = sourcepath {
         command.arg("-sourcepath").arg(repo_root().join(path));
     }
-    let out = command.arg(&src).output().unwrap_or_else(|e| {
+    let out = command.args(&srcs).output().unwrap_or_else(|e| {
         panic!(
             "cannot run {} ({e}): the Java tests need a JDK 17+ (apt-get install openjdk-17-jdk-headless)",
             javac.display()
@@ -94,7 +104,8 @@ pub fn compile_java(source: &str, sourcepath: Option<&str>) -> String {
     });
     assert!(
         out.status.success(),
-        "javac {source} failed:\n{}",
+        "javac {} failed:\n{}",
+        sources.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
     format!("{kafka_cp}:{}", classes.display())

@@ -686,6 +686,17 @@ impl Setup {
         registry: &prometheus::Registry,
         hooks: Arc<CountingHooks>,
     ) -> DkgConsumer {
+        self.consumer_in(&self.group, member, registry, hooks).await
+    }
+
+    /// [`Setup::consumer`] in the consumer group `group`, with any hooks.
+    pub async fn consumer_in(
+        &self,
+        group: &str,
+        member: &str,
+        registry: &prometheus::Registry,
+        hooks: impl ConsumerHooks,
+    ) -> DkgConsumer {
         let mut config = client_config(&self.bootstrap);
         config.set("auto.offset.reset", "earliest");
         match self.protocol {
@@ -700,7 +711,7 @@ impl Setup {
         }
         DkgConsumer::builder(config)
             .topic(&self.topic)
-            .group(&self.group)
+            .group(group)
             .control_topic(&self.control)
             .handoff_topic(&self.handoff)
             .member(member)
