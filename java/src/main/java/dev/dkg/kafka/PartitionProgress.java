@@ -47,6 +47,17 @@ final class PartitionProgress {
     private TreeSet<Long> windowLeft;
     /** The first offset fetched since the assignment, or null. */
     private Long start;
+    /** Changes whenever {@link #passed} does (the cache of {@link #meta} is keyed on it). */
+    private long passedVersion;
+    /**
+     * {@link #meta} of the common commit (nothing unprocessed, nothing fetched past the offset), which a consumer
+     * committing after every poll asks for again and again while nothing changes: for {@link #metaDrained},
+     * {@link #passedVersion} = {@link #metaVersion} and {@link #metaMaxBytes}; null if none.
+     */
+    private String metaCached;
+    private long metaDrained;
+    private long metaVersion;
+    private int metaMaxBytes;
 
     /** The state of a newly assigned partition, from its committed offset (or null) and metadata (or null). */
     PartitionProgress(CommitMeta meta, Long committed) {
@@ -137,6 +148,7 @@ final class PartitionProgress {
             return false;
         }
         passed.put(producer, at);
+        passedVersion++;
         return true;
     }
 
@@ -284,6 +296,11 @@ final class PartitionProgress {
      */
     String meta(long drained, long offset, long next, List<Long> unprocessed, Collection<HandoffRecords.Lease> leases,
             long nowMs, int maxBytes, int[] size) {
+        boolean plain = unprocessed.isEmpty() && next <= offset;
+        if (plain && metaCached != null && metaDrained == drained && metaVersion == passedVersion
+                && metaMaxBytes == maxBytes) {
+            return metaCached;
+        }
         List<Long> deltas = new ArrayList<>(unprocessed.size());
         for (long o : unprocessed) {
             deltas.add(o - offset);
@@ -292,6 +309,13 @@ final class PartitionProgress {
                 deltas);
         String encoded = m.encode();
         if (encoded.length() <= maxBytes) {
+            if (plain) {
+                // Only the full form is cached: what fits of it depends on nothing but drained and passed.
+                metaCached = encoded;
+                metaDrained = drained;
+                metaVersion = passedVersion;
+                metaMaxBytes = maxBytes;
+            }
             return encoded;
         }
         m = new CommitMeta(CommitMeta.VERSION, drained, passed, CommitMeta.NO_NEXT, List.of());
