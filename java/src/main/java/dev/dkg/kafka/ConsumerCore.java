@@ -393,6 +393,25 @@ final class ConsumerCore<M> {
         lane.laneAdd(offset);
     }
 
+    /**
+     * {@link #take} for {@code n} records at once, whose offsets the caller wrote to {@code lane.lane} after its
+     * {@code laneCount} (ascending, each admitted in turn): {@code position} is the last one's + 1, {@code keyed} whether
+     * any had a key.
+     */
+    void took(OwnedPartition<M> lane, int n, long position, boolean keyed) {
+        if (n == 0) {
+            return;
+        }
+        lane.position = position;
+        if (keyed) {
+            lane.high = Math.max(lane.high, lane.drained);
+        }
+        if (lane.laneCount == 0) {
+            inLane.add(lane);
+        }
+        lane.laneCount += n;
+    }
+
     /** Whether some epoch kept splits a key (records need their labels, C18). */
     boolean hasSplits() {
         return !splitView.isEmpty();

@@ -728,24 +728,35 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         if (lane == null) {
             return 0;
         }
+        // ConsumerCore.admits and take, record by record, with the state they read in locals and what they write
+        // written once after the loop (nothing else runs on the core meanwhile).
+        long settled = core.settled();
+        long position = lane.position;
         boolean splits = core.hasSplits();
         int size = recs.size();
-        for (int i = 0; i < size; i++) {
+        long[] offsets = lane.laneReserve(size);
+        int base = lane.laneCount;
+        boolean keyed = false;
+        int i = 0;
+        for (; i < size; i++) {
             ConsumerRecord<K, V> r = recs.get(i);
+            long offset = r.offset();
             long epoch = epochOf(r);
-            if (!core.admits(lane, r.offset(), epoch)) {
-                return i;
+            if (epoch > settled || offset < position) {
+                break;
             }
-            boolean keyed = r.key() != null || r.serializedKeySize() >= 0;
             if (splits) {
                 int split = core.splitLabel(partition, keyBytes(r), epoch);
                 if (split > 0) {
                     labels.put(r, split);
                 }
             }
-            core.take(lane, r.offset(), keyed);
+            keyed |= r.key() != null || r.serializedKeySize() >= 0;
+            offsets[base + i] = offset;
+            position = offset + 1;
         }
-        return size;
+        core.took(lane, i, position, keyed);
+        return i;
     }
 
     /** C1: the record's last well-formed {@code dkg-epoch}, {@link EpochHeader#NONE} if none. */
@@ -919,7 +930,9 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
             d.core().processed();
             d.commitProgress(now);
-            all.putAll(offsets(d.topic(), d.commitAll()));
+            for (ConsumerDriver.Commit c : d.commitAll()) {
+                all.put(new TopicPartition(d.topic(), c.partition), new OffsetAndMetadata(c.offset, c.metadata));
+            }
         }
         delegate.commitAsync(all, callback);
     }

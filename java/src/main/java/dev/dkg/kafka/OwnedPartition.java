@@ -50,6 +50,14 @@ final class OwnedPartition<M> {
         lane[laneCount++] = offset;
     }
 
+    /** Room for {@code n} more fast-path offsets after {@code lane[laneCount - 1]}: the array to write them to. */
+    long[] laneReserve(int n) {
+        if (laneCount + n > lane.length) {
+            lane = java.util.Arrays.copyOf(lane, Math.max(lane.length * 2, laneCount + n));
+        }
+        return lane;
+    }
+
     /** Drops the fast-path records below {@code offset} (processed); returns whether there were any. */
     boolean laneProcessedBelow(long offset) {
         int n = 0;

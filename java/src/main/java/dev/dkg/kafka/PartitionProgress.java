@@ -58,6 +58,9 @@ final class PartitionProgress {
     private long metaDrained;
     private long metaVersion;
     private int metaMaxBytes;
+    /** {@link #passedEpochs} as of {@link #epochsVersion}, or null. */
+    private TreeMap<String, Long> epochsCached;
+    private long epochsVersion;
 
     /** The state of a newly assigned partition, from its committed offset (or null) and metadata (or null). */
     PartitionProgress(CommitMeta meta, Long committed) {
@@ -81,12 +84,17 @@ final class PartitionProgress {
         return p == null ? 0 : p.epoch;
     }
 
-    /** Every producer's passed epoch. */
+    /** Every producer's passed epoch (one map per change of {@link #passed}, shared: read it, do not change it). */
     TreeMap<String, Long> passedEpochs() {
+        if (epochsCached != null && epochsVersion == passedVersion) {
+            return epochsCached;
+        }
         TreeMap<String, Long> out = new TreeMap<>();
         for (Map.Entry<String, CommitMeta.PassedAt> e : passed.entrySet()) {
             out.put(e.getKey(), e.getValue().epoch);
         }
+        epochsCached = out;
+        epochsVersion = passedVersion;
         return out;
     }
 

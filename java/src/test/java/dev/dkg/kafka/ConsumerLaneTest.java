@@ -9,8 +9,8 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
- * The fast path ({@link ConsumerCore#lane}, {@link ConsumerCore#admits}, {@link ConsumerCore#take}) against the core
- * alone: two cores fed the same random inputs (records with and without keys and epochs, seeks, batches processed
+ * The fast path ({@link ConsumerCore#lane}, {@link ConsumerCore#admits}, {@link ConsumerCore#take} and its batch form
+ * {@link ConsumerCore#took}) against the core alone: two cores fed the same random inputs (records with and without keys and epochs, seeks, batches processed
  * whole or up to an offset, epoch switches moving and splitting keys, leases, markers, other members' progress,
  * commits, time, partitions revoked and taken again), one taking every record its lane admits, the other giving every
  * record to {@link ConsumerCore#onRecord}. After every step both must agree on everything the protocol puts out: what
@@ -77,7 +77,13 @@ class ConsumerLaneTest {
                 OwnedPartition<Long> lane = fast.lane(p);
                 if (lane != null && fast.admits(lane, o, e)) {
                     labelF = fast.splitLabel(p, k, e);
-                    fast.take(lane, o, k != null);
+                    if (rnd.nextBoolean()) {
+                        fast.take(lane, o, k != null);
+                    } else {
+                        // The decorator's batch form.
+                        lane.laneReserve(1)[lane.laneCount] = o;
+                        fast.took(lane, 1, o + 1, k != null);
+                    }
                     outF = CoreTypes.Outcome.DELIVER;
                     takes++;
                 } else {
