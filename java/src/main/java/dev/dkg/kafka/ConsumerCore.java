@@ -348,6 +348,11 @@ final class ConsumerCore<M> {
 
     // ------------------------------------------------------------------------------------------------ fast path
 
+    /** {@code partition}'s state, or null if not owned (for tests). */
+    OwnedPartition<M> owned(int partition) {
+        return parts.get(partition);
+    }
+
     /**
      * The fast path (the Rust core's lanes, {@code lane.rs}): {@code partition}'s state if a data record of it would
      * be delivered at once by {@link #onRecord} and change nothing but the partition's position and the application's
@@ -861,6 +866,35 @@ final class ConsumerCore<M> {
         if (part == null) {
             return null;
         }
+        // The common case of a consumer committing after every poll: everything fetched is processed, nothing of a
+        // previous owner's window is left. The snapshot is then a function of the position, drained and the passed
+        // map (PartitionProgress.meta caches that form too): the last one is reused while they stay.
+        boolean plain = part.position != NONE && part.laneCount == 0 && part.hold.lowestUnprocessed() == null
+                && part.progress.inheritedWindowEnd() == null && !hasInAppOn(partition);
+        if (plain && part.snap != null && part.snapPosition == part.position && part.snap.drained == part.drained
+                && part.snapPassed == part.progress.passedVersion()) {
+            return part.snap;
+        }
+        Snapshot s = snapshotFresh(partition, part);
+        if (plain && s != null && s.metadata != null) {
+            part.snap = s;
+            part.snapPosition = part.position;
+            part.snapPassed = part.progress.passedVersion();
+        }
+        return s;
+    }
+
+    private boolean hasInAppOn(int partition) {
+        for (AppRecord a : inApp) {
+            if (a.partition == partition) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@link #snapshot} computed afresh (package-private for the tests that check the reuse). */
+    Snapshot snapshotFresh(int partition, OwnedPartition<M> part) {
         Long offset = lowestUnprocessed(partition);
         if (offset == null) {
             return null;

@@ -36,6 +36,13 @@ final class OwnedPartition<M> {
     /** Scratch of {@code ConsumerCore.processed}: one of them came from the hold buffer. */
     boolean touchedHold;
     final int partition;
+    /**
+     * {@code ConsumerCore.snapshot}'s last result when nothing was unprocessed (null: none), with the position and
+     * {@code PartitionProgress.passedVersion} it was taken at ({@code drained} is in it).
+     */
+    CoreTypes.Snapshot snap;
+    long snapPosition;
+    long snapPassed;
 
     OwnedPartition(int partition, PartitionProgress progress) {
         this.partition = partition;

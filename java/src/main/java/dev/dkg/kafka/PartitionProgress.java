@@ -78,6 +78,11 @@ final class PartitionProgress {
         }
     }
 
+    /** Changes whenever the passed map does. */
+    long passedVersion() {
+        return passedVersion;
+    }
+
     /** {@code passed[producer]} (0 = none). */
     long passed(String producer) {
         CommitMeta.PassedAt p = passed.get(producer);

@@ -203,6 +203,10 @@ class ConsumerLaneTest {
         List<String> b = new ArrayList<>();
         for (int p = 0; p < P; p++) {
             a.add(String.valueOf(fast.snapshot(p)));
+            OwnedPartition<Long> part = fast.owned(p);
+            // The reused snapshot (ConsumerCore.snapshot) is the one computed afresh.
+            assertEquals(part == null ? null : String.valueOf(fast.snapshotFresh(p, part)),
+                    part == null ? null : String.valueOf(fast.snapshot(p)), where + ": snapshot reused");
             b.add(String.valueOf(ref.snapshot(p)));
             assertEquals(ref.fetchPosition(p), fast.fetchPosition(p), where + ": fetch position of " + p);
         }
