@@ -26,8 +26,9 @@ import java.util.TreeMap;
  * C7 {@link #snapshot}, {@link #committed}; C8-C10 {@link #onRecord} with {@link HoldBuffer} and
  * {@link EpochHistory}; C11, C12 {@link PartitionProgress#skip}; C13 {@link #flow}; C14-C18 {@link SplitView} and
  * {@link #onRecord}; C19 {@link Config#unknownEpochWaitNanos}. C1 (a record's epoch) is read by the caller
- * ({@code dkg-epoch}, its last well-formed value). The Rust core's lock-free fast path is not ported: every record
- * goes through {@link #onRecord} (the same decisions; a {@code KafkaConsumer} is single-threaded anyway).
+ * ({@code dkg-epoch}, its last well-formed value). The Rust core's fast path is ported without its atomics (a
+ * {@code KafkaConsumer} is single-threaded): {@link #lane}, {@link #admits} and {@link #take} hand out a quiet
+ * partition's records with what {@link #onRecord} would decide and change for them, and no object per record.
  *
  * @param <M> a record as the caller keeps it while held
  */
@@ -50,6 +51,10 @@ final class ConsumerCore<M> {
     private long settled;
     private final ArrayDeque<ReleasedRecord<M>> ready = new ArrayDeque<>();
     private final List<AppRecord> inApp = new ArrayList<>();
+    /** Owned partitions with records of the fast path in the application ({@link OwnedPartition#laneCount} > 0). */
+    private final List<OwnedPartition<M>> inLane = new ArrayList<>();
+    /** Scratch of {@link #processed}: the partitions whose application records were processed. */
+    private final List<OwnedPartition<M>> touched = new ArrayList<>();
     private final List<Long> holdTimes = new ArrayList<>();
     private final List<int[]> stalled = new ArrayList<>();
     private long nowMs;
@@ -175,6 +180,10 @@ final class ConsumerCore<M> {
     /** The lowest offset of the application's records of {@code partition}, or null. */
     private Long inAppOn(int partition) {
         Long low = null;
+        OwnedPartition<M> part = parts.get(partition);
+        if (part != null && part.laneCount > 0) {
+            low = part.lane[0];
+        }
         for (AppRecord a : inApp) {
             if (a.partition == partition && (low == null || a.offset < low)) {
                 low = a.offset;
@@ -218,7 +227,7 @@ final class ConsumerCore<M> {
     /** A partition was assigned, with its committed offset (or null) and metadata (or null). */
     void assign(int partition, Long committed, CommitMeta meta, long now) {
         PartitionProgress progress = new PartitionProgress(meta, committed);
-        OwnedPartition<M> part = new OwnedPartition<>(progress);
+        OwnedPartition<M> part = new OwnedPartition<>(partition, progress);
         long drained = progress.drained(leases.values(), nowMs, history.maxEpoch());
         part.drained = drained;
         // The passed map is durable (committed) and the rest is the lease view: no processing is claimed.
@@ -239,6 +248,7 @@ final class ConsumerCore<M> {
         OwnedPartition<M> part = parts.remove(partition);
         if (part != null) {
             remote.put(partition, part.durable);
+            inLane.remove(part);
         }
         ready.removeIf(r -> r.partition == partition);
         inApp.removeIf(a -> a.partition == partition);
@@ -249,7 +259,19 @@ final class ConsumerCore<M> {
 
     /** The records the application holds are processed (it polled again, committed or closed). */
     void processed() {
-        processedWhere(a -> true);
+        if (inApp.isEmpty() && inLane.isEmpty()) {
+            return;
+        }
+        for (AppRecord app : inApp) {
+            touch(app);
+        }
+        inApp.clear();
+        for (OwnedPartition<M> part : inLane) {
+            part.laneCount = 0;
+            touch(part);
+        }
+        inLane.clear();
+        afterProcessed();
     }
 
     /**
@@ -257,50 +279,156 @@ final class ConsumerCore<M> {
      * itself: what it committed it has processed).
      */
     void processedBelow(int partition, long offset) {
-        processedWhere(a -> a.partition == partition && a.offset < offset);
+        for (java.util.Iterator<AppRecord> it = inApp.iterator(); it.hasNext();) {
+            AppRecord app = it.next();
+            if (app.partition == partition && app.offset < offset) {
+                it.remove();
+                touch(app);
+            }
+        }
+        OwnedPartition<M> part = parts.get(partition);
+        if (part != null && part.laneProcessedBelow(offset)) {
+            touch(part);
+            if (part.laneCount == 0) {
+                inLane.remove(part);
+            }
+        }
+        afterProcessed();
     }
 
     /** Whether the application holds records not processed yet. */
     boolean hasInApp() {
-        return !inApp.isEmpty();
+        return !inApp.isEmpty() || !inLane.isEmpty();
     }
 
-    private void processedWhere(java.util.function.Predicate<AppRecord> which) {
-        if (inApp.isEmpty()) {
+    private void touch(AppRecord app) {
+        OwnedPartition<M> part = parts.get(app.partition);
+        if (part == null) {
             return;
         }
-        java.util.Set<Integer> touched = new java.util.TreeSet<>();
-        java.util.Set<Integer> fromHold = new java.util.TreeSet<>();
-        for (java.util.Iterator<AppRecord> it = inApp.iterator(); it.hasNext();) {
-            AppRecord app = it.next();
-            if (!which.test(app)) {
-                continue;
-            }
-            it.remove();
-            OwnedPartition<M> part = parts.get(app.partition);
-            if (part == null) {
-                continue;
-            }
-            touched.add(app.partition);
-            if (app.fromHold) {
-                part.hold.processed(app.offset);
-                fromHold.add(app.partition);
-            }
+        touch(part);
+        if (app.fromHold) {
+            part.hold.processed(app.offset);
+            part.touchedHold = true;
         }
-        for (int p : touched) {
-            OwnedPartition<M> part = parts.get(p);
-            if (fromHold.contains(p) && part.progress.hasPending()
-                    && part.progress.recheck(part.hold::minEpochBelow)) {
+    }
+
+    private void touch(OwnedPartition<M> part) {
+        if (!part.touched) {
+            part.touched = true;
+            touched.add(part);
+        }
+    }
+
+    /** What processing the {@link #touched} partitions' records changes: markers pass (C4, C5). */
+    private void afterProcessed() {
+        if (touched.isEmpty()) {
+            return;
+        }
+        if (touched.size() > 1) {
+            touched.sort((a, b) -> Integer.compare(a.partition, b.partition));
+        }
+        for (OwnedPartition<M> part : touched) {
+            boolean fromHold = part.touchedHold;
+            part.touched = false;
+            part.touchedHold = false;
+            if (fromHold && part.progress.hasPending() && part.progress.recheck(part.hold::minEpochBelow)) {
                 part.drained = drainedNow(part);
             }
             if (part.progress.hasAwaiting()) {
                 // The application's records were what kept the position below a marker's end.
-                Long position = markerPosition(part, inAppOn(p), null);
+                Long position = markerPosition(part, inAppOn(part.partition), null);
                 if (part.progress.arrived(position, part.hold::minEpochBelow)) {
                     part.drained = drainedNow(part);
                 }
             }
         }
+        touched.clear();
+    }
+
+    // ------------------------------------------------------------------------------------------------ fast path
+
+    /** {@code partition}'s state, or null if not owned (for tests). */
+    OwnedPartition<M> owned(int partition) {
+        return parts.get(partition);
+    }
+
+    /**
+     * The fast path (the Rust core's lanes, {@code lane.rs}): {@code partition}'s state if a data record of it would
+     * be delivered at once by {@link #onRecord} and change nothing but the partition's position and the application's
+     * records (it is owned, fetching started, no skip rule of a previous owner is left, none of its records is held,
+     * no marker waits for its position, no released record waits anywhere, no split key in transition on it), else
+     * null. Such a partition's records go through {@link #admits} and {@link #take} instead, while nothing else is
+     * called on the core: a record that is not admitted goes to {@link #onRecord}, and so do the rest of its batch.
+     */
+    OwnedPartition<M> lane(int partition) {
+        if (!ready.isEmpty()) {
+            return null;
+        }
+        OwnedPartition<M> part = parts.get(partition);
+        if (part == null || part.hold.held() != 0 || part.progress.start() == null || part.progress.hasSkipRules()
+                || part.progress.hasAwaiting()
+                || (!splitView.isEmpty() && splitView.inTransition(partition, part.drained, settled))) {
+            return null;
+        }
+        return part;
+    }
+
+    /**
+     * Whether {@link #onRecord} would deliver a record at {@code offset} with {@code epoch} of {@code lane}'s
+     * partition at once: unstamped, or of an epoch the group settled (C8, C9, C10: nothing of its key is held), and
+     * not fetched again after a seek (below the position: the core tracks it).
+     */
+    boolean admits(OwnedPartition<M> lane, long offset, long epoch) {
+        return (epoch < 0 || epoch <= settled) && (lane.position == NONE || offset >= lane.position);
+    }
+
+    /**
+     * A record {@link #admits} let through goes to the application: what {@link #onRecord}'s delivery changes, and
+     * nothing else ({@code keyed}: it has a key, even an empty one).
+     */
+    void take(OwnedPartition<M> lane, long offset, boolean keyed) {
+        lane.position = offset + 1;
+        if (keyed) {
+            lane.high = Math.max(lane.high, lane.drained);
+        }
+        if (lane.laneCount == 0) {
+            inLane.add(lane);
+        }
+        lane.laneAdd(offset);
+    }
+
+    /**
+     * {@link #take} for {@code n} records at once, whose offsets the caller wrote to {@code lane.lane} after its
+     * {@code laneCount} (ascending, each admitted in turn): {@code position} is the last one's + 1, {@code keyed} whether
+     * any had a key.
+     */
+    void took(OwnedPartition<M> lane, int n, long position, boolean keyed) {
+        if (n == 0) {
+            return;
+        }
+        lane.position = position;
+        if (keyed) {
+            lane.high = Math.max(lane.high, lane.drained);
+        }
+        if (lane.laneCount == 0) {
+            inLane.add(lane);
+        }
+        lane.laneCount += n;
+    }
+
+    /** Whether some epoch kept splits a key (records need their labels, C18). */
+    boolean hasSplits() {
+        return !splitView.isEmpty();
+    }
+
+    /** Records held now, over every owned partition. */
+    int heldTotal() {
+        int n = 0;
+        for (OwnedPartition<M> p : parts.values()) {
+            n += p.hold.held();
+        }
+        return n;
     }
 
     /** Bookkeeping for any record fetched from {@code partition}; null if it is not owned. */
@@ -738,6 +866,35 @@ final class ConsumerCore<M> {
         if (part == null) {
             return null;
         }
+        // The common case of a consumer committing after every poll: everything fetched is processed, nothing of a
+        // previous owner's window is left. The snapshot is then a function of the position, drained and the passed
+        // map (PartitionProgress.meta caches that form too): the last one is reused while they stay.
+        boolean plain = part.position != NONE && part.laneCount == 0 && part.hold.lowestUnprocessed() == null
+                && part.progress.inheritedWindowEnd() == null && !hasInAppOn(partition);
+        if (plain && part.snap != null && part.snapPosition == part.position && part.snap.drained == part.drained
+                && part.snapPassed == part.progress.passedVersion()) {
+            return part.snap;
+        }
+        Snapshot s = snapshotFresh(partition, part);
+        if (plain && s != null && s.metadata != null) {
+            part.snap = s;
+            part.snapPosition = part.position;
+            part.snapPassed = part.progress.passedVersion();
+        }
+        return s;
+    }
+
+    private boolean hasInAppOn(int partition) {
+        for (AppRecord a : inApp) {
+            if (a.partition == partition) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@link #snapshot} computed afresh (package-private for the tests that check the reuse). */
+    Snapshot snapshotFresh(int partition, OwnedPartition<M> part) {
         Long offset = lowestUnprocessed(partition);
         if (offset == null) {
             return null;
@@ -750,6 +907,13 @@ final class ConsumerCore<M> {
                 if (i < 0) {
                     unprocessed.add(-i - 1, a.offset);
                 }
+            }
+        }
+        for (int j = 0; j < part.laneCount; j++) {
+            long o = part.lane[j];
+            int i = Collections.binarySearch(unprocessed, o);
+            if (i < 0) {
+                unprocessed.add(-i - 1, o);
             }
         }
         // Not fetched past the previous owner's window yet: what it left unprocessed there still is.

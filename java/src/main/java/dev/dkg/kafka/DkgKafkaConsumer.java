@@ -32,6 +32,7 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
@@ -303,9 +304,7 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     public int heldRecords() {
         int n = 0;
         for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
-            for (int h : d.core().heldCounts().values()) {
-                n += h;
-            }
+            n += d.core().heldTotal();
         }
         return n;
     }
@@ -636,6 +635,7 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
             housekeeping(now);
             long left = Math.max(0, (deadline - now) / 1_000_000);
             boolean holding = heldRecords() > 0;
+            boolean wasEmpty = batch.isEmpty();
             long slice = !batch.isEmpty() ? 0 : holding ? Math.min(left, SLICE_MS) : left;
             ConsumerRecords<K, V> fetched = delegate.poll(Duration.ofMillis(slice));
             now = System.nanoTime();
@@ -646,38 +646,155 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
                 return d == null || !d.core().owns(tp.partition());
             });
             drainFollowers(now);
-            for (ConsumerRecord<K, V> r : fetched) {
-                ConsumerDriver<ConsumerRecord<K, V>> d = drivers.get(r.topic());
+            // Whether the batch is exactly what the inner client fetched: then it goes out as it came.
+            boolean asFetched = wasEmpty;
+            for (TopicPartition tp : fetched.partitions()) {
+                List<ConsumerRecord<K, V>> recs = fetched.records(tp);
+                int size = recs.size();
+                if (size == 0) {
+                    continue;
+                }
+                ConsumerDriver<ConsumerRecord<K, V>> d = drivers.get(tp.topic());
                 if (d == null) {
-                    d = driver(r.topic());
+                    d = driver(tp.topic());
                 }
-                long epoch = EpochHeader.NONE;
-                for (Header h : r.headers()) {
-                    epoch = EpochHeader.fold(epoch, h.key(), h.value());
+                int partition = tp.partition();
+                int i = fast(d.core(), partition, recs);
+                if (i == size && !batch.containsKey(tp)) {
+                    // Every record passed the fast path: the inner client's list is handed on, not copied.
+                    batch.put(tp, recs);
+                    continue;
                 }
-                byte[] key = keyBytes(r);
-                ConsumerDriver.Labelled<ConsumerRecord<K, V>> l = d.record(r.partition(), r.offset(), key, epoch, r,
-                        now, null);
-                if (l != null) {
-                    add(batch, d, List.of(l));
+                asFetched = false;
+                if (i > 0) {
+                    own(batch, tp).addAll(i == size ? recs : recs.subList(0, i));
+                }
+                for (; i < size; i++) {
+                    ConsumerRecord<K, V> r = recs.get(i);
+                    ConsumerDriver.Labelled<ConsumerRecord<K, V>> l = d.record(partition, r.offset(), keyBytes(r),
+                            epochOf(r), r, now, null);
+                    if (l != null) {
+                        add(batch, d, List.of(l));
+                    }
                 }
             }
+            int before = asFetched ? batchSize(batch) : -1;
             for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
                 // Released meanwhile (progress read by the followers), or queued behind released records.
                 d.commitProgress(now);
                 add(batch, d, d.drainReady());
             }
+            if (asFetched && batchSize(batch) == before && !batch.isEmpty()) {
+                // Nothing released meanwhile: the inner client's batch itself (its next offsets included).
+                count(batch);
+                return fetched;
+            }
             if (!batch.isEmpty() || System.nanoTime() - deadline >= 0) {
                 break;
             }
         }
-        // Counted per partition of the batch, not per record (a map lookup and two atomics per record showed in
-        // ConsumerBench's profile).
+        count(batch);
+        return records(batch);
+    }
+
+    /**
+     * Counted per partition of the batch, not per record (a map lookup and two atomics per record showed in
+     * ConsumerBench's profile).
+     */
+    private void count(Map<TopicPartition, List<ConsumerRecord<K, V>>> batch) {
         for (Map.Entry<TopicPartition, List<ConsumerRecord<K, V>>> e : batch.entrySet()) {
             int split = labels.isEmpty() ? 0 : (int) e.getValue().stream().filter(r -> splitParts(r) > 0).count();
             topicMetrics.get(e.getKey().topic()).records(e.getKey().partition(), e.getValue().size(), split);
         }
-        return records(batch);
+    }
+
+    private static int batchSize(Map<TopicPartition, ? extends List<?>> batch) {
+        int n = 0;
+        for (List<?> l : batch.values()) {
+            n += l.size();
+        }
+        return n;
+    }
+
+    /**
+     * The fast path ({@link ConsumerCore#lane}): how many of {@code recs} (one partition's fetched records, in offset
+     * order) went to the application without the core deciding each: a prefix, all of them when the partition is
+     * quiet. Per record: the epoch header's lookup, the gate's two comparisons, its offset noted; the key's bytes and
+     * label only while some key is split.
+     */
+    private int fast(ConsumerCore<ConsumerDriver.Labelled<ConsumerRecord<K, V>>> core, int partition,
+            List<ConsumerRecord<K, V>> recs) {
+        OwnedPartition<ConsumerDriver.Labelled<ConsumerRecord<K, V>>> lane = core.lane(partition);
+        if (lane == null) {
+            return 0;
+        }
+        // ConsumerCore.admits and take, record by record, with the state they read in locals and what they write
+        // written once after the loop (nothing else runs on the core meanwhile).
+        long settled = core.settled();
+        long position = lane.position;
+        boolean splits = core.hasSplits();
+        int size = recs.size();
+        long[] offsets = lane.laneReserve(size);
+        int base = lane.laneCount;
+        boolean keyed = false;
+        int i = 0;
+        for (; i < size; i++) {
+            ConsumerRecord<K, V> r = recs.get(i);
+            long offset = r.offset();
+            long epoch = epochOf(r);
+            if (epoch > settled || offset < position) {
+                break;
+            }
+            if (splits) {
+                int split = core.splitLabel(partition, keyBytes(r), epoch);
+                if (split > 0) {
+                    labels.put(r, split);
+                }
+            }
+            keyed |= r.key() != null || r.serializedKeySize() >= 0;
+            offsets[base + i] = offset;
+            position = offset + 1;
+        }
+        core.took(lane, i, position, keyed);
+        return i;
+    }
+
+    /** C1: the record's last well-formed {@code dkg-epoch}, {@link EpochHeader#NONE} if none. */
+    private static long epochOf(ConsumerRecord<?, ?> r) {
+        Headers headers = r.headers();
+        if (headers.lastHeader(DkgKafkaProducer.EPOCH_HEADER) == null) {
+            // No epoch header at all (the common case): no iterator, no parse.
+            return EpochHeader.NONE;
+        }
+        long epoch = EpochHeader.NONE;
+        for (Header h : headers) {
+            epoch = EpochHeader.fold(epoch, h.key(), h.value());
+        }
+        return epoch;
+    }
+
+    /** The batch's list of {@code tp}, one of this consumer's own (a list handed on from the inner client is copied). */
+    private static <K, V> List<ConsumerRecord<K, V>> own(Map<TopicPartition, List<ConsumerRecord<K, V>>> batch,
+            TopicPartition tp) {
+        List<ConsumerRecord<K, V>> l = batch.get(tp);
+        if (l instanceof Own) {
+            return l;
+        }
+        Own<ConsumerRecord<K, V>> mine = l == null ? new Own<>() : new Own<>(l);
+        batch.put(tp, mine);
+        return mine;
+    }
+
+    /** A list of the batch that this consumer made (appendable), unlike the inner client's lists it hands on. */
+    private static final class Own<T> extends ArrayList<T> {
+        private static final long serialVersionUID = 1L;
+
+        Own() {
+        }
+
+        Own(Collection<T> c) {
+            super(c);
+        }
     }
 
     @SuppressWarnings("deprecation")
@@ -693,7 +810,7 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         }
         for (ConsumerDriver.Labelled<ConsumerRecord<K, V>> l : records) {
             ConsumerRecord<K, V> r = l.msg;
-            batch.computeIfAbsent(new TopicPartition(r.topic(), r.partition()), tp -> new ArrayList<>()).add(r);
+            own(batch, new TopicPartition(r.topic(), r.partition())).add(r);
             if (l.split > 0) {
                 labels.put(r, l.split);
             }
@@ -813,7 +930,9 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
             d.core().processed();
             d.commitProgress(now);
-            all.putAll(offsets(d.topic(), d.commitAll()));
+            for (ConsumerDriver.Commit c : d.commitAll()) {
+                all.put(new TopicPartition(d.topic(), c.partition), new OffsetAndMetadata(c.offset, c.metadata));
+            }
         }
         delegate.commitAsync(all, callback);
     }

@@ -47,6 +47,20 @@ final class PartitionProgress {
     private TreeSet<Long> windowLeft;
     /** The first offset fetched since the assignment, or null. */
     private Long start;
+    /** Changes whenever {@link #passed} does (the cache of {@link #meta} is keyed on it). */
+    private long passedVersion;
+    /**
+     * {@link #meta} of the common commit (nothing unprocessed, nothing fetched past the offset), which a consumer
+     * committing after every poll asks for again and again while nothing changes: for {@link #metaDrained},
+     * {@link #passedVersion} = {@link #metaVersion} and {@link #metaMaxBytes}; null if none.
+     */
+    private String metaCached;
+    private long metaDrained;
+    private long metaVersion;
+    private int metaMaxBytes;
+    /** {@link #passedEpochs} as of {@link #epochsVersion}, or null. */
+    private TreeMap<String, Long> epochsCached;
+    private long epochsVersion;
 
     /** The state of a newly assigned partition, from its committed offset (or null) and metadata (or null). */
     PartitionProgress(CommitMeta meta, Long committed) {
@@ -64,18 +78,28 @@ final class PartitionProgress {
         }
     }
 
+    /** Changes whenever the passed map does. */
+    long passedVersion() {
+        return passedVersion;
+    }
+
     /** {@code passed[producer]} (0 = none). */
     long passed(String producer) {
         CommitMeta.PassedAt p = passed.get(producer);
         return p == null ? 0 : p.epoch;
     }
 
-    /** Every producer's passed epoch. */
+    /** Every producer's passed epoch (one map per change of {@link #passed}, shared: read it, do not change it). */
     TreeMap<String, Long> passedEpochs() {
+        if (epochsCached != null && epochsVersion == passedVersion) {
+            return epochsCached;
+        }
         TreeMap<String, Long> out = new TreeMap<>();
         for (Map.Entry<String, CommitMeta.PassedAt> e : passed.entrySet()) {
             out.put(e.getKey(), e.getValue().epoch);
         }
+        epochsCached = out;
+        epochsVersion = passedVersion;
         return out;
     }
 
@@ -137,6 +161,7 @@ final class PartitionProgress {
             return false;
         }
         passed.put(producer, at);
+        passedVersion++;
         return true;
     }
 
@@ -284,6 +309,11 @@ final class PartitionProgress {
      */
     String meta(long drained, long offset, long next, List<Long> unprocessed, Collection<HandoffRecords.Lease> leases,
             long nowMs, int maxBytes, int[] size) {
+        boolean plain = unprocessed.isEmpty() && next <= offset;
+        if (plain && metaCached != null && metaDrained == drained && metaVersion == passedVersion
+                && metaMaxBytes == maxBytes) {
+            return metaCached;
+        }
         List<Long> deltas = new ArrayList<>(unprocessed.size());
         for (long o : unprocessed) {
             deltas.add(o - offset);
@@ -292,6 +322,13 @@ final class PartitionProgress {
                 deltas);
         String encoded = m.encode();
         if (encoded.length() <= maxBytes) {
+            if (plain) {
+                // Only the full form is cached: what fits of it depends on nothing but drained and passed.
+                metaCached = encoded;
+                metaDrained = drained;
+                metaVersion = passedVersion;
+                metaMaxBytes = maxBytes;
+            }
             return encoded;
         }
         m = new CommitMeta(CommitMeta.VERSION, drained, passed, CommitMeta.NO_NEXT, List.of());
