@@ -1,6 +1,7 @@
 """Benchmarks of ``DkgConsumer``, printing ratios measured in the same run.
 
     python bench/consumer_bench.py [--bootstrap HOST:PORT] [--records 200000] [--rounds 5] [--loops 1,1000]
+        [--headers]
 
 1. Throughput: the same topic (keyed records, an assignment in effect, no switch in progress: what
    a consumer sees almost all the time) read to its end by a plain ``confluent_kafka.Consumer`` and
@@ -64,13 +65,15 @@ def document(topic: str, epoch: int) -> bytes:
     ).encode()
 
 
-def fill(bootstrap: str, topic: str, records: int) -> None:
+def fill(bootstrap: str, topic: str, records: int, headers: bool = False) -> None:
+    """``headers``: each record stamped ``dkg-epoch: 1``, as the ordering producers stamp theirs."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
     value = b"x" * 100
+    stamp = [("dkg-epoch", b"1")] if headers else None
     for i in range(records):
         while True:
             try:
-                producer.produce(topic, value=value, key=b"k%d" % (i % 10_000))
+                producer.produce(topic, value=value, key=b"k%d" % (i % 10_000), headers=stamp)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -234,6 +237,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--loops", default="1,1000", help="batch sizes: 1 = poll(), n = consume(n)")
+    parser.add_argument(
+        "--headers", action="store_true", help="records stamped dkg-epoch: 1, as the ordering producers'"
+    )
     args = parser.parse_args()
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     topic, control = f"bench-consume-{uuid.uuid4().hex[:8]}", f"bench-control-{uuid.uuid4().hex[:8]}"
@@ -247,7 +253,7 @@ def main() -> None:
     publisher = Producer({"bootstrap.servers": args.bootstrap})
     publisher.produce(control, key=topic.encode(), value=document(topic, 1))
     assert publisher.flush(30) == 0
-    fill(args.bootstrap, topic, args.records)
+    fill(args.bootstrap, topic, args.records, args.headers)
     try:
         for batch in (int(b) for b in args.loops.split(",") if b):
             ratios, cpu_ratios, plain_rates, dkg_rates = [], [], [], []
