@@ -69,7 +69,7 @@ def fill(bootstrap: str, topic: str, records: int, headers: bool = False) -> Non
     """``headers``: each record stamped ``dkg-epoch: 1``, as the ordering producers stamp theirs."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
     value = b"x" * 100
-    stamp = [("dkg-epoch", b"1")] if headers else None
+    stamp: list[tuple[str, str | bytes | None]] | None = [("dkg-epoch", b"1")] if headers else None
     for i in range(records):
         while True:
             try:

@@ -869,6 +869,62 @@ impl ConsumerCore {
     }
 }
 
+/// What the lanes need of a fetched record, read without the lock.
+struct Fields<'py> {
+    partition: u32,
+    offset: i64,
+    epoch: Option<u64>,
+    /// Read only when some epoch kept splits a key ([`Lanes::labels_keys`]).
+    key: Option<Bound<'py, PyAny>>,
+}
+
+/// `msg`'s fields through `reader`; `None` for an error event or a message `reader` does not
+/// read (the per-record path takes it).
+fn read_fields<'py>(
+    msg: &Bound<'py, PyAny>,
+    reader: &Reader,
+    with_key: bool,
+) -> PyResult<Option<Fields<'py>>> {
+    if !reader.reads(msg) || !reader.call(msg, Field::Error)?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Fields {
+        partition: reader.call(msg, Field::Partition)?.extract()?,
+        offset: reader.call(msg, Field::Offset)?.extract()?,
+        epoch: epoch_of_headers(&reader.call(msg, Field::Headers)?),
+        key: if with_key {
+            Some(reader.call(msg, Field::Key)?)
+        } else {
+            None
+        },
+    }))
+}
+
+/// Hand a record read by [`read_fields`] out through its partition's lane if the gate admits it
+/// (the fast lock held): `false` if not, or if its key is needed and was not read (nothing changed
+/// then but, with `after_lane`, the previous record, taken through a lane, now processed, as the
+/// next prelude would do).
+fn take_fields(f: &mut State, r: &Fields<'_>, with_key: bool, after_lane: bool) -> PyResult<bool> {
+    let labels = f.lanes.labels_keys();
+    if labels && !with_key {
+        return Ok(false);
+    }
+    if after_lane {
+        // The previous record, taken through its lane (the core has nothing to hear).
+        f.lanes.processed();
+    }
+    if !f.lanes.take(r.partition, r.offset, r.epoch) {
+        return Ok(false);
+    }
+    let split = match (&r.key, labels) {
+        (Some(key), true) => f.lanes.split_label(r.partition, key_bytes(key)?, r.epoch),
+        _ => None,
+    };
+    count(f, r.partition, split);
+    f.last_outcome = "deliver";
+    Ok(true)
+}
+
 /// A record's key as bytes (`str` keys as their UTF-8; anything else: none).
 fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Option<&'a [u8]>> {
     Ok(if key.is_none() {
@@ -908,59 +964,31 @@ impl ConsumerCore {
     /// stops at the first error event, record a gate does not admit, or message the reader does
     /// not read. The caller has run the prelude of the first record (nothing released or due).
     ///
-    /// The fast lock is held throughout: the accessors called are the reader's C functions,
-    /// which run no Python code that could reach this core.
+    /// The records are read first, without the lock (confluent-kafka's `headers()` allocates
+    /// objects the garbage collector tracks, so a collection, and whatever finalizers it runs, can
+    /// start there), then decided under one lock.
     fn take_quiet(&self, list: &Bound<'_, PyList>, reader: &Reader) -> PyResult<usize> {
+        let with_key = self.lock_fast().lanes.labels_keys();
         let n = list.len();
-        let mut f = self.lock_fast();
-        let f = &mut *f;
+        let mut fields = Vec::with_capacity(n);
         for i in 0..n {
-            let msg = list.get_item(i)?;
-            if !self.take_one(f, &msg, reader, i > 0)? {
+            match read_fields(&list.get_item(i)?, reader, with_key)? {
+                Some(r) => fields.push(r),
+                None => break,
+            }
+        }
+        let mut f = self.lock_fast();
+        for (i, r) in fields.iter().enumerate() {
+            if !take_fields(&mut f, r, with_key, i > 0)? {
                 return Ok(i);
             }
         }
-        Ok(n)
-    }
-
-    /// Hand `msg` out through its partition's lane if the gate admits it (the fast lock held,
-    /// `f`): `false` if not (nothing changed but, with `after_lane`, the previous record, taken
-    /// through a lane, now processed, as the next prelude would do).
-    #[inline]
-    fn take_one(
-        &self,
-        f: &mut State,
-        msg: &Bound<'_, PyAny>,
-        reader: &Reader,
-        after_lane: bool,
-    ) -> PyResult<bool> {
-        if !reader.reads(msg) || !reader.call(msg, Field::Error)?.is_none() {
-            return Ok(false);
-        }
-        let partition: u32 = reader.call(msg, Field::Partition)?.extract()?;
-        let offset: i64 = reader.call(msg, Field::Offset)?.extract()?;
-        let epoch = epoch_of_headers(&reader.call(msg, Field::Headers)?);
-        if after_lane {
-            // The previous record, taken through its lane (the core has nothing to hear).
-            f.lanes.processed();
-        }
-        if !f.lanes.take(partition, offset, epoch) {
-            return Ok(false);
-        }
-        let split = if f.lanes.labels_keys() {
-            let key_obj = reader.call(msg, Field::Key)?;
-            f.lanes.split_label(partition, key_bytes(&key_obj)?, epoch)
-        } else {
-            None
-        };
-        count(f, partition, split);
-        f.last_outcome = "deliver";
-        Ok(true)
+        Ok(fields.len())
     }
 
     /// After a prelude that found nothing to ask the core: move the fetched records at the head of
     /// `pending` that their lanes admit to `out` (up to `max` in all), as `batch`'s per-record
-    /// loop would. Returns how many.
+    /// loop would (each read without the lock, as in `take_quiet`). Returns how many.
     fn take_quiet_pending(
         &self,
         out: &Bound<'_, PyList>,
@@ -968,17 +996,29 @@ impl ConsumerCore {
         reader: &Reader,
     ) -> PyResult<usize> {
         let py = out.py();
-        let mut f = self.lock_fast();
-        let f = &mut *f;
         let mut taken = 0;
         while out.len() < max {
-            let Some(msg) = f.pending.front().map(|m| m.bind(py).clone()) else {
+            let (front, with_key) = {
+                let mut f = self.lock_fast();
+                let with_key = f.lanes.labels_keys();
+                (f.pending.front().map(|m| m.clone_ref(py)), with_key)
+            };
+            let Some(front) = front else {
                 break;
             };
-            if !self.take_one(f, &msg, reader, taken > 0)? {
+            let msg = front.bind(py);
+            let Some(r) = read_fields(msg, reader, with_key)? else {
                 break;
-            }
-            f.pending.pop_front();
+            };
+            {
+                let mut f = self.lock_fast();
+                if !f.pending.front().is_some_and(|m| m.is(&front))
+                    || !take_fields(&mut f, &r, with_key, taken > 0)?
+                {
+                    break;
+                }
+                f.pending.pop_front()
+            };
             out.append(msg)?;
             taken += 1;
         }
