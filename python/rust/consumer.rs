@@ -8,13 +8,17 @@
 //! rules of `docs/spec.md` 9.3.
 //!
 //! Records enter as the confluent-kafka `Message` itself ([`ConsumerCore::offer`] reads its
-//! partition, offset, key and headers in one native call) and come back, when held, as that same
-//! object. Times come from this module's clock (a monotonic origin and the wall clock) unless a
+//! partition, offset, key and headers in one native call, through the accessors' C functions when
+//! they are confluent-kafka's: [`crate::msgread`]) and come back, when held, as that same object.
+//! `DkgConsumer.consume` makes one native call per fetched batch ([`ConsumerCore::released`]):
+//! when every record of it is of a quiet partition (the lanes' fast path) the batch itself comes
+//! back; `DkgConsumer.poll` one per record ([`ConsumerCore::next`]), over batches drained ahead
+//! from the client's queue. Times come from this module's clock (a monotonic origin and the wall clock) unless a
 //! test sets them ([`ConsumerCore::set_clock`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dkg_kafka_protocol::consumer::Monotonic;
@@ -28,8 +32,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
 use crate::PyAssignment;
-use crate::consumer_intake::{epoch_of_headers, names};
+use crate::consumer_intake::epoch_of_headers;
 use crate::consumer_results::{CommitSnapshot, EpochChange, SplitChange};
+use crate::msgread::{Field, Reader, read};
 
 /// What the core holds per record: the application's message object, its partition and its split
 /// label (over how many partitions its key is split in its epoch; counted when handed out).
@@ -73,6 +78,9 @@ struct State {
     last_outcome: &'static str,
     /// When [`ConsumerCore::next`] next reports housekeeping due.
     housekeeping_at: Instant,
+    /// When the last [`ConsumerCore::next`] began (`DkgConsumer.poll`'s deadline, read only when
+    /// the step did not return a record).
+    step_started: Instant,
     /// Fetched from the client, not offered yet (a fetch takes what the client has queued).
     pending: VecDeque<Py<PyAny>>,
     /// The fast path (`dkg_kafka_protocol::consumer::lane`, as the Rust consumer's): records of quiet
@@ -116,6 +124,9 @@ pub(crate) struct ConsumerCore {
     state: Mutex<State>,
     topic: String,
     group: String,
+    /// The accessors of the first message type whose accessors are C functions (confluent-kafka's
+    /// `Message`), called directly ([`crate::msgread`]).
+    reader: OnceLock<Reader>,
 }
 
 /// `DkgConsumer`'s control codes of [`ConsumerCore::next`].
@@ -212,11 +223,13 @@ impl ConsumerCore {
                 last_split: None,
                 last_outcome: "none",
                 housekeeping_at: Instant::now(),
+                step_started: Instant::now(),
                 pending: VecDeque::new(),
                 lanes,
             }),
             topic: topic.to_owned(),
             group: group.to_owned(),
+            reader: OnceLock::new(),
         })
     }
 
@@ -414,68 +427,85 @@ impl ConsumerCore {
     /// One step of `DkgConsumer.poll`, the per-record loop in one native call: the previous
     /// record is processed; then `1` if a progress commit is due (`check_progress`), a released
     /// record, `2` if housekeeping is due (see `defer_housekeeping`), else the next fetched record
-    /// the protocol lets out: from those already fetched, else from what the client has queued
-    /// (`consume(n, 0)`), else one `poll(seconds)` waiting at most `timeout` and never past the
-    /// housekeeping time. Returns `None` (nothing fetched), an error event as the client
+    /// the protocol lets out: from those already fetched, else from what `client` (a
+    /// confluent-kafka `Consumer`) has queued (`client.consume(n, 0)`), else one
+    /// `client.poll(seconds)` waiting at most `timeout` (`None` or negative: an hour) and never
+    /// past the housekeeping time. Returns `None` (nothing fetched), an error event as the client
     /// returned it, the record, or `3` (what was fetched is held, skipped or unowned: ask again).
-    #[pyo3(signature = (poll, consume, timeout, check_progress, batch = 500))]
+    /// `step_elapsed` tells how long ago the step began.
+    #[pyo3(signature = (client, timeout, check_progress, batch = 500))]
     fn next(
         &self,
         py: Python<'_>,
-        poll: &Bound<'_, PyAny>,
-        consume: &Bound<'_, PyAny>,
-        timeout: f64,
+        client: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
         check_progress: bool,
         batch: usize,
     ) -> PyResult<Py<PyAny>> {
-        if let Some(r) = self.prelude(py, check_progress) {
-            return Ok(r);
-        }
-        let wait = {
-            let s = self.lock_fast();
+        let timeout = timeout.filter(|t| *t >= 0.0).unwrap_or(3600.0);
+        // The prelude's lane part, the housekeeping time and the first fetched record under one
+        // lock (the common step: the previous record came through its lane, the core is idle).
+        let (mut next, wait) = {
+            let mut f = self.lock_fast();
             let now = Instant::now();
-            if now >= s.housekeeping_at {
+            f.step_started = now;
+            let tell_core = f.lanes.processed();
+            if tell_core || !f.lanes.core_idle() {
+                drop(f);
+                if let Some(r) = self.prelude_core(py, check_progress, tell_core) {
+                    return Ok(r);
+                }
+                f = self.lock_fast();
+            }
+            if now >= f.housekeeping_at {
                 return Ok(code(py, 2));
             }
-            (s.housekeeping_at - now)
-                .as_secs_f64()
-                .min(timeout.max(0.0))
+            let wait = (f.housekeeping_at - now).as_secs_f64().min(timeout);
+            (f.pending.pop_front(), wait)
         };
         let mut offered = false;
         loop {
-            let next = self.lock_fast().pending.pop_front();
-            let msg = match next {
+            let msg = match next.take() {
                 Some(m) => m.into_bound(py),
                 None if offered => return Ok(code(py, 3)),
                 None => {
                     // Unlocked: the client's calls run the rebalance callbacks, which drive
                     // this core (and purge what was fetched of their partitions).
-                    let queued = consume.call1((batch, 0.0))?;
+                    let queued = client
+                        .getattr(intern!(py, "consume"))?
+                        .call1((batch, 0.0))?;
                     let queued = queued.downcast::<PyList>()?;
                     if queued.is_empty() {
-                        let msg = poll.call1((wait,))?;
+                        let msg = client.getattr(intern!(py, "poll"))?.call1((wait,))?;
                         if msg.is_none() {
                             return Ok(msg.unbind());
                         }
                         msg
                     } else {
-                        self.lock_fast()
-                            .pending
-                            .extend(queued.iter().map(Bound::unbind));
+                        let mut f = self.lock_fast();
+                        f.pending.extend(queued.iter().map(Bound::unbind));
+                        next = f.pending.pop_front();
                         continue;
                     }
                 }
             };
-            if !msg.call_method0(intern!(py, "error"))?.is_none() || self.offer(&msg)? {
+            let reader = self.reader_of(&msg);
+            if !read(reader, &msg, Field::Error)?.is_none() || self.offer_with(&msg, reader)? {
                 return Ok(msg.unbind());
             }
             offered = true;
             // A record that was not handed out can make progress due (C4, C7) first.
-            let mut s = self.lock();
-            if check_progress && s.core.has_progress_due() {
+            if check_progress && self.lock().core.has_progress_due() {
                 return Ok(code(py, 1));
             }
+            next = self.lock_fast().pending.pop_front();
         }
+    }
+
+    /// Seconds since the last `next` began.
+    #[getter]
+    fn step_elapsed(&self) -> f64 {
+        self.lock_fast().step_started.elapsed().as_secs_f64()
     }
 
     /// Housekeeping is due again in `seconds` (`next` reports `2` then).
@@ -500,19 +530,80 @@ impl ConsumerCore {
                 out.append(r)?;
                 continue;
             }
+            if let Some(reader) = self.reader.get()
+                && self.take_quiet_pending(out, max, reader)? > 0
+            {
+                continue;
+            }
             let next = self.lock_fast().pending.pop_front();
             let Some(msg) = next.map(|m| m.into_bound(py)) else {
                 break;
             };
-            if !msg.call_method0(intern!(py, "error"))?.is_none() {
+            let reader = self.reader_of(&msg);
+            if !read(reader, &msg, Field::Error)?.is_none() {
                 out.append(msg)?;
                 break;
             }
-            if self.offer(&msg)? {
+            if self.offer_with(&msg, reader)? {
                 out.append(msg)?;
             }
         }
         Ok(false)
+    }
+
+    /// One `DkgConsumer.consume` step: `push(fetched)` (when given) then `batch` into a new list
+    /// of at most `max` records, returned; `None` when a progress commit is due (with
+    /// `check_progress`) before any record could be added (commit, then call again without
+    /// `fetched`). When nothing was pending or released, the previous record came through a
+    /// lane, and every fetched record is of a quiet partition ([`Lanes::take`]), the result is
+    /// `fetched` itself: no list built, the core not asked.
+    #[pyo3(signature = (fetched, max, check_progress))]
+    fn released<'py>(
+        &self,
+        py: Python<'py>,
+        fetched: Option<Bound<'py, PyList>>,
+        max: usize,
+        check_progress: bool,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let max = max.max(1);
+        let out = match fetched {
+            None => PyList::empty(py),
+            Some(list) => {
+                let quiet = list.len() <= max && self.lock_fast().pending.is_empty();
+                let reader = match list.get_item(0) {
+                    Ok(first) if quiet => self.reader_of(&first),
+                    _ => None,
+                };
+                match reader {
+                    None => {
+                        self.push(&list);
+                        PyList::empty(py)
+                    }
+                    Some(reader) => match self.prelude(py, check_progress) {
+                        Some(r) => {
+                            self.push(&list);
+                            if r.bind(py).is_exact_instance_of::<pyo3::types::PyInt>() {
+                                return Ok(None);
+                            }
+                            PyList::new(py, [r])?
+                        }
+                        None => {
+                            let taken = self.take_quiet(&list, reader)?;
+                            if taken == list.len() {
+                                return Ok(Some(list));
+                            }
+                            let rest = list.get_slice(taken, list.len());
+                            self.lock_fast()
+                                .pending
+                                .extend(rest.iter().map(Bound::unbind));
+                            list.get_slice(0, taken)
+                        }
+                    },
+                }
+            }
+        };
+        let due = self.batch(&out, max, check_progress)?;
+        Ok(if due && out.is_empty() { None } else { Some(out) })
     }
 
     /// The next released record without asking about progress (it becomes the application's).
@@ -529,23 +620,7 @@ impl ConsumerCore {
     /// now (it becomes the application's record); `False` = held (it comes back from `take`),
     /// skipped (processed by a previous owner) or of a partition not owned (dropped).
     fn offer(&self, msg: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = msg.py();
-        let [n_partition, n_offset, n_key, n_headers] = names(py);
-        let partition: u32 = msg.call_method0(n_partition.bind(py))?.extract()?;
-        let offset: i64 = msg.call_method0(n_offset.bind(py))?.extract()?;
-        let key_obj = msg.call_method0(n_key.bind(py))?;
-        let headers = msg.call_method0(n_headers.bind(py))?;
-        let epoch = epoch_of_headers(&headers);
-        let key: Option<&[u8]> = if key_obj.is_none() {
-            None
-        } else if let Ok(b) = key_obj.downcast::<PyBytes>() {
-            Some(b.as_bytes())
-        } else if let Ok(s) = key_obj.downcast::<PyString>() {
-            Some(s.to_str()?.as_bytes())
-        } else {
-            None
-        };
-        Ok(self.offer_record(partition, offset, key, epoch, msg))
+        self.offer_with(msg, self.reader_of(msg))
     }
 
     /// [`ConsumerCore::offer`] with the record's parts given (`epoch`: its `dkg-epoch`, already
@@ -794,7 +869,162 @@ impl ConsumerCore {
     }
 }
 
+/// What the lanes need of a fetched record, read without the lock.
+struct Fields<'py> {
+    partition: u32,
+    offset: i64,
+    epoch: Option<u64>,
+    /// Read only when some epoch kept splits a key ([`Lanes::labels_keys`]).
+    key: Option<Bound<'py, PyAny>>,
+}
+
+/// `msg`'s fields through `reader`; `None` for an error event or a message `reader` does not
+/// read (the per-record path takes it).
+fn read_fields<'py>(
+    msg: &Bound<'py, PyAny>,
+    reader: &Reader,
+    with_key: bool,
+) -> PyResult<Option<Fields<'py>>> {
+    if !reader.reads(msg) || !reader.call(msg, Field::Error)?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Fields {
+        partition: reader.call(msg, Field::Partition)?.extract()?,
+        offset: reader.call(msg, Field::Offset)?.extract()?,
+        epoch: epoch_of_headers(&reader.call(msg, Field::Headers)?),
+        key: if with_key {
+            Some(reader.call(msg, Field::Key)?)
+        } else {
+            None
+        },
+    }))
+}
+
+/// Hand a record read by [`read_fields`] out through its partition's lane if the gate admits it
+/// (the fast lock held): `false` if not, or if its key is needed and was not read (nothing changed
+/// then but, with `after_lane`, the previous record, taken through a lane, now processed, as the
+/// next prelude would do).
+fn take_fields(f: &mut State, r: &Fields<'_>, with_key: bool, after_lane: bool) -> PyResult<bool> {
+    let labels = f.lanes.labels_keys();
+    if labels && !with_key {
+        return Ok(false);
+    }
+    if after_lane {
+        // The previous record, taken through its lane (the core has nothing to hear).
+        f.lanes.processed();
+    }
+    if !f.lanes.take(r.partition, r.offset, r.epoch) {
+        return Ok(false);
+    }
+    let split = match (&r.key, labels) {
+        (Some(key), true) => f.lanes.split_label(r.partition, key_bytes(key)?, r.epoch),
+        _ => None,
+    };
+    count(f, r.partition, split);
+    f.last_outcome = "deliver";
+    Ok(true)
+}
+
+/// A record's key as bytes (`str` keys as their UTF-8; anything else: none).
+fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Option<&'a [u8]>> {
+    Ok(if key.is_none() {
+        None
+    } else if let Ok(b) = key.downcast::<PyBytes>() {
+        Some(b.as_bytes())
+    } else if let Ok(s) = key.downcast::<PyString>() {
+        Some(s.to_str()?.as_bytes())
+    } else {
+        None
+    })
+}
+
 impl ConsumerCore {
+    /// The direct reader of `msg`'s accessors, resolved from the first message that has one
+    /// (`None`: `msg` is read through its methods).
+    fn reader_of(&self, msg: &Bound<'_, PyAny>) -> Option<&Reader> {
+        if let Some(r) = self.reader.get() {
+            return Some(r);
+        }
+        let r = Reader::resolve(msg)?;
+        Some(self.reader.get_or_init(|| r))
+    }
+
+    /// [`ConsumerCore::offer`] with `msg`'s reader.
+    fn offer_with(&self, msg: &Bound<'_, PyAny>, reader: Option<&Reader>) -> PyResult<bool> {
+        let partition: u32 = read(reader, msg, Field::Partition)?.extract()?;
+        let offset: i64 = read(reader, msg, Field::Offset)?.extract()?;
+        let key_obj = read(reader, msg, Field::Key)?;
+        let epoch = epoch_of_headers(&read(reader, msg, Field::Headers)?);
+        let key = key_bytes(&key_obj)?;
+        Ok(self.offer_record(partition, offset, key, epoch, msg))
+    }
+
+    /// How many of `list`'s first records the lanes hand out without the core (quiet partitions,
+    /// [`Lanes::take`]), each earlier one processed when the next is taken, as `batch` would:
+    /// stops at the first error event, record a gate does not admit, or message the reader does
+    /// not read. The caller has run the prelude of the first record (nothing released or due).
+    ///
+    /// The records are read first, without the lock (confluent-kafka's `headers()` allocates
+    /// objects the garbage collector tracks, so a collection, and whatever finalizers it runs, can
+    /// start there), then decided under one lock.
+    fn take_quiet(&self, list: &Bound<'_, PyList>, reader: &Reader) -> PyResult<usize> {
+        let with_key = self.lock_fast().lanes.labels_keys();
+        let n = list.len();
+        let mut fields = Vec::with_capacity(n);
+        for i in 0..n {
+            match read_fields(&list.get_item(i)?, reader, with_key)? {
+                Some(r) => fields.push(r),
+                None => break,
+            }
+        }
+        let mut f = self.lock_fast();
+        for (i, r) in fields.iter().enumerate() {
+            if !take_fields(&mut f, r, with_key, i > 0)? {
+                return Ok(i);
+            }
+        }
+        Ok(fields.len())
+    }
+
+    /// After a prelude that found nothing to ask the core: move the fetched records at the head of
+    /// `pending` that their lanes admit to `out` (up to `max` in all), as `batch`'s per-record
+    /// loop would (each read without the lock, as in `take_quiet`). Returns how many.
+    fn take_quiet_pending(
+        &self,
+        out: &Bound<'_, PyList>,
+        max: usize,
+        reader: &Reader,
+    ) -> PyResult<usize> {
+        let py = out.py();
+        let mut taken = 0;
+        while out.len() < max {
+            let (front, with_key) = {
+                let mut f = self.lock_fast();
+                let with_key = f.lanes.labels_keys();
+                (f.pending.front().map(|m| m.clone_ref(py)), with_key)
+            };
+            let Some(front) = front else {
+                break;
+            };
+            let msg = front.bind(py);
+            let Some(r) = read_fields(msg, reader, with_key)? else {
+                break;
+            };
+            {
+                let mut f = self.lock_fast();
+                if !f.pending.front().is_some_and(|m| m.is(&front))
+                    || !take_fields(&mut f, &r, with_key, taken > 0)?
+                {
+                    break;
+                }
+                f.pending.pop_front()
+            };
+            out.append(msg)?;
+            taken += 1;
+        }
+        Ok(taken)
+    }
+
     /// The start of every fetch: the application's record is processed; then `1` if a progress
     /// commit is due, or the next released record.
     fn prelude(&self, py: Python<'_>, check_progress: bool) -> Option<Py<PyAny>> {
@@ -807,6 +1037,17 @@ impl ConsumerCore {
             }
             tell_core
         };
+        self.prelude_core(py, check_progress, tell_core)
+    }
+
+    /// The prelude's part in the core: tell it the application's record is processed (when it
+    /// handed it out), then `1` if a progress commit is due, or the next released record.
+    fn prelude_core(
+        &self,
+        py: Python<'_>,
+        check_progress: bool,
+        tell_core: bool,
+    ) -> Option<Py<PyAny>> {
         let mut s = self.lock();
         if tell_core {
             s.core.processed();

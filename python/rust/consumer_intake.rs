@@ -6,12 +6,14 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
-/// Interned method and header names (looked up once per interpreter).
-static NAMES: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+/// Interned accessor names of a `Message` (looked up once per interpreter), in
+/// [`crate::msgread::Field`]'s order.
+static NAMES: PyOnceLock<[Py<PyString>; 5]> = PyOnceLock::new();
 
-pub(crate) fn names(py: Python<'_>) -> &[Py<PyString>; 4] {
+pub(crate) fn names(py: Python<'_>) -> &[Py<PyString>; 5] {
     NAMES.get_or_init(py, || {
-        ["partition", "offset", "key", "headers"].map(|n| PyString::intern(py, n).unbind())
+        ["partition", "offset", "key", "headers", "error"]
+            .map(|n| PyString::intern(py, n).unbind())
     })
 }
 

@@ -34,6 +34,7 @@ mod consumer;
 mod consumer_intake;
 mod consumer_results;
 mod fastcall;
+mod msgread;
 mod produce;
 mod table;
 

@@ -122,10 +122,13 @@ def check(log: Log, sent: int) -> Report:
 
 
 class Member:
-    """A group member in a thread: polls, logs, sleeps its pace per record."""
+    """A group member in a thread: polls (``batch`` > 1: ``consume(batch)``), logs, sleeps its
+    pace per record."""
 
-    def __init__(self, name: str, make: Callable[[str], Any], pace: float, log: Log) -> None:
-        self.name, self.pace, self.log = name, pace, log
+    def __init__(
+        self, name: str, make: Callable[[str], Any], pace: float, log: Log, batch: int = 1
+    ) -> None:
+        self.name, self.pace, self.log, self.batch = name, pace, log, batch
         self.client = make(name)
         self.stop = threading.Event()
         self.crash = threading.Event()
@@ -139,14 +142,17 @@ class Member:
                 if self.crash.is_set():
                     self.client._abandon()
                     return
-                msg = self.client.poll(0.1)
-                if msg is None:
-                    continue
-                if msg.error() is not None:
-                    continue
-                self.log.add(msg, self.name)
-                if self.pace:
-                    time.sleep(self.pace)
+                if self.batch > 1:
+                    msgs = self.client.consume(self.batch, 0.1)
+                else:
+                    msg = self.client.poll(0.1)
+                    msgs = [] if msg is None else [msg]
+                for msg in msgs:
+                    if msg.error() is not None:
+                        continue
+                    self.log.add(msg, self.name)
+                    if self.pace:
+                        time.sleep(self.pace)
         except BaseException as e:  # reported by the test
             self.error = e
         finally:
@@ -173,12 +179,13 @@ def run(
     make_member: Callable[[str], Any],
     crash_at: int | None = None,
     log: Log | None = None,
+    batch: int = 1,
 ) -> tuple[Report, float]:
     """Produce while switching epochs, consume with 2 members then 3 (with ``crash_at``, m0
     crashes when that epoch is published); returns the report and the seconds until every record
     was seen."""
     log = Log() if log is None else log
-    members = [Member(f"m{i}", make_member, PACE[i], log) for i in (0, 2)]
+    members = [Member(f"m{i}", make_member, PACE[i], log, batch) for i in (0, 2)]
     loadgen = subprocess.Popen(
         [
             str(lab_bin()),
@@ -205,7 +212,7 @@ def run(
             scenario.publisher.publish(epoch_document(scenario.topic, epoch))
             if epoch == 3:
                 # A third member joins during the switches: a rebalance mid-run.
-                members.append(Member("m1", make_member, PACE[1], log))
+                members.append(Member("m1", make_member, PACE[1], log, batch))
             if epoch == crash_at:
                 members[0].crash.set()
         _, err = loadgen.communicate(timeout=120)
@@ -258,9 +265,14 @@ def sample_sum(registry: CollectorRegistry, metric: str, sample: str) -> float:
     )
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+# The poll() loop under both group protocols; consume(100) (one native call per fetched batch, the
+# quiet partitions' batches handed back as fetched) under the classic one.
+@pytest.mark.parametrize(
+    ("protocol", "batch"), [("classic", 1), ("consumer", 1), ("classic", 100)],
+    ids=["classic", "consumer", "classic-consume"],
+)
 def test_dkg_consumers_keep_each_keys_order_across_switches(
-    scenario: Scenario, protocol: str
+    scenario: Scenario, protocol: str, batch: int
 ) -> None:
     registry = CollectorRegistry()
     epochs: list[EpochChange] = []
@@ -284,8 +296,9 @@ def test_dkg_consumers_keep_each_keys_order_across_switches(
         c.subscribe([scenario.topic])
         return c
 
-    report, elapsed = run(scenario, make)
-    print(f"DkgConsumer ({protocol}): {report}, all seen after {elapsed:.1f} s")
+    report, elapsed = run(scenario, make, batch=batch)
+    how = "poll" if batch == 1 else f"consume({batch})"
+    print(f"DkgConsumer ({protocol}, {how}): {report}, all seen after {elapsed:.1f} s")
     assert report.lost == 0, report
     assert report.violations == 0, report
     # No member crashed: a clean rebalance commits what was processed.

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 import dkg_kafka
 from dkg_kafka import _native
@@ -293,3 +293,53 @@ def test_config_sets_the_protocols_keys() -> None:
         c.subscribe(["a", "b"])
     c._consumer.close()
     assert dkg_kafka.DkgConsumer is DkgConsumer
+
+
+def real_message(partition: int, offset: int, key: bytes, epoch: int | None = None) -> Any:
+    """A ``confluent_kafka.Message`` of ``TOPIC`` (the binding reads it through its accessors' C
+    functions); skips the test where the installed confluent-kafka cannot construct one."""
+    headers: list[tuple[str, str | bytes | None]] | None = (
+        None if epoch is None else [("dkg-epoch", str(epoch).encode())]
+    )
+    try:
+        return Message(topic=TOPIC, partition=partition, offset=offset, key=key, value=b"v", headers=headers)
+    except TypeError:
+        pytest.skip("this confluent-kafka cannot construct a Message")
+
+
+def test_released_hands_a_quiet_batch_back_as_it_is_and_holds_a_moved_key() -> None:
+    core = _native.ConsumerCore(TOPIC, GROUP, 2)
+    core.on_assignment(assignment(1, 0))
+    assert core.on_handoff(*lease()) == "lease"
+    for p in (0, 1):
+        assert core.assign(p, None, None) is None
+    # Each partition's first record goes through the core (fetching starts: its lane opens).
+    warm = [real_message(0, 0, b"a"), real_message(1, 0, b"b")]
+    assert core.released(warm, 10, True) == warm
+    # No switch in progress: the fetched batch itself comes back, the core not asked.
+    quiet = [real_message(0, 1, b"a"), real_message(1, 1, b"d"), real_message(0, 2, b"c")]
+    assert core.released(quiet, 10, True) is quiet
+    assert core.records() == [3, 2]
+    # `hot` moves from 0 to 1 at epoch 2: its record on 1 waits for partition 0 to drain epoch 2;
+    # the other keys' records go past it, in order.
+    core.on_assignment(assignment(2, 1))
+    held = real_message(1, 2, b"hot", epoch=2)
+    batch = [real_message(1, 3, b"x"), held, real_message(1, 4, b"y")]
+    got = core.released(batch, 10, False)
+    assert got is not None and [m.offset() for m in got] == [3, 4]
+    assert core.held_counts() == [(0, 0), (1, 1)]
+    snap = core.snapshot(1)
+    assert isinstance(snap, _native.CommitSnapshot) and snap.offset == 2, "the commit stays below the held record"
+    # Partition 0 drains epoch 2 (a marker past its records): the held record comes out first.
+    assert core.on_handoff(*marker(2, [3, 0])) == "marker"
+    after = real_message(0, 3, b"a", epoch=2)
+    got = core.released([after], 10, False)
+    assert got is not None and got[0] is after
+    # Its drained epoch is committed (DkgConsumer._commit_progress) before the moved key goes on.
+    assert core.released(None, 10, True) is None, "a progress commit is due"
+    for p in core.progress_due():
+        core.take_drained_epochs(p)
+        snap = core.snapshot(p)
+        assert isinstance(snap, _native.CommitSnapshot)
+        core.committed(snap)
+    assert core.released(None, 10, True) == [held]

@@ -345,18 +345,24 @@ class ConsumerCore:
     def next_ready(self) -> Any: ...
     def next(
         self,
-        poll: Callable[[float], Any],
-        consume: Callable[[int, float], list[Any]],
-        timeout: float,
+        client: Any,
+        timeout: float | None,
         check_progress: bool,
         batch: int = 500,
     ) -> Any:
-        """One poll step: ``1`` progress commit due, ``2`` housekeeping due, ``3`` not delivered,
-        ``None`` nothing fetched, else a record (or an error event)."""
+        """One poll step over ``client`` (its ``poll`` and ``consume``): ``1`` progress commit
+        due, ``2`` housekeeping due, ``3`` not delivered, ``None`` nothing fetched, else a record
+        (or an error event)."""
+    @property
+    def step_elapsed(self) -> float:
+        """Seconds since the last ``next`` began."""
     def defer_housekeeping(self, seconds: float) -> None: ...
     def batch(self, out: list[Any], max: int, check_progress: bool) -> bool:
         """Fill a ``consume()`` batch from released and pushed records; whether a progress
         commit is due."""
+    def released(self, fetched: list[Any] | None, max: int, check_progress: bool) -> list[Any] | None:
+        """``push(fetched)`` then ``batch`` into a new list (``fetched`` itself when all of it is
+        of quiet partitions); ``None``: a progress commit is due before any record."""
     def push(self, msgs: list[Any]) -> None:
         """Fetched records, offered in order by ``next`` and ``batch``."""
     @property

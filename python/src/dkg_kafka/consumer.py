@@ -57,8 +57,6 @@ _HANDOFF_MAX_BYTES = 9 * 1024 * 1024
 # Keys only the classic group protocol takes (librdkafka refuses them under KIP-848).
 _CLASSIC_ONLY = ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms")
 _SEQ = itertools.count()
-# A poll without timeout waits in steps of this (it returns at housekeeping anyway).
-_FOREVER = 3600.0
 
 OnEpoch = Callable[[EpochChange], object]
 OnPartitions = Callable[[list[int]], object]
@@ -330,18 +328,21 @@ class DkgConsumer:
         core = self._core
         if core is None:
             core = self._require_core()
-        # One clock reading per call (none without a timeout): this loop runs once per record.
+        if self._events:
+            self._apply_events()
+        # The common step (a record, no clock read here): one native call.
+        r = core.next(self._consumer, timeout, self._progress_retry_at == 0.0)
+        if r is None or r.__class__ is int:
+            return self._poll_on(core, r, timeout)
+        return r  # type: ignore[no-any-return]
+
+    def _poll_on(self, core: ConsumerCore, r: Any, timeout: float | None) -> Message | None:
+        """``poll`` after a first step that returned no record (``r``: ``None`` or a code)."""
         if timeout is None or timeout < 0:
-            wait, deadline = _FOREVER, 0.0
+            deadline = 0.0
         else:
-            wait, deadline = timeout, time.monotonic() + timeout
-        step = core.next
-        fetch = self._consumer.poll
-        queued = self._consumer.consume
+            deadline = time.monotonic() - core.step_elapsed + timeout
         while True:
-            if self._events:
-                self._apply_events()
-            r = step(fetch, queued, wait, self._progress_retry_at == 0.0)
             if r is None:
                 if deadline and time.monotonic() >= deadline:
                     return None
@@ -351,8 +352,10 @@ class DkgConsumer:
                 self._commit_progress()
             elif r == 2:
                 self._maintain(force=True)
-            if deadline:
-                wait = max(0.0, deadline - time.monotonic())
+            wait = max(0.0, deadline - time.monotonic()) if deadline else None
+            if self._events:
+                self._apply_events()
+            r = core.next(self._consumer, wait, self._progress_retry_at == 0.0)
 
     def consume(self, num_messages: int = 1, timeout: float | None = None) -> list[Message]:
         """Up to ``num_messages`` records the protocol lets out, in order (like
@@ -364,11 +367,15 @@ class DkgConsumer:
         core = self._require_core()
         deadline = _deadline(timeout)
         num_messages = max(1, num_messages)
-        out: list[Message] = []
+        fetched: list[Message] | None = None
         while True:
             if self._events or time.monotonic() >= self._next_housekeeping:
                 self._maintain()
-            if core.batch(out, num_messages, self._progress_retry_at == 0.0) and not out:
+            # One native call per batch: the fetched list itself when all of it is of quiet
+            # partitions, else what the protocol lets out of it (the rest waits in the core).
+            out = core.released(fetched, num_messages, self._progress_retry_at == 0.0)
+            fetched = None
+            if out is None:
                 self._commit_progress()
                 continue
             if out:
@@ -376,10 +383,9 @@ class DkgConsumer:
             wait = _remaining(deadline)
             fetched = self._consumer.consume(num_messages, min(wait, _HOUSEKEEPING))
             if not fetched:
+                fetched = None
                 if wait <= 0:
                     return out
-                continue
-            core.push(fetched)
 
     # -- commits -----------------------------------------------------------------------------
 

@@ -170,6 +170,18 @@ impl Lanes {
         self.view.label(key, partition, drained, epoch)
     }
 
+    /// Whether [`Lanes::split_label`] may label a record as split (some epoch kept splits a
+    /// key): if not, it labels every record whole and needs no key.
+    #[inline]
+    pub fn labels_keys(&mut self) -> bool {
+        let version = self.shared.version();
+        if version != self.version {
+            self.view = self.shared.get();
+            self.version = version;
+        }
+        !self.view.is_empty()
+    }
+
     /// The core has nothing to hand out or commit before the next fetch (no released record
     /// waits, no drained value awaits its commit).
     #[inline]
