@@ -603,7 +603,11 @@ impl ConsumerCore {
             }
         };
         let due = self.batch(&out, max, check_progress)?;
-        Ok(if due && out.is_empty() { None } else { Some(out) })
+        Ok(if due && out.is_empty() {
+            None
+        } else {
+            Some(out)
+        })
     }
 
     /// The next released record without asking about progress (it becomes the application's).

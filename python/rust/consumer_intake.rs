@@ -12,8 +12,7 @@ static NAMES: PyOnceLock<[Py<PyString>; 5]> = PyOnceLock::new();
 
 pub(crate) fn names(py: Python<'_>) -> &[Py<PyString>; 5] {
     NAMES.get_or_init(py, || {
-        ["partition", "offset", "key", "headers", "error"]
-            .map(|n| PyString::intern(py, n).unbind())
+        ["partition", "offset", "key", "headers", "error"].map(|n| PyString::intern(py, n).unbind())
     })
 }
 

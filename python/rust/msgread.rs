@@ -77,7 +77,11 @@ impl Reader {
 
     /// `field`'s accessor of `msg`, which [`Reader::reads`].
     #[inline(always)]
-    pub(crate) fn call<'py>(&self, msg: &Bound<'py, PyAny>, field: Field) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn call<'py>(
+        &self,
+        msg: &Bound<'py, PyAny>,
+        field: Field,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let f = self.functions[field as usize];
         // SAFETY: `f` is a `METH_NOARGS` method of `msg`'s exact type (checked by `resolve` on a
         // bound method of that type and by `reads`), called as CPython calls one: the instance and
