@@ -854,14 +854,14 @@ impl ConsumerCore {
         })
     }
 
-    /// Leases whose expiry lies long past (tombstone them with their markers): `(lease key,
-    /// marker key)` pairs.
+    /// Leases whose expiry lies long past, closed ones only once their closing epoch is settled
+    /// (`Core::collectable_leases`; tombstone them with their markers): `(lease key, marker
+    /// key)` pairs.
     fn expired_leases(&self) -> Vec<(String, String)> {
         let s = self.lock();
         let now_ms = s.clock.now_ms();
         s.core
-            .leases()
-            .filter(|l| now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000)))
+            .collectable_leases(now_ms)
             .map(|l| {
                 let marker = HandoffKey::Marker {
                     topic: l.topic.clone(),

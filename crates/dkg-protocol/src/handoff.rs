@@ -15,7 +15,8 @@
 //! | `progress/<group>/<topic>/<partition>` | [`Progress`]: how far the group has drained that partition | the `DkgConsumer` owning the partition, after committing |
 //!
 //! Tombstones: a lease is tombstoned once it has been expired for a while (garbage collection by
-//! the consumers, see [`crate::consumer`]); old history epochs likewise.
+//! the consumers, see [`crate::consumer`]), closed or not; old history epochs likewise. Until then
+//! a closed lease stays awaited up to its `closed_at_epoch` ([`Lease::awaited_for`]).
 //!
 //! Groups may contain `/`; topics may not. Keys are therefore parsed from the right
 //! (`progress/<group with slashes>/<topic>/<partition>`).
@@ -117,7 +118,7 @@ impl From<ProducerId> for String {
 }
 
 /// `lease2/<topic>/<producer>`: an ordering producer writes to `topic`; consumers wait for its
-/// markers while the lease is live (spec 9.1). On the wire the value also carries
+/// markers while the lease is live, and up to its `closed_at_epoch` once closed (spec 9.1). On the wire the value also carries
 /// `"mode":"marker"`, a fixed member every producer writes and readers ignore.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Lease {
@@ -261,14 +262,24 @@ impl Lease {
         now_ms < self.expires_at_ms
     }
 
+    /// Whether consumers may still have to wait for one of this producer's markers: the lease is
+    /// live, or closed (a clean close wrote its markers first, so waiting for them is bounded;
+    /// a closed lease stops counting only when it is tombstoned).
+    #[must_use]
+    pub fn is_awaitable(&self, now_ms: u64) -> bool {
+        self.closed_at_epoch.is_some() || self.is_live(now_ms)
+    }
+
     /// Whether consumers must wait for this producer's marker of `epoch` before treating records
-    /// of earlier epochs as drained: live, possibly routed under an earlier epoch, and not closed
-    /// before `epoch`.
+    /// of earlier epochs as drained: possibly routed under an earlier epoch, and either closed at
+    /// `epoch` or later (whatever `expires_at_ms` says) or running with a live lease.
     #[must_use]
     pub fn awaited_for(&self, epoch: u64, now_ms: u64) -> bool {
-        self.is_live(now_ms)
-            && self.first_epoch < epoch
-            && self.closed_at_epoch.is_none_or(|c| epoch <= c)
+        self.first_epoch < epoch
+            && match self.closed_at_epoch {
+                Some(c) => epoch <= c,
+                None => self.is_live(now_ms),
+            }
     }
 }
 
@@ -643,6 +654,10 @@ mod tests {
             (2, 100, None, 3, 100, false),
             (0, 100, Some(4), 4, 50, true),
             (0, 100, Some(4), 5, 50, false),
+            // Closed: awaited up to its closing epoch also once expired (its markers exist).
+            (0, 100, Some(4), 4, 200, true),
+            (0, 100, Some(4), 5, 200, false),
+            (4, 100, Some(4), 4, 200, false),
         ];
         for (first, expires, closed, epoch, now, want) in cases {
             assert_eq!(

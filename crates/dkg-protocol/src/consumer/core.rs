@@ -198,6 +198,9 @@ fn marker_position<M>(part: &Part<M>, in_app: Option<i64>, fetching: Option<i64>
 }
 
 /// Offer `marker` to `part` (see [`PartitionProgress::on_marker`]).
+/// The least time a lease stays after its expiry before [`Core::collectable_leases`] offers it.
+const LEASE_GC_MIN_MS: u64 = 60_000;
+
 fn apply_marker<M>(part: &mut Part<M>, partition: u32, marker: &Marker, in_app: Option<i64>) {
     let Some(&end) = marker.ends.get(partition as usize) else {
         return;
@@ -312,6 +315,20 @@ impl<M> Core<M> {
 
     pub fn leases(&self) -> impl Iterator<Item = &Lease> {
         self.leases.values()
+    }
+
+    /// Leases to tombstone, each with its producer's marker (spec 9.1): expired for a while
+    /// (`max(3 x lease_ms, 60 s)` past `expires_at_ms`) and, if closed, its `closed_at_epoch`
+    /// settled in this group (every partition has drained it, so no member of the group waits
+    /// for its markers any more; a closed lease stays awaited up to that epoch until it is
+    /// tombstoned, C2).
+    pub fn collectable_leases(&self, now_ms: u64) -> impl Iterator<Item = &Lease> {
+        let settled = self.settled;
+        self.leases.values().filter(move |l| {
+            let grace = l.lease_ms.saturating_mul(3).max(LEASE_GC_MIN_MS);
+            now_ms > l.expires_at_ms.saturating_add(grace)
+                && l.closed_at_epoch.is_none_or(|c| c <= settled)
+        })
     }
 
     pub fn history_gc_floor(&self) -> u64 {
@@ -747,7 +764,7 @@ impl<M> Core<M> {
         for (&partition, part) in &mut self.parts {
             if part.progress.has_awaiting() {
                 part.progress
-                    .retain_awaiting(|y| leases.get(y).is_some_and(|l| l.is_live(now_ms)));
+                    .retain_awaiting(|y| leases.get(y).is_some_and(|l| l.is_awaitable(now_ms)));
                 let in_app = app.filter(|a| a.partition == partition).map(|a| a.offset);
                 let position = marker_position(part, in_app, None);
                 let hold = &part.hold;
@@ -1293,6 +1310,44 @@ mod tests {
         // Its marker of 3 ends at or below this owner's position everywhere: passed at once.
         c.on_marker(marker(3, vec![1, 0, 0, 0]), now);
         assert_eq!(c.snapshot(0).unwrap().unwrap().drained, 3);
+    }
+
+    #[test]
+    fn a_closed_lease_is_awaited_after_expiry_and_collected_once_settled() {
+        let now = Monotonic::ZERO;
+        let mut c = member(&[0]);
+        c.on_assignment(assignment(2, 2), now);
+        end(&mut c, 0, 0, 1);
+        // Closed at 2; its marker of 2 ends at 5 on partition 0, not reached yet.
+        let mut l = lease(0);
+        l.closed_at_epoch = Some(2);
+        c.on_lease(l, now);
+        c.on_marker(marker(2, vec![5, 0, 0, 0]), now);
+        announce(&mut c, &[progress(1, 2), progress(2, 2), progress(3, 2)]);
+        assert_eq!(drained(&c, 0), 1);
+        // Expired (10 000), then past the collection grace (60 s): still awaited, not collected.
+        c.tick(now, 10_000);
+        assert_eq!(drained(&c, 0), 1, "closed at 2: awaited after expiry");
+        c.tick(now, 80_000);
+        assert_eq!(drained(&c, 0), 1);
+        assert_eq!(c.collectable_leases(80_000).count(), 0, "2 not settled");
+        // The marker is reached and passed: partition 0 drains 2, the group settles 2.
+        for o in 0..5 {
+            assert_eq!(deliver(&mut c, rec(0, o, b"cold", 1)), Some(o));
+        }
+        c.processed();
+        c.tick(now, 80_001);
+        assert_eq!(drained(&c, 0), 2);
+        assert_eq!(c.collectable_leases(80_001).count(), 0, "not committed yet");
+        commit_due(&mut c);
+        assert_eq!(c.settled(), 2);
+        assert_eq!(c.collectable_leases(80_001).count(), 1);
+        // A lease that is not closed is collected on time alone.
+        let mut c = member(&[0]);
+        assert_eq!(c.collectable_leases(70_000).count(), 0);
+        assert_eq!(c.collectable_leases(70_001).count(), 1);
+        c.tick(now, 70_001);
+        assert_eq!(c.collectable_leases(70_001).count(), 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   record below `o` with an epoch below `E` is unprocessed. `passed[y]` is the highest passed
 //!   epoch, recorded with its end `o`.
 //! - C6 (drained): the partition has drained `E` when every producer awaited for `E`
-//!   ([`Lease::awaited_for`]) has `passed[y] >= E`; `drained` is the highest such `E`, capped at
+//!   ([`Lease::awaited_for`]: a closed lease also after it expired) has `passed[y] >= E`; `drained` is the highest such `E`, capped at
 //!   the newest epoch known.
 //! - C11, C12 (skip rules after a change of owner): the metadata's window of unprocessed offsets,
 //!   else the previous owner's `passed[y] = (E, o)`: every record below `o` with an epoch below
@@ -337,7 +337,7 @@ impl PartitionProgress {
         changed
     }
 
-    /// Forget awaited markers of producers `keep` rejects (no live lease: nobody waits for them;
+    /// Forget awaited markers of producers `keep` rejects (no live or closed lease: nobody waits for them;
     /// the core applies a producer's latest marker again when its lease is read).
     pub fn retain_awaiting(&mut self, keep: impl Fn(&ProducerId) -> bool) {
         self.awaiting.retain(|a| keep(&a.producer));
@@ -383,7 +383,7 @@ impl PartitionProgress {
     ) -> u64 {
         let mut drained = max_epoch;
         for lease in leases {
-            if !lease.is_live(now_ms) {
+            if !lease.is_awaitable(now_ms) {
                 continue;
             }
             // Covered up to `p`; epoch p + 1 is awaited unless the producer closed before it.
@@ -431,7 +431,7 @@ impl PartitionProgress {
             leases
                 .clone()
                 .into_iter()
-                .any(|l| &l.producer == y && l.is_live(now_ms))
+                .any(|l| &l.producer == y && l.is_awaitable(now_ms))
         });
         let encoded = meta.encode();
         if encoded.len() <= max_bytes {
@@ -506,7 +506,8 @@ mod tests {
             (vec![lease('a', 0, None), lease('b', 4, None)], 4),
             // b closed after its marker of epoch 3: nothing to wait for after it.
             (vec![lease('a', 0, None), lease('b', 0, Some(3))], 5),
-            // c closed at 4 without its marker of 4 passed here: wait until it comes (or expiry).
+            // c closed at 4 without its marker of 4 passed here: wait until it is passed
+            // (expired or not: its markers exist).
             (vec![lease('c', 0, Some(4))], 0),
             // an unknown producer that started at 6.
             (vec![lease('c', 6, None)], 6),
@@ -517,6 +518,13 @@ mod tests {
         let mut dead = lease('b', 0, None);
         dead.expires_at_ms = 5;
         assert_eq!(p.drained(&[lease('a', 0, None), dead], 10, 6), 5);
+        // Closed at 6 and expired, its marker of 6 not passed (passed 3): still awaited for 4..=6.
+        let mut closed = lease('b', 0, Some(6));
+        closed.expires_at_ms = 5;
+        assert_eq!(p.drained(&[lease('a', 0, None), closed.clone()], 10, 6), 3);
+        // Closed at 3 and expired, passed 3: nothing more to wait for.
+        closed.closed_at_epoch = Some(3);
+        assert_eq!(p.drained(&[lease('a', 0, None), closed], 10, 6), 5);
     }
 
     #[test]

@@ -371,15 +371,15 @@ impl Inner {
         }
     }
 
-    /// Tombstone leases expired long ago (with their producer's marker) and history
-    /// older than every member keeps.
+    /// Tombstone leases expired long ago, closed ones only once their closing epoch is settled
+    /// (`Core::collectable_leases`, with their producer's marker) and history older than every
+    /// member keeps.
     pub(super) fn collect_garbage(&mut self) {
         let now_ms = handoff::now_ms();
         let (expired, floor) = {
             let core = self.shared.core();
             let expired: Vec<HandoffKey> = core
-                .leases()
-                .filter(|l| now_ms > l.expires_at_ms.saturating_add((3 * l.lease_ms).max(60_000)))
+                .collectable_leases(now_ms)
                 .flat_map(|l| {
                     let marker = HandoffKey::Marker {
                         topic: l.topic.clone(),

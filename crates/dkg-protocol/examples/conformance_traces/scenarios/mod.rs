@@ -118,6 +118,7 @@ pub fn all() -> Vec<Trace> {
         c01_last_well_formed_epoch_header(),
         c02_lease_clamped_to_max_lease(),
         c02_expired_lease_not_awaited(),
+        c02_closed_lease_awaited_after_expiry(),
         c02_closed_lease_awaited_up_to_its_epoch(),
         c02_lease_tombstone_forgets_producer(),
         c03_latest_marker_per_producer(),

@@ -133,6 +133,56 @@ pub(super) fn c02_expired_lease_not_awaited() -> Trace {
     t
 }
 
+pub(super) fn c02_closed_lease_awaited_after_expiry() -> Trace {
+    let mut t = trace(
+        "C02-closed-lease-awaited-after-expiry",
+        "The member owns partitions 1 and 2; epoch 2 moves `hot` from 1 to 2. Producer Z's \
+         marker of 2 ends at 1 on partition 1, whose record 0 is not fetched yet; Z closes \
+         cleanly at epoch 2 (its lease rewritten with `closed_at_epoch` 2). A record of `hot` \
+         stamped 2 on partition 2 is held. The lease expires (start + 30 s), and a minute \
+         later still partition 1 has not drained 2: a closed lease stays awaited up to its \
+         closing epoch whatever its expiry says (its markers exist). Once record 0 of \
+         partition 1 is fetched and processed, Z's marker is passed: partition 1 drains 2 and \
+         `hot` is released on partition 2, after its older record.",
+        &[HOT],
+    );
+    two_epochs(&mut t, &[1, 2]);
+    t.lease(Z, 0, LEASE_UNTIL, None);
+    t.marker(Z, 2, &[0, 1, 0, 0]);
+    t.marker(Y, 2, &[0; 4]);
+    t.lease(Z, 0, LEASE_UNTIL, Some(2));
+    t.record(2, 0, HOT, Some(2));
+    let out = t.next();
+    C02.check(
+        held(out, 2) == 1 && !announced(out).contains(&(1, 2)),
+        "Z awaited for 2 on partition 1",
+    );
+    t.at(30_000).tick(LEASE_UNTIL);
+    let out = t.next();
+    C02.check(
+        held(out, 2) == 1 && !announced(out).contains(&(1, 2)),
+        "Z's lease expired, closed at 2: still awaited for 2",
+    );
+    t.at(90_000).tick(LEASE_UNTIL + 60_000);
+    let out = t.next();
+    C02.check(
+        held(out, 2) == 1 && !announced(out).contains(&(1, 2)),
+        "still awaited a minute later",
+    );
+    let out = t.record(1, 0, HOT, Some(1));
+    C02.check(
+        delivered(out) == [(1, 0)],
+        "the older record of hot is delivered",
+    );
+    let out = t.next();
+    C02.check(
+        announced(out).contains(&(1, 2)),
+        "Z's marker passed: partition 1 drains 2",
+    );
+    C02.check(delivered(out) == [(2, 0)], "and hot is released");
+    t
+}
+
 pub(super) fn c02_closed_lease_awaited_up_to_its_epoch() -> Trace {
     let mut t = trace(
         "C02-closed-lease-awaited-up-to-its-epoch",

@@ -690,7 +690,7 @@ final class ConsumerCore<M> {
             if (part.progress.hasAwaiting()) {
                 part.progress.retainAwaiting(y -> {
                     HandoffRecords.Lease l = leases.get(y);
-                    return l != null && l.isLive(nowMs);
+                    return l != null && l.isAwaitable(nowMs);
                 });
                 Long position = markerPosition(part, inAppOn(partition), null);
                 part.progress.arrived(position, part.hold::minEpochBelow);

@@ -46,9 +46,20 @@ final class HandoffRecords {
             return Long.compareUnsigned(nowMs, expiresAtMs) < 0;
         }
 
-        /** Whether consumers wait for this producer's marker of {@code epoch} (9.1). */
+        /**
+         * Whether consumers may still have to wait for one of this producer's markers: live, or closed (a clean close
+         * wrote its markers first; a closed lease stops counting only when it is tombstoned).
+         */
+        boolean isAwaitable(long nowMs) {
+            return closedAtEpoch != NOT_CLOSED || isLive(nowMs);
+        }
+
+        /**
+         * Whether consumers wait for this producer's marker of {@code epoch} (9.1): possibly routed under an earlier
+         * epoch, and either closed at {@code epoch} or later (whatever the expiry says) or running with a live lease.
+         */
         boolean awaitedFor(long epoch, long nowMs) {
-            return isLive(nowMs) && firstEpoch < epoch && (closedAtEpoch == NOT_CLOSED || epoch <= closedAtEpoch);
+            return firstEpoch < epoch && (closedAtEpoch != NOT_CLOSED ? epoch <= closedAtEpoch : isLive(nowMs));
         }
 
         @Override

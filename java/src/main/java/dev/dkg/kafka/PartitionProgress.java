@@ -251,7 +251,7 @@ final class PartitionProgress {
         return changed;
     }
 
-    /** Forgets awaited markers of producers {@code keep} rejects (no live lease). */
+    /** Forgets awaited markers of producers {@code keep} rejects (no lease live or closed). */
     void retainAwaiting(Predicate<String> keep) {
         awaiting.removeIf(a -> !keep.test(a.producer));
     }
@@ -290,7 +290,7 @@ final class PartitionProgress {
     long drained(Collection<HandoffRecords.Lease> leases, long nowMs, long maxEpoch) {
         long drained = maxEpoch;
         for (HandoffRecords.Lease lease : leases) {
-            if (!lease.isLive(nowMs)) {
+            if (!lease.isAwaitable(nowMs)) {
                 continue;
             }
             // Covered up to p; epoch p + 1 is awaited unless the producer closed before it.
@@ -339,7 +339,7 @@ final class PartitionProgress {
         TreeMap<String, CommitMeta.PassedAt> live = new TreeMap<>();
         for (Map.Entry<String, CommitMeta.PassedAt> e : passed.entrySet()) {
             for (HandoffRecords.Lease l : leases) {
-                if (l.producer.equals(e.getKey()) && l.isLive(nowMs)) {
+                if (l.producer.equals(e.getKey()) && l.isAwaitable(nowMs)) {
                     live.put(e.getKey(), e.getValue());
                     break;
                 }

@@ -122,6 +122,30 @@ class ConsumerPartsTest {
             assertEquals((long) c[1], p.drained(leases, 10, 6), leases.toString());
         }
         assertEquals(5, p.drained(List.of(lease(A, 0, n), lease(B, 0, n).withExpiry(5)), 10, 6));
+        // Closed at 6 and expired, its marker of 6 not passed (passed 3): still awaited for 4..6.
+        assertEquals(3, p.drained(List.of(lease(A, 0, n), lease(B, 0, 6).withExpiry(5)), 10, 6));
+        // Closed at 3 and expired, passed 3: nothing more to wait for.
+        assertEquals(5, p.drained(List.of(lease(A, 0, n), lease(B, 0, 3).withExpiry(5)), 10, 6));
+    }
+
+    @Test
+    void leaseAwaitedTable() {
+        long n = HandoffRecords.NOT_CLOSED;
+        // {first_epoch, expires, closed, epoch asked, now, awaited}: the Rust table of handoff.rs.
+        long[][] cases = {
+            {2, 100, n, 3, 50, 1},
+            {3, 100, n, 3, 50, 0},
+            {2, 100, n, 3, 100, 0},
+            {0, 100, 4, 4, 50, 1},
+            {0, 100, 4, 5, 50, 0},
+            {0, 100, 4, 4, 200, 1},
+            {0, 100, 4, 5, 200, 0},
+            {4, 100, 4, 4, 200, 0},
+        };
+        for (long[] c : cases) {
+            HandoffRecords.Lease l = new HandoffRecords.Lease(A, "t", c[0], 1000, c[1], c[2]);
+            assertEquals(c[5] == 1, l.awaitedFor(c[3], c[4]), java.util.Arrays.toString(c));
+        }
     }
 
     @Test
