@@ -557,11 +557,12 @@ async fn run_fleet(mode: Mode) -> Outcome {
         .unwrap();
     let group = |g: usize| format!("{}-{}", setup.group, GROUPS[g]);
     let log: Shared = Arc::default();
-    // The Rust default. The producers close cleanly 1 s after the last switch, while the killed
-    // member's partitions wait for the group to notice the crash (session.timeout.ms, 6 s): a
-    // closed lease stops being awaited once it expires (spec 9.1, C2), so with a lease shorter than
-    // that wait the new owner would count those partitions drained past the producers' unprocessed
-    // old-epoch records, and a moved key's new records could overtake them (seen with 3 s).
+    // The Rust default: on a starved machine a short lease can lapse between renewals, and a live
+    // producer then looks dead (spec 9.4, "Producer crash"). The producers close cleanly 1 s after the
+    // last switch while the killed member's partitions wait for the group to notice the crash
+    // (session.timeout.ms, 6 s); a closed lease stays awaited after it expires (spec 9.1), so the new
+    // owner passes the closed producers' markers before it counts those partitions drained (before
+    // that rule, a 3 s lease let a moved key's new records overtake its old ones here).
     let lease = Duration::from_secs(30);
 
     eprintln!("{}: setup at {:?}", mode.arg(), started.elapsed());
