@@ -33,11 +33,11 @@ mod split_keys;
 /// Limits of the state machine.
 #[derive(Clone, Debug)]
 pub struct CoreConfig {
-    /// Held records per partition above which the partition is paused.
+    /// Held records per partition above which the partition is paused, once no marker awaits
+    /// its position (C13: one a marker awaits reads on, over the limit if need be).
     pub max_held: usize,
-    /// A paused partition that released nothing for this long is resumed anyway (see the module
-    /// docs of [`crate::consumer`]: a cycle of paused partitions could otherwise wait
-    /// forever for markers whose ends lie behind each other's pause points).
+    /// A paused partition that released nothing for this long is resumed anyway: the bound for
+    /// waits that reading cannot end (a dead producer's lease holding moved keys).
     pub stall_timeout: Duration,
     /// Commit metadata size limit (the broker's `offset.metadata.max.bytes`).
     pub max_metadata_bytes: usize,
@@ -1482,7 +1482,7 @@ mod tests {
 mod simulation {
     #![allow(clippy::unwrap_used)]
 
-    use std::collections::{BTreeMap, HashMap};
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
 
     use proptest::prelude::*;
     use rand::rngs::StdRng;
@@ -1503,6 +1503,9 @@ mod simulation {
     const UNKNOWN_WAIT_MS: u64 = 40;
     /// How long a dead producer's last lease runs on, in steps of the wall clock.
     const DEAD_LEASE_MS: u64 = 25;
+    /// The stall timeout of [`run_flow`]'s members: below [`UNKNOWN_WAIT_MS`], the clock's jump
+    /// at each round of `finish`.
+    const STALL_MS: u64 = 30;
 
     #[derive(Clone, Debug)]
     struct Rec {
@@ -1557,6 +1560,8 @@ mod simulation {
         /// through the core, which must then deliver it).
         lanes: Lanes,
         turn: u32,
+        /// Partitions flow control paused (C13): not fetched until resumed.
+        paused: BTreeSet<u32>,
     }
 
     impl Member {
@@ -1607,6 +1612,9 @@ mod simulation {
         strays: bool,
         /// The members' monotonic clock (ms): one per step, and a jump at the end.
         clock: u64,
+        /// The members' `max_held` and `stall_timeout` (C13).
+        max_held: usize,
+        stall_timeout_ms: u64,
         /// The wall clock (ms) that leases expire by.
         wall: u64,
         /// Leases and markers written and not yet read by the members.
@@ -1690,6 +1698,8 @@ mod simulation {
                 time: 0,
                 strays: false,
                 clock: 0,
+                max_held: 1_000_000,
+                stall_timeout_ms: 3_600_000,
                 wall: 1,
                 handoff: Vec::new(),
                 latest_markers: HashMap::new(),
@@ -1825,8 +1835,8 @@ mod simulation {
                 "g",
                 PARTS,
                 CoreConfig {
-                    max_held: 1_000_000,
-                    stall_timeout: Duration::from_secs(3600),
+                    max_held: self.max_held,
+                    stall_timeout: Duration::from_millis(self.stall_timeout_ms),
                     max_metadata_bytes: 4096,
                     history: 8,
                     unknown_epoch_wait: Duration::from_millis(UNKNOWN_WAIT_MS),
@@ -1866,6 +1876,7 @@ mod simulation {
                 pos,
                 lanes,
                 turn: 0,
+                paused: BTreeSet::new(),
             }
         }
 
@@ -2000,6 +2011,17 @@ mod simulation {
         /// Fetch the next record of partition `part` of member `m`. Returns whether it did
         /// anything.
         fn fetch(&mut self, m: usize, part: u32) -> bool {
+            // Flow control as the glue applies it before a fetch.
+            let now = Duration::from_millis(self.clock);
+            let member = &mut self.members[m];
+            let (pause, resume) = member.core.flow(now);
+            member.paused.extend(pause);
+            for p in resume {
+                member.paused.remove(&p);
+            }
+            if member.paused.contains(&part) {
+                return false;
+            }
             let at = self.members[m].pos[&part];
             let Some(&id) = self.logs[part as usize].get(at) else {
                 return false;
@@ -2382,6 +2404,27 @@ mod simulation {
         run_world(w, rng, steps, crashes)
     }
 
+    /// Members with a small `max_held`: partitions pause and resume (C13) all the time; a cycle
+    /// of paused partitions, each paused short of the marker end the other's held records wait
+    /// for, ends at the stall timeout ([`STALL_MS`], within a run's reach).
+    fn run_flow(
+        seed: u64,
+        steps: usize,
+        crashes: bool,
+        stamp_all: bool,
+        max_held: usize,
+    ) -> Result<(), String> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut w = World::new(&mut rng, stamp_all, false);
+        w.max_held = max_held;
+        w.stall_timeout_ms = STALL_MS;
+        w.members = [vec![0, 1], vec![2]]
+            .into_iter()
+            .map(|parts| w.member(parts))
+            .collect();
+        run_world(w, rng, steps, crashes)
+    }
+
     fn run_world(mut w: World, mut rng: StdRng, steps: usize, crashes: bool) -> Result<(), String> {
         for _ in 0..steps {
             w.step(&mut rng, crashes);
@@ -2413,6 +2456,20 @@ mod simulation {
             crashes in any::<bool>(),
         ) {
             prop_assert_eq!(run(seed, steps, crashes, false), Ok(()));
+        }
+
+        /// Flow control with a hold limit of 1-4 records: partitions pause and resume all the
+        /// time, and order, exclusivity and no loss hold; a cycle of paused partitions ends at
+        /// the stall timeout (C13; without it, the run stalls: records are never processed).
+        #[test]
+        fn flow_control_keeps_order_and_ends_cycles_at_the_stall_timeout(
+            seed in any::<u64>(),
+            steps in 50_usize..400,
+            crashes in any::<bool>(),
+            stamp_all in any::<bool>(),
+            max_held in 1_usize..=4,
+        ) {
+            prop_assert_eq!(run_flow(seed, steps, crashes, stamp_all, max_held), Ok(()));
         }
 
         /// Records stamped with an epoch no member learns are delivered after the bounded

@@ -413,6 +413,16 @@ final class ConsumerDriver<M> {
     /** Housekeeping: the wall clock is read, leases expire, releases and flow control (C2, C6, C13, C19). */
     void tick(long now, long nowMs) {
         core.tick(now, nowMs);
+        flow(now);
+    }
+
+    /**
+     * Flow control (C13): partitions over the hold limit paused, halved or stalled ones resumed. Cheap (a look at
+     * each owned partition), so the glue runs it after every fetch, not only at housekeeping: a partition read
+     * quickly (after a rebalance, from its lowest held offset) would otherwise overshoot the limit by what 100 ms of
+     * fetching brings, and the commit metadata's unprocessed list with it.
+     */
+    void flow(long now) {
         List<List<Integer>> flow = core.flow(now);
         long stall = core.config().stallTimeoutNanos / 1_000_000;
         for (int[] s : core.takeStalled()) {

@@ -683,6 +683,10 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
                 // Released meanwhile (progress read by the followers), or queued behind released records.
                 d.commitProgress(now);
                 add(batch, d, d.drainReady());
+                if (!asFetched) {
+                    // Something was held or released: flow control now, not at the next housekeeping (C13).
+                    d.flow(now);
+                }
             }
             if (asFetched && batchSize(batch) == before && !batch.isEmpty()) {
                 // Nothing released meanwhile: the inner client's batch itself (its next offsets included).

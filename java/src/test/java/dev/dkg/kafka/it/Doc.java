@@ -93,6 +93,20 @@ public final class Doc {
         return new Doc(topic, partitions, newEpoch, table, heavy, createdAtMs);
     }
 
+    /**
+     * The next epoch's document as a sampler publishes it: this one with {@code buckets} of its buckets (chosen by
+     * {@code seed}) moved to another partition, everything else in place.
+     */
+    public Doc movingBuckets(long newEpoch, int buckets, long seed) {
+        int[] next = table.clone();
+        Random rng = new Random(seed);
+        for (int i = 0; i < buckets; i++) {
+            int b = rng.nextInt(next.length);
+            next[b] = (next[b] + 1 + rng.nextInt(partitions - 1)) % partitions;
+        }
+        return new Doc(topic, partitions, newEpoch, next, heavy);
+    }
+
     /** The same document for another topic name (the {@code topic} field). */
     public Doc withTopic(String newTopic) {
         return new Doc(newTopic, partitions, epoch, table, heavy, createdAtMs);
