@@ -58,23 +58,25 @@ class SpringContainerKeepsOrderIT {
     private static final int KEYS = 48;
     private static final int SWITCHES = 3;
     private static final int CONCURRENCY = 3;
-    private static final long SWITCH_EVERY_MS = 2000;
+    private static final long SWITCH_EVERY_MS = 1500;
 
     /** One record as the listener processed it: which member thread, which (producer, key), its sequence number. */
     record Seen(String thread, String stream, long seq) {}
 
     /** The outcome of one run. */
     record Run(long sent, long processed, long violations, long lost, long duplicates, long held, int maxHeldSeen,
-            int postProcessed, int consumersSeen, int nonDkgConsumersSeen, long slowMemberRecords, long millis) {}
+            int postProcessed, int consumersSeen, int nonDkgConsumersSeen, long slowMemberRecords, long millis,
+            long assignedMillis, long drainMillis) {}
 
     @Test
     void aSpringListenerContainerWithDkgConsumersKeepsPerKeyOrderAcrossSwitches() throws Exception {
         Run dkg = run("dkg", true);
         System.out.printf("SpringContainerKeepsOrderIT dkg: sent %d processed %d violations %d lost %d duplicates %d "
                 + "held %d (most held at once by a member: %d) post-processed consumers %d, DkgKafkaConsumers seen "
-                + "by the listener %d (records from other consumers: %d), slow member's records %d, %d ms%n", dkg.sent, dkg.processed,
-                dkg.violations, dkg.lost, dkg.duplicates, dkg.held, dkg.maxHeldSeen, dkg.postProcessed,
-                dkg.consumersSeen, dkg.nonDkgConsumersSeen, dkg.slowMemberRecords, dkg.millis);
+                + "by the listener %d (records from other consumers: %d), slow member's records %d; %d ms (members assigned after %d ms, last record processed %d ms after the "
+                + "producers stopped)%n", dkg.sent, dkg.processed, dkg.violations, dkg.lost, dkg.duplicates, dkg.held,
+                dkg.maxHeldSeen, dkg.postProcessed, dkg.consumersSeen, dkg.nonDkgConsumersSeen,
+                dkg.slowMemberRecords, dkg.millis, dkg.assignedMillis, dkg.drainMillis);
         // The container's consumers are the factory's, wrapped: one post-processor call per member, and the consumer
         // each record came with (ConsumerAwareMessageListener) was a DkgKafkaConsumer, one per member.
         assertEquals(CONCURRENCY, dkg.postProcessed, "consumers the factory's post-processor wrapped");
@@ -88,7 +90,9 @@ class SpringContainerKeepsOrderIT {
 
         Run plain = run("plain", false);
         System.out.printf("SpringContainerKeepsOrderIT plain consumers (control): sent %d processed %d violations %d "
-                + "lost %d, %d ms%n", plain.sent, plain.processed, plain.violations, plain.lost, plain.millis);
+                + "lost %d; %d ms (members assigned after %d ms, last record processed %d ms after the producers stopped)%n",
+                plain.sent, plain.processed, plain.violations, plain.lost, plain.millis, plain.assignedMillis,
+                plain.drainMillis);
         assertEquals(0, plain.postProcessed, "the control run's consumers are not wrapped");
         assertTrue(plain.violations > 0, "the control run (the container's own KafkaConsumers) shows order violations");
     }
@@ -174,6 +178,8 @@ class SpringContainerKeepsOrderIT {
         Set<String> acked = ConcurrentHashMap.newKeySet();
         AtomicBoolean producing = new AtomicBoolean(true);
         long held = 0;
+        long assignedMillis;
+        long drainMillis;
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, docs.get(0));
             container.start();
@@ -190,6 +196,7 @@ class SpringContainerKeepsOrderIT {
                         }
                         return n == PARTITIONS;
                     });
+            assignedMillis = (System.nanoTime() - started) / 1_000_000;
             List<DkgKafkaProducer<byte[], byte[]>> producers = new ArrayList<>();
             for (int y = 0; y < 2; y++) {
                 producers.add(Broker.orderingProducer(Broker.orderingProducerConfig(control, handoff, topic)));
@@ -237,6 +244,7 @@ class SpringContainerKeepsOrderIT {
             for (DkgKafkaProducer<byte[], byte[]> p : producers) {
                 p.close();
             }
+            long stopped = System.nanoTime();
             Broker.waitUntil(name + ": every acknowledged record processed", Duration.ofSeconds(60), () -> {
                 Set<String> seen = new HashSet<>();
                 synchronized (log) {
@@ -246,6 +254,7 @@ class SpringContainerKeepsOrderIT {
                 }
                 return seen.containsAll(acked);
             });
+            drainMillis = (System.nanoTime() - stopped) / 1_000_000;
             if (dkg) {
                 // The hold-time histogram's count: records released from hold, counted by the consumers' housekeeping
                 // on their next polls (every member keeps polling). Read through Spring's own view of its consumers'
@@ -297,6 +306,6 @@ class SpringContainerKeepsOrderIT {
         long lost = acked.stream().filter(a -> !seen.contains(a)).count();
         return new Run(acked.size(), log.size(), violations, lost, duplicates, held, maxHeld.get(),
                 postProcessed.get(), dkgConsumers, (int) nonDkg.get(), slow,
-                (System.nanoTime() - started) / 1_000_000);
+                (System.nanoTime() - started) / 1_000_000, assignedMillis, drainMillis);
     }
 }
