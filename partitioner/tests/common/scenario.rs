@@ -516,6 +516,41 @@ pub fn hold_histogram(registries: &[&prometheus::Registry], le: f64) -> (u64, u6
     (total, below)
 }
 
+/// The smallest bucket bound of `dkg_consumer_hold_seconds` (summed over `registries`) that covers
+/// the `q`-quantile of the held records (nearest rank), as a Prometheus histogram is read; `None`
+/// without held records. The Java bench (`ConsumerBench`) reads its histogram the same way.
+pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64> {
+    let mut buckets: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut total = 0;
+    for r in registries {
+        for family in r.gather() {
+            if family.name() != "dkg_consumer_hold_seconds" {
+                continue;
+            }
+            for m in family.get_metric() {
+                let h = m.get_histogram();
+                total += h.get_sample_count();
+                for b in h.get_bucket() {
+                    // Bounds as integer microseconds: exact keys for the map.
+                    *buckets
+                        .entry((b.upper_bound() * 1e6).round() as u64)
+                        .or_default() += b.cumulative_count();
+                }
+            }
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).ceil() as u64;
+    Some(
+        buckets
+            .iter()
+            .find(|&(_, &c)| c >= rank)
+            .map_or(f64::INFINITY, |(&le, _)| le as f64 / 1e6),
+    )
+}
+
 /// Sum of a counter over every series in `registries`.
 pub fn counter_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
     metric_sum(registries, name, |m| m.get_counter().get_value())

@@ -55,7 +55,10 @@ class ConsumerMetricsState:
     """What the metrics collector reads: gauges and histogram counts refreshed at housekeeping
     (every 100 ms while polling), replaced whole so a scrape on another thread reads one state."""
 
-    BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+    BUCKETS = (
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+        0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0,
+    )
 
     def __init__(self) -> None:
         self.held: dict[int, int] = {}

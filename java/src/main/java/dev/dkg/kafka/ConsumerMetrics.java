@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class ConsumerMetrics {
     /** The Rust consumer's hold-time buckets (seconds). */
-    static final double[] HOLD_BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0,
-        30.0};
+    static final double[] HOLD_BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3,
+        0.4, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0};
 
     private final DkgMetrics.Registrar registrar;
     private final String topic;

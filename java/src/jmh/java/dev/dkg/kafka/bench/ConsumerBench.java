@@ -225,8 +225,8 @@ public final class ConsumerBench {
     private static final int PER_PRODUCER = 20_000;
     private static final double RATE = 2_500.0;
     private static final int MEMBERS = 3;
-    private static final String[] LE = {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
-        "1.0", "2.0", "5.0", "10.0", "30.0"};
+    private static final String[] LE = {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.075", "0.1", "0.15",
+        "0.2", "0.25", "0.3", "0.4", "0.5", "0.75", "1.0", "2.0", "5.0", "10.0", "30.0"};
 
     private static byte[] holdKey(int rank) {
         return String.format("k%04d", rank).getBytes(StandardCharsets.UTF_8);
@@ -269,8 +269,8 @@ public final class ConsumerBench {
         StringBuilder s = new StringBuilder();
         s.append(count).append(" held records");
         for (int i = 0; i < LE.length; i++) {
-            if (LE[i].equals("0.025") || LE[i].equals("0.05") || LE[i].equals("0.1") || LE[i].equals("0.25")
-                    || LE[i].equals("0.5") || LE[i].equals("2.0")) {
+            if (LE[i].equals("0.025") || LE[i].equals("0.05") || LE[i].equals("0.1") || LE[i].equals("0.15")
+                    || LE[i].equals("0.2") || LE[i].equals("0.25") || LE[i].equals("0.5") || LE[i].equals("2.0")) {
                 s.append(", <= ").append(LE[i]).append(" s: ").append(buckets[i]);
             }
         }
