@@ -11,9 +11,10 @@
 //!   SIGKILL as the last epoch (6) is published: a crash during a switch, whose partitions the
 //!   group takes over only once it notices (`session.timeout.ms`, 6 s), another rebalance before
 //!   the group can settle that switch;
-//! - `mixed`: a Rust `DkgConsumer` (in this process) and a Java `DkgKafkaConsumer` in one group:
-//!   the protocol is the same on the wire (commit metadata, progress on the handoff topic), and
-//!   both use the cooperative-sticky assignor, so they share a classic group.
+//! - `mixed`: a Rust `DkgConsumer` (in this process), a Java `DkgKafkaConsumer` and a Python
+//!   `DkgConsumer` in one group: the protocol is the same on the wire (commit metadata, progress on
+//!   the handoff topic), and all three use the cooperative-sticky assignor, so they share a classic
+//!   group.
 //!
 //! Members pace unevenly (a pause every few hundred records), so a moved key's old partition lags
 //! behind its new one. Each member prints (or, in Rust, logs) every record it processes with the
@@ -97,7 +98,7 @@ struct Spec {
 }
 
 const PAUSE_MS: u64 = 150;
-const MEMBERS: [Spec; 8] = [
+const MEMBERS: [Spec; 9] = [
     Spec {
         name: "j0",
         group: 0,
@@ -146,9 +147,15 @@ const MEMBERS: [Spec; 8] = [
         every: 1000,
         pause_ms: PAUSE_MS,
     },
+    Spec {
+        name: "q0",
+        group: 2,
+        every: 1300,
+        pause_ms: PAUSE_MS,
+    },
 ];
 const JAVA_MEMBERS: [&str; 4] = ["j0", "j1", "j2", "m0"];
-const PYTHON_MEMBERS: [&str; 3] = ["p0", "p1", "p2"];
+const PYTHON_MEMBERS: [&str; 4] = ["p0", "p1", "p2", "q0"];
 const JOINING: [&str; 2] = [JOINS[0].1, JOINS[1].1];
 const KILLED: &str = "p0";
 
@@ -848,6 +855,21 @@ async fn run_fleet(mode: Mode) -> Outcome {
         records.push(entries.len());
         reports.push(report);
     }
+    // The mixed group is mixed: each of its members (Rust, Java, Python) processed records.
+    let per_member: Vec<(&str, usize)> = MEMBERS
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| GROUPS[m.group] == "mixed")
+        .map(|(i, m)| (m.name, l.records.iter().filter(|r| r.member == i).count()))
+        .collect();
+    eprintln!(
+        "{}: mixed group, records per member {per_member:?}",
+        mode.arg()
+    );
+    assert!(
+        per_member.iter().all(|&(_, n)| n > 0),
+        "every member of the mixed group processed records: {per_member:?}"
+    );
     for (epoch, name) in JOINS {
         let m = member_index(name);
         let at = l.first_assigned.get(&m).copied().unwrap_or(0);

@@ -60,6 +60,9 @@ class TraceClient:
         out = []
         for tp in tps:
             offset, metadata = self.committed_answer.get(tp.partition, (-1001, ""))
+            # confluent-kafka hands metadata over as a C string: it ends at the first NUL (the one a
+            # Python member's commit carries, trace C07-trailing-nul-of-a-python-commit-ignored).
+            metadata = metadata.split("\0", 1)[0]
             out.append(TopicPartition(tp.topic, tp.partition, offset, metadata=metadata))
         return out
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import Message, TopicPartition
 
 import dkg_kafka
 from dkg_kafka import _native
-from dkg_kafka.consumer import DkgConsumer, consumer_config
+from dkg_kafka.consumer import DkgConsumer, committed_metadata, consumer_config
 
 from .conftest import FakeMsg, document
 
@@ -343,3 +343,41 @@ def test_released_hands_a_quiet_batch_back_as_it_is_and_holds_a_moved_key() -> N
         assert isinstance(snap, _native.CommitSnapshot)
         core.committed(snap)
     assert core.released(None, 10, True) == [held]
+
+
+class _GarbledMetadata:
+    """What ``Consumer.committed`` can return for metadata committed without a trailing NUL (by the
+    Java or Rust consumers): confluent-kafka reads past librdkafka's unterminated copy, here into
+    bytes that do not decode."""
+
+    topic = "t"
+    partition = 0
+    offset = 5
+
+    @property
+    def metadata(self) -> str:
+        raise UnicodeDecodeError("utf-8", b'{"v":1,"d":2}\xaa\x01', 13, 14, "invalid start byte")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ('{"v":1,"d":2}', '{"v":1,"d":2}'),
+        # Bytes read past the end of the committed value that happen to decode.
+        ('{"v":1,"d":2,"p":{}}Ab{"', '{"v":1,"d":2,"p":{}}'),
+        (None, None),
+        ("", None),
+        # Not the protocol's: passed on as read (the core ignores it, with a warning).
+        ("committed by another tool", "committed by another tool"),
+        ('{"v":1,', '{"v":1,'),
+    ],
+)
+def test_committed_metadata_is_the_json_object_committed(
+    metadata: str | None, expected: str | None
+) -> None:
+    tp = TopicPartition("t", 0, 5) if metadata is None else TopicPartition("t", 0, 5, metadata=metadata)
+    assert committed_metadata(tp) == expected
+
+
+def test_committed_metadata_that_does_not_decode_is_read_up_to_the_json_objects_end() -> None:
+    assert committed_metadata(cast(TopicPartition, _GarbledMetadata())) == '{"v":1,"d":2}'

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import json
 import logging
 import os
 import threading
@@ -55,6 +56,36 @@ _GC_EVERY = 60.0
 # Room for the largest assignment document on the handoff topic (its history records).
 _HANDOFF_MAX_BYTES = 9 * 1024 * 1024
 # Keys only the classic group protocol takes (librdkafka refuses them under KIP-848).
+_JSON = json.JSONDecoder()
+
+
+def committed_metadata(tp: TopicPartition) -> str | None:
+    """The commit metadata of ``tp`` (from ``Consumer.committed``) as it was committed, or None.
+
+    confluent-kafka reads librdkafka's metadata as a NUL-terminated C string, but
+    ``rd_kafka_committed`` copies it into the caller's list without a terminator
+    (``rd_kafka_topic_partition_list_update`` copies ``metadata_size`` bytes): metadata committed
+    without a trailing NUL (by the Java and Rust consumers; confluent-kafka's own commits include
+    one) comes back followed by whatever bytes lie after it in memory, which may not even decode
+    (``UnicodeDecodeError``, seen in a group of Rust, Java and Python members). The protocol's
+    metadata is one JSON object (spec C7), so what follows its end is dropped; other metadata is
+    passed on as read (the core then ignores it, with a warning).
+    """
+    try:
+        raw: str | None = tp.metadata
+    except UnicodeDecodeError as e:
+        raw = e.object.decode("utf-8", errors="replace")
+    if not raw:
+        return None
+    if raw.startswith("{"):
+        try:
+            _, end = _JSON.raw_decode(raw)
+        except ValueError:
+            return raw
+        return raw[:end]
+    return raw
+
+
 _CLASSIC_ONLY = ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms")
 _SEQ = itertools.count()
 
@@ -629,7 +660,7 @@ class DkgConsumer:
                 out: dict[int, tuple[int | None, str | None]] = {}
                 for tp in consumer.committed(tps, timeout=5):
                     offset = tp.offset if tp.offset is not None and tp.offset >= 0 else None
-                    out[tp.partition] = (offset, tp.metadata or None)
+                    out[tp.partition] = (offset, committed_metadata(tp))
                 return out
             except KafkaException as e:
                 _log.warning("reading committed offsets (attempt %d): %s", attempt, e)

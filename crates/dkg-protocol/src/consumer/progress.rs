@@ -68,8 +68,10 @@ pub struct CommitMeta {
 
 impl CommitMeta {
     /// Parse commit metadata; `None` for an empty string (fresh group, or offsets reset by a tool)
-    /// and for anything this build does not read (logged by the caller).
+    /// and for anything this build does not read (logged by the caller). One trailing NUL is
+    /// ignored (spec C7): confluent-kafka (Python) commits the C string's terminator with it.
     pub fn parse(s: &str) -> Option<Result<Self, String>> {
+        let s = s.strip_suffix('\0').unwrap_or(s);
         if s.is_empty() {
             return None;
         }
@@ -571,6 +573,15 @@ mod tests {
 
         assert_eq!(CommitMeta::parse(""), None);
         assert!(CommitMeta::parse("{").unwrap().is_err());
+        // confluent-kafka (Python) commits the C string's terminating NUL with the metadata.
+        let plain = r#"{"v":1,"d":2,"p":{},"n":9,"u":[1]}"#;
+        assert_eq!(
+            CommitMeta::parse(&format!("{plain}\0")),
+            CommitMeta::parse(plain)
+        );
+        assert!(CommitMeta::parse(plain).unwrap().is_ok());
+        assert_eq!(CommitMeta::parse("\0"), None);
+        assert!(CommitMeta::parse(&format!("{plain}\0\0")).unwrap().is_err());
         assert!(
             CommitMeta::parse(r#"{"v":9,"d":0,"p":{}}"#)
                 .unwrap()

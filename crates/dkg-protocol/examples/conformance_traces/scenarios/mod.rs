@@ -134,6 +134,7 @@ pub fn all() -> Vec<Trace> {
         c06_drained_falls_when_a_lease_appears(),
         c07_hook_commit_then_announce(),
         c07_metadata_over_limit_leaves_out_window(),
+        c07_trailing_nul_of_a_python_commit_ignored(),
         c08_held_until_old_partition_drained(),
         c08_unknown_assignment_counts_every_partition(),
         c08_epochs_below_settled_not_waited_for(),

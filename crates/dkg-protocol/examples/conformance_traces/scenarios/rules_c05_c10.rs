@@ -153,6 +153,30 @@ pub(super) fn c07_hook_commit_then_announce() -> Trace {
     t
 }
 
+pub(super) fn c07_trailing_nul_of_a_python_commit_ignored() -> Trace {
+    let mut t = trace(
+        "C07-trailing-nul-of-a-python-commit-ignored",
+        "confluent-kafka (Python) commits metadata with its C string's terminating NUL. Partition \
+         2 is taken with committed offset 5 and such metadata (`n` 9, `u` [1, 3], then a NUL): it \
+         is read as without the NUL, so of records 5-8 the previous owner's processed 5 and 7 are \
+         skipped (C11) and 6 and 8 delivered.",
+        &[COLD],
+    );
+    settled(&mut t, &doc(4, 1, &[(HOT, 1)], &[]), &[0]);
+    let meta = format!(r#"{{"v":1,"d":1,"p":{{"{Y}":[1,0]}},"n":9,"u":[1,3]}}"#) + "\0";
+    t.assign(&[(2, Some(5), &meta)]);
+    let mut skipped = Vec::new();
+    let mut out_delivered = Vec::new();
+    for o in 5..9 {
+        let out = t.record(2, o, COLD, None);
+        skipped.extend(out.skipped.iter().map(|s| s[1]));
+        out_delivered.extend(delivered(out).into_iter().map(|(_, o)| o));
+    }
+    C07.check(skipped == [5, 7], "5 and 7 skipped: the window was read");
+    C07.check(out_delivered == [6, 8], "6 and 8 delivered");
+    t
+}
+
 pub(super) fn c07_metadata_over_limit_leaves_out_window() -> Trace {
     let cfg = Config {
         max_metadata_bytes: 80,

@@ -53,12 +53,16 @@ final class CommitMeta extends Value {
     }
 
     /**
-     * Parses commit metadata: null for an empty string or null (a fresh group, offsets reset by a tool).
+     * Parses commit metadata: null for an empty string or null (a fresh group, offsets reset by a tool). One trailing
+     * NUL is ignored (spec C7): confluent-kafka (Python) commits its C string's terminator with the metadata.
      *
      * @throws StrictJson.Malformed for anything this build does not read (the caller logs it and starts without
      *     skip rules)
      */
     static CommitMeta parse(String s) throws StrictJson.Malformed {
+        if (s != null && s.endsWith("\u0000")) {
+            s = s.substring(0, s.length() - 1);
+        }
         if (s == null || s.isEmpty()) {
             return null;
         }
