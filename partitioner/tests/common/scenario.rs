@@ -576,17 +576,22 @@ fn metric_sum(
         .sum()
 }
 
-/// Wait until the members own all partitions between them (assigned minus revoked, over the
-/// members' hooks).
+/// Wait until the members own all partitions between them, each some (assigned minus revoked,
+/// over the members' hooks).
 pub async fn wait_for_group(hooks: &[Arc<CountingHooks>], timeout: Duration) {
     let start = Instant::now();
-    let owned = || {
+    let each = || {
         hooks
             .iter()
             .map(|h| h.assigned.load(Ordering::Relaxed) - h.revoked.load(Ordering::Relaxed))
-            .sum::<u64>()
+            .collect::<Vec<u64>>()
     };
-    while owned() < u64::from(PARTITIONS) {
+    let owned = || each().iter().sum::<u64>();
+    // Every member owns some: under KIP-848 the first member to join can own all of them for a
+    // few heartbeats before the broker moves some to the others (group.consumer.heartbeat.interval.ms,
+    // 5 s by default), so "all owned" alone is not a settled group.
+    let settled = || owned() == u64::from(PARTITIONS) && each().iter().all(|&n| n > 0);
+    while !settled() {
         assert!(
             start.elapsed() < timeout,
             "the group assigned {} of {PARTITIONS} partitions within {timeout:?}",
