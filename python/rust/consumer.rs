@@ -707,7 +707,8 @@ impl ConsumerCore {
     /// What to commit for `partition` now: a `CommitSnapshot`, `None` before its first record,
     /// or the metadata's size in bytes when it is over the limit (then nothing may be committed:
     /// an offset without its passed map would let a next owner re-process records others rely
-    /// on being done).
+    /// on being done). A snapshot whose metadata leaves out its skip window is counted (see
+    /// `take_anomalies`) once per call: build one per commit.
     fn snapshot(&self, py: Python<'_>, partition: u32) -> PyResult<Option<Py<PyAny>>> {
         let snap = self.lock().core.snapshot(partition);
         Ok(match snap {
@@ -790,14 +791,20 @@ impl ConsumerCore {
     }
 
     /// What the core could not trust since the last call: `(unknown_epoch_records,
-    /// clamped_leases, {marker reject reason: count})`.
-    fn take_anomalies(&self) -> (u64, u64, BTreeMap<&'static str, u64>) {
+    /// clamped_leases, {marker reject reason: count}, windows_left_out)` (the last: commit
+    /// snapshots whose metadata left out the skip window, C7).
+    fn take_anomalies(&self) -> (u64, u64, BTreeMap<&'static str, u64>, u64) {
         let a = self.lock().core.take_anomalies();
         let rejected = MarkerReject::ALL
             .iter()
             .map(|r| (r.as_str(), a.rejected_markers[r.index()]))
             .collect();
-        (a.unknown_epoch_records, a.clamped_leases, rejected)
+        (
+            a.unknown_epoch_records,
+            a.clamped_leases,
+            rejected,
+            a.windows_left_out,
+        )
     }
 
     /// Records held per owned partition.

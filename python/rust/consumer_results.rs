@@ -44,6 +44,14 @@ impl CommitSnapshot {
         self.inner.drained
     }
 
+    /// `None`, or the metadata leaves out its skip window because it did not fit the metadata
+    /// limit, and this many unprocessed offsets were in it: a next owner would re-process the
+    /// records processed above `offset` (C7; counted by `take_anomalies`).
+    #[getter]
+    fn window_left_out(&self) -> Option<usize> {
+        self.inner.window_left_out
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "CommitSnapshot(partition={}, offset={}, drained={})",

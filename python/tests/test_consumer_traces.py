@@ -264,7 +264,7 @@ def test_trace(path: Path, via: str) -> None:
         held = {str(p): n for p, n in core.held_counts() if n}
         assert held == out.get("held", {}), where
         assert effects == out.get("effects", []), where
-        unknown, clamped, rejected = core.take_anomalies()
+        unknown, clamped, rejected, left_out = core.take_anomalies()
         anomalies: dict[str, Any] = {}
         if unknown:
             anomalies["unknown_epoch"] = unknown
@@ -273,4 +273,6 @@ def test_trace(path: Path, via: str) -> None:
         rejected = {r: n for r, n in rejected.items() if n}
         if rejected:
             anomalies["markers_rejected"] = rejected
+        if left_out:
+            anomalies["windows_left_out"] = left_out
         assert anomalies == out.get("anomalies", {}), where

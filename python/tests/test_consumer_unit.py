@@ -169,8 +169,8 @@ def test_bad_handoff_records_and_rejected_markers() -> None:
         "marker_rejected:malformed_json"
     )
     assert core.on_handoff(b"lease2/elsewhere/" + PRODUCER.encode(), None) == "other_topic"
-    unknown, clamped, rejected = core.take_anomalies()
-    assert (unknown, clamped, rejected["malformed_json"]) == (0, 0, 1)
+    unknown, clamped, rejected, left_out = core.take_anomalies()
+    assert (unknown, clamped, rejected["malformed_json"], left_out) == (0, 0, 1, 0)
 
 
 def test_unknown_epoch_is_released_after_the_wait() -> None:
@@ -278,6 +278,46 @@ def test_consume_returns_batches_and_the_revocation_commits() -> None:
     c._on_revoke(client, [TopicPartition(TOPIC, 0)])  # type: ignore[arg-type]
     assert revoked == [[0]] and core.owned() == []
     assert client.commits[-1][0][:2] == (0, 5)
+
+
+def holding_three(max_metadata_bytes: int) -> _native.ConsumerCore:
+    """``switched_core`` holding ``hot`` at 0-2 on partition 1: the commit at 0 has a window."""
+    core = _native.ConsumerCore(TOPIC, GROUP, 2, max_metadata_bytes=max_metadata_bytes)
+    core.on_assignment(assignment(1, 0))
+    core.on_assignment(assignment(2, 1))
+    assert core.on_handoff(*lease()) == "lease"
+    assert core.assign(1, None, None) is None
+    for o in range(3):
+        assert core.offer(FakeMsg(1, o, b"hot", epoch=2)) is False
+    core.take_anomalies()
+    return core
+
+
+def test_a_commit_that_leaves_out_its_window_is_counted_and_warned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fits = holding_three(4096)
+    snap = fits.snapshot(1)
+    assert isinstance(snap, _native.CommitSnapshot)
+    assert '"n":3,"u":[0,1,2]' in snap.metadata and snap.window_left_out is None
+    assert fits.take_anomalies()[3] == 0, "it fits: nothing counted"
+
+    limit = len(snap.metadata) - 1
+    core = holding_three(limit)
+    c, client = glue([], core, max_metadata_bytes=limit)
+    with caplog.at_level("WARNING", logger="dkg_kafka"):
+        c.commit(asynchronous=False)
+        c.commit(asynchronous=False)
+    left_out = [m for commit in client.commits for p, o, m in commit if p == 1 and o == 0]
+    assert len(left_out) >= 2 and all(m is not None and '"n"' not in m for m in left_out)
+    warned = [r.getMessage() for r in caplog.records if "skip window" in r.getMessage()]
+    assert len(warned) == 1, f"once a minute per partition: {warned}"
+    assert f"commit of {TOPIC}-1 at offset 0 leaves out its skip window (3 unprocessed" in warned[0]
+    assert f"{limit}-byte metadata limit" in warned[0] and "max_held_records" in warned[0]
+    c.metrics.update(client, TOPIC, core)  # type: ignore[arg-type]
+    assert c.metrics.windows_left_out == len(left_out), "one per commit that left it out"
+    snap = core.snapshot(1)
+    assert isinstance(snap, _native.CommitSnapshot) and snap.window_left_out == 3
 
 
 def test_config_sets_the_protocols_keys() -> None:

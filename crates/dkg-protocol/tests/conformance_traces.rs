@@ -444,6 +444,7 @@ impl Replayer {
         let count = |v: &Value| v.as_u64().unwrap_or(0);
         if a.unknown_epoch_records != count(&want["unknown_epoch"])
             || a.clamped_leases != count(&want["clamped_leases"])
+            || a.windows_left_out != count(&want["windows_left_out"])
             || MarkerReject::ALL.iter().any(|r| {
                 a.rejected_markers[r.index()] != count(&want["markers_rejected"][r.as_str()])
             })

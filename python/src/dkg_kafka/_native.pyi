@@ -247,6 +247,11 @@ class CommitSnapshot:
     @property
     def drained(self) -> int:
         """The drained epoch this commit makes durable."""
+    @property
+    def window_left_out(self) -> int | None:
+        """``None``, or the metadata leaves out its skip window (over the metadata limit) and
+        this many unprocessed offsets were in it: a next owner would re-process the records
+        processed above ``offset`` (C7)."""
 
 @final
 class EpochChange:
@@ -383,7 +388,10 @@ class ConsumerCore:
     def take_stalled(self) -> list[tuple[int, int]]: ...
     def take_split_changes(self) -> list[SplitChange]: ...
     def take_hold_times(self) -> list[float]: ...
-    def take_anomalies(self) -> tuple[int, int, dict[str, int]]: ...
+    def take_anomalies(self) -> tuple[int, int, dict[str, int], int]:
+        """``(unknown_epoch_records, clamped_leases, {reason: markers rejected},
+        windows_left_out)`` since the last call; the last: commit snapshots whose metadata left out
+        the skip window (C7)."""
     def held_counts(self) -> list[tuple[int, int]]: ...
     def positions(self) -> list[tuple[int, int | None]]: ...
     def records(self) -> list[int]: ...

@@ -53,6 +53,8 @@ _log = logging.getLogger("dkg_kafka")
 _HOUSEKEEPING = 0.1
 # The member owning partition 0 tombstones long-expired leases this often.
 _GC_EVERY = 60.0
+# A partition warns of commits that leave out their skip window at most this often (seconds).
+WINDOW_WARN_EVERY = 60.0
 # Room for the largest assignment document on the handoff topic (its history records).
 _HANDOFF_MAX_BYTES = 9 * 1024 * 1024
 # Keys only the classic group protocol takes (librdkafka refuses them under KIP-848).
@@ -226,6 +228,8 @@ class DkgConsumer:
         self._next_commit = float("inf")
         self._next_gc = 0.0
         self._progress_retry_at = 0.0
+        # When (time.monotonic) each partition last warned of a commit that left out its window.
+        self._window_warned: dict[int, float] = {}
         self._closed = False
         # Gone without close (``_abandon``): revocations commit nothing and run no hook.
         self._abandoned = False
@@ -547,6 +551,30 @@ class DkgConsumer:
         except KafkaException as e:
             _log.warning("pause/resume of %s failed: %s", partitions, e)
 
+    def _warn_window_left_out(self, s: CommitSnapshot) -> None:
+        """Warn that the commit of ``s`` leaves out its skip window (C7: its metadata did not
+        fit), at most once per ``WINDOW_WARN_EVERY`` seconds and partition. The core counts it
+        (``dkg_consumer_commit_windows_left_out_total``)."""
+        unprocessed = s.window_left_out
+        if unprocessed is None:
+            return
+        now = time.monotonic()
+        last = self._window_warned.get(s.partition)
+        if last is not None and now - last < WINDOW_WARN_EVERY:
+            return
+        self._window_warned[s.partition] = now
+        _log.warning(
+            "the commit of %s-%d at offset %d leaves out its skip window (%d unprocessed offsets "
+            "over the %d-byte metadata limit): a next owner would re-process the records "
+            "processed above %d; keep max_held_records below ~900",
+            self.topic,
+            s.partition,
+            s.offset,
+            unprocessed,
+            self._core_args["max_metadata_bytes"],
+            s.offset,
+        )
+
     def _snapshots(self, core: ConsumerCore, partitions: Sequence[int]) -> list[TopicPartition]:
         """Offsets and metadata to commit for ``partitions`` (those with something fetched and
         metadata within the limit)."""
@@ -554,6 +582,7 @@ class DkgConsumer:
         for p in partitions:
             s = core.snapshot(p)
             if isinstance(s, CommitSnapshot):
+                self._warn_window_left_out(s)
                 out.append(TopicPartition(self.topic, p, s.offset, metadata=s.metadata))
         return out
 
@@ -580,6 +609,7 @@ class DkgConsumer:
                 )
                 self._progress_retry_at = time.monotonic() + 5.0
             else:
+                self._warn_window_left_out(s)
                 snapshots.append(s)
         on_epoch = self._hooks[0]
         if on_epoch is not None:
@@ -698,6 +728,7 @@ class DkgConsumer:
             for p in partitions:
                 s = core.snapshot(p)
                 if isinstance(s, CommitSnapshot):
+                    self._warn_window_left_out(s)
                     snapshots.append(s)
                 elif isinstance(s, int):
                     _log.error(

@@ -67,6 +67,7 @@ class ConsumerMetricsState:
         self.hold_sum = 0.0
         self.unknown_epoch = 0
         self.clamped_leases = 0
+        self.windows_left_out = 0
         self.markers_rejected: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -83,7 +84,7 @@ class ConsumerMetricsState:
             if high >= 0:
                 lag[p] = max(0, high - pos)
         times = core.take_hold_times()
-        unknown, clamped, rejected = core.take_anomalies()
+        unknown, clamped, rejected, left_out = core.take_anomalies()
         with self._lock:
             self.held, self.lag = held, lag
             for t in times:
@@ -92,6 +93,7 @@ class ConsumerMetricsState:
                 self.hold_sum += t
             self.unknown_epoch += unknown
             self.clamped_leases += clamped
+            self.windows_left_out += left_out
             for reason, n in rejected.items():
                 self.markers_rejected[reason] = self.markers_rejected.get(reason, 0) + n
 
@@ -107,6 +109,7 @@ class ConsumerMetricsState:
             out.held, out.lag = dict(self.held), dict(self.lag)
             out.hold_counts, out.hold_sum = list(self.hold_counts), self.hold_sum
             out.unknown_epoch, out.clamped_leases = self.unknown_epoch, self.clamped_leases
+            out.windows_left_out = self.windows_left_out
             out.markers_rejected = dict(self.markers_rejected)
             return out
 
@@ -210,6 +213,9 @@ class ConsumerCollector:
     - ``dkg_consumer_split_records_total{topic}``: records handed out whose key is split;
     - ``dkg_consumer_untrusted_records_total{topic,reason}``: ``reason="unknown_epoch"`` (C19);
     - ``dkg_consumer_clamped_leases_total{topic}``: lease expiries clamped to ``max_lease`` (C2);
+    - ``dkg_consumer_commit_windows_left_out_total{topic}``: commits whose metadata left out the
+      skip window (over ``max_metadata_bytes``, about 900 unprocessed offsets; C7): a next owner
+      re-processes what was processed above the committed offset;
     - ``dkg_consumer_markers_rejected_total{topic,reason}``: marker records skipped, by reason.
 
     Record counts are the extension's (counted in Rust as records are handed out); gauges and the
@@ -297,6 +303,14 @@ class ConsumerCollector:
             labels=labels("topic"),
         )
         clamped.add_metric([topic, member], state.clamped_leases)
+        left_out = CounterMetricFamily(
+            "dkg_consumer_commit_windows_left_out",
+            "Offset commits whose metadata left out the skip window (unprocessed offsets over the "
+            "metadata limit): a next owner re-processes the records processed above the "
+            "committed offset.",
+            labels=labels("topic"),
+        )
+        left_out.add_metric([topic, member], state.windows_left_out)
         rejected = CounterMetricFamily(
             "dkg_consumer_markers_rejected",
             "Marker records on the handoff topic skipped by the consumer, by reason.",
@@ -304,7 +318,18 @@ class ConsumerCollector:
         )
         for reason in MARKER_REJECT_REASONS:
             rejected.add_metric([topic, reason, member], state.markers_rejected.get(reason, 0))
-        yield from (records, member_records, lag, held, hold, split, untrusted, clamped, rejected)
+        yield from (
+            records,
+            member_records,
+            lag,
+            held,
+            hold,
+            split,
+            untrusted,
+            clamped,
+            left_out,
+            rejected,
+        )
 
 
 # The Rust core's MarkerReject labels, in its order (one series each from the start).

@@ -142,6 +142,8 @@ pub struct Counted {
     pub clamped_leases: u64,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub markers_rejected: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub windows_left_out: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -339,6 +341,7 @@ impl Member {
                 .filter(|r| a.rejected_markers[r.index()] > 0)
                 .map(|r| (r.as_str().to_owned(), a.rejected_markers[r.index()]))
                 .collect(),
+            windows_left_out: a.windows_left_out,
         };
         if counted != Counted::default() {
             out.anomalies = Some(counted);

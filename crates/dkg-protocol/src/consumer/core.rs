@@ -98,6 +98,11 @@ pub struct Snapshot {
     pub metadata: String,
     pub drained: u64,
     pub passed: BTreeMap<ProducerId, u64>,
+    /// `Some(n)`: the metadata leaves out its skip window (`n` and `u`, with `n` unprocessed
+    /// offsets) because it did not fit [`CoreConfig::max_metadata_bytes`]: a next owner would
+    /// re-process the records processed above `offset` (C7; counted in
+    /// [`Anomalies::windows_left_out`], for the driver's warning).
+    pub window_left_out: Option<usize>,
 }
 
 /// An epoch a partition drained: the hooks run before its progress commit.
@@ -174,7 +179,8 @@ pub struct Core<M> {
 }
 
 /// Input the protocol could not trust, handled by a documented bound and counted (the glue's
-/// metrics): `docs/spec.md` 9.3, C2 (leases) and C19 (unknown epochs).
+/// metrics): `docs/spec.md` 9.3, C2 (leases) and C19 (unknown epochs); and commits that had to
+/// leave out their skip window (C7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Anomalies {
     /// Records released because their epoch stayed unknown for
@@ -184,6 +190,10 @@ pub struct Anomalies {
     pub clamped_leases: u64,
     /// Marker records rejected, by reason (index: [`MarkerReject::index`]).
     pub rejected_markers: [u64; MarkerReject::ALL.len()],
+    /// Commit snapshots ([`Core::snapshot`]) whose metadata left out the skip window (`n`, `u`)
+    /// because it did not fit [`CoreConfig::max_metadata_bytes`] (C7): counted once per snapshot
+    /// built, and every snapshot the driver builds goes into one commit.
+    pub windows_left_out: u64,
 }
 
 /// Where `part`'s markers stand: every offset below it was fetched and is processed or tracked
@@ -941,8 +951,12 @@ mod tests {
 
     /// A member owning `parts`, knowing epoch 1 (hot on 1) and one live producer from epoch 0.
     fn member(parts: &[u32]) -> Core<i64> {
+        member_with(parts, cfg())
+    }
+
+    fn member_with(parts: &[u32], cfg: CoreConfig) -> Core<i64> {
         let now = Monotonic::ZERO;
-        let mut c = Core::new("t", "g", P, cfg());
+        let mut c = Core::new("t", "g", P, cfg);
         c.tick(now, 1);
         c.on_assignment(assignment(1, 1), now);
         c.on_lease(lease(0), now);
@@ -1218,6 +1232,61 @@ mod tests {
             "max_lease after the last read: not awaited"
         );
         assert_eq!(c.take_anomalies().clamped_leases, 1);
+    }
+
+    #[test]
+    fn a_snapshot_that_leaves_out_its_window_is_counted() {
+        // Partition 2 holds `hot` at 10-12 (epoch 2 waits for partition 1): the commit at 10
+        // carries the window `n` 13, `u` [0,1,2].
+        let held = |max_metadata_bytes| {
+            let now = Monotonic::ZERO;
+            let mut c = member_with(
+                &[2],
+                CoreConfig {
+                    max_metadata_bytes,
+                    ..cfg()
+                },
+            );
+            c.on_assignment(assignment(2, 2), now);
+            for o in 10..13 {
+                assert!(matches!(
+                    c.on_record(rec(2, o, b"hot", 2), || now),
+                    Outcome::Held
+                ));
+            }
+            c.take_anomalies();
+            c
+        };
+        let mut fits = held(4096);
+        let s = fits.snapshot(2).unwrap().unwrap();
+        assert!(
+            s.metadata.contains(r#""n":13,"u":[0,1,2]"#),
+            "{}",
+            s.metadata
+        );
+        assert_eq!((s.offset, s.window_left_out), (10, None));
+        assert_eq!(fits.take_anomalies().windows_left_out, 0, "it fits");
+
+        let mut over = held(s.metadata.len() - 1);
+        for _ in 0..2 {
+            let s = over.snapshot(2).unwrap().unwrap();
+            assert!(!s.metadata.contains(r#""n""#), "{}", s.metadata);
+            assert_eq!((s.offset, s.window_left_out), (10, Some(3)));
+        }
+        assert_eq!(
+            over.take_anomalies().windows_left_out,
+            2,
+            "once per snapshot built"
+        );
+        // Everything processed: no window, nothing left out.
+        announce(&mut over, &[progress(1, 2)]);
+        for o in 10..13 {
+            assert_eq!(over.next_ready(), Some(o));
+            over.processed();
+        }
+        let s = over.snapshot(2).unwrap().unwrap();
+        assert_eq!((s.offset, s.window_left_out), (13, None));
+        assert_eq!(over.take_anomalies().windows_left_out, 0);
     }
 
     fn marker(epoch: u64, ends: Vec<i64>) -> Marker {
@@ -2107,7 +2176,7 @@ mod simulation {
         }
 
         fn periodic_commit(&mut self, m: usize) {
-            let core = &self.members[m].core;
+            let core = &mut self.members[m].core;
             for p in core.owned() {
                 if let Some(Ok(s)) = core.snapshot(p) {
                     self.committed.insert(p, (s.offset, s.metadata));

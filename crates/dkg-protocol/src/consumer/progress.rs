@@ -401,6 +401,9 @@ impl PartitionProgress {
     /// `unprocessed` offsets (ascending, all in `offset..next`), within `max_bytes`. If needed,
     /// the unprocessed list goes first (only duplicates follow), then entries of producers no
     /// longer awaited (nothing relies on them). `Err` with the size if it still does not fit.
+    /// With the metadata, whether it left out a skip window (`next > offset`: `n` and `u`
+    /// dropped because they did not fit; a next owner re-processes what was processed above
+    /// `offset`).
     #[allow(clippy::too_many_arguments)]
     pub fn meta<'a>(
         &self,
@@ -411,7 +414,7 @@ impl PartitionProgress {
         leases: impl IntoIterator<Item = &'a Lease> + Clone,
         now_ms: u64,
         max_bytes: usize,
-    ) -> Result<String, usize> {
+    ) -> Result<(String, bool), usize> {
         let mut meta = CommitMeta {
             version: META_VERSION,
             drained,
@@ -421,13 +424,14 @@ impl PartitionProgress {
         };
         let encoded = meta.encode();
         if encoded.len() <= max_bytes {
-            return Ok(encoded);
+            return Ok((encoded, false));
         }
+        let left_out = meta.next.is_some();
         meta.next = None;
         meta.unprocessed.clear();
         let encoded = meta.encode();
         if encoded.len() <= max_bytes {
-            return Ok(encoded);
+            return Ok((encoded, left_out));
         }
         meta.passed.retain(|y, _| {
             leases
@@ -437,7 +441,7 @@ impl PartitionProgress {
         });
         let encoded = meta.encode();
         if encoded.len() <= max_bytes {
-            Ok(encoded)
+            Ok((encoded, left_out))
         } else {
             Err(encoded.len())
         }
@@ -535,7 +539,8 @@ mod tests {
         p.end_reached(&id('a'), 4, 100, |_| None);
         p.end_reached(&id('b'), 3, 80, |_| None);
         let leases = [lease('a', 0, None), lease('b', 0, None)];
-        let json = p.meta(3, 10, 10, &[], &leases, 10, 4096).unwrap();
+        let (json, left_out) = p.meta(3, 10, 10, &[], &leases, 10, 4096).unwrap();
+        assert!(!left_out, "no window to leave out");
         let meta = CommitMeta::parse(&json).unwrap().unwrap();
         assert_eq!(meta.drained, 3);
         assert_eq!(
@@ -590,16 +595,21 @@ mod tests {
         // Too large: the unprocessed list goes first, then dead producers, then an error.
         assert!(p.meta(3, 10, 10, &[], &leases, 10, 20).is_err());
         let only_a = [lease('a', 0, None)];
-        let small = p.meta(3, 10, 500, &[10, 300], &only_a, 10, 70).unwrap();
+        let (small, left_out) = p.meta(3, 10, 500, &[10, 300], &only_a, 10, 70).unwrap();
         assert!(!small.contains(&"b".repeat(32)), "{small}");
         assert!(!small.contains("\"u\""), "{small}");
+        assert!(left_out, "the window was left out");
+        // Over the limit without any window (nothing fetched above the offset): nothing left out.
+        let (plain, left_out) = p.meta(3, 10, 10, &[], &only_a, 10, 70).unwrap();
+        assert!(!left_out, "{plain}");
     }
 
     #[test]
     fn processed_window_skips_everything_but_the_unprocessed() {
         let p = PartitionProgress::default();
-        let json = p.meta(0, 100, 110, &[100, 104, 107], &[], 0, 4096).unwrap();
+        let (json, left_out) = p.meta(0, 100, 110, &[100, 104, 107], &[], 0, 4096).unwrap();
         assert!(json.contains("\"u\":[0,4,7]"), "{json}");
+        assert!(!left_out, "the window fits");
         let meta = CommitMeta::parse(&json).unwrap().unwrap();
         let mut next = PartitionProgress::from_meta(Some(&meta), Some(100));
         let skipped: Vec<i64> = (100..112).filter(|&o| next.skip(o, None)).collect();

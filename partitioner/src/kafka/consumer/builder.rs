@@ -322,6 +322,7 @@ impl DkgConsumerBuilder {
             notes: Mutex::new(Vec::new()),
             has_notes: AtomicBool::new(false),
             ends: Mutex::new(HashMap::new()),
+            window_warned: Mutex::new(HashMap::new()),
             committed_timeout: Duration::from_secs(5),
         })
     }

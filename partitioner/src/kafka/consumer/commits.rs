@@ -23,7 +23,11 @@ impl Inner {
             for p in core.progress_due() {
                 drained.extend(core.take_drained_epochs(p));
                 match core.snapshot(p) {
-                    Some(Ok(s)) => snapshots.push(s),
+                    Some(Ok(s)) => {
+                        self.shared
+                            .warn_window_left_out(&s, core.config().max_metadata_bytes);
+                        snapshots.push(s);
+                    }
                     Some(Err(size)) => {
                         error!(topic = %self.topic, partition = p, size,
                             "commit metadata over the limit: progress of this partition cannot be \
@@ -104,10 +108,12 @@ impl Inner {
 
     /// Commit every owned partition's offset and metadata.
     pub(super) fn commit_all(&self, mode: CommitMode) -> Option<TopicPartitionList> {
-        let core = self.shared.core();
+        let mut core = self.shared.core();
         let mut tpl = TopicPartitionList::new();
         for p in core.owned() {
             if let Some(Ok(s)) = core.snapshot(p) {
+                self.shared
+                    .warn_window_left_out(&s, core.config().max_metadata_bytes);
                 let mut e = tpl.add_partition(&self.topic, p as i32);
                 if e.set_offset(Offset::Offset(s.offset)).is_ok() {
                     e.set_metadata(&s.metadata);

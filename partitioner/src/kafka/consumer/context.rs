@@ -12,6 +12,9 @@ pub(super) enum Note {
     Announce(handoff::Progress),
 }
 
+/// How often a partition may warn of commits that leave out their skip window.
+pub(super) const WINDOW_WARN_EVERY: Duration = Duration::from_secs(60);
+
 /// State shared with the rdkafka context.
 pub(super) struct Shared {
     pub(super) topic: Arc<str>,
@@ -27,6 +30,8 @@ pub(super) struct Shared {
     pub(super) has_notes: AtomicBool,
     /// Last stable offset per partition, from librdkafka's statistics.
     pub(super) ends: Mutex<HashMap<u32, i64>>,
+    /// When each partition last warned of a commit that left out its skip window.
+    pub(super) window_warned: Mutex<HashMap<u32, Instant>>,
     pub(super) committed_timeout: Duration,
 }
 
@@ -63,6 +68,45 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         )
+    }
+
+    /// Warn that the commit of `s` leaves out its skip window (C7: its metadata did not fit
+    /// `max_bytes`), at most once per [`WINDOW_WARN_EVERY`] and partition. The core counts it
+    /// (`dkg_consumer_commit_windows_left_out_total`).
+    pub(super) fn warn_window_left_out(&self, s: &Snapshot, max_bytes: usize) {
+        let Some(unprocessed) = s.window_left_out else {
+            return;
+        };
+        let now = Instant::now();
+        {
+            let mut warned = self
+                .window_warned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if warned
+                .get(&s.partition)
+                .is_some_and(|&at| now.duration_since(at) < WINDOW_WARN_EVERY)
+            {
+                return;
+            }
+            warned.insert(s.partition, now);
+        }
+        warn!(
+            topic = %self.topic,
+            partition = s.partition,
+            offset = s.offset,
+            unprocessed,
+            max_bytes,
+            "the commit of {}-{} at offset {} leaves out its skip window ({} unprocessed offsets \
+             over the {}-byte metadata limit): a next owner would re-process the records \
+             processed above {}; keep max_held_records below ~900",
+            self.topic,
+            s.partition,
+            s.offset,
+            unprocessed,
+            max_bytes,
+            s.offset
+        );
     }
 
     pub(super) fn note(&self, note: Note) {
@@ -191,6 +235,7 @@ impl Shared {
             for &p in &partitions {
                 match core.snapshot(p) {
                     Some(Ok(s)) => {
+                        self.warn_window_left_out(&s, core.config().max_metadata_bytes);
                         let mut e = commit.add_partition(&self.topic, p as i32);
                         if e.set_offset(Offset::Offset(s.offset)).is_ok() {
                             e.set_metadata(&s.metadata);

@@ -14,6 +14,7 @@
 //! | `dkg_consumer_split_records_total` | counter | `topic`, `member` | records handed out whose key is split in their epoch ([`DkgMessage::split_parts`](super::DkgMessage::split_parts)) |
 //! | `dkg_consumer_untrusted_records_total` | counter | `topic`, `reason`, `member` | records whose `dkg-*` headers the protocol could not trust, handed to the application as data; `reason` = `unknown_epoch` (stamped with an epoch still unknown after [`unknown_epoch_wait`](super::ConsumerConfig::unknown_epoch_wait): released without the guarantee) |
 //! | `dkg_consumer_clamped_leases_total` | counter | `topic`, `member` | lease reads whose expiry lay beyond [`max_lease`](super::ConsumerConfig::max_lease) from now, clamped to it |
+//! | `dkg_consumer_commit_windows_left_out_total` | counter | `topic`, `member` | commits whose metadata left out the skip window (`n`, `u`: over [`max_metadata_bytes`](super::ConsumerConfig::max_metadata_bytes), about 900 unprocessed offsets): a next owner re-processes what was processed above the committed offset. Keep [`max_held_records`](super::ConsumerConfig::max_held_records) below about 900 |
 //! | `dkg_consumer_markers_rejected_total` | counter | `topic`, `reason`, `member` | marker records of marker-mode producers that were skipped; `reason` = `oversize`, `malformed_json`, `key_mismatch`, `invalid`, `partition_count` (spec 9.1) |
 //!
 //! Per-partition series are removed when the partition is revoked, so a partition's gauges come
@@ -41,6 +42,7 @@ pub(crate) struct ConsumerMetrics {
     split_records: IntCounter,
     unknown_epoch: IntCounter,
     clamped_leases: IntCounter,
+    windows_left_out: IntCounter,
     /// Per [`MarkerReject::index`].
     markers_rejected: Vec<IntCounter>,
     /// Split records handed out since the last [`ConsumerMetrics::flush`].
@@ -129,6 +131,16 @@ impl ConsumerMetrics {
             .const_label("member", member),
             &["topic"],
         )?;
+        let windows_left_out = IntCounterVec::new(
+            Opts::new(
+                "dkg_consumer_commit_windows_left_out_total",
+                "Offset commits whose metadata left out the skip window (unprocessed offsets over \
+                 the metadata limit): a next owner re-processes the records processed above the \
+                 committed offset.",
+            )
+            .const_label("member", member),
+            &["topic"],
+        )?;
         let markers_rejected = IntCounterVec::new(
             Opts::new(
                 "dkg_consumer_markers_rejected_total",
@@ -141,6 +153,7 @@ impl ConsumerMetrics {
             registry.register(Box::new(markers_rejected.clone()))?;
             registry.register(Box::new(untrusted.clone()))?;
             registry.register(Box::new(clamped_leases.clone()))?;
+            registry.register(Box::new(windows_left_out.clone()))?;
             registry.register(Box::new(split_records.clone()))?;
             registry.register(Box::new(records.clone()))?;
             registry.register(Box::new(member_records.clone()))?;
@@ -155,6 +168,7 @@ impl ConsumerMetrics {
             split_records: split_records.with_label_values(&[topic]),
             unknown_epoch: untrusted.with_label_values(&[topic, "unknown_epoch"]),
             clamped_leases: clamped_leases.with_label_values(&[topic]),
+            windows_left_out: windows_left_out.with_label_values(&[topic]),
             markers_rejected: MarkerReject::ALL
                 .iter()
                 .map(|r| markers_rejected.with_label_values(&[topic, r.as_str()]))
@@ -225,6 +239,7 @@ impl ConsumerMetrics {
     pub(crate) fn anomalies(&self, a: Anomalies) {
         self.unknown_epoch.inc_by(a.unknown_epoch_records);
         self.clamped_leases.inc_by(a.clamped_leases);
+        self.windows_left_out.inc_by(a.windows_left_out);
         for (counter, &n) in self.markers_rejected.iter().zip(&a.rejected_markers) {
             counter.inc_by(n);
         }
@@ -252,5 +267,43 @@ impl ConsumerMetrics {
         let labels = [self.topic.as_str(), p.as_str()];
         let _ = self.held.remove_label_values(&labels);
         let _ = self.lag.remove_label_values(&labels);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn value(registry: &Registry, name: &str) -> Option<f64> {
+        registry
+            .gather()
+            .iter()
+            .find(|f| f.name() == name)
+            .map(|f| f.get_metric()[0].get_counter().get_value())
+    }
+
+    #[test]
+    fn commits_that_left_out_their_window_are_counted() {
+        let registry = Registry::new();
+        let m = ConsumerMetrics::new("orders", "m1", Some(&registry)).unwrap();
+        let name = "dkg_consumer_commit_windows_left_out_total";
+        assert_eq!(
+            value(&registry, name),
+            Some(0.0),
+            "registered from the start"
+        );
+        m.anomalies(Anomalies::default());
+        assert_eq!(
+            value(&registry, name),
+            Some(0.0),
+            "commits that fit count nothing"
+        );
+        m.anomalies(Anomalies {
+            windows_left_out: 2,
+            ..Anomalies::default()
+        });
+        assert_eq!(value(&registry, name), Some(2.0));
     }
 }

@@ -42,7 +42,7 @@ use crate::kafka::DEFAULT_STARTUP_TIMEOUT;
 use crate::kafka::topic::{self, duration_millis};
 
 use dkg_kafka_protocol::consumer::Monotonic;
-use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome};
+use dkg_kafka_protocol::consumer::core::{Core, CoreConfig, Incoming, Outcome, Snapshot};
 use dkg_kafka_protocol::consumer::lane::Lanes;
 use dkg_kafka_protocol::consumer::progress::CommitMeta;
 

@@ -186,7 +186,7 @@ pub(super) fn c07_metadata_over_limit_leaves_out_window() -> Trace {
         "C07-metadata-over-limit-leaves-out-window",
         "`max_metadata_bytes` 80. Partition 2 holds records of `hot` stamped 2 at offsets 0-5 \
          and drains 2: the metadata with the window (`n`, `u`) would exceed the limit, so it is \
-         committed without them.",
+         committed without them, and that commit is counted (`windows_left_out`).",
         &[HOT],
         cfg,
     );
@@ -201,6 +201,12 @@ pub(super) fn c07_metadata_over_limit_leaves_out_window() -> Trace {
             .first()
             .is_some_and(|c| !c.2.contains("\"n\"") && !c.2.contains("\"u\"")),
         "metadata without the window",
+    );
+    C07.check(
+        out.anomalies
+            .as_ref()
+            .is_some_and(|a| a.windows_left_out == 1),
+        "the commit that left out its window is counted",
     );
     t
 }

@@ -19,8 +19,10 @@ impl<M> Core<M> {
 
     /// What to commit for `partition` now. `None` before its first record; `Err(size)` when the
     /// metadata does not fit (then nothing may be committed: an offset without the passed map
-    /// would let a next owner re-process records others rely on being done).
-    pub fn snapshot(&self, partition: u32) -> Option<Result<Snapshot, usize>> {
+    /// would let a next owner re-process records others rely on being done). A snapshot whose
+    /// metadata leaves out its skip window is counted in [`Anomalies::windows_left_out`] (once
+    /// per call: build one per commit) and says so in [`Snapshot::window_left_out`].
+    pub fn snapshot(&mut self, partition: u32) -> Option<Result<Snapshot, usize>> {
         let part = self.parts.get(&partition)?;
         let offset = self.lowest_unprocessed(partition)?;
         let mut next = part.lane.position()?;
@@ -38,25 +40,33 @@ impl<M> Core<M> {
             unprocessed.extend(left.range(next..end).copied());
             next = end;
         }
-        Some(
-            part.progress
-                .meta(
-                    part.drained,
-                    offset,
-                    next,
-                    &unprocessed,
-                    self.leases.values(),
-                    self.now_ms,
-                    self.cfg.max_metadata_bytes,
-                )
-                .map(|metadata| Snapshot {
-                    partition,
-                    offset,
-                    metadata,
-                    drained: part.drained,
-                    passed: part.progress.passed_epochs(),
-                }),
-        )
+        let snapshot = part
+            .progress
+            .meta(
+                part.drained,
+                offset,
+                next,
+                &unprocessed,
+                self.leases.values(),
+                self.now_ms,
+                self.cfg.max_metadata_bytes,
+            )
+            .map(|(metadata, left_out)| Snapshot {
+                partition,
+                offset,
+                metadata,
+                drained: part.drained,
+                passed: part.progress.passed_epochs(),
+                window_left_out: left_out.then_some(unprocessed.len()),
+            });
+        if let Ok(Snapshot {
+            window_left_out: Some(_),
+            ..
+        }) = snapshot
+        {
+            self.anomalies.windows_left_out += 1;
+        }
+        Some(snapshot)
     }
 
     /// Partitions whose drained value changed since their last progress commit.

@@ -859,7 +859,9 @@ final class ConsumerCore<M> {
 
     /**
      * What to commit for {@code partition} now (C7): null before its first record. A snapshot with null metadata
-     * (and {@code drained} = the size) when the metadata does not fit: then nothing may be committed.
+     * (and {@code drained} = the size) when the metadata does not fit: then nothing may be committed. A snapshot whose
+     * metadata leaves out its skip window says so ({@code windowLeftOut}) and is counted in
+     * {@link Anomalies#windowsLeftOut} once when it is built (a reused snapshot has no window: it counts nothing).
      */
     Snapshot snapshot(int partition) {
         OwnedPartition<M> part = parts.get(partition);
@@ -923,10 +925,17 @@ final class ConsumerCore<M> {
             next = end;
         }
         int[] size = new int[1];
+        boolean[] leftOut = new boolean[1];
         String meta = part.progress.meta(part.drained, offset, next, unprocessed, leases.values(), nowMs,
-                cfg.maxMetadataBytes, size);
+                cfg.maxMetadataBytes, size, leftOut);
         if (meta == null) {
             return new Snapshot(partition, offset, null, size[0], part.progress.passedEpochs());
+        }
+        if (leftOut[0]) {
+            // Counted per snapshot built: a reused snapshot (see snapshot()) never has a window to leave out.
+            anomalies.windowsLeftOut++;
+            return new Snapshot(partition, offset, meta, part.drained, part.progress.passedEpochs(),
+                    unprocessed.size());
         }
         return new Snapshot(partition, offset, meta, part.drained, part.progress.passedEpochs());
     }

@@ -24,6 +24,8 @@ import org.slf4j.LoggerFactory;
  */
 final class ConsumerDriver<M> {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerDriver.class);
+    /** How often a partition may warn of commits that leave out their skip window. */
+    static final long WINDOW_WARN_EVERY_NANOS = 60_000_000_000L;
 
     /** One partition's commit: offset and metadata. */
     static final class Commit extends Value {
@@ -99,6 +101,8 @@ final class ConsumerDriver<M> {
     private final AssignmentBook book = new AssignmentBook();
     /** A progress commit failed: not retried before this monotonic time (nanoseconds), else {@link Long#MIN_VALUE}. */
     private long progressRetryAt = Long.MIN_VALUE;
+    /** When (System.nanoTime) each partition last warned of a commit that left out its skip window. */
+    private final Map<Integer, Long> windowWarnedAt = new TreeMap<>();
 
     ConsumerDriver(String topic, String group, int partitions, CoreTypes.Config cfg, Sink sink, long now,
             long nowMs) {
@@ -243,6 +247,7 @@ final class ConsumerDriver<M> {
                             core.topic(), p, s.drained);
                     continue;
                 }
+                warnWindowLeftOut(s);
                 commit.add(new Commit(p, s.offset, s.metadata));
                 announce.add(core.progressRecord(s));
             }
@@ -330,6 +335,27 @@ final class ConsumerDriver<M> {
         return o == CoreTypes.Outcome.DELIVER ? l : null;
     }
 
+    /**
+     * Warns that the commit of {@code s} leaves out its skip window (C7: its metadata did not fit), at most once per
+     * {@link #WINDOW_WARN_EVERY_NANOS} and partition. The core counts it
+     * ({@code dkg-consumer-commit-windows-left-out-total}).
+     */
+    private void warnWindowLeftOut(CoreTypes.Snapshot s) {
+        if (s.windowLeftOut == CoreTypes.NO_WINDOW_LEFT_OUT) {
+            return;
+        }
+        long now = System.nanoTime();
+        Long last = windowWarnedAt.get(s.partition);
+        if (last != null && now - last < WINDOW_WARN_EVERY_NANOS) {
+            return;
+        }
+        windowWarnedAt.put(s.partition, now);
+        LOG.warn("DKG: the commit of {}-{} at offset {} leaves out its skip window ({} unprocessed offsets over the "
+                + "{}-byte metadata limit): a next owner would re-process the records processed above {}; keep {} "
+                + "below ~900", core.topic(), s.partition, s.offset, s.windowLeftOut, core.config().maxMetadataBytes,
+                s.offset, DkgKafkaConsumer.MAX_HELD_RECORDS_CONFIG);
+    }
+
     /** Commits the drained changes (C7): epoch hooks, one synchronous commit with metadata, then announcements. */
     void commitProgress(long now) {
         if (progressRetryAt != Long.MIN_VALUE && now - progressRetryAt < 0) {
@@ -354,6 +380,7 @@ final class ConsumerDriver<M> {
                             s.drained);
                     progressRetryAt = now + 5_000_000_000L;
                 } else {
+                    warnWindowLeftOut(s);
                     snapshots.add(s);
                 }
             }
@@ -394,6 +421,7 @@ final class ConsumerDriver<M> {
         for (int p : core.owned()) {
             CoreTypes.Snapshot s = core.snapshot(p);
             if (s != null && s.metadata != null) {
+                warnWindowLeftOut(s);
                 out.add(new Commit(p, s.offset, s.metadata));
             }
         }

@@ -21,6 +21,7 @@ final class ConsumerMetrics {
     private final AtomicLong splitRecords = new AtomicLong();
     private final AtomicLong unknownEpoch = new AtomicLong();
     private final AtomicLong clampedLeases = new AtomicLong();
+    private final AtomicLong windowsLeftOut = new AtomicLong();
     private final AtomicLong[] rejected = new AtomicLong[HandoffRecords.MarkerReject.values().length];
     private final AtomicLong[] holdBuckets = new AtomicLong[HOLD_BUCKETS.length];
     private final AtomicLong holdCount = new AtomicLong();
@@ -41,6 +42,9 @@ final class ConsumerMetrics {
                 + "trust, handed to the application as data, by reason.", unknown, unknownEpoch);
         add(DkgMetrics.CONSUMER_CLAMPED_LEASES_TOTAL, "Producer leases read with an expiry beyond the consumer's "
                 + "max lease from now (clamped to it).", tags(), clampedLeases);
+        add(DkgMetrics.CONSUMER_COMMIT_WINDOWS_LEFT_OUT_TOTAL, "Offset commits whose metadata left out the skip "
+                + "window (unprocessed offsets over the metadata limit): a next owner re-processes the records "
+                + "processed above the committed offset.", tags(), windowsLeftOut);
         for (HandoffRecords.MarkerReject r : HandoffRecords.MarkerReject.values()) {
             rejected[r.ordinal()] = new AtomicLong();
             LinkedHashMap<String, String> t = tags();
@@ -118,6 +122,7 @@ final class ConsumerMetrics {
     void anomalies(CoreTypes.Anomalies a) {
         unknownEpoch.addAndGet(a.unknownEpochRecords);
         clampedLeases.addAndGet(a.clampedLeases);
+        windowsLeftOut.addAndGet(a.windowsLeftOut);
         for (int i = 0; i < rejected.length; i++) {
             rejected[i].addAndGet(a.rejectedMarkers[i]);
         }
@@ -126,5 +131,10 @@ final class ConsumerMetrics {
     /** Current value of a counter, for tests: records handed out. */
     long records() {
         return records.get();
+    }
+
+    /** Current value of a counter, for tests: commits that left out their skip window. */
+    long windowsLeftOut() {
+        return windowsLeftOut.get();
     }
 }

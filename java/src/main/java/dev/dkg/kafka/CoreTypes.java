@@ -44,6 +44,9 @@ final class CoreTypes {
         UNOWNED
     }
 
+    /** {@link Snapshot#windowLeftOut} of a snapshot whose metadata keeps its window (or has none). */
+    static final int NO_WINDOW_LEFT_OUT = -1;
+
     /** A commit to make (offset = lowest unprocessed, metadata) and, after it succeeds, the progress to announce. */
     static final class Snapshot extends Value {
         final int partition;
@@ -51,18 +54,30 @@ final class CoreTypes {
         final String metadata;
         final long drained;
         final TreeMap<String, Long> passed;
+        /**
+         * {@link #NO_WINDOW_LEFT_OUT}, or the metadata leaves out its skip window ({@code n}, {@code u}) because it
+         * did not fit the metadata limit, and this many unprocessed offsets were in it: a next owner would re-process
+         * the records processed above {@link #offset} (C7; counted in {@link Anomalies#windowsLeftOut}).
+         */
+        final int windowLeftOut;
 
         Snapshot(int partition, long offset, String metadata, long drained, TreeMap<String, Long> passed) {
+            this(partition, offset, metadata, drained, passed, NO_WINDOW_LEFT_OUT);
+        }
+
+        Snapshot(int partition, long offset, String metadata, long drained, TreeMap<String, Long> passed,
+                int windowLeftOut) {
             this.partition = partition;
             this.offset = offset;
             this.metadata = metadata;
             this.drained = drained;
             this.passed = passed;
+            this.windowLeftOut = windowLeftOut;
         }
 
         @Override
         Object[] components() {
-            return new Object[] {partition, offset, metadata, drained, passed};
+            return new Object[] {partition, offset, metadata, drained, passed, windowLeftOut};
         }
     }
 
@@ -110,5 +125,11 @@ final class CoreTypes {
         long clampedLeases;
         /** Marker records rejected, by {@link HandoffRecords.MarkerReject#ordinal}. */
         final long[] rejectedMarkers = new long[HandoffRecords.MarkerReject.values().length];
+        /**
+         * Commit snapshots whose metadata left out the skip window because it did not fit the metadata limit (C7):
+         * counted once per snapshot built ({@code ConsumerCore.snapshotFresh}), not per commit made from it. Only a
+         * snapshot without a window is reused, so in effect every commit that leaves out its window counts once.
+         */
+        long windowsLeftOut;
     }
 }

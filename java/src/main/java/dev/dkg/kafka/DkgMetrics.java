@@ -154,6 +154,12 @@ public final class DkgMetrics {
     public static final String CONSUMER_UNTRUSTED_RECORDS_TOTAL = "dkg-consumer-untrusted-records-total";
     /** {@link DkgKafkaConsumer}: leases clamped to the consumer's max lease (C2), by {@code topic}; a counter. */
     public static final String CONSUMER_CLAMPED_LEASES_TOTAL = "dkg-consumer-clamped-leases-total";
+    /**
+     * {@link DkgKafkaConsumer}: offset commits whose metadata left out the skip window because it did not fit the
+     * broker's metadata limit (C7: a next owner re-processes what was processed above the committed offset), by
+     * {@code topic}; a counter.
+     */
+    public static final String CONSUMER_COMMIT_WINDOWS_LEFT_OUT_TOTAL = "dkg-consumer-commit-windows-left-out-total";
     /** {@link DkgKafkaConsumer}: marker records skipped, by {@code topic} and {@code reason} (spec 9.1); a counter. */
     public static final String CONSUMER_MARKERS_REJECTED_TOTAL = "dkg-consumer-markers-rejected-total";
 

@@ -306,9 +306,13 @@ final class PartitionProgress {
      * The commit metadata for a commit at {@code offset} with fetch position {@code next} and the {@code unprocessed}
      * offsets (ascending, in {@code [offset, next)}), within {@code maxBytes}: if needed the unprocessed list goes
      * first, then entries of producers no longer awaited. Null (with {@code size[0]} set) if it still does not fit.
+     * {@code leftOut[0]} is set to whether the metadata returned leaves out a skip window ({@code next > offset}:
+     * {@code n} and {@code u} dropped because they did not fit; a next owner re-processes what was processed above
+     * {@code offset}).
      */
     String meta(long drained, long offset, long next, List<Long> unprocessed, Collection<HandoffRecords.Lease> leases,
-            long nowMs, int maxBytes, int[] size) {
+            long nowMs, int maxBytes, int[] size, boolean[] leftOut) {
+        leftOut[0] = false;
         boolean plain = unprocessed.isEmpty() && next <= offset;
         if (plain && metaCached != null && metaDrained == drained && metaVersion == passedVersion
                 && metaMaxBytes == maxBytes) {
@@ -333,7 +337,9 @@ final class PartitionProgress {
         }
         m = new CommitMeta(CommitMeta.VERSION, drained, passed, CommitMeta.NO_NEXT, List.of());
         encoded = m.encode();
+        boolean window = next > offset;
         if (encoded.length() <= maxBytes) {
+            leftOut[0] = window;
             return encoded;
         }
         TreeMap<String, CommitMeta.PassedAt> live = new TreeMap<>();
@@ -347,6 +353,7 @@ final class PartitionProgress {
         }
         encoded = new CommitMeta(CommitMeta.VERSION, drained, live, CommitMeta.NO_NEXT, List.of()).encode();
         if (encoded.length() <= maxBytes) {
+            leftOut[0] = window;
             return encoded;
         }
         size[0] = encoded.length();

@@ -277,6 +277,9 @@ class ConformanceTracesTest {
             if (rejected.size() > 0) {
                 counted.set("markers_rejected", rejected);
             }
+            if (a.windowsLeftOut > 0) {
+                counted.put("windows_left_out", a.windowsLeftOut);
+            }
             assertEquals(want.has("anomalies") ? want.get("anomalies") : NODES.objectNode(), norm(counted),
                     where + ": anomalies");
             i++;

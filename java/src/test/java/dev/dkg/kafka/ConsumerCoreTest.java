@@ -2,6 +2,7 @@ package dev.dkg.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -76,7 +77,11 @@ class ConsumerCoreTest {
 
     /** A member owning {@code parts}, knowing epoch 1 (hot on 1) and one live producer from epoch 0. */
     static ConsumerCore<Long> member(int... parts) {
-        ConsumerCore<Long> c = new ConsumerCore<>("t", "g", P, cfg());
+        return memberWith(cfg(), parts);
+    }
+
+    static ConsumerCore<Long> memberWith(CoreTypes.Config cfg, int... parts) {
+        ConsumerCore<Long> c = new ConsumerCore<>("t", "g", P, cfg);
         c.tick(0, 1);
         c.onAssignment(assignment(1, 1), 0);
         c.onLease(lease(0), 0);
@@ -276,6 +281,48 @@ class ConsumerCoreTest {
         assertEquals(0, c.takeAnomalies().unknownEpochRecords);
         announce(c, List.of(progress(0, 5), progress(1, 5), progress(3, 5)));
         assertEquals(13L, c.nextReady());
+    }
+
+    /** Partition 2 holds {@code hot} at 10-12 (epoch 2 waits for partition 1): the commit at 10 has a window. */
+    static ConsumerCore<Long> holdingThree(int maxMetadataBytes) {
+        ConsumerCore<Long> c = memberWith(new CoreTypes.Config(4, 5 * SEC, maxMetadataBytes, 8, 3 * SEC, 60_000), 2);
+        c.onAssignment(assignment(2, 2), 0);
+        for (long o = 10; o < 13; o++) {
+            assertEquals(CoreTypes.Outcome.HELD, on(c, 2, o, "hot", 2, 0));
+        }
+        c.takeAnomalies();
+        return c;
+    }
+
+    @Test
+    void c7_aSnapshotThatLeavesOutItsWindowIsCounted() {
+        ConsumerCore<Long> fits = holdingThree(4096);
+        CoreTypes.Snapshot s = fits.snapshot(2);
+        assertTrue(s.metadata.contains("\"n\":13,\"u\":[0,1,2]"), s.metadata);
+        assertEquals(10, s.offset);
+        assertEquals(CoreTypes.NO_WINDOW_LEFT_OUT, s.windowLeftOut);
+        assertEquals(0, fits.takeAnomalies().windowsLeftOut, "it fits");
+
+        ConsumerCore<Long> over = holdingThree(s.metadata.length() - 1);
+        for (int i = 0; i < 2; i++) {
+            CoreTypes.Snapshot t = over.snapshot(2);
+            assertFalse(t.metadata.contains("\"n\""), t.metadata);
+            assertEquals(10, t.offset);
+            assertEquals(3, t.windowLeftOut);
+        }
+        assertEquals(2, over.takeAnomalies().windowsLeftOut, "once per snapshot built");
+        // Everything processed: no window, nothing left out (and the reused snapshot counts nothing either).
+        announce(over, List.of(progress(1, 2)));
+        for (long o = 10; o < 13; o++) {
+            assertEquals(o, over.nextReady());
+            over.processed();
+        }
+        for (int i = 0; i < 2; i++) {
+            CoreTypes.Snapshot t = over.snapshot(2);
+            assertEquals(13, t.offset);
+            assertEquals(CoreTypes.NO_WINDOW_LEFT_OUT, t.windowLeftOut);
+        }
+        assertEquals(0, over.takeAnomalies().windowsLeftOut);
     }
 
     @Test

@@ -154,7 +154,9 @@ class ConsumerPartsTest {
         p.endReached(A, 4, 100, o -> null);
         p.endReached(B, 3, 80, o -> null);
         List<HandoffRecords.Lease> leases = List.of(lease(A, 0, -1), lease(B, 0, -1));
-        String json = p.meta(3, 10, 10, List.of(), leases, 10, 4096, new int[1]);
+        boolean[] leftOut = {true};
+        String json = p.meta(3, 10, 10, List.of(), leases, 10, 4096, new int[1], leftOut);
+        assertFalse(leftOut[0], "no window to leave out");
         CommitMeta meta = CommitMeta.parse(json);
         assertEquals(3, meta.drained);
         assertEquals(new CommitMeta.PassedAt(4, 100), meta.passed.get(A));
@@ -177,18 +179,24 @@ class ConsumerPartsTest {
         assertThrows(StrictJson.Malformed.class, () -> CommitMeta.parse("{"));
         assertThrows(StrictJson.Malformed.class, () -> CommitMeta.parse("{\"v\":9,\"d\":0,\"p\":{}}"));
         int[] size = new int[1];
-        assertNull(p.meta(3, 10, 10, List.of(), leases, 10, 20, size));
+        assertNull(p.meta(3, 10, 10, List.of(), leases, 10, 20, size, leftOut));
         assertTrue(size[0] > 20);
-        String small = p.meta(3, 10, 500, List.of(10L, 300L), List.of(lease(A, 0, -1)), 10, 70, size);
+        String small = p.meta(3, 10, 500, List.of(10L, 300L), List.of(lease(A, 0, -1)), 10, 70, size, leftOut);
         assertFalse(small.contains(B), small);
         assertFalse(small.contains("\"u\""), small);
+        assertTrue(leftOut[0], "the window was left out");
+        // Over the limit without any window (nothing fetched above the offset): nothing left out.
+        String plain = p.meta(3, 10, 10, List.of(), List.of(lease(A, 0, -1)), 10, 70, size, leftOut);
+        assertFalse(leftOut[0], plain);
     }
 
     @Test
     void progressProcessedWindowSkipsEverythingButTheUnprocessed() throws Exception {
         PartitionProgress p = new PartitionProgress(null, null);
-        String json = p.meta(0, 100, 110, List.of(100L, 104L, 107L), List.of(), 0, 4096, new int[1]);
+        boolean[] leftOut = {true};
+        String json = p.meta(0, 100, 110, List.of(100L, 104L, 107L), List.of(), 0, 4096, new int[1], leftOut);
         assertTrue(json.contains("\"u\":[0,4,7]"), json);
+        assertFalse(leftOut[0], "the window fits");
         CommitMeta meta = CommitMeta.parse(json);
         PartitionProgress next = new PartitionProgress(meta, 100L);
         List<Long> skipped = new ArrayList<>();

@@ -208,7 +208,8 @@ class JmxExporterRulesIT {
             "dkg_consumer_member_records_total", "dkg_consumer_lag_records", "dkg_consumer_held_records",
             "dkg_consumer_hold_seconds", "dkg_consumer_hold_seconds_sum", "dkg_consumer_hold_seconds_count",
             "dkg_consumer_split_records_total", "dkg_consumer_untrusted_records_total",
-            "dkg_consumer_clamped_leases_total", "dkg_consumer_markers_rejected_total");
+            "dkg_consumer_clamped_leases_total", "dkg_consumer_commit_windows_left_out_total",
+            "dkg_consumer_markers_rejected_total");
 
     @Test
     void orderingConsumerMetricsBecomeTheRustConsumersSeries() throws Exception {
