@@ -83,6 +83,8 @@ pub(super) struct Driver<'a> {
     intervals: u64,
     /// Decisions in a row kept back because the sampler read behind the log (`decide::CatchingUp`).
     catch_up_deferrals: u32,
+    /// `--once` intervals that ended short of `--min-samples` (see [`ONCE_MAX_INTERVALS`]).
+    once_short: u32,
     /// The control topic holds the largest epoch for the topic: why nothing is published (logged
     /// once, shown on `/healthz`).
     exhausted: Option<String>,
@@ -124,6 +126,11 @@ struct Plan {
     may_publish: bool,
 }
 
+/// `--once` samples up to this many intervals until the window holds `--min-samples`: a rebalance
+/// or a slow first fetch can leave one interval short (a CI run's one-shot sampler lost its
+/// partitions to a rebalance 3 s into its fresh group and had 376 records of a 5,000/s topic).
+pub(super) const ONCE_MAX_INTERVALS: u32 = 5;
+
 /// `--once` fails with `message`; otherwise the interval just ends.
 fn end_or_fail<T>(once: bool, message: impl FnOnce() -> String) -> Result<Option<T>, RunError> {
     if once {
@@ -150,6 +157,7 @@ impl<'a> Driver<'a> {
             awaiting_coverage: false,
             caught_up: false,
             catch_up_deferrals: 0,
+            once_short: 0,
             uncovered_logged: false,
             dry_current,
             learning_since: Instant::now(),
@@ -540,6 +548,22 @@ impl<'a> Driver<'a> {
         leader
     }
 
+    /// A `--once` interval ended short (`why`): whether to sample another one (logged), at most
+    /// [`ONCE_MAX_INTERVALS`] in all.
+    fn once_more(&mut self, why: &str) -> bool {
+        self.once_short += 1;
+        if self.once_short >= ONCE_MAX_INTERVALS {
+            return false;
+        }
+        tracing::info!(
+            topic = %self.topic(),
+            intervals = self.once_short,
+            max_intervals = ONCE_MAX_INTERVALS,
+            "--once: {why}; sampling another interval"
+        );
+        true
+    }
+
     /// Stage 3: whether to publish a fresh assignment, and which one.
     async fn decide(&mut self, me: &Measured, view: &MergedView) -> Result<Option<Plan>, RunError> {
         let topic = self.topic();
@@ -554,15 +578,23 @@ impl<'a> Driver<'a> {
                 // Once per interval, so an idle sidecar says why it never publishes.
                 tracing::info!(topic = %topic, "{why}");
                 self.http.update_health(|h| h.message = Some(why.clone()));
+            } else if self.once_more(&why) {
+                return Ok(None);
             }
             return end_or_fail(self.once(), || why);
         }
         if self.once() && view.window_samples < self.s.policy.min_samples as f64 {
+            let why = format!(
+                "only {:.0} sampled records in {} interval(s) (--min-samples {}); nothing published",
+                view.window_samples,
+                self.once_short + 1,
+                self.s.policy.min_samples
+            );
+            if self.once_more(&why) {
+                return Ok(None);
+            }
             // Before taking the transactional id: a failed --once must not fence a running sampler.
-            return Err(RunError::Once(format!(
-                "only {:.0} sampled records in the interval (--min-samples {}); nothing published",
-                view.window_samples, self.s.policy.min_samples
-            )));
+            return Err(RunError::Once(why));
         }
         let Some((may_publish, control)) = self.take_publisher(me.ownership.generation).await
         else {

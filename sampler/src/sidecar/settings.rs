@@ -60,8 +60,8 @@ pub struct Args {
     pub format: crate::cli::ControlFormatArgs,
 
     /// Learn for one interval, publish (regardless of hysteresis), exit. The interval starts at the first
-    /// record (waiting for it at most one interval). Exits non-zero if the interval held fewer than
-    /// --min-samples records. Consumes in its own group (`dkg-sampler.<topic>.once`). Never fences a
+    /// record (waiting for it at most one interval). An interval short of --min-samples records (a
+    /// rebalance, a slow first fetch) is followed by another, up to 5 in all; then it exits non-zero. Consumes in its own group (`dkg-sampler.<topic>.once`). Never fences a
     /// running sidecar: it publishes without taking the sidecar's transactional id (it uses
     /// `<transactional-id>.once`, shared by one-shot runs, so each aborts what a killed predecessor
     /// left open), with an epoch above every one on the control topic; a running sidecar reads that
