@@ -147,10 +147,13 @@ const MEMBERS: [Spec; 9] = [
         every: 1000,
         pause_ms: PAUSE_MS,
     },
+    // The mixed group's slow member: it falls behind (a pause every 300 records, about a third of its
+    // time), so keys moved off its partitions are overtaken in the control run. With the members'
+    // paces alone (700-1,300) the plain mixed group kept order in one CI run.
     Spec {
         name: "q0",
         group: 2,
-        every: 1300,
+        every: 300,
         pause_ms: PAUSE_MS,
     },
 ];
