@@ -494,33 +494,12 @@ pub fn check(sent: &[Sent], log: &[Entry], topic: &str, ordered: &[u32]) -> Repo
     report
 }
 
-/// Observations of `dkg_consumer_hold_seconds` in `registries`: (count, count <= `le`).
-pub fn hold_histogram(registries: &[&prometheus::Registry], le: f64) -> (u64, u64) {
-    let (mut total, mut below) = (0, 0);
-    for r in registries {
-        for family in r.gather() {
-            if family.name() != "dkg_consumer_hold_seconds" {
-                continue;
-            }
-            for m in family.get_metric() {
-                let h = m.get_histogram();
-                total += h.get_sample_count();
-                below += h
-                    .get_bucket()
-                    .iter()
-                    .find(|b| (b.upper_bound() - le).abs() < 1e-9)
-                    .map_or(0, |b| b.cumulative_count());
-            }
-        }
-    }
-    (total, below)
-}
-
-/// The smallest bucket bound of `dkg_consumer_hold_seconds` (summed over `registries`) that covers
-/// the `q`-quantile of the held records (nearest rank), as a Prometheus histogram is read; `None`
-/// without held records. The Java bench (`ConsumerBench`) reads its histogram the same way.
-pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64> {
-    let mut buckets: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+/// `dkg_consumer_hold_seconds` summed over `registries`: the observation count and the cumulative
+/// count per bucket bound (bounds as integer microseconds: exact keys).
+fn hold_buckets(
+    registries: &[&prometheus::Registry],
+) -> (u64, std::collections::BTreeMap<u64, u64>) {
+    let mut buckets = std::collections::BTreeMap::new();
     let mut total = 0;
     for r in registries {
         for family in r.gather() {
@@ -531,7 +510,6 @@ pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64
                 let h = m.get_histogram();
                 total += h.get_sample_count();
                 for b in h.get_bucket() {
-                    // Bounds as integer microseconds: exact keys for the map.
                     *buckets
                         .entry((b.upper_bound() * 1e6).round() as u64)
                         .or_default() += b.cumulative_count();
@@ -539,6 +517,24 @@ pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64
             }
         }
     }
+    (total, buckets)
+}
+
+/// Observations of `dkg_consumer_hold_seconds` in `registries`: (count, count <= `le`).
+pub fn hold_histogram(registries: &[&prometheus::Registry], le: f64) -> (u64, u64) {
+    let (total, buckets) = hold_buckets(registries);
+    let below = buckets
+        .get(&((le * 1e6).round() as u64))
+        .copied()
+        .unwrap_or(0);
+    (total, below)
+}
+
+/// The smallest bucket bound of `dkg_consumer_hold_seconds` (summed over `registries`) that covers
+/// the `q`-quantile of the held records (nearest rank), as a Prometheus histogram is read; `None`
+/// without held records. The Java bench (`ConsumerBench`) reads its histogram the same way.
+pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64> {
+    let (total, buckets) = hold_buckets(registries);
     if total == 0 {
         return None;
     }
