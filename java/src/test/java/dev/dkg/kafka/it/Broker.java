@@ -228,6 +228,40 @@ public final class Broker {
     }
 
     /** Producer settings without the plug-in (the client's own placement). */
+    /**
+     * Starts a thread that sends through {@code p} to {@code topic} until {@code producing} turns false: keys
+     * {@code key-0 .. key-(keys-1)} in turn, each record's value {@code p<id>/key-<k>:<seq>} numbered per key, 20
+     * records then a 20 ms pause; the value of every acknowledged record goes into {@code acked}.
+     */
+    public static Thread numberedSender(DkgKafkaProducer<byte[], byte[]> p, int id, String topic, int keys,
+            java.util.concurrent.atomic.AtomicBoolean producing, java.util.Set<String> acked, String threadName) {
+        Thread t = new Thread(() -> {
+            long[] seq = new long[keys];
+            int i = 0;
+            while (producing.get()) {
+                int k = i++ % keys;
+                String stream = "p" + id + "/key-" + k;
+                long s = seq[k]++;
+                byte[] key = ("key-" + k).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                byte[] value = (stream + ":" + s).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                p.send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, key, value), (md, e) -> {
+                    if (e == null) {
+                        acked.add(stream + ":" + s);
+                    }
+                });
+                if (i % 20 == 0) {
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }
+        }, threadName);
+        t.start();
+        return t;
+    }
+
     public static Properties plainProducerConfig() {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());

@@ -25,7 +25,6 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
@@ -203,33 +202,8 @@ class SpringContainerKeepsOrderIT {
             }
             List<Thread> senders = new ArrayList<>();
             for (int y = 0; y < producers.size(); y++) {
-                DkgKafkaProducer<byte[], byte[]> p = producers.get(y);
-                int id = y;
-                Thread t = new Thread(() -> {
-                    long[] seq = new long[KEYS];
-                    int i = 0;
-                    while (producing.get()) {
-                        int k = i++ % KEYS;
-                        String stream = "p" + id + "/key-" + k;
-                        long s = seq[k]++;
-                        byte[] key = ("key-" + k).getBytes(StandardCharsets.UTF_8);
-                        byte[] value = (stream + ":" + s).getBytes(StandardCharsets.UTF_8);
-                        p.send(new ProducerRecord<>(topic, key, value), (md, e) -> {
-                            if (e == null) {
-                                acked.add(stream + ":" + s);
-                            }
-                        });
-                        if (i % 20 == 0) {
-                            try {
-                                Thread.sleep(20);
-                            } catch (InterruptedException e) {
-                                return;
-                            }
-                        }
-                    }
-                }, "producer-" + name + "-" + y);
-                t.start();
-                senders.add(t);
+                senders.add(Broker.numberedSender(producers.get(y), y, topic, KEYS, producing, acked,
+                        "producer-" + name + "-" + y));
             }
             // The switches, paced (not a timing assertion): each moves about 5/6 of the keys.
             for (int e = 1; e <= SWITCHES; e++) {
