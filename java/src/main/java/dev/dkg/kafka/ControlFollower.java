@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -36,6 +37,8 @@ final class ControlFollower implements Runnable {
             "metadata.max.age.ms", "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms");
     /** Connection settings reused from the producer configuration (prefixes). */
     private static final List<String> CONNECTION_PREFIXES = List.of("security.", "sasl.", "ssl.");
+    /** Numbers the internal clients of applications that set no {@code client.id}, as Kafka numbers its own. */
+    private static final AtomicInteger INTERNAL_CLIENTS = new AtomicInteger();
 
     private final DkgRouter router;
     private final KafkaConsumer<byte[], byte[]> consumer;
@@ -53,12 +56,21 @@ final class ControlFollower implements Runnable {
         this.partition = new TopicPartition(topic, 0);
     }
 
+    /**
+     * The {@code client.id} of one of our internal clients ({@code role}: control, handoff, progress): the
+     * application's {@code client.id} with {@code -dkg-<role>}, else {@code dkg-<role>-<n>}, numbered per JVM, so
+     * that clients of several producers or consumers in one JVM never share an id (their metrics and JMX app-info
+     * beans would collide).
+     */
+    static String internalClientId(Object clientId, String role) {
+        return clientId == null || clientId.toString().isEmpty() ? "dkg-" + role + "-" + INTERNAL_CLIENTS.incrementAndGet()
+                : clientId + "-dkg-" + role;
+    }
+
     /** The control-topic consumer's configuration: connection settings, then our fixed ones, then dkg.consumer.*. */
     static Map<String, Object> consumerConfig(Map<String, ?> configs) {
         Map<String, Object> out = connectionSettings(configs);
-        Object clientId = configs.get(ConsumerConfig.CLIENT_ID_CONFIG);
-        out.put(ConsumerConfig.CLIENT_ID_CONFIG,
-                clientId == null || clientId.toString().isEmpty() ? "dkg-control" : clientId + "-dkg-control");
+        out.put(ConsumerConfig.CLIENT_ID_CONFIG, internalClientId(configs.get(ConsumerConfig.CLIENT_ID_CONFIG), "control"));
         out.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         out.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         out.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);

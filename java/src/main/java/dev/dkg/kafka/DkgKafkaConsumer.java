@@ -199,11 +199,7 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
                 DkgRouter.longConfig(configs, UNKNOWN_EPOCH_WAIT_MS_CONFIG, 10_000) * 1_000_000,
                 DkgRouter.longConfig(configs, MAX_LEASE_MS_CONFIG, 120_000));
         Map<String, Object> connection = ControlFollower.connectionSettings(configs);
-        Object clientId = configs.get(ConsumerConfig.CLIENT_ID_CONFIG);
-        // The client ids of its own clients and metrics: the application's, else one of this instance's own (several
-        // members of a group may share a JVM).
-        String base = clientId == null || clientId.toString().isEmpty()
-                ? "dkg-consumer-" + Handoff.newProducerId().substring(0, 8) : clientId.toString();
+        String base = clientId(delegate, configs);
         TopicTail createdControl = null;
         TopicTail createdHandoff = null;
         KafkaProducer<byte[], byte[]> createdWriter = null;
@@ -245,6 +241,28 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         drainFollowers(System.nanoTime());
         LOG.info("DKG: ordering consumer of group {} (control topic {}, handoff topic {})", group, controlTopic,
                 handoffTopic);
+    }
+
+    /**
+     * The base of its own clients' ids and of its metrics' {@code client-id} tag: the wrapped client's own id (Kafka's
+     * {@code consumer-<group>-<n>} when none is set; a Spring container's per-member suffix), read from its metrics'
+     * tags, else {@code client.id} of {@code configs}, else one of this instance's own. Several members of a group
+     * may share a JVM and one configuration: their clients' ids must differ (metrics and JMX beans are per id).
+     */
+    private static String clientId(Consumer<?, ?> delegate, Map<String, ?> configs) {
+        try {
+            for (MetricName m : delegate.metrics().keySet()) {
+                String id = m.tags().get("client-id");
+                if (id != null && !id.isEmpty() && m.group().startsWith("consumer")) {
+                    return id;
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.debug("DKG: the wrapped consumer's metrics were not readable: {}", e.toString());
+        }
+        Object clientId = configs.get(ConsumerConfig.CLIENT_ID_CONFIG);
+        return clientId == null || clientId.toString().isEmpty()
+                ? "dkg-consumer-" + Handoff.newProducerId().substring(0, 8) : clientId.toString();
     }
 
     private void closeAll(TopicTail c, TopicTail h, KafkaProducer<byte[], byte[]> w) {

@@ -245,8 +245,7 @@ public final class DkgKafkaProducer<K, V> implements Producer<K, V> {
         }
         this.protocolMetrics = pluginMetrics;
         Map<String, Object> reader = ControlFollower.consumerConfig(settings);
-        reader.put(ProducerConfig.CLIENT_ID_CONFIG,
-                clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
+        reader.put(ProducerConfig.CLIENT_ID_CONFIG, ControlFollower.internalClientId(clientId, "handoff"));
         reader.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
         this.handoffReader =
                 new HandoffProgressReader(id, handoffTopic, reader, windows, IO_TIMEOUT_MS, () -> stopping);

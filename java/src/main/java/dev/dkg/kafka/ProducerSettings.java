@@ -112,9 +112,8 @@ final class ProducerSettings {
     /** The handoff producer: connection settings, idempotent, acks=all, room for the largest history document. */
     static Map<String, Object> handoffConfig(Map<String, Object> connection, Map<String, Object> settings) {
         Map<String, Object> out = new HashMap<>(connection);
-        Object clientId = settings.get(ProducerConfig.CLIENT_ID_CONFIG);
         out.put(ProducerConfig.CLIENT_ID_CONFIG,
-                clientId == null || clientId.toString().isEmpty() ? "dkg-handoff" : clientId + "-dkg-handoff");
+                ControlFollower.internalClientId(settings.get(ProducerConfig.CLIENT_ID_CONFIG), "handoff"));
         out.put(ProducerConfig.ACKS_CONFIG, "all");
         out.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
         out.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");

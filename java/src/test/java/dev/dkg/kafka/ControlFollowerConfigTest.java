@@ -2,7 +2,9 @@ package dev.dkg.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -39,7 +41,11 @@ class ControlFollowerConfigTest {
         for (String dropped : new String[] {"acks", "linger.ms", "partitioner.class", "dkg.consumer.request.timeout.ms"}) {
             assertFalse(c.containsKey(dropped), dropped);
         }
-        assertEquals("dkg-control", ControlFollower.consumerConfig(Map.of()).get("client.id"));
+        // Without a client.id, each internal client gets a number of its own (two producers in one JVM).
+        Object first = ControlFollower.consumerConfig(Map.of()).get("client.id");
+        Object second = ControlFollower.consumerConfig(Map.of()).get("client.id");
+        assertTrue(first.toString().matches("dkg-control-[0-9]+"), first.toString());
+        assertNotEquals(first, second);
     }
 
     @Test

@@ -17,6 +17,8 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -65,7 +67,7 @@ class SpringContainerKeepsOrderIT {
     /** The outcome of one run. */
     record Run(long sent, long processed, long violations, long lost, long duplicates, long held, int maxHeldSeen,
             int postProcessed, int consumersSeen, int nonDkgConsumersSeen, long slowMemberRecords, long millis,
-            long assignedMillis, long drainMillis) {}
+            long assignedMillis, long drainMillis, Map<String, Set<String>> dkgClientIds) {}
 
     @Test
     void aSpringListenerContainerWithDkgConsumersKeepsPerKeyOrderAcrossSwitches() throws Exception {
@@ -86,6 +88,12 @@ class SpringContainerKeepsOrderIT {
         assertEquals(0, dkg.lost, "records lost");
         assertEquals(0, dkg.duplicates, "records processed twice (no member left the group)");
         assertTrue(dkg.held > 0, "moved keys were held at the switches (records released from hold)");
+        // The factory's client.id is one for all members; Spring suffixes each consumer's. The dkg-consumer-* metrics
+        // of each member carry its consumer's own id (as Spring's container.metrics() keys them), so the members'
+        // metrics and JMX beans do not collide.
+        assertEquals(CONCURRENCY, dkg.dkgClientIds.size(), "members with dkg-consumer-* metrics: " + dkg.dkgClientIds);
+        dkg.dkgClientIds.forEach((consumerId, tagged) -> assertEquals(Set.of(consumerId), tagged,
+                "client-id tags of the dkg-consumer-* metrics of " + consumerId));
 
         Run plain = run("plain", false);
         System.out.printf("SpringContainerKeepsOrderIT plain consumers (control): sent %d processed %d violations %d "
@@ -114,6 +122,7 @@ class SpringContainerKeepsOrderIT {
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "spring-order-" + name);
         props.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
         props.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
         props.put(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, "20000");
@@ -179,6 +188,7 @@ class SpringContainerKeepsOrderIT {
         long held = 0;
         long assignedMillis;
         long drainMillis;
+        Map<String, Set<String>> dkgClientIds = new TreeMap<>();
         try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher()) {
             Broker.publish(publisher, control, docs.get(0));
             container.start();
@@ -229,6 +239,13 @@ class SpringContainerKeepsOrderIT {
                 return seen.containsAll(acked);
             });
             drainMillis = (System.nanoTime() - stopped) / 1_000_000;
+            for (Map.Entry<String, ? extends Map<MetricName, ? extends Metric>> e : container.metrics().entrySet()) {
+                for (MetricName n : e.getValue().keySet()) {
+                    if (n.name().startsWith("dkg-consumer-")) {
+                        dkgClientIds.computeIfAbsent(e.getKey(), k -> new TreeSet<>()).add(n.tags().get("client-id"));
+                    }
+                }
+            }
             if (dkg) {
                 // The hold-time histogram's count: records released from hold, counted by the consumers' housekeeping
                 // on their next polls (every member keeps polling). Read through Spring's own view of its consumers'
@@ -280,6 +297,6 @@ class SpringContainerKeepsOrderIT {
         long lost = acked.stream().filter(a -> !seen.contains(a)).count();
         return new Run(acked.size(), log.size(), violations, lost, duplicates, held, maxHeld.get(),
                 postProcessed.get(), dkgConsumers, (int) nonDkg.get(), slow,
-                (System.nanoTime() - started) / 1_000_000, assignedMillis, drainMillis);
+                (System.nanoTime() - started) / 1_000_000, assignedMillis, drainMillis, dkgClientIds);
     }
 }
