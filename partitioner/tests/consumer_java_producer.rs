@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::java::{JavaProducer, Workload};
-use common::scenario::{End, Log, Setup, check, finish_producers, hold_histogram, wait_for_all};
+use common::scenario::{
+    End, Log, Setup, check, finish_producers, hold_distribution, hold_histogram, wait_for_all,
+};
 use tokio::sync::watch;
 
 const PER_PRODUCER: u64 = 15_000;
@@ -77,6 +79,7 @@ async fn java_and_rust_ordering_producers_keep_each_keys_order_across_five_switc
     report.assert_holds(entries.len());
     assert_eq!(report.duplicates, 0, "no crash, no duplicates");
     let (held, _) = hold_histogram(&[&registry], 2.0);
+    eprintln!("{}", hold_distribution(&[&registry]));
     assert!(held > 0, "moved keys' records were held at some switch");
     // The Java producer followed every switch: its records of the hot keys (moved by every epoch)
     // came from more than one home.

@@ -15,8 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::scenario::{
-    End, GroupProtocol, Log, Setup, check, counter_sum, finish_producers, hold_histogram,
-    hold_quantile, wait_for_all,
+    End, GroupProtocol, Log, Setup, check, counter_sum, finish_producers, hold_distribution,
+    hold_histogram, wait_for_all,
 };
 use tokio::sync::watch;
 
@@ -79,18 +79,7 @@ async fn keeps_key_order(protocol: GroupProtocol) {
     );
     let (held, within_2s) = hold_histogram(&[&registry], 2.0);
     eprintln!("held records: {held}, of which held at most 2 s: {within_2s}");
-    let buckets: Vec<String> = [0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 2.0]
-        .iter()
-        .map(|&le| format!("<= {le} s: {}", hold_histogram(&[&registry], le).1))
-        .collect();
-    let quantile = |q| hold_quantile(&[&registry], q).map_or("-".into(), |s| format!("{s}"));
-    // scripts/bench-hold reads this line (and the Java bench's) for its comparison.
-    eprintln!(
-        "hold time distribution: {}; p50 <= {} s, p99 <= {} s (bucket bounds)",
-        buckets.join(", "),
-        quantile(0.5),
-        quantile(0.99)
-    );
+    eprintln!("{}", hold_distribution(&[&registry]));
     assert!(held > 0, "moved keys' records were held at some switch");
     // How long they were held is the machine's pace (BENCHMARKS.md, "Hold time of moved keys", reads
     // the distribution printed above against its p99 <= 2 s target); a behaviour test only rules out

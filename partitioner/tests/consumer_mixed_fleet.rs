@@ -1,6 +1,6 @@
 //! A mixed fleet on one topic (issue 35, item 4): a Rust ordering `DkgProducer` and a Java
 //! `DkgKafkaProducer` (`tools/java/OrderingProducer.java`) write the scenario's Zipf keys to 12
-//! partitions while the assignment switches five times, and three consumer groups read the topic
+//! partitions while the assignment switches five times, and four consumer groups read the topic
 //! at the same time, each seeing every record:
 //!
 //! - `java`: Java `DkgKafkaConsumer`s (`tools/java/FleetMembers.java`, one JVM, a thread per
@@ -14,7 +14,9 @@
 //! - `mixed`: a Rust `DkgConsumer` (in this process), a Java `DkgKafkaConsumer` and a Python
 //!   `DkgConsumer` in one group: the protocol is the same on the wire (commit metadata, progress on
 //!   the handoff topic), and all three use the cooperative-sticky assignor, so they share a classic
-//!   group.
+//!   group;
+//! - `kip848`: a Rust, a Java and a Python member again, in a group of the KIP-848 protocol
+//!   (`group.protocol=consumer`: the broker assigns, so there is no client assignor to agree on).
 //!
 //! Members pace unevenly (a pause every few hundred records), so a moved key's old partition lags
 //! behind its new one. Each member prints (or, in Rust, logs) every record it processes with the
@@ -45,7 +47,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::java::{JavaProducer, Workload};
-use common::scenario::{Entry, PARTITIONS, Report, Setup, check};
+use common::scenario::{Entry, GroupProtocol, PARTITIONS, Report, Setup, check};
 use dkg_kafka::ConsumerHooks;
 use rdkafka::Message as _;
 use rdkafka::consumer::{Consumer as _, StreamConsumer};
@@ -66,7 +68,14 @@ const LAST_EPOCH: u64 = 6;
 const JOINS: [(u64, &str); 2] = [(3, "j2"), (4, "p2")];
 /// ... and the Python member `p0` is killed as the last epoch is published.
 const KILL_AT: u64 = LAST_EPOCH;
-const GROUPS: [&str; 3] = ["java", "python", "mixed"];
+const GROUPS: [&str; 4] = ["java", "python", "mixed", "kip848"];
+/// The one group of the KIP-848 protocol; the others are classic.
+const KIP848: usize = 3;
+
+/// The `group.protocol` of group `g`.
+fn protocol(g: usize) -> &'static str {
+    if g == KIP848 { "consumer" } else { "classic" }
+}
 /// Generous bounds for what takes milliseconds to seconds: only a stuck component reaches them.
 const BOUND: Duration = Duration::from_secs(60);
 
@@ -98,7 +107,7 @@ struct Spec {
 }
 
 const PAUSE_MS: u64 = 150;
-const MEMBERS: [Spec; 9] = [
+const MEMBERS: [Spec; 12] = [
     Spec {
         name: "j0",
         group: 0,
@@ -156,9 +165,31 @@ const MEMBERS: [Spec; 9] = [
         every: 300,
         pause_ms: PAUSE_MS,
     },
+    // The KIP-848 group: the mixed group's members and paces again.
+    Spec {
+        name: "r1",
+        group: KIP848,
+        every: 700,
+        pause_ms: PAUSE_MS,
+    },
+    Spec {
+        name: "m1",
+        group: KIP848,
+        every: 1000,
+        pause_ms: PAUSE_MS,
+    },
+    Spec {
+        name: "q1",
+        group: KIP848,
+        every: 300,
+        pause_ms: PAUSE_MS,
+    },
 ];
-const JAVA_MEMBERS: [&str; 4] = ["j0", "j1", "j2", "m0"];
-const PYTHON_MEMBERS: [&str; 4] = ["p0", "p1", "p2", "q0"];
+const RUST_MEMBERS: [&str; 2] = ["r0", "r1"];
+const JAVA_MEMBERS: [&str; 5] = ["j0", "j1", "j2", "m0", "m1"];
+const PYTHON_MEMBERS: [&str; 5] = ["p0", "p1", "p2", "q0", "q1"];
+/// The groups of members of all three languages.
+const MIXED_GROUPS: [&str; 2] = ["mixed", "kip848"];
 const JOINING: [&str; 2] = [JOINS[0].1, JOINS[1].1];
 const KILLED: &str = "p0";
 
@@ -446,11 +477,12 @@ enum RustConsumer {
 }
 
 fn spawn_rust_member(
+    name: &'static str,
     consumer: RustConsumer,
     log: Shared,
     mut stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    let member = member_index("r0");
+    let member = member_index(name);
     let spec = &MEMBERS[member];
     tokio::spawn(async move {
         let mut n = 0_u64;
@@ -471,7 +503,7 @@ fn spawn_rust_member(
                     tokio::select! {
                         r = c.recv() => match r {
                             Ok(m) => log_record(m.key(), m.payload(), m.partition(), m.offset()),
-                            Err(e) => panic!("r0: {e}"),
+                            Err(e) => panic!("{name}: {e}"),
                         },
                         _ = stop.changed() => break,
                     }
@@ -480,13 +512,15 @@ fn spawn_rust_member(
                         tokio::time::sleep(Duration::from_millis(spec.pause_ms)).await;
                     }
                 }
-                c.close().await.expect("r0: close");
+                c.close()
+                    .await
+                    .unwrap_or_else(|e| panic!("{name}: close: {e}"));
             }
             RustConsumer::Plain(c) => {
                 loop {
                     tokio::select! {
                         r = c.recv() => {
-                            let m = r.expect("r0 (plain)");
+                            let m = r.unwrap_or_else(|e| panic!("{name} (plain): {e}"));
                             log_record(m.key(), m.payload(), m.partition(), m.offset());
                             n += 1;
                             if n.is_multiple_of(spec.every) {
@@ -603,11 +637,12 @@ async fn run_fleet(mode: Mode) -> Outcome {
             for name in JAVA_MEMBERS {
                 let m = &MEMBERS[member_index(name)];
                 java.arg(format!(
-                    "{}:{}:{}:{}",
+                    "{}:{}:{}:{}:{}",
                     m.name,
                     group(m.group),
                     m.every,
-                    m.pause_ms
+                    m.pause_ms,
+                    protocol(m.group)
                 ));
             }
             let members = Proc::spawn("the Java members", java, &log);
@@ -632,6 +667,7 @@ async fn run_fleet(mode: Mode) -> Outcome {
                     mode.arg(),
                     &m.every.to_string(),
                     &m.pause_ms.to_string(),
+                    protocol(m.group),
                 ]);
             (
                 name,
@@ -647,33 +683,55 @@ async fn run_fleet(mode: Mode) -> Outcome {
     });
 
     eprintln!("{}: members ready at {:?}", mode.arg(), started.elapsed());
-    // The Rust member of the mixed group.
+    // The Rust members of the mixed groups.
     let registry = prometheus::Registry::new();
-    let rust_member = match mode {
-        Mode::Dkg => {
-            let hooks = FleetHooks {
-                log: Arc::clone(&log),
-                member: member_index("r0"),
-            };
-            RustConsumer::Dkg(Box::new(
-                setup.consumer_in(&group(2), "r0", &registry, hooks).await,
-            ))
-        }
-        Mode::Plain => {
-            let mut config = common::producer::client_config(&setup.bootstrap);
-            config
-                .set("group.id", group(2))
-                .set("auto.offset.reset", "earliest")
-                .set("partition.assignment.strategy", "cooperative-sticky")
-                .set("session.timeout.ms", "6000")
-                .set("heartbeat.interval.ms", "500");
-            let c: StreamConsumer = config.create().unwrap();
-            c.subscribe(&[setup.topic.as_str()]).unwrap();
-            RustConsumer::Plain(c)
-        }
-    };
     let (stop_member, stop_rx) = watch::channel(false);
-    let rust_task = spawn_rust_member(rust_member, Arc::clone(&log), stop_rx);
+    let mut rust_tasks = Vec::new();
+    for name in RUST_MEMBERS {
+        let member = member_index(name);
+        let g = MEMBERS[member].group;
+        let consumer = match mode {
+            Mode::Dkg => {
+                let hooks = FleetHooks {
+                    log: Arc::clone(&log),
+                    member,
+                };
+                let protocol = if g == KIP848 {
+                    GroupProtocol::Consumer
+                } else {
+                    GroupProtocol::Classic
+                };
+                RustConsumer::Dkg(Box::new(
+                    setup
+                        .consumer_with_protocol(&group(g), name, &registry, hooks, protocol)
+                        .await,
+                ))
+            }
+            Mode::Plain => {
+                let mut config = common::producer::client_config(&setup.bootstrap);
+                config
+                    .set("group.id", group(g))
+                    .set("auto.offset.reset", "earliest");
+                if g == KIP848 {
+                    config.set("group.protocol", "consumer");
+                } else {
+                    config
+                        .set("partition.assignment.strategy", "cooperative-sticky")
+                        .set("session.timeout.ms", "6000")
+                        .set("heartbeat.interval.ms", "500");
+                }
+                let c: StreamConsumer = config.create().unwrap();
+                c.subscribe(&[setup.topic.as_str()]).unwrap();
+                RustConsumer::Plain(c)
+            }
+        };
+        rust_tasks.push(spawn_rust_member(
+            name,
+            consumer,
+            Arc::clone(&log),
+            stop_rx.clone(),
+        ));
+    }
 
     // The initial members join; records flow once every group owns every partition.
     for name in JAVA_MEMBERS.iter().filter(|n| !JOINING.contains(n)) {
@@ -799,10 +857,12 @@ async fn run_fleet(mode: Mode) -> Outcome {
     eprintln!("{}: all processed at {:?}", mode.arg(), started.elapsed());
     // Clean ends: final commits, the groups left.
     stop_member.send(true).unwrap();
-    tokio::time::timeout(BOUND, rust_task)
-        .await
-        .expect("r0 stops in time")
-        .expect("r0's task");
+    for (name, task) in RUST_MEMBERS.iter().zip(rust_tasks) {
+        tokio::time::timeout(BOUND, task)
+            .await
+            .unwrap_or_else(|_| panic!("{name} stops in time"))
+            .unwrap_or_else(|e| panic!("{name}'s task: {e}"));
+    }
     tokio::task::block_in_place(|| {
         java_members.stop();
         for (_, p) in pythons.drain() {
@@ -858,21 +918,23 @@ async fn run_fleet(mode: Mode) -> Outcome {
         records.push(entries.len());
         reports.push(report);
     }
-    // The mixed group is mixed: each of its members (Rust, Java, Python) processed records.
-    let per_member: Vec<(&str, usize)> = MEMBERS
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| GROUPS[m.group] == "mixed")
-        .map(|(i, m)| (m.name, l.records.iter().filter(|r| r.member == i).count()))
-        .collect();
-    eprintln!(
-        "{}: mixed group, records per member {per_member:?}",
-        mode.arg()
-    );
-    assert!(
-        per_member.iter().all(|&(_, n)| n > 0),
-        "every member of the mixed group processed records: {per_member:?}"
-    );
+    // The mixed groups are mixed: each of their members (Rust, Java, Python) processed records.
+    for mixed in MIXED_GROUPS {
+        let per_member: Vec<(&str, usize)> = MEMBERS
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| GROUPS[m.group] == mixed)
+            .map(|(i, m)| (m.name, l.records.iter().filter(|r| r.member == i).count()))
+            .collect();
+        eprintln!(
+            "{}: {mixed} group, records per member {per_member:?}",
+            mode.arg()
+        );
+        assert!(
+            per_member.iter().all(|&(_, n)| n > 0),
+            "every member of the {mixed} group processed records: {per_member:?}"
+        );
+    }
     for (epoch, name) in JOINS {
         let m = member_index(name);
         let at = l.first_assigned.get(&m).copied().unwrap_or(0);
@@ -900,14 +962,13 @@ async fn java_python_and_mixed_groups_keep_each_keys_order_across_five_switches(
         report.assert_holds(out.records[g]);
     }
     let python = GROUPS.iter().position(|g| *g == "python").unwrap();
-    assert_eq!(
-        out.reports[0].duplicates, 0,
-        "java: no crash, no duplicates"
-    );
-    assert_eq!(
-        out.reports[2].duplicates, 0,
-        "mixed: no crash, no duplicates"
-    );
+    for (g, report) in out.reports.iter().enumerate().filter(|&(g, _)| g != python) {
+        assert_eq!(
+            report.duplicates, 0,
+            "{}: no crash, no duplicates",
+            GROUPS[g]
+        );
+    }
     // Duplicates only in the killed member's group, each a record it processed after its last
     // commit, processed at most twice.
     let unexpected: Vec<_> = out

@@ -5,10 +5,12 @@ per-key order, loss and duplicates over the group. Not collected by pytest (not 
 
 Usage::
 
-    fleet_member.py BOOTSTRAP TOPIC CONTROL HANDOFF GROUP NAME MODE EVERY PAUSE_MS
+    fleet_member.py BOOTSTRAP TOPIC CONTROL HANDOFF GROUP NAME MODE EVERY PAUSE_MS [PROTOCOL]
 
 ``MODE``: ``dkg`` or ``plain``; the member pauses ``PAUSE_MS`` after every ``EVERY`` records (uneven
-speeds, so partitions lag behind each other). It prints ``ready`` once constructed, subscribes on a
+speeds, so partitions lag behind each other). ``PROTOCOL``: the group protocol, ``classic`` (the
+default: cooperative-sticky, a 6 s session) or ``consumer`` (KIP-848: the broker assigns, and the
+member sets nothing else of the group's). It prints ``ready`` once constructed, subscribes on a
 ``go`` line on stdin, and closes (final commit, leaves the group) on ``stop``, then prints
 ``closed``. End of stdin before ``stop``: exit 1. Every stdout line starts with the wall clock in ns
 (``time.time_ns()``):
@@ -52,10 +54,14 @@ def line(text: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 9:
+    if len(argv) not in (9, 10):
         print(__doc__, file=sys.stderr)
         return 2
-    bootstrap, topic, control, handoff, group, name, mode, every_s, pause_s = argv
+    bootstrap, topic, control, handoff, group, name, mode, every_s, pause_s = argv[:9]
+    protocol = argv[9] if len(argv) == 10 else "classic"
+    if protocol not in ("classic", "consumer"):
+        print(f"PROTOCOL must be classic or consumer, got {protocol}", file=sys.stderr)
+        return 2
     every, pause = int(every_s), int(pause_s) / 1000
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -63,9 +69,11 @@ def main(argv: list[str]) -> int:
         "client.id": name,
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500,
     }
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
 
     def assigned(n: int) -> None:
         if n:
@@ -90,12 +98,9 @@ def main(argv: list[str]) -> int:
             on_revoke=lambda ps: revoked(len(ps)),
         )
     elif mode == "plain":
-        conf.update(
-            {
-                "enable.auto.commit": False,
-                "partition.assignment.strategy": "cooperative-sticky",
-            }
-        )
+        conf["enable.auto.commit"] = False
+        if protocol == "classic":
+            conf["partition.assignment.strategy"] = "cooperative-sticky"
         client = Consumer(conf)
     else:
         print(f"MODE must be dkg or plain, got {mode}", file=sys.stderr)

@@ -6,8 +6,9 @@
 //
 // Usage:
 //   java -cp <kafka classpath>:<dir> FleetMembers BOOTSTRAP TOPIC CONTROL HANDOFF MODE MEMBER...
-//       MODE: dkg (DkgKafkaConsumer) or plain (KafkaConsumer). MEMBER: NAME:GROUP:EVERY:PAUSE_MS, a member that
-//       pauses PAUSE_MS after every EVERY records (uneven processing speeds, so partitions lag behind each other).
+//       MODE: dkg (DkgKafkaConsumer) or plain (KafkaConsumer). MEMBER: NAME:GROUP:EVERY:PAUSE_MS[:PROTOCOL], a
+//       member that pauses PAUSE_MS after every EVERY records (uneven processing speeds, so partitions lag behind
+//       each other), of a group of PROTOCOL: classic (the default) or consumer (KIP-848).
 //       Every member is constructed first (a DkgKafkaConsumer reads the control and handoff topics then); then
 //       "ready". Commands on stdin, one a line: "start NAME" subscribes NAME and starts its poll loop; "stop" closes
 //       every started member (final commit, leave the group) and exits 0 after "closed". End of stdin: exit 1.
@@ -19,8 +20,9 @@
 //       Records are printed and flushed before the next poll or commit, so whatever a commit covers was printed.
 //   Exits 1 on any error (printed to stderr).
 //
-// Every member uses partition.assignment.strategy=cooperative-sticky, as the Rust DkgConsumer and Python's do, so
-// that Java and Rust members can share a classic group (one assignor all members support).
+// Every member of a classic group uses partition.assignment.strategy=cooperative-sticky, as the Rust DkgConsumer and
+// Python's do, so that Java and Rust members can share a classic group (one assignor all members support). A
+// KIP-848 member sets nothing of the group's but group.protocol (the broker assigns; the client refuses the rest).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -170,9 +172,17 @@ public final class FleetMembers {
             c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
             c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50);
-            c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000);
-            c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
-            c.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+            String protocol = spec.length > 4 ? spec[4] : "classic";
+            switch (protocol) {
+                case "classic" -> {
+                    c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000);
+                    c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
+                    c.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                            CooperativeStickyAssignor.class.getName());
+                }
+                case "consumer" -> c.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                default -> throw new IllegalArgumentException("PROTOCOL must be classic or consumer: " + args[i]);
+            }
             c.put(DkgConfig.CONTROL_TOPIC_CONFIG, args[2]);
             c.put(DkgConfig.HANDOFF_TOPIC_CONFIG, args[3]);
             c.put(DkgConfig.STARTUP_TIMEOUT_MS_CONFIG, "30000");

@@ -547,6 +547,23 @@ pub fn hold_quantile(registries: &[&prometheus::Registry], q: f64) -> Option<f64
     )
 }
 
+/// One line describing `dkg_consumer_hold_seconds` (summed over `registries`): the held records at
+/// a few bounds and p50/p99 as bucket bounds. `scripts/bench-hold` reads these lines (and the Java
+/// bench's) for its comparison.
+pub fn hold_distribution(registries: &[&prometheus::Registry]) -> String {
+    let buckets: Vec<String> = [0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 2.0]
+        .iter()
+        .map(|&le| format!("<= {le} s: {}", hold_histogram(registries, le).1))
+        .collect();
+    let quantile = |q| hold_quantile(registries, q).map_or("-".into(), |s| format!("{s}"));
+    format!(
+        "hold time distribution: {}; p50 <= {} s, p99 <= {} s (bucket bounds)",
+        buckets.join(", "),
+        quantile(0.5),
+        quantile(0.99)
+    )
+}
+
 /// Sum of a counter over every series in `registries`.
 pub fn counter_sum(registries: &[&prometheus::Registry], name: &str) -> f64 {
     metric_sum(registries, name, |m| m.get_counter().get_value())
@@ -733,9 +750,22 @@ impl Setup {
         registry: &prometheus::Registry,
         hooks: impl ConsumerHooks,
     ) -> DkgConsumer {
+        self.consumer_with_protocol(group, member, registry, hooks, self.protocol)
+            .await
+    }
+
+    /// [`Setup::consumer_in`] of a group of `protocol`, whatever the setup's.
+    pub async fn consumer_with_protocol(
+        &self,
+        group: &str,
+        member: &str,
+        registry: &prometheus::Registry,
+        hooks: impl ConsumerHooks,
+        protocol: GroupProtocol,
+    ) -> DkgConsumer {
         let mut config = client_config(&self.bootstrap);
         config.set("auto.offset.reset", "earliest");
-        match self.protocol {
+        match protocol {
             GroupProtocol::Classic => {
                 config
                     .set("session.timeout.ms", "6000")
