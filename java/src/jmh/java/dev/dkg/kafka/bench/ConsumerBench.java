@@ -28,8 +28,10 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -62,6 +64,13 @@ public final class ConsumerBench {
     private static final int VALUE_BYTES = 100;
     /** {@code -Ddkg.bench.commit=none}: no commit in the read loop (the poll path alone); default: after each poll. */
     private static final boolean COMMIT_EACH_POLL = !"none".equals(System.getProperty("dkg.bench.commit"));
+
+    /**
+     * {@code -Ddkg.bench.progress=record}: a hold-run member tells the consumer what it processed before each stall
+     * ({@code commitAsync(offsets)}), as the Rust member's {@code recv()} does per record; default {@code batch}: the
+     * poll's records count as processed at the next poll (the {@code Consumer} contract).
+     */
+    private static final boolean PROGRESS_PER_RECORD = "record".equals(System.getProperty("dkg.bench.progress"));
 
     private static final ThreadMXBean CPU = ManagementFactory.getThreadMXBean();
 
@@ -335,20 +344,41 @@ public final class ConsumerBench {
                         consumer.subscribe(List.of(topic));
                         long processed = 0;
                         while (consuming.get()) {
-                            for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
-                                String v = new String(r.value(), StandardCharsets.UTF_8);
-                                int at = v.indexOf(':');
-                                long producer = Long.parseLong(v.substring(0, at));
-                                long seq = Long.parseLong(v.substring(at + 1));
-                                seen.put(producer << 32 | seq, Boolean.TRUE);
-                                String stream = producer + "/" + new String(r.key(), StandardCharsets.UTF_8);
-                                Long before = highest.put(stream, seq);
-                                if (before != null && before > seq) {
-                                    violations.incrementAndGet();
+                            ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(100));
+                            // Per partition, the offset below which this batch's records are all processed (released
+                            // records of a partition come in release order, not always offset order).
+                            Map<TopicPartition, OffsetAndMetadata> done = new HashMap<>();
+                            for (TopicPartition tp : batch.partitions()) {
+                                List<ConsumerRecord<byte[], byte[]>> recs = batch.records(tp);
+                                long[] below = new long[recs.size() + 1];
+                                below[recs.size()] = Long.MAX_VALUE;
+                                for (int i = recs.size() - 1; i >= 0; i--) {
+                                    below[i] = Math.min(below[i + 1], recs.get(i).offset());
                                 }
-                                // The Rust test's pace: members stall at different rates, so partitions lag.
-                                if (++processed % every == 0) {
-                                    Thread.sleep(150);
+                                long high = -1;
+                                for (int i = 0; i < recs.size(); i++) {
+                                    ConsumerRecord<byte[], byte[]> r = recs.get(i);
+                                    String v = new String(r.value(), StandardCharsets.UTF_8);
+                                    int at = v.indexOf(':');
+                                    long producer = Long.parseLong(v.substring(0, at));
+                                    long seq = Long.parseLong(v.substring(at + 1));
+                                    seen.put(producer << 32 | seq, Boolean.TRUE);
+                                    String stream = producer + "/" + new String(r.key(), StandardCharsets.UTF_8);
+                                    Long before = highest.put(stream, seq);
+                                    if (before != null && before > seq) {
+                                        violations.incrementAndGet();
+                                    }
+                                    high = Math.max(high, r.offset() + 1);
+                                    done.put(tp, new OffsetAndMetadata(Math.min(high, below[i + 1])));
+                                    // The Rust test's pace: members stall at different rates, so partitions lag.
+                                    if (++processed % every == 0) {
+                                        if (PROGRESS_PER_RECORD) {
+                                            // As the Rust member's recv() does per record: what is processed is
+                                            // said before the stall, not at the next poll.
+                                            consumer.commitAsync(done, null);
+                                        }
+                                        Thread.sleep(150);
+                                    }
                                 }
                             }
                             consumer.commitSync();
