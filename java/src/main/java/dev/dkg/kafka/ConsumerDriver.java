@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +27,8 @@ final class ConsumerDriver<M> {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerDriver.class);
     /** How often a partition may warn of commits that leave out their skip window. */
     static final long WINDOW_WARN_EVERY_NANOS = 60_000_000_000L;
+    /** A lease is collected no sooner than this long after it expired, whatever its duration (spec 9.1). */
+    static final long LEASE_GC_MIN_MS = 60_000;
 
     /** One partition's commit: offset and metadata. */
     static final class Commit extends Value {
@@ -103,6 +106,8 @@ final class ConsumerDriver<M> {
     private long progressRetryAt = Long.MIN_VALUE;
     /** When (System.nanoTime) each partition last warned of a commit that left out its skip window. */
     private final Map<Integer, Long> windowWarnedAt = new TreeMap<>();
+    /** Epochs of this topic's history records on the handoff topic ({@code assignment/<topic>/<E>}). */
+    private final TreeSet<Long> historyKeys = new TreeSet<>(Long::compareUnsigned);
 
     ConsumerDriver(String topic, String group, int partitions, CoreTypes.Config cfg, Sink sink, long now,
             long nowMs) {
@@ -165,7 +170,10 @@ final class ConsumerDriver<M> {
                     }
                     break;
                 case ASSIGNMENT:
-                    if (value != null) {
+                    if (value == null) {
+                        historyKeys.remove(k.number);
+                    } else {
+                        historyKeys.add(k.number);
                         core.onAssignment(HandoffReader.decodeHistory(k, value), now);
                     }
                     break;
@@ -436,6 +444,36 @@ final class ConsumerDriver<M> {
         if (!all.isEmpty()) {
             sink.commitSync(all);
         }
+    }
+
+    /**
+     * Handoff garbage collection (spec 9.1, "Lease garbage collection"; the Rust driver's {@code collect_garbage}):
+     * the keys to tombstone, for the member owning partition 0. A lease expired more than
+     * {@code max(3 x lease_ms, 60 s)} ago, with its producer's marker, if it is not closed or the group settled its
+     * closing epoch ({@code Core::collectable_leases}); history records below the epochs every member keeps.
+     */
+    List<byte[]> garbage(long nowMs) {
+        List<byte[]> keys = new ArrayList<>();
+        if (!core.owns(0)) {
+            return keys;
+        }
+        long settled = core.settled();
+        for (HandoffRecords.Lease l : core.leases()) {
+            long grace = Math.max(l.leaseMs > Long.MAX_VALUE / 3 ? Long.MAX_VALUE : 3 * l.leaseMs, LEASE_GC_MIN_MS);
+            long after = l.expiresAtMs + grace;
+            if (Long.compareUnsigned(after, l.expiresAtMs) < 0) {
+                after = -1; // saturated: the largest unsigned value
+            }
+            if (Long.compareUnsigned(nowMs, after) > 0 && (l.closedAtEpoch == HandoffRecords.NOT_CLOSED
+                    || Long.compareUnsigned(l.closedAtEpoch, settled) <= 0)) {
+                keys.add(Handoff.markerKey(core.topic(), l.producer));
+                keys.add(Handoff.leaseKey(core.topic(), l.producer));
+            }
+        }
+        for (long epoch : historyKeys.headSet(core.historyGcFloor())) {
+            keys.add(Handoff.historyKey(core.topic(), epoch));
+        }
+        return keys;
     }
 
     /** Housekeeping: the wall clock is read, leases expire, releases and flow control (C2, C6, C13, C19). */

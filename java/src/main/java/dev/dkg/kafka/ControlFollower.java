@@ -57,20 +57,23 @@ final class ControlFollower implements Runnable {
     }
 
     /**
-     * The {@code client.id} of one of our internal clients ({@code role}: control, handoff, progress): the
+     * The {@code client.id} of one of our internal clients ({@code role}: control, handoff): the
      * application's {@code client.id} with {@code -dkg-<role>}, else {@code dkg-<role>-<n>}, numbered per JVM, so
      * that clients of several producers or consumers in one JVM never share an id (their metrics and JMX app-info
      * beans would collide).
      */
     static String internalClientId(Object clientId, String role) {
-        return clientId == null || clientId.toString().isEmpty() ? "dkg-" + role + "-" + INTERNAL_CLIENTS.incrementAndGet()
-                : clientId + "-dkg-" + role;
+        if (clientId == null || clientId.toString().isEmpty()) {
+            return "dkg-" + role + "-" + INTERNAL_CLIENTS.incrementAndGet();
+        }
+        return clientId + "-dkg-" + role;
     }
 
     /** The control-topic consumer's configuration: connection settings, then our fixed ones, then dkg.consumer.*. */
     static Map<String, Object> consumerConfig(Map<String, ?> configs) {
         Map<String, Object> out = connectionSettings(configs);
-        out.put(ConsumerConfig.CLIENT_ID_CONFIG, internalClientId(configs.get(ConsumerConfig.CLIENT_ID_CONFIG), "control"));
+        out.put(ConsumerConfig.CLIENT_ID_CONFIG,
+                internalClientId(configs.get(ConsumerConfig.CLIENT_ID_CONFIG), "control"));
         out.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         out.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         out.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);

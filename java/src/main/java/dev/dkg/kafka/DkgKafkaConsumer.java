@@ -83,6 +83,8 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     public static final String MAX_METADATA_BYTES_CONFIG = "dkg.ordering.max.metadata.bytes";
 
     private static final long HOUSEKEEPING_NANOS = 100_000_000L;
+    /** How often the member owning a topic's partition 0 collects the handoff topic's garbage (as Rust and Python). */
+    private static final long GC_EVERY_NANOS = 60_000_000_000L;
     /** Longest one inner poll lasts while records are held: released records come out within this. */
     private static final long SLICE_MS = 100;
 
@@ -104,6 +106,7 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     private ConsumerRebalanceListener userListener;
     private final Map<ConsumerRecord<K, V>, Integer> labels = new IdentityHashMap<>();
     private long nextHousekeeping = System.nanoTime();
+    private long nextGc = System.nanoTime() + GC_EVERY_NANOS;
     private RuntimeException finalCommitFailure;
     private boolean closed;
 
@@ -420,6 +423,29 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
                 } catch (RuntimeException ex) {
                     LOG.debug("DKG: lag of {}: {}", tp, ex.toString());
                 }
+            }
+        }
+        if (now - nextGc >= 0) {
+            nextGc = now + GC_EVERY_NANOS;
+            collectGarbage(nowMs);
+        }
+    }
+
+    /**
+     * Tombstones what {@link ConsumerDriver#garbage} names on the handoff topic: leases expired long ago with their
+     * markers, history no member needs (spec 9.1). Without it the topic keeps every producer instance's lease and
+     * marker forever, and every consumer reads them all at start-up.
+     */
+    private void collectGarbage(long nowMs) {
+        for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
+            for (byte[] key : d.garbage(nowMs)) {
+                String k = new String(key, java.nio.charset.StandardCharsets.UTF_8);
+                LOG.debug("DKG: handoff garbage collection: {}", k);
+                writer.send(new ProducerRecord<>(handoffTopic, 0, key, null), (md, e) -> {
+                    if (e != null) {
+                        LOG.warn("DKG: handoff garbage collection of {} failed: {}", k, e.toString());
+                    }
+                });
             }
         }
     }
