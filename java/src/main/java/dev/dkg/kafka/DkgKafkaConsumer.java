@@ -54,8 +54,11 @@ import org.slf4j.LoggerFactory;
  * (a held record is never skipped), with the protocol's metadata (C7), whatever offsets the application asked for.
  * A crash therefore loses nothing and re-delivers only what the crashed member processed after its last commit.
  *
- * <p><b>Requirements.</b> {@code enable.auto.commit=false} (the constructors that create the client set it; a
- * wrapped client must have it: auto-commits would skip held records), a {@code group.id}, and the
+ * <p><b>Requirements.</b> The inner client's {@code enable.auto.commit=false} (the constructors that create the
+ * client set it; a wrapped client must have it: auto-commits would skip held records). A client these constructors
+ * create keeps Kafka's auto-commit as the application configured it ({@code enable.auto.commit}, true by default;
+ * {@code auto.commit.interval.ms}): every interval a poll commits what is safe, asynchronously, as
+ * {@code commitAsync()} does. Further a {@code group.id}, and the
  * {@link ConsumerRebalanceListener} given to {@code subscribe} (if any) is still called: after the protocol loaded
  * newly assigned partitions, and before it makes its final commit of revoked ones. The control topic
  * ({@value DkgConfig#CONTROL_TOPIC_CONFIG}) and the handoff topic ({@value DkgConfig#HANDOFF_TOPIC_CONFIG}) are read
@@ -107,12 +110,16 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     private final Map<ConsumerRecord<K, V>, Integer> labels = new IdentityHashMap<>();
     private long nextHousekeeping = System.nanoTime();
     private long nextGc = System.nanoTime() + GC_EVERY_NANOS;
+    /** The periodic commit's interval (ns), -1 for none: see {@link #autoCommitNanos}. */
+    private long autoCommitNanos = -1;
+    private long nextAutoCommit = System.nanoTime();
     private RuntimeException finalCommitFailure;
     private boolean closed;
 
     /**
      * Creates the client from {@code configs} (deserializers from {@code key.deserializer} and
-     * {@code value.deserializer}), with {@code enable.auto.commit=false}.
+     * {@code value.deserializer}), with {@code enable.auto.commit=false} (Kafka's auto-commit becomes this consumer's
+     * periodic commit of what is safe; see the class comment).
      *
      * @param configs the consumer configuration plus the {@code dkg.*} settings
      */
@@ -121,7 +128,8 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     }
 
     /**
-     * Creates the client from {@code configs} and the deserializers, with {@code enable.auto.commit=false}.
+     * Creates the client from {@code configs} and the deserializers, with {@code enable.auto.commit=false} (Kafka's
+     * auto-commit becomes this consumer's periodic commit of what is safe; see the class comment).
      *
      * @param configs the consumer configuration plus the {@code dkg.*} settings
      * @param keyDeserializer the key deserializer (null: from {@code configs})
@@ -130,6 +138,21 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     public DkgKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer,
             Deserializer<V> valueDeserializer) {
         this(new KafkaConsumer<>(withoutAutoCommit(configs), keyDeserializer, valueDeserializer), configs, true);
+        this.autoCommitNanos = autoCommitNanos(configs);
+    }
+
+    /**
+     * What the application asked of Kafka's auto-commit ({@code enable.auto.commit}, true unless set false;
+     * {@code auto.commit.interval.ms}, 5000): the interval of this consumer's own periodic commit of what is safe, in
+     * nanoseconds, or -1 for none. The inner client's auto-commit is off (it would commit past held records).
+     */
+    private static long autoCommitNanos(Map<String, Object> configs) {
+        Object enabled = configs.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
+        if (enabled != null && !Boolean.parseBoolean(enabled.toString().trim())) {
+            return -1;
+        }
+        // The inner client has validated it (an integer >= 0).
+        return DkgRouter.longConfig(configs, ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, 5_000) * 1_000_000;
     }
 
     private static Map<String, Object> withoutAutoCommit(Map<String, Object> configs) {
@@ -674,6 +697,11 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
             add(batch, d, d.prelude(now, false));
         }
+        if (autoCommitNanos >= 0 && now - nextAutoCommit >= 0) {
+            // Kafka's auto-commit, as KafkaConsumer does it in poll: what the previous polls returned is processed.
+            nextAutoCommit = now + autoCommitNanos;
+            commitAsync(AUTO_COMMIT_CALLBACK);
+        }
         while (true) {
             now = System.nanoTime();
             housekeeping(now);
@@ -910,6 +938,13 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
     }
 
     // ---------------------------------------------------------------------------------------------------- commits
+
+    /** The periodic commit's failures (a rebalance in progress, typically) wait for the next one. */
+    private static final OffsetCommitCallback AUTO_COMMIT_CALLBACK = (offsets, e) -> {
+        if (e != null) {
+            LOG.debug("DKG: periodic commit failed (the next one retries): {}", e.toString());
+        }
+    };
 
     @Override
     public void commitSync() {
