@@ -16,7 +16,7 @@
 //! from the client's queue. Times come from this module's clock (a monotonic origin and the wall clock) unless a
 //! test sets them ([`ConsumerCore::set_clock`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -87,6 +87,9 @@ struct State {
     /// partitions are handed out without the core, and a fetch asks the core nothing while it
     /// published that it has nothing to hand out or commit.
     lanes: Lanes,
+    /// Epochs of this topic's history records on the handoff topic (`assignment/<topic>/<E>`),
+    /// for [`ConsumerCore::garbage`] (the Rust driver's `history_keys`).
+    history_keys: BTreeSet<u64>,
 }
 
 /// The state locked for a change of the core: unlocking publishes the fast path's view of it
@@ -226,6 +229,7 @@ impl ConsumerCore {
                 step_started: Instant::now(),
                 pending: VecDeque::new(),
                 lanes,
+                history_keys: BTreeSet::new(),
             }),
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -300,6 +304,7 @@ impl ConsumerCore {
                 "lease".to_owned()
             }
             HandoffEntry::History(a) => {
+                s.history_keys.insert(a.epoch());
                 s.core.on_assignment(a, now);
                 "history".to_owned()
             }
@@ -316,8 +321,12 @@ impl ConsumerCore {
                 format!("marker_rejected:{}", reason.as_str())
             }
             HandoffEntry::Removed(k) => {
-                if let HandoffKey::Lease { producer, .. } = &k {
-                    s.core.on_lease_removed(producer, now);
+                match &k {
+                    HandoffKey::Lease { producer, .. } => s.core.on_lease_removed(producer, now),
+                    HandoffKey::Assignment { epoch, .. } => {
+                        s.history_keys.remove(epoch);
+                    }
+                    _ => {}
                 }
                 "removed".to_owned()
             }
@@ -861,21 +870,30 @@ impl ConsumerCore {
         })
     }
 
-    /// Leases whose expiry lies long past, closed ones only once their closing epoch is settled
-    /// (`Core::collectable_leases`; tombstone them with their markers): `(lease key, marker
-    /// key)` pairs.
-    fn expired_leases(&self) -> Vec<(String, String)> {
+    /// The handoff keys to tombstone (spec 9.1, "Lease garbage collection"; the Rust driver's
+    /// `collect_garbage`): each lease whose expiry lies long past, closed ones only once their
+    /// closing epoch is settled (`Core::collectable_leases`), after its producer's marker; then
+    /// the history records below the epochs every member keeps (`Core::history_gc_floor`).
+    fn garbage(&self) -> Vec<String> {
         let s = self.lock();
         let now_ms = s.clock.now_ms();
+        let floor = s.core.history_gc_floor();
         s.core
             .collectable_leases(now_ms)
-            .map(|l| {
+            .flat_map(|l| {
                 let marker = HandoffKey::Marker {
                     topic: l.topic.clone(),
                     producer: l.producer.clone(),
                 };
-                (HandoffKey::of_lease(l).encode(), marker.encode())
+                [marker.encode(), HandoffKey::of_lease(l).encode()]
             })
+            .chain(s.history_keys.range(..floor).map(|&epoch| {
+                HandoffKey::Assignment {
+                    topic: self.topic.clone(),
+                    epoch,
+                }
+                .encode()
+            }))
             .collect()
     }
 }

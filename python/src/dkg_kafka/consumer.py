@@ -642,16 +642,16 @@ class DkgConsumer:
             _log.warning("progress announcement not sent: %s", e)
 
     def _collect_garbage(self, core: ConsumerCore) -> None:
-        """Tombstone leases expired long ago, with their producer's marker."""
+        """Tombstone leases expired long ago with their producer's marker, and history no member
+        needs (``ConsumerCore.garbage``, spec 9.1)."""
         if self._writer is None:
             return
-        for lease_key, marker_key in core.expired_leases():
-            for key in (marker_key, lease_key):
-                _log.debug("handoff garbage collection: %s", key)
-                try:
-                    self._writer.produce(self.handoff_topic, key=key.encode(), value=None)
-                except (KafkaException, BufferError) as e:
-                    _log.warning("handoff garbage collection of %s failed: %s", key, e)
+        for key in core.garbage():
+            _log.debug("handoff garbage collection: %s", key)
+            try:
+                self._writer.produce(self.handoff_topic, key=key.encode(), value=None)
+            except (KafkaException, BufferError) as e:
+                _log.warning("handoff garbage collection of %s failed: %s", key, e)
 
     # -- rebalance callbacks (inside the client's poll, on the polling thread) ---------------
 
