@@ -557,7 +557,8 @@ pub fn hold_distribution(registries: &[&prometheus::Registry]) -> String {
         .collect();
     let quantile = |q| hold_quantile(registries, q).map_or("-".into(), |s| format!("{s}"));
     format!(
-        "hold time distribution: {}; p50 <= {} s, p99 <= {} s (bucket bounds)",
+        "hold time distribution: {} held records, {}; p50 <= {} s, p99 <= {} s (bucket bounds)",
+        hold_histogram(registries, 0.0).0,
         buckets.join(", "),
         quantile(0.5),
         quantile(0.99)

@@ -173,8 +173,8 @@ final class ConsumerDriver<M> {
                     if (value == null) {
                         historyKeys.remove(k.number);
                     } else {
-                        historyKeys.add(k.number);
                         core.onAssignment(HandoffReader.decodeHistory(k, value), now);
+                        historyKeys.add(k.number);
                     }
                     break;
                 default:
@@ -459,7 +459,11 @@ final class ConsumerDriver<M> {
         }
         long settled = core.settled();
         for (HandoffRecords.Lease l : core.leases()) {
-            long grace = Math.max(l.leaseMs > Long.MAX_VALUE / 3 ? Long.MAX_VALUE : 3 * l.leaseMs, LEASE_GC_MIN_MS);
+            // Unsigned 64-bit, saturating, as the Rust rule: max(3 x lease_ms, 60 s) after the expiry.
+            long grace = Long.compareUnsigned(l.leaseMs, Long.divideUnsigned(-1L, 3)) > 0 ? -1L : 3 * l.leaseMs;
+            if (Long.compareUnsigned(grace, LEASE_GC_MIN_MS) < 0) {
+                grace = LEASE_GC_MIN_MS;
+            }
             long after = l.expiresAtMs + grace;
             if (Long.compareUnsigned(after, l.expiresAtMs) < 0) {
                 after = -1; // saturated: the largest unsigned value

@@ -448,7 +448,8 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
                 }
             }
         }
-        if (now - nextGc >= 0) {
+        if (now - nextGc >= 0 && drivers.values().stream().anyMatch(d -> d.core().owns(0))) {
+            // As Rust and Python: the interval starts when a member owning partition 0 collected.
             nextGc = now + GC_EVERY_NANOS;
             collectGarbage(nowMs);
         }
@@ -693,14 +694,15 @@ public final class DkgKafkaConsumer<K, V> extends DelegatingConsumer<K, V> {
         Map<TopicPartition, List<ConsumerRecord<K, V>>> batch = new LinkedHashMap<>();
         long now = System.nanoTime();
         drainFollowers(now);
+        if (autoCommitNanos >= 0 && now - nextAutoCommit >= 0) {
+            // Kafka's auto-commit, as KafkaConsumer does it in poll: what the previous polls returned is processed.
+            // Before the prelude: records it releases into this poll's batch are not processed yet.
+            nextAutoCommit = now + autoCommitNanos;
+            commitAsync(AUTO_COMMIT_CALLBACK);
+        }
         // The previous batch is processed now; progress due is committed; released records go out first.
         for (ConsumerDriver<ConsumerRecord<K, V>> d : drivers.values()) {
             add(batch, d, d.prelude(now, false));
-        }
-        if (autoCommitNanos >= 0 && now - nextAutoCommit >= 0) {
-            // Kafka's auto-commit, as KafkaConsumer does it in poll: what the previous polls returned is processed.
-            nextAutoCommit = now + autoCommitNanos;
-            commitAsync(AUTO_COMMIT_CALLBACK);
         }
         while (true) {
             now = System.nanoTime();

@@ -76,6 +76,8 @@ class ConsumerGarbageTest {
                 Arguments.of("expired, past the 60 s floor", 3_000, T0 - 1_000, -1, T0 - 1_000 + minute + 1, true),
                 Arguments.of("a 30 s lease: the grace is 3 x 30 s", 30_000, T0, -1, T0 + 90_000, false),
                 Arguments.of("a 30 s lease, past 3 x 30 s", 30_000, T0, -1, T0 + 90_001, true),
+                Arguments.of("a lease_ms of 2^63 (unsigned): the grace saturates", Long.MIN_VALUE, T0, -1,
+                        T0 + 10 * minute, false),
                 Arguments.of("closed at an epoch the group has not settled", 3_000, T0, 5, T0 + 10 * minute, false),
                 Arguments.of("closed at an epoch the group settled (0)", 3_000, T0, 0, T0 + 10 * minute, true));
     }

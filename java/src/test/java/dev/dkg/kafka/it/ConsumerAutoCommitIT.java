@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dkg.kafka.DkgConfig;
 import dev.dkg.kafka.DkgKafkaConsumer;
+import dev.dkg.kafka.DkgKafkaProducer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,11 +18,15 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -96,6 +103,86 @@ class ConsumerAutoCommitIT {
             assertEquals(none, committed, "offsets committed with enable.auto.commit=false");
         } else {
             assertEquals(all, committed, "every processed record committed by the periodic commit");
+        }
+    }
+
+    /**
+     * The periodic commit never covers a record the application has not been handed: a moved key's records on its
+     * new partition are held while its old partition is paused, then released by a poll after the old partition's
+     * records were handed out. After every poll, with a commit due at each (interval 0), the group's committed offset
+     * of each partition lies at or below the lowest offset that poll returned of it (those are unprocessed).
+     */
+    @Test
+    void thePeriodicCommitNeverCoversRecordsThePollReleasesToTheApplication() throws Exception {
+        String topic = Broker.newTopic("auto-commit-held", 2);
+        String control = Broker.createControlTopic("auto-commit-held");
+        String handoff = Broker.createControlTopic("auto-commit-held-handoff");
+        String group = Broker.uniqueTopic("g-auto-commit-held");
+        byte[] hot = "hot".getBytes(StandardCharsets.UTF_8);
+        int perEpoch = 100;
+        TopicPartition oldHome = new TopicPartition(topic, 0);
+        TopicPartition newHome = new TopicPartition(topic, 1);
+        try (KafkaProducer<byte[], byte[]> publisher = Broker.publisher();
+                DkgKafkaProducer<byte[], byte[]> p = Broker.orderingProducer(
+                        Broker.orderingProducerConfig(control, handoff, topic))) {
+            for (int epoch = 1; epoch <= 2; epoch++) {
+                // Epoch 1: the key on partition 0; epoch 2 moves it to 1 (and its records there are stamped).
+                Broker.publish(publisher, control, new Doc(topic, 2, epoch, new int[] {0, 1},
+                        List.of(new Doc.Heavy(hot, epoch - 1))));
+                Plugin.awaitEpoch(p, topic, epoch, Duration.ofSeconds(15));
+                for (int i = 0; i < perEpoch; i++) {
+                    Broker.ack(p.send(new ProducerRecord<>(topic, hot, ("e" + epoch + ":" + i).getBytes())), "send");
+                }
+            }
+        }
+        Map<String, Object> c = new HashMap<>();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, Broker.bootstrap());
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        c.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, 0);
+        c.put(DkgConfig.CONTROL_TOPIC_CONFIG, control);
+        c.put(DkgConfig.HANDOFF_TOPIC_CONFIG, handoff);
+        try (DkgKafkaConsumer<byte[], byte[]> consumer = new DkgKafkaConsumer<>(c, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                    // The old home lags: nothing of it is fetched until the test resumes it.
+                    if (partitions.contains(oldHome)) {
+                        consumer.pause(List.of(oldHome));
+                    }
+                }
+
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
+            });
+            Broker.waitUntil("the new home's records held", Duration.ofSeconds(30), () -> {
+                assertEquals(0, consumer.poll(Duration.ofMillis(100)).count(), "records before the old home's");
+                return consumer.heldRecords() == perEpoch;
+            });
+            consumer.resume(List.of(oldHome));
+            int[] seen = new int[2];
+            int releasedPolls = 0;
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (seen[0] + seen[1] < 2 * perEpoch) {
+                assertTrue(System.nanoTime() < deadline, "records seen by partition: " + seen[0] + ", " + seen[1]);
+                ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(100));
+                Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(Set.of(oldHome, newHome));
+                for (TopicPartition tp : batch.partitions()) {
+                    List<ConsumerRecord<byte[], byte[]>> recs = batch.records(tp);
+                    long lowest = recs.stream().mapToLong(ConsumerRecord::offset).min().getAsLong();
+                    OffsetAndMetadata o = committed.get(tp);
+                    assertTrue(o == null || o.offset() <= lowest, tp + ": committed " + o + " while the poll handed"
+                            + " out offsets from " + lowest);
+                    seen[tp.partition()] += recs.size();
+                    if (tp.equals(newHome)) {
+                        releasedPolls++;
+                    }
+                }
+            }
+            assertEquals(perEpoch, seen[0], "the old home's records");
+            assertEquals(perEpoch, seen[1], "the new home's records, released");
+            assertTrue(releasedPolls > 0, "polls that handed out released records");
         }
     }
 }
