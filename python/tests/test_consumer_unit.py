@@ -16,7 +16,7 @@ import dkg_kafka
 from dkg_kafka import _native
 from dkg_kafka.consumer import DkgConsumer, committed_metadata, consumer_config
 
-from .conftest import FakeMsg, document
+from .conftest import REPO_ROOT, FakeMsg, document
 
 TOPIC = "orders"
 GROUP = "billing"
@@ -423,50 +423,41 @@ def test_committed_metadata_that_does_not_decode_is_read_up_to_the_json_objects_
     assert committed_metadata(cast(TopicPartition, _GarbledMetadata())) == '{"v":1,"d":2}'
 
 
-def _lease_at(expires_at_ms: int, closed_at_epoch: int | None) -> tuple[bytes, bytes]:
-    value: dict[str, Any] = {
-        "producer": PRODUCER,
-        "topic": TOPIC,
-        "first_epoch": 1,
-        "lease_ms": 3_000,
-        "expires_at_ms": expires_at_ms,
-    }
-    if closed_at_epoch is not None:
-        value["closed_at_epoch"] = closed_at_epoch
-    return f"lease2/{TOPIC}/{PRODUCER}".encode(), json.dumps(value).encode()
+
+def _garbage_cases() -> dict[str, Any]:
+    """The shared cases of handoff garbage collection (``spec/garbage/cases.json``, read by the
+    Rust and Java tests too)."""
+    path = REPO_ROOT / "spec" / "garbage" / "cases.json"
+    cases: dict[str, Any] = json.loads(path.read_text())
+    return cases
 
 
-@pytest.mark.parametrize(
-    ("since_expiry_ms", "closed_at_epoch", "collected"),
-    [
-        (60_000, None, False),  # within the grace: max(3 x 3 s, 60 s)
-        (60_001, None, True),
-        (600_000, 5, False),  # closed at an epoch the group has not settled
-        (600_000, 0, True),  # closed at one it settled
-    ],
-)
-def test_garbage_is_a_lease_expired_long_ago_with_its_marker(
-    since_expiry_ms: int, closed_at_epoch: int | None, collected: bool
-) -> None:
-    t0 = 1_800_000_000_000
-    core = _native.ConsumerCore(TOPIC, GROUP, 2)
-    core.set_clock(0.0, t0)
-    assert core.on_handoff(*_lease_at(t0, closed_at_epoch)) == "lease"
-    assert core.on_handoff(*marker(2, [0, 0])) == "marker"
+@pytest.mark.parametrize("case", _garbage_cases()["lease_cases"], ids=lambda c: str(c["name"]))
+def test_garbage_is_a_lease_expired_long_ago_with_its_marker(case: dict[str, Any]) -> None:
+    cases = _garbage_cases()
+    topic, producer = cases["topic"], cases["producer"]
+    core = _native.ConsumerCore(topic, GROUP, 2, max_lease=cases["max_lease_ms"] / 1000)
+    core.set_clock(0.0, cases["read_at_ms"])
+    lease = dict(case["lease"], producer=producer, topic=topic, first_epoch=1)
+    assert core.on_handoff(f"lease2/{topic}/{producer}".encode(), json.dumps(lease).encode()) == "lease"
+    m = {"producer": producer, "topic": topic, "epoch": 2, "ends": [0, 0]}
+    assert core.on_handoff(f"marker/{topic}/{producer}".encode(), json.dumps(m).encode()) == "marker"
     assert core.assign(0, None, None) is None
-    core.set_clock(0.0, t0 + since_expiry_ms)
-    want = [f"marker/{TOPIC}/{PRODUCER}", f"lease2/{TOPIC}/{PRODUCER}"] if collected else []
+    core.set_clock(0.0, case["now_ms"])
+    want = [f"marker/{topic}/{producer}", f"lease2/{topic}/{producer}"] if case["collected"] else []
     assert core.garbage() == want
 
 
 def test_garbage_is_history_below_the_epochs_every_member_keeps() -> None:
-    core = _native.ConsumerCore(TOPIC, GROUP, 2, history=4)
-    for epoch in range(1, 8):
-        key = f"assignment/{TOPIC}/{epoch}".encode()
-        value = document(TOPIC, 2, epoch, [0] * 8, [(b"hot", epoch % 2)])
-        assert core.on_handoff(key, value) == "history"
-    want = [f"assignment/{TOPIC}/{e}" for e in (1, 2, 3)]
-    assert core.garbage() == want
-    # A tombstone read back leaves nothing more to collect of that epoch.
-    assert core.on_handoff(f"assignment/{TOPIC}/1".encode(), None) == "removed"
-    assert core.garbage() == want[1:]
+    cases = _garbage_cases()
+    topic = cases["topic"]
+    assert len(cases["history_cases"]) >= 4, "the shared cases are all there"
+    for case in cases["history_cases"]:
+        core = _native.ConsumerCore(topic, GROUP, 2, history=case["keep"])
+        for epoch in case["epochs"]:
+            key = f"assignment/{topic}/{epoch}".encode()
+            assert core.on_handoff(key, document(topic, 2, epoch, [0, 1])) == "history"
+        for epoch in case["tombstoned"]:
+            assert core.on_handoff(f"assignment/{topic}/{epoch}".encode(), None) == "removed"
+        want = [f"assignment/{topic}/{e}" for e in case["collected"]]
+        assert core.garbage() == want, case["name"]

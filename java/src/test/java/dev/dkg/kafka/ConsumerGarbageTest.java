@@ -1,26 +1,32 @@
 package dev.dkg.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.api.Test;
 
 /**
  * Handoff garbage collection by the Java consumer ({@link ConsumerDriver#garbage}; spec 9.1, "Lease garbage
- * collection"): the rule of the Rust core's {@code Core::collectable_leases} and the Rust driver's history floor.
+ * collection"): the shared cases of {@code spec/garbage/cases.json}, which the Rust and Python tests read too.
  */
 class ConsumerGarbageTest {
     private static final String TOPIC = "orders";
     private static final String P = "0123456789abcdef0123456789abcdef";
     private static final long T0 = 1_800_000_000_000L;
-    /** Epochs of history every member keeps (small here, 32 by default). */
-    private static final int KEEP = 4;
 
     /** Every effect ignored: garbage collection has none (its keys are returned). */
     private static final class NoSink implements ConsumerDriver.Sink {
@@ -49,16 +55,18 @@ class ConsumerGarbageTest {
         public void resume(int partition) {}
     }
 
-    /** A member of a 3-partition topic at wall time {@code T0} owning {@code owned}. */
-    private static ConsumerDriver<Object> member(int... owned) {
-        CoreTypes.Config cfg = new CoreTypes.Config(10_000, 5_000_000_000L, 4096, KEEP, 10_000_000_000L,
-                Long.MAX_VALUE / 2);
-        ConsumerDriver<Object> d = new ConsumerDriver<>(TOPIC, "g", 3, cfg, new NoSink(), 0, T0);
+    /**
+     * A member of the 2-partition topic {@code orders} whose lease clamp is {@code maxLeaseMs} and wall clock
+     * {@code nowMs}, keeping {@code keep} epochs, owning {@code owned}.
+     */
+    private static ConsumerDriver<Object> member(long maxLeaseMs, long nowMs, int keep, int... owned) {
+        CoreTypes.Config cfg = new CoreTypes.Config(10_000, 5_000_000_000L, 4096, keep, 10_000_000_000L, maxLeaseMs);
+        ConsumerDriver<Object> d = new ConsumerDriver<>(TOPIC, "g", 2, cfg, new NoSink(), 0, nowMs);
         List<ConsumerDriver.Assigned> parts = new ArrayList<>();
         for (int p : owned) {
             parts.add(new ConsumerDriver.Assigned(p, null, null));
         }
-        d.assign(parts, 0, T0);
+        d.assign(parts, 0, nowMs);
         return d;
     }
 
@@ -66,55 +74,72 @@ class ConsumerGarbageTest {
         return keys.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList();
     }
 
-    static Stream<Arguments> leases() {
-        long minute = 60_000;
-        return Stream.of(
-                // name, lease_ms, expires_at_ms, closed_at_epoch (-1: live), now_ms, collected
-                Arguments.of("unexpired", 3_000, T0 + 3_000, -1, T0, false),
-                Arguments.of("expired, within the 60 s floor of the grace", 3_000, T0 - 1_000, -1,
-                        T0 - 1_000 + minute, false),
-                Arguments.of("expired, past the 60 s floor", 3_000, T0 - 1_000, -1, T0 - 1_000 + minute + 1, true),
-                Arguments.of("a 30 s lease: the grace is 3 x 30 s", 30_000, T0, -1, T0 + 90_000, false),
-                Arguments.of("a 30 s lease, past 3 x 30 s", 30_000, T0, -1, T0 + 90_001, true),
-                Arguments.of("a lease_ms of 2^63 (unsigned): the grace saturates", Long.MIN_VALUE, T0, -1,
-                        T0 + 10 * minute, false),
-                Arguments.of("closed at an epoch the group has not settled", 3_000, T0, 5, T0 + 10 * minute, false),
-                Arguments.of("closed at an epoch the group settled (0)", 3_000, T0, 0, T0 + 10 * minute, true));
+    /** The shared cases, {@code spec/garbage/cases.json} (beside the traces the pom points {@code dkg.traces} at). */
+    static JsonNode cases() throws IOException {
+        String traces = System.getProperty("dkg.traces");
+        assertNotNull(traces, "system property dkg.traces is not set (the pom sets it to ../spec/traces)");
+        Path file = Path.of(traces).getParent().resolve("garbage").resolve("cases.json");
+        return new ObjectMapper().readTree(Files.readString(file));
+    }
+
+    static Stream<Arguments> leases() throws IOException {
+        JsonNode all = cases();
+        List<Arguments> out = new ArrayList<>();
+        for (JsonNode c : all.get("lease_cases")) {
+            out.add(Arguments.of(c.get("name").asText(), c));
+        }
+        assertTrue(out.size() >= 8, "the shared cases are all there");
+        return out.stream();
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("leases")
-    void leaseIsCollectedWithItsMarkerOnlyLongAfterItExpired(String name, long leaseMs, long expiresAtMs,
-            long closedAtEpoch, long nowMs, boolean collected) {
-        ConsumerDriver<Object> d = member(0, 1, 2);
-        d.handoff(Handoff.leaseKey(TOPIC, P), Handoff.lease(P, TOPIC, 1, leaseMs, expiresAtMs, closedAtEpoch), 0);
-        d.handoff(Handoff.markerKey(TOPIC, P), Handoff.marker(P, TOPIC, 2, new long[] {0, 0, 0}), 0);
-        List<String> want = collected ? List.of("marker/" + TOPIC + "/" + P, "lease2/" + TOPIC + "/" + P) : List.of();
-        assertEquals(want, strings(d.garbage(nowMs)));
+    void leaseIsCollectedWithItsMarkerOnlyLongAfterItExpired(String name, JsonNode c) throws IOException {
+        JsonNode all = cases();
+        String topic = all.get("topic").asText();
+        String producer = all.get("producer").asText();
+        ConsumerDriver<Object> d = member(all.get("max_lease_ms").asLong(), all.get("read_at_ms").asLong(), 32, 0);
+        // The lease as it is on the handoff topic, through the decoder every reader uses.
+        ObjectNode lease = ((ObjectNode) c.get("lease")).deepCopy();
+        lease.put("producer", producer).put("topic", topic).put("first_epoch", 1);
+        d.handoff(Handoff.leaseKey(topic, producer), lease.toString().getBytes(StandardCharsets.UTF_8), 0);
+        d.handoff(Handoff.markerKey(topic, producer), Handoff.marker(producer, topic, 2, new long[] {0, 0}), 0);
+        List<String> want = c.get("collected").asBoolean()
+                ? List.of("marker/" + topic + "/" + producer, "lease2/" + topic + "/" + producer) : List.of();
+        assertEquals(want, strings(d.garbage(c.get("now_ms").asLong())));
+    }
+
+    @Test
+    void historyBelowWhatEveryMemberKeepsIsCollected() throws IOException {
+        JsonNode all = cases();
+        String topic = all.get("topic").asText();
+        int n = 0;
+        for (JsonNode c : all.get("history_cases")) {
+            ConsumerDriver<Object> d = member(all.get("max_lease_ms").asLong(), all.get("read_at_ms").asLong(),
+                    c.get("keep").asInt(), 0);
+            for (JsonNode e : c.get("epochs")) {
+                byte[] doc = Docs.base().topic(topic).partitions(2).table(0, 1).epoch(e.asLong()).bytes();
+                d.handoff(Handoff.historyKey(topic, e.asLong()), doc, 0);
+            }
+            for (JsonNode e : c.get("tombstoned")) {
+                d.handoff(Handoff.historyKey(topic, e.asLong()), null, 0);
+            }
+            List<String> want = new ArrayList<>();
+            for (JsonNode e : c.get("collected")) {
+                want.add("assignment/" + topic + "/" + e.asLong());
+            }
+            assertEquals(want, strings(d.garbage(all.get("read_at_ms").asLong())), c.get("name").asText());
+            n++;
+        }
+        assertTrue(n >= 4, "the shared cases are all there");
     }
 
     @Test
     void onlyTheMemberOwningPartitionZeroCollects() {
-        for (int[] owned : new int[][] {{1, 2}, {0}}) {
-            ConsumerDriver<Object> d = member(owned);
+        for (int[] owned : new int[][] {{1}, {0}}) {
+            ConsumerDriver<Object> d = member(Long.MAX_VALUE / 2, T0, 32, owned);
             d.handoff(Handoff.leaseKey(TOPIC, P), Handoff.lease(P, TOPIC, 1, 3_000, T0 - 1_000_000, -1), 0);
-            assertEquals(owned[0] == 0 ? 2 : 0, d.garbage(T0).size(), "owning " + owned.length + " partitions");
+            assertEquals(owned[0] == 0 ? 2 : 0, d.garbage(T0).size(), "owning partition " + owned[0]);
         }
-    }
-
-    @Test
-    void historyBelowWhatEveryMemberKeepsIsCollectedOnceTombstoned() {
-        ConsumerDriver<Object> d = member(0);
-        for (long e = 1; e <= KEEP + 3; e++) {
-            byte[] doc = Docs.base().topic(TOPIC).partitions(3).epoch(e).bytes();
-            d.handoff(Handoff.historyKey(TOPIC, e), doc, 0);
-        }
-        // Epochs 1..7 known, the newest 4 kept: 1, 2 and 3 go.
-        List<String> want = List.of("assignment/" + TOPIC + "/1", "assignment/" + TOPIC + "/2",
-                "assignment/" + TOPIC + "/3");
-        assertEquals(want, strings(d.garbage(T0)));
-        // A tombstone read back (ours, or another member's) leaves nothing more to collect of that epoch.
-        d.handoff(Handoff.historyKey(TOPIC, 1), null, 0);
-        assertEquals(want.subList(1, 3), strings(d.garbage(T0)));
     }
 }
