@@ -170,7 +170,17 @@ def main(argv: list[str]) -> int:
         if command != "stop":
             print(f"expected stop, read {command!r}", file=sys.stderr)
             return 1
-        client.close()
+        try:
+            client.close()
+        except KafkaException as e:
+            # Members of the test's groups stop one after another: a group rebalancing as others
+            # leave can fail this member's final commits (its records since its last commit would
+            # go to a next owner; there is none at the end of the run). Anything else fails.
+            if "final commit on close" not in str(e) or not any(
+                code in str(e) for code in ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID")
+            ):
+                raise
+            print(f"{name}: {e} (members leaving together)", file=sys.stderr)
         line("closed")
         return 0
     except Exception as e:  # reported to the test, which fails at once

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 import dkg_kafka
 from dkg_kafka import _native
@@ -461,3 +461,46 @@ def test_garbage_is_history_below_the_epochs_every_member_keeps() -> None:
             assert core.on_handoff(f"assignment/{topic}/{epoch}".encode(), None) == "removed"
         want = [f"assignment/{topic}/{e}" for e in case["collected"]]
         assert core.garbage() == want, case["name"]
+
+
+class RebalancingClient(FakeClient):
+    """A client whose close serves the final revocation while the group rebalances (members
+    leaving together): every commit after the first ``ok_commits`` fails."""
+
+    def __init__(self, records: list[Any], ok_commits: int) -> None:
+        super().__init__(records)
+        self.ok_commits = ok_commits
+        self.revoke: Any = None
+
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool = True) -> Any:
+        if len(self.commits) >= self.ok_commits:
+            raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
+        return super().commit(offsets=offsets, asynchronous=asynchronous)
+
+    def close(self) -> None:
+        self.revoke(self, [TopicPartition(TOPIC, 0)])
+
+
+@pytest.mark.parametrize(("ok_commits", "raises"), [(1, False), (0, True)])
+def test_close_raises_only_when_the_failed_final_commit_loses_something(
+    ok_commits: int, raises: bool
+) -> None:
+    core = _native.ConsumerCore(TOPIC, GROUP, 2)
+    core.on_assignment(assignment(1, 0))
+    c = DkgConsumer({"group.id": GROUP, "bootstrap.servers": "127.0.0.1:1"}, commit_interval=None)
+    c._consumer.close()
+    client = RebalancingClient([FakeMsg(0, i, b"k%d" % i) for i in range(3)], ok_commits)
+    client.revoke = c._on_revoke
+    c._consumer = client  # type: ignore[assignment]
+    c._core = core
+    c.topic = TOPIC
+    c._on_assign(client, [TopicPartition(TOPIC, 0)])  # type: ignore[arg-type]
+    assert [m.offset() for m in c.consume(3, 0.05)] == [0, 1, 2]
+    if raises:
+        # Close's own commit failed too: the records since the last commit go to the next owner.
+        with pytest.raises(KafkaException, match="final commit on close"):
+            c.close()
+    else:
+        # Close committed offset 3 before the revocation's repeat failed: nothing is lost.
+        c.close()
+        assert client.commits[-1][0][:2] == (0, 3)

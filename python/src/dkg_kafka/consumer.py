@@ -234,6 +234,8 @@ class DkgConsumer:
         # Gone without close (``_abandon``): revocations commit nothing and run no hook.
         self._abandoned = False
         self._final_commit_error: str | None = None
+        # What close()'s own commit committed (partition -> offset and metadata), if it succeeded.
+        self._committed_at_close: dict[int, tuple[int, str | None]] = {}
         # Metrics state, replaced whole at housekeeping (read by the collector's thread).
         self.metrics = ConsumerMetricsState()
 
@@ -309,14 +311,24 @@ class DkgConsumer:
         """Leave the group cleanly: the last record counts as processed, everything is
         committed, then the final revocation runs ``on_revoke`` and commits the final offsets
         and progress. Raises ``KafkaException`` if that final commit failed (the records since
-        the previous commit are then delivered again to the next owners)."""
+        the previous commit are then delivered again to the next owners); not when it only
+        repeated what close's own first commit had committed (members leaving together make the
+        group rebalance, which fails the repeat)."""
         if self._closed:
             return
         self._closed = True
         core = self._core
         if core is not None:
             try:
-                self.commit(asynchronous=False)
+                # As commit(asynchronous=False), keeping what was committed.
+                core.processed()
+                self._commit_progress()
+                offsets = self._snapshots(core, core.owned())
+                if offsets:
+                    self._consumer.commit(offsets=offsets, asynchronous=False)
+                self._committed_at_close = {
+                    tp.partition: (tp.offset, tp.metadata) for tp in offsets
+                }
             except KafkaException as e:
                 # A rebalance in progress, typically: the revocation below commits again.
                 _log.debug("commit before close failed: %s", e)
@@ -753,13 +765,26 @@ class DkgConsumer:
                         if record is not None:
                             self._announce(record)
                 except KafkaException as e:
-                    self._final_commit_error = str(e)
-                    _log.warning(
-                        "final commit of revoked partitions %s failed (their records since the "
-                        "last commit will be delivered again): %s",
-                        partitions,
-                        e,
-                    )
+                    if self._closed and all(
+                        self._committed_at_close.get(tp.partition) == (tp.offset, tp.metadata)
+                        for tp in offsets
+                    ):
+                        # Close's own commit already committed exactly these: nothing is
+                        # delivered again.
+                        _log.info(
+                            "final commit of revoked partitions %s failed, but close had "
+                            "committed the same offsets: %s",
+                            partitions,
+                            e,
+                        )
+                    else:
+                        self._final_commit_error = str(e)
+                        _log.warning(
+                            "final commit of revoked partitions %s failed (their records since "
+                            "the last commit will be delivered again): %s",
+                            partitions,
+                            e,
+                        )
         for p in partitions:
             core.revoke(p)
         self.metrics.forget(partitions)
